@@ -1,0 +1,1 @@
+//! Stages: trigger and authorize, and posting the report. The GitHub Action front end.

@@ -1,0 +1,12 @@
+//! compute-bot answers computational questions with code it actually ran,
+//! inside a locked-down sandbox.
+//!
+//! The modules follow the flow: trigger → authorize → plan → generate →
+//! policy check → execute → validate → explain → report. See ARCHITECTURE.md.
+
+pub mod github;
+pub mod model;
+pub mod policy;
+pub mod report;
+pub mod sandbox;
+pub mod units;

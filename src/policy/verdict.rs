@@ -1,0 +1,74 @@
+//! The outcome of checking code against a policy.
+
+use serde::{Deserialize, Serialize};
+
+/// What the policy decides about a piece of code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    /// The code may run.
+    Allow,
+    /// The code must not run.
+    Deny,
+    /// A human must approve the code before it runs.
+    Escalate,
+}
+
+/// How serious one finding is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    /// Informational; does not change the decision.
+    Info,
+    /// Needs a human approval.
+    Escalate,
+    /// Blocks the run.
+    Deny,
+}
+
+/// One thing the checker found, with where it is in the code.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Finding {
+    /// Stable rule id, e.g. `import-denied`, `dunder-escape`, `syntax-error`.
+    pub rule: String,
+    /// How serious it is.
+    pub severity: Severity,
+    /// What is wrong and what to do instead.
+    pub message: String,
+    /// 1-based line.
+    pub line: u32,
+    /// 1-based column.
+    pub column: u32,
+    /// The offending source line (trimmed, cut to a sensible length).
+    pub snippet: String,
+}
+
+/// The decision and the findings behind it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Verdict {
+    /// Allow, deny or escalate.
+    pub decision: Decision,
+    /// Every finding, in source order.
+    pub findings: Vec<Finding>,
+}
+
+impl Verdict {
+    /// A verdict with no findings that allows the code.
+    pub fn allow() -> Self {
+        Verdict {
+            decision: Decision::Allow,
+            findings: Vec::new(),
+        }
+    }
+
+    /// Builds the verdict that the findings imply: any deny finding denies,
+    /// else any escalate finding escalates, else allow.
+    pub fn from_findings(findings: Vec<Finding>) -> Self {
+        let decision = match findings.iter().map(|f| f.severity).max() {
+            Some(Severity::Deny) => Decision::Deny,
+            Some(Severity::Escalate) => Decision::Escalate,
+            _ => Decision::Allow,
+        };
+        Verdict { decision, findings }
+    }
+}

@@ -1,0 +1,261 @@
+//! Plain data that goes into and comes out of a sandbox run.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::units::{ByteSize, human_duration};
+
+/// The image used when neither the policy nor the command line names one.
+pub const DEFAULT_IMAGE: &str = "compute-bot-sandbox:python";
+
+/// Resource limits of one run. Every one is enforced by the container runtime
+/// (cgroups, ulimits, tmpfs sizes) or by the bot's reader, not by the code.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Limits {
+    /// Wall-clock deadline, counted from the moment the code is handed over.
+    #[serde(with = "human_duration")]
+    pub timeout: Duration,
+    /// Memory limit of the container; swap is set equal, so there is no swap.
+    pub memory: ByteSize,
+    /// CPU quota in cores (`0.5` = half a core).
+    pub cpus: f64,
+    /// Maximum number of processes and threads in the container.
+    pub pids: i64,
+    /// Bytes of stdout kept; the rest is counted and dropped.
+    pub stdout_cap: ByteSize,
+    /// Bytes of stderr kept; the rest is counted and dropped.
+    pub stderr_cap: ByteSize,
+    /// Size of the `/tmp` tmpfs.
+    pub tmpfs: ByteSize,
+    /// Most files collected from `/out`.
+    pub artifacts_max_files: u32,
+    /// Most bytes collected from `/out` (also the size of that tmpfs).
+    pub artifacts_max_bytes: ByteSize,
+    /// Open file descriptors per process (`RLIMIT_NOFILE`).
+    pub nofile: u64,
+    /// Largest file a process may write (`RLIMIT_FSIZE`).
+    pub fsize: ByteSize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            timeout: Duration::from_secs(10),
+            memory: ByteSize::mib(256),
+            cpus: 1.0,
+            pids: 64,
+            stdout_cap: ByteSize::kib(64),
+            stderr_cap: ByteSize::kib(64),
+            tmpfs: ByteSize::mib(64),
+            artifacts_max_files: 16,
+            artifacts_max_bytes: ByteSize::mib(8),
+            nofile: 256,
+            fsize: ByteSize::mib(64),
+        }
+    }
+}
+
+/// Rules the in-sandbox runner applies through Python audit hooks while the
+/// code runs. They are a second line behind the static check; the container
+/// is the boundary.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RuntimeRules {
+    /// Top-level modules (or `pkg.*` patterns) the code may not import.
+    pub deny_imports: Vec<String>,
+    /// When set, opening files is refused outside `/data`, `/tmp`, `/out` and
+    /// the Python installation.
+    pub restrict_files: bool,
+}
+
+/// One input file, copied into the sandbox as `/data/<name>` (read-only).
+#[derive(Debug, Clone, PartialEq)]
+pub struct InputFile {
+    /// The file name inside `/data` (no directories).
+    pub name: String,
+    /// The file's contents.
+    pub bytes: Vec<u8>,
+}
+
+/// Everything needed to create the container; shared by every run with the
+/// same settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SandboxConfig {
+    /// Image reference (tag or digest).
+    pub image: String,
+    /// Limits enforced on the container.
+    pub limits: Limits,
+    /// The only environment variables the code sees (besides a fixed few
+    /// such as `HOME=/tmp`). The bot's own environment never enters.
+    pub env: BTreeMap<String, String>,
+    /// Extra labels to put on the container (the run labels are always set).
+    pub labels: BTreeMap<String, String>,
+}
+
+impl Default for SandboxConfig {
+    fn default() -> Self {
+        SandboxConfig {
+            image: DEFAULT_IMAGE.to_string(),
+            limits: Limits::default(),
+            env: BTreeMap::new(),
+            labels: BTreeMap::new(),
+        }
+    }
+}
+
+/// What is handed to a prepared container: the code and its inputs.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Job {
+    /// Python source to run as `__main__`.
+    pub code: String,
+    /// Files placed under `/data`.
+    pub inputs: Vec<InputFile>,
+    /// Runtime rules applied by the runner's audit hooks.
+    pub rules: RuntimeRules,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// The code exited 0 and its output fit the caps.
+    Ok,
+    /// The code exited non-zero or raised.
+    Error,
+    /// The deadline passed and the container was killed.
+    Timeout,
+    /// The memory limit was hit.
+    Oom,
+    /// The code exited 0 but printed more than a cap allows; output was cut.
+    OutputLimit,
+    /// The code was killed by a signal (other than by the deadline or OOM).
+    Killed,
+}
+
+impl RunStatus {
+    /// The name used in JSON and reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Ok => "ok",
+            RunStatus::Error => "error",
+            RunStatus::Timeout => "timeout",
+            RunStatus::Oom => "oom",
+            RunStatus::OutputLimit => "output_limit",
+            RunStatus::Killed => "killed",
+        }
+    }
+}
+
+/// Peak memory and CPU time of the user code, measured inside the container
+/// with `wait4` on the process that ran it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Resources {
+    /// Peak resident memory of the code's process (bytes); `None` when the
+    /// process never finished (timeout).
+    pub peak_memory_bytes: Option<u64>,
+    /// User + system CPU time of the code's process (milliseconds).
+    pub cpu_time_ms: Option<u64>,
+}
+
+/// A file the code opened, as seen by the runner's audit hook.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileOpen {
+    /// The path as passed to `open`.
+    pub path: String,
+    /// `r`, `w`, `a`, `x`, with `b` / `+` as given.
+    pub mode: String,
+    /// True when the runner refused the open.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub denied: bool,
+}
+
+/// What the code tried, reported from inside the sandbox by audit hooks
+/// (PEP 578). This is telemetry: the container is the enforcement.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Audit {
+    /// Files opened outside the Python installation.
+    pub files_opened: Vec<FileOpen>,
+    /// `connect` / `getaddrinfo` / `gethostbyname` targets, as `event target`.
+    pub network_attempts: Vec<String>,
+    /// `subprocess`, `os.system`, `exec*`, `spawn*`, `fork` attempts.
+    pub subprocess_attempts: Vec<String>,
+    /// Top-level modules imported while the code ran.
+    pub imports: Vec<String>,
+    /// Things the runner refused (denied imports, opens, ...).
+    pub refused: Vec<String>,
+    /// True when more events happened than were kept.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
+}
+
+/// A file the code left in `/out`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Artifact {
+    /// File name relative to `/out`.
+    pub name: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// Hex SHA-256 of the contents.
+    pub sha256: String,
+    /// The contents (not serialized; written out by front ends).
+    #[serde(skip)]
+    pub bytes: Vec<u8>,
+}
+
+/// The image a run used.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ImageInfo {
+    /// The reference asked for.
+    pub reference: String,
+    /// The image id (`sha256:...`) the engine resolved it to.
+    pub id: String,
+    /// Repository digests, when the image came from a registry.
+    pub digests: Vec<String>,
+    /// Version labels (`org.compute-bot.*`).
+    pub labels: BTreeMap<String, String>,
+}
+
+/// Everything known about one finished run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Outcome {
+    /// How it ended.
+    pub status: RunStatus,
+    /// Exit code of the code's process (`None` when it never exited).
+    pub exit_code: Option<i64>,
+    /// Signal that ended the code's process, if any.
+    pub signal: Option<i32>,
+    /// Milliseconds from handing over the code to its end.
+    pub duration_ms: u64,
+    /// Captured stdout (lossy UTF-8), at most the stdout cap.
+    pub stdout: String,
+    /// Captured stderr (lossy UTF-8), at most the stderr cap.
+    pub stderr: String,
+    /// True when stdout was cut at the cap.
+    pub stdout_truncated: bool,
+    /// True when stderr was cut at the cap.
+    pub stderr_truncated: bool,
+    /// True when the deadline killed the run.
+    pub timed_out: bool,
+    /// True when the memory limit was hit.
+    pub oom_killed: bool,
+    /// The image used.
+    pub image: ImageInfo,
+    /// The limits that were applied.
+    pub limits: Limits,
+    /// Peak memory and CPU time.
+    pub resources: Resources,
+    /// What the code tried (reported from inside the sandbox).
+    pub audit: Audit,
+    /// Files collected from `/out`.
+    pub artifacts: Vec<Artifact>,
+    /// Hex SHA-256 of the code that ran.
+    pub code_sha256: String,
+    /// The container's name (already removed).
+    pub container: String,
+    /// Problems the bot noticed (protocol noise, artifacts dropped, ...).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}

@@ -1,0 +1,206 @@
+//! Human-readable sizes and durations (`256MiB`, `64KiB`, `10s`, `1500ms`).
+//!
+//! Policy files and command-line flags share these parsers so that the same
+//! spelling means the same thing everywhere.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// A number of bytes, written as `512`, `64KiB`, `256MiB`, `1GiB`, `10MB`, `1.5GiB`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct ByteSize(pub u64);
+
+impl ByteSize {
+    /// `n` kibibytes.
+    pub const fn kib(n: u64) -> Self {
+        ByteSize(n * 1024)
+    }
+    /// `n` mebibytes.
+    pub const fn mib(n: u64) -> Self {
+        ByteSize(n * 1024 * 1024)
+    }
+    /// The number of bytes.
+    pub const fn bytes(self) -> u64 {
+        self.0
+    }
+}
+
+/// Why a size or duration could not be read; the message says what is accepted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct UnitError(String);
+
+impl FromStr for ByteSize {
+    type Err = UnitError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let t = s.trim();
+        let split = t
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(t.len());
+        let (num, unit) = t.split_at(split);
+        let unit = unit.trim();
+        let mult: u64 = match unit.to_ascii_lowercase().as_str() {
+            "" | "b" => 1,
+            "k" | "kb" => 1000,
+            "ki" | "kib" => 1 << 10,
+            "m" | "mb" => 1_000_000,
+            "mi" | "mib" => 1 << 20,
+            "g" | "gb" => 1_000_000_000,
+            "gi" | "gib" => 1 << 30,
+            _ => {
+                return Err(UnitError(format!(
+                    "`{s}` is not a size: unknown unit `{unit}`; write e.g. `512`, `64KiB`, `256MiB` or `1GiB`"
+                )));
+            }
+        };
+        let value: f64 = num.parse().map_err(|_| {
+            UnitError(format!(
+                "`{s}` is not a size: write a number and a unit, e.g. `256MiB`"
+            ))
+        })?;
+        let bytes = value * mult as f64;
+        if !bytes.is_finite() || bytes < 0.0 || bytes > u64::MAX as f64 {
+            return Err(UnitError(format!("`{s}` is out of range for a size")));
+        }
+        Ok(ByteSize(bytes.round() as u64))
+    }
+}
+
+impl fmt::Display for ByteSize {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let b = self.0;
+        for (unit, size) in [("GiB", 1u64 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)] {
+            if b >= size && b % size == 0 {
+                return write!(f, "{}{unit}", b / size);
+            }
+        }
+        if b >= 1 << 20 {
+            return write!(f, "{:.1}MiB", b as f64 / (1u64 << 20) as f64);
+        }
+        write!(f, "{b}B")
+    }
+}
+
+impl Serialize for ByteSize {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_string())
+    }
+}
+
+impl<'de> Deserialize<'de> for ByteSize {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            N(u64),
+            S(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::N(n) => Ok(ByteSize(n)),
+            Raw::S(s) => s.parse().map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+/// Parses a duration written as `10s`, `1500ms`, `2m`, `1h` or a bare number of seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, UnitError> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let value: f64 = num.parse().map_err(|_| {
+        UnitError(format!(
+            "`{s}` is not a duration: write a number and a unit, e.g. `10s` or `500ms`"
+        ))
+    })?;
+    let secs = match unit.trim() {
+        "" | "s" | "sec" | "secs" => value,
+        "ms" => value / 1000.0,
+        "m" | "min" => value * 60.0,
+        "h" => value * 3600.0,
+        other => {
+            return Err(UnitError(format!(
+                "`{s}` is not a duration: unknown unit `{other}`; use ms, s, m or h"
+            )));
+        }
+    };
+    if !secs.is_finite() || secs < 0.0 || secs > 7.0 * 24.0 * 3600.0 {
+        return Err(UnitError(format!("`{s}` is out of range for a duration")));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// Formats a duration the way [`parse_duration`] reads it back (`10s`, `1500ms`).
+pub fn format_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms % 1000 == 0 {
+        format!("{}s", ms / 1000)
+    } else {
+        format!("{ms}ms")
+    }
+}
+
+/// Serde adapter for durations written as human-readable strings.
+pub mod human_duration {
+    use super::*;
+
+    /// Serializes as `10s` / `1500ms`.
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format_duration(*d))
+    }
+
+    /// Accepts `10s`, `1500ms`, `2m` or a bare number of seconds.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            N(f64),
+            S(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::N(n) => parse_duration(&n.to_string()).map_err(serde::de::Error::custom),
+            Raw::S(s) => parse_duration(&s).map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_with_binary_and_decimal_units() {
+        assert_eq!("256MiB".parse::<ByteSize>().unwrap(), ByteSize(256 << 20));
+        assert_eq!("64KiB".parse::<ByteSize>().unwrap(), ByteSize(65536));
+        assert_eq!("10MB".parse::<ByteSize>().unwrap(), ByteSize(10_000_000));
+        assert_eq!("1.5GiB".parse::<ByteSize>().unwrap(), ByteSize(3 << 29));
+        assert_eq!("512".parse::<ByteSize>().unwrap(), ByteSize(512));
+        let err = "12 parsecs".parse::<ByteSize>().unwrap_err().to_string();
+        assert!(err.contains("unknown unit `parsecs`"), "{err}");
+        assert!("MiB".parse::<ByteSize>().is_err());
+    }
+
+    #[test]
+    fn sizes_display_round_trips() {
+        for s in ["256MiB", "64KiB", "1GiB", "100B"] {
+            assert_eq!(s.parse::<ByteSize>().unwrap().to_string(), s);
+        }
+    }
+
+    #[test]
+    fn durations_parse_and_format() {
+        assert_eq!(parse_duration("10s").unwrap(), Duration::from_secs(10));
+        assert_eq!(parse_duration("1500ms").unwrap(), Duration::from_millis(1500));
+        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
+        assert_eq!(parse_duration("3").unwrap(), Duration::from_secs(3));
+        assert!(parse_duration("10 fortnights").is_err());
+        assert!(parse_duration("-1s").is_err());
+        assert_eq!(format_duration(Duration::from_millis(1500)), "1500ms");
+        assert_eq!(format_duration(Duration::from_secs(10)), "10s");
+    }
+}
