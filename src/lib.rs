@@ -4,6 +4,7 @@
 //! The modules follow the flow: trigger → authorize → plan → generate →
 //! policy check → execute → validate → explain → report. See ARCHITECTURE.md.
 
+pub mod cli;
 pub mod github;
 pub mod model;
 pub mod policy;

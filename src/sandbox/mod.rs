@@ -1,5 +1,553 @@
 //! Stage: execute. Locked-down Docker runs through bollard.
+//!
+//! A run has two halves so the slow part (the engine starting a container)
+//! can happen while the model is still writing code:
+//! - [`Sandbox::prepare`] creates and starts a hardened container whose
+//!   runner waits for a job on stdin;
+//! - [`Prepared::execute`] hands over the code and inputs, collects the
+//!   framed output under a byte cap and a wall-clock deadline, and removes
+//!   the container in every case.
+//!
+//! Code and inputs travel over the container's stdin: no host path is ever
+//! mounted, so this works the same when the bot itself runs in a container
+//! or talks to a remote engine through `DOCKER_HOST`.
 
+mod docker;
+mod error;
+mod protocol;
 mod types;
 
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use bollard::Docker;
+use bollard::container::LogOutput;
+use bollard::query_parameters::{
+    AttachContainerOptions, CreateContainerOptions, KillContainerOptions,
+};
+use futures_util::StreamExt;
+use sha2::{Digest, Sha256};
+use tokio::io::AsyncWriteExt;
+
+pub use docker::{
+    LABEL_EXPIRES, LABEL_HOST, LABEL_MANAGED, LABEL_PID, LABEL_RUN, SANDBOX_USER, docker_host,
+};
+pub use error::SandboxError;
 pub use types::*;
+
+use protocol::{CappedBuffer, Frame, FrameReader, RunnerReport};
+
+/// Hex SHA-256 of some bytes.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+fn random_hex(n: usize) -> String {
+    let mut b = vec![0u8; n];
+    rand::fill(&mut b[..]);
+    hex::encode(b)
+}
+
+/// A connection to the Docker engine plus the set of containers this process
+/// has alive, so that they can be removed on Ctrl-C.
+#[derive(Clone)]
+pub struct Sandbox {
+    docker: Docker,
+    live: Arc<Mutex<HashSet<String>>>,
+    images: Arc<Mutex<HashMap<String, ImageInfo>>>,
+}
+
+impl std::fmt::Debug for Sandbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sandbox").finish_non_exhaustive()
+    }
+}
+
+impl Sandbox {
+    /// Connects to the engine (`DOCKER_HOST` or the local socket) and
+    /// negotiates the API version.
+    pub async fn connect() -> Result<Sandbox, SandboxError> {
+        Ok(Sandbox {
+            docker: docker::connect().await?,
+            live: Arc::default(),
+            images: Arc::default(),
+        })
+    }
+
+    /// The underlying bollard client (tests inspect containers with it).
+    pub fn docker(&self) -> &Docker {
+        &self.docker
+    }
+
+    /// Removes containers left behind by bot processes that died (same host,
+    /// pid gone) or whose time is up. Returns how many were removed.
+    pub async fn cleanup_leftovers(&self) -> Result<usize, SandboxError> {
+        let mut removed = 0;
+        for c in docker::list_managed(&self.docker).await? {
+            let labels = c.labels.unwrap_or_default();
+            if docker::is_leftover(&labels) {
+                if let Some(id) = c.id {
+                    tracing::info!(container = %id, "removing a leftover sandbox container");
+                    docker::remove(&self.docker, &id).await?;
+                    removed += 1;
+                }
+            }
+        }
+        Ok(removed)
+    }
+
+    /// Removes every container this process still has alive (Ctrl-C path).
+    pub async fn remove_all_live(&self) {
+        let names: Vec<String> = self.live.lock().expect("lock").drain().collect();
+        for name in names {
+            if let Err(e) = docker::remove(&self.docker, &name).await {
+                tracing::warn!(container = %name, error = %e, "could not remove container");
+            }
+        }
+    }
+
+    /// Facts about an image (cached per reference).
+    pub async fn image_info(&self, reference: &str) -> Result<ImageInfo, SandboxError> {
+        if let Some(info) = self.images.lock().expect("lock").get(reference) {
+            return Ok(info.clone());
+        }
+        let info = docker::image_info(&self.docker, reference).await?;
+        self.images
+            .lock()
+            .expect("lock")
+            .insert(reference.to_string(), info.clone());
+        Ok(info)
+    }
+
+    /// Creates and starts a hardened container whose runner waits for a job.
+    pub async fn prepare(&self, cfg: &SandboxConfig) -> Result<Prepared, SandboxError> {
+        for key in cfg.env.keys() {
+            if key.is_empty() || key.contains('=') || key.contains('\0') {
+                return Err(SandboxError::BadInput {
+                    name: key.clone(),
+                    problem: "is not a valid environment variable name".into(),
+                });
+            }
+        }
+        let image = self.image_info(&cfg.image).await?;
+        let name = format!("compute-bot-{}", random_hex(6));
+        let body = docker::container_body(cfg, docker::run_labels(&name, cfg));
+        self.docker
+            .create_container(
+                Some(CreateContainerOptions {
+                    name: Some(name.clone()),
+                    ..Default::default()
+                }),
+                body,
+            )
+            .await
+            .map_err(|e| SandboxError::from_engine("creating the container", e))?;
+        let guard = Guard::new(self, &name);
+        let attach = self
+            .docker
+            .attach_container(
+                &name,
+                Some(AttachContainerOptions {
+                    stream: true,
+                    stdin: true,
+                    stdout: true,
+                    stderr: true,
+                    logs: false,
+                    ..Default::default()
+                }),
+            )
+            .await
+            .map_err(|e| SandboxError::from_engine("attaching to the container", e))?;
+        self.docker
+            .start_container(&name, None)
+            .await
+            .map_err(|e| SandboxError::from_engine("starting the container", e))?;
+        Ok(Prepared {
+            name,
+            image,
+            limits: cfg.limits.clone(),
+            attach,
+            guard,
+        })
+    }
+
+    /// Prepares a container and executes the job in it.
+    pub async fn run(&self, cfg: &SandboxConfig, job: &Job) -> Result<Outcome, SandboxError> {
+        self.prepare(cfg).await?.execute(job).await
+    }
+}
+
+/// Removes its container when dropped without [`Guard::remove`] (error,
+/// panic, cancelled future), so no container outlives its run.
+struct Guard {
+    sandbox: Sandbox,
+    name: String,
+    armed: bool,
+}
+
+impl Guard {
+    fn new(sandbox: &Sandbox, name: &str) -> Guard {
+        sandbox
+            .live
+            .lock()
+            .expect("lock")
+            .insert(name.to_string());
+        Guard {
+            sandbox: sandbox.clone(),
+            name: name.to_string(),
+            armed: true,
+        }
+    }
+
+    async fn remove(mut self) -> Result<(), SandboxError> {
+        self.armed = false;
+        self.sandbox.live.lock().expect("lock").remove(&self.name);
+        docker::remove(&self.sandbox.docker, &self.name).await
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        self.sandbox.live.lock().expect("lock").remove(&self.name);
+        let name = self.name.clone();
+        // A fresh runtime on its own thread: the current one may be gone or busy.
+        let handle = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build();
+            if let Ok(rt) = rt {
+                rt.block_on(async {
+                    if let Ok(d) = docker::connect().await {
+                        let _ = docker::remove(&d, &name).await;
+                    }
+                });
+            }
+        });
+        let _ = handle.join();
+    }
+}
+
+/// A started container whose runner waits for exactly one job.
+pub struct Prepared {
+    name: String,
+    image: ImageInfo,
+    limits: Limits,
+    attach: bollard::container::AttachContainerResults,
+    guard: Guard,
+}
+
+impl std::fmt::Debug for Prepared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Prepared")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What was collected while reading the runner's frames.
+struct Collected {
+    stdout: CappedBuffer,
+    stderr: CappedBuffer,
+    runner_stderr: CappedBuffer,
+    artifacts: Vec<Artifact>,
+    current: Option<(String, Vec<u8>)>,
+    artifact_bytes: u64,
+    report: Option<RunnerReport>,
+    notes: Vec<String>,
+}
+
+impl Collected {
+    fn finish_artifact(&mut self) {
+        if let Some((name, bytes)) = self.current.take() {
+            self.artifacts.push(Artifact {
+                sha256: sha256_hex(&bytes),
+                size: bytes.len() as u64,
+                name,
+                bytes,
+            });
+        }
+    }
+}
+
+impl Prepared {
+    /// The container's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Hands over the job, collects the outcome and removes the container.
+    pub async fn execute(self, job: &Job) -> Result<Outcome, SandboxError> {
+        let Prepared {
+            name,
+            image,
+            limits,
+            attach,
+            guard,
+        } = self;
+        let result = execute_in(&guard.sandbox.docker, &name, image, limits, attach, job).await;
+        let removal = guard.remove().await;
+        let outcome = result?;
+        removal?;
+        Ok(outcome)
+    }
+}
+
+fn check_inputs(job: &Job, limits: &Limits) -> Result<(), SandboxError> {
+    let mut total = 0u64;
+    let mut seen = HashSet::new();
+    for f in &job.inputs {
+        if f.name.is_empty()
+            || f.name.contains('/')
+            || f.name == "."
+            || f.name == ".."
+            || f.name.contains('\0')
+        {
+            return Err(SandboxError::BadInput {
+                name: f.name.clone(),
+                problem: "is not a plain file name; inputs appear as /data/<file name>".into(),
+            });
+        }
+        if !seen.insert(&f.name) {
+            return Err(SandboxError::BadInput {
+                name: f.name.clone(),
+                problem: "is given twice; two inputs cannot share a name under /data".into(),
+            });
+        }
+        total += f.bytes.len() as u64;
+    }
+    if total > limits.data_max_bytes.bytes() {
+        return Err(SandboxError::BadInput {
+            name: job
+                .inputs
+                .iter()
+                .max_by_key(|f| f.bytes.len())
+                .map(|f| f.name.clone())
+                .unwrap_or_default(),
+            problem: format!(
+                "the inputs total {} bytes, over the {} limit for /data; pass fewer or smaller files or raise `data_max_bytes`",
+                total, limits.data_max_bytes
+            ),
+        });
+    }
+    Ok(())
+}
+
+async fn execute_in(
+    docker: &Docker,
+    name: &str,
+    image: ImageInfo,
+    limits: Limits,
+    attach: bollard::container::AttachContainerResults,
+    job: &Job,
+) -> Result<Outcome, SandboxError> {
+    check_inputs(job, &limits)?;
+    let nonce = random_hex(16);
+    let bytes = protocol::encode_job(&nonce, job, &limits);
+    let bollard::container::AttachContainerResults { mut output, input } = attach;
+    let started = Instant::now();
+    let deadline = tokio::time::Instant::from_std(started + limits.timeout);
+    let writer = tokio::spawn(async move {
+        let mut input = input;
+        let r = input.write_all(&bytes).await;
+        let _ = input.flush().await;
+        // Keep the write half open until the job is read; dropping closes it.
+        r
+    });
+
+    let mut reader = FrameReader::new(&nonce);
+    let mut c = Collected {
+        stdout: CappedBuffer::new(limits.stdout_cap.bytes()),
+        stderr: CappedBuffer::new(limits.stderr_cap.bytes()),
+        runner_stderr: CappedBuffer::new(8 * 1024),
+        artifacts: Vec::new(),
+        current: None,
+        artifact_bytes: 0,
+        report: None,
+        notes: Vec::new(),
+    };
+    let mut timed_out = false;
+    let mut stream_error = None;
+    while c.report.is_none() {
+        let item = tokio::select! {
+            biased;
+            _ = tokio::time::sleep_until(deadline) => { timed_out = true; break; }
+            item = output.next() => item,
+        };
+        match item {
+            Some(Ok(LogOutput::StdOut { message })) => {
+                for frame in reader.push(&message) {
+                    match frame {
+                        Frame::Stdout(b) => c.stdout.push(&b),
+                        Frame::Stderr(b) => c.stderr.push(&b),
+                        Frame::Artifact(h) => {
+                            c.finish_artifact();
+                            c.current = Some((h.name, Vec::new()));
+                        }
+                        Frame::ArtifactChunk(b) => {
+                            c.artifact_bytes += b.len() as u64;
+                            if c.artifact_bytes > limits.artifacts_max_bytes.bytes() {
+                                if let Some((n, _)) = c.current.take() {
+                                    c.notes.push(format!("artifact {n} dropped: over the artifact byte cap"));
+                                }
+                            } else if let Some((_, buf)) = c.current.as_mut() {
+                                buf.extend_from_slice(&b);
+                            }
+                        }
+                        Frame::Report(r) => {
+                            c.finish_artifact();
+                            c.report = Some(*r);
+                        }
+                    }
+                }
+            }
+            Some(Ok(LogOutput::StdErr { message })) => c.runner_stderr.push(&message),
+            Some(Ok(_)) => {}
+            Some(Err(e)) => {
+                stream_error = Some(e.to_string());
+                break;
+            }
+            None => break,
+        }
+    }
+    let duration = started.elapsed();
+    writer.abort();
+    if reader.noise_bytes > 0 {
+        c.notes.push(format!(
+            "{} bytes on the container's stdout were not runner frames (ignored)",
+            reader.noise_bytes
+        ));
+    }
+    if let Some(e) = stream_error {
+        c.notes.push(format!("the output stream ended with an error: {e}"));
+    }
+
+    let mut oom_killed = false;
+    if timed_out {
+        let _ = docker
+            .kill_container(
+                name,
+                Some(KillContainerOptions {
+                    signal: "SIGKILL".into(),
+                }),
+            )
+            .await;
+    } else if c.report.is_none() {
+        // The runner died without reporting: ask the engine why.
+        let mut waited = 0;
+        loop {
+            match docker.inspect_container(name, None).await {
+                Ok(info) => {
+                    let state = info.state.unwrap_or_default();
+                    if state.running == Some(true) && waited < 20 {
+                        waited += 1;
+                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                        continue;
+                    }
+                    oom_killed = state.oom_killed.unwrap_or(false);
+                    c.notes.push(format!(
+                        "the runner ended without a report (container exit code {})",
+                        state.exit_code.unwrap_or(-1)
+                    ));
+                    break;
+                }
+                Err(e) => {
+                    c.notes
+                        .push(format!("the runner ended without a report ({e})"));
+                    break;
+                }
+            }
+        }
+    }
+    let runner_err = c.runner_stderr.text();
+    if !runner_err.trim().is_empty() {
+        c.notes.push(format!("runner stderr: {}", runner_err.trim()));
+    }
+
+    let report = c.report.take();
+    let (status, exit_code, signal, resources, audit, duration_ms) = match &report {
+        Some(r) => {
+            for a in &r.artifacts {
+                match c.artifacts.iter().find(|x| x.name == a.name) {
+                    Some(x) if x.sha256 == a.sha256 && x.size == a.size => {}
+                    Some(_) => c.notes.push(format!(
+                        "artifact {} arrived damaged (checksum mismatch)",
+                        a.name
+                    )),
+                    None => {}
+                }
+            }
+            c.notes.extend(r.notes.iter().cloned());
+            let oom = r.oom_kills.unwrap_or(0) > 0 && r.signal == Some(9);
+            oom_killed |= oom;
+            let truncated = r.stdout_bytes > limits.stdout_cap.bytes()
+                || r.stderr_bytes > limits.stderr_cap.bytes();
+            c.stdout.truncated |= r.stdout_bytes > limits.stdout_cap.bytes();
+            c.stderr.truncated |= r.stderr_bytes > limits.stderr_cap.bytes();
+            let status = if oom {
+                RunStatus::Oom
+            } else if r.signal.is_some() {
+                RunStatus::Killed
+            } else if r.exit_code != Some(0) {
+                RunStatus::Error
+            } else if truncated {
+                RunStatus::OutputLimit
+            } else {
+                RunStatus::Ok
+            };
+            (
+                status,
+                r.exit_code,
+                r.signal,
+                Resources {
+                    peak_memory_bytes: Some(r.peak_memory_bytes),
+                    cpu_time_ms: Some(r.cpu_time_ms),
+                },
+                r.audit.clone(),
+                r.duration_ms,
+            )
+        }
+        None => {
+            let status = if timed_out {
+                RunStatus::Timeout
+            } else if oom_killed {
+                RunStatus::Oom
+            } else {
+                RunStatus::Killed
+            };
+            (
+                status,
+                None,
+                None,
+                Resources::default(),
+                Audit::default(),
+                duration.as_millis() as u64,
+            )
+        }
+    };
+    let outcome = Outcome {
+        status,
+        exit_code,
+        signal,
+        duration_ms,
+        stdout: c.stdout.text(),
+        stderr: c.stderr.text(),
+        stdout_truncated: c.stdout.truncated,
+        stderr_truncated: c.stderr.truncated,
+        timed_out,
+        oom_killed,
+        image,
+        limits,
+        resources,
+        audit,
+        artifacts: c.artifacts,
+        code_sha256: sha256_hex(job.code.as_bytes()),
+        container: name.to_string(),
+        notes: c.notes,
+    };
+    tracing::debug!(container = %name, status = outcome.status.as_str(), ms = outcome.duration_ms, "run finished");
+    Ok(outcome)
+}

@@ -34,6 +34,8 @@ pub struct Limits {
     pub artifacts_max_files: u32,
     /// Most bytes collected from `/out` (also the size of that tmpfs).
     pub artifacts_max_bytes: ByteSize,
+    /// Size of the `/data` tmpfs that holds the input files.
+    pub data_max_bytes: ByteSize,
     /// Open file descriptors per process (`RLIMIT_NOFILE`).
     pub nofile: u64,
     /// Largest file a process may write (`RLIMIT_FSIZE`).
@@ -52,6 +54,7 @@ impl Default for Limits {
             tmpfs: ByteSize::mib(64),
             artifacts_max_files: 16,
             artifacts_max_bytes: ByteSize::mib(8),
+            data_max_bytes: ByteSize::mib(64),
             nofile: 256,
             fsize: ByteSize::mib(64),
         }
@@ -69,6 +72,11 @@ pub struct RuntimeRules {
     /// When set, opening files is refused outside `/data`, `/tmp`, `/out` and
     /// the Python installation.
     pub restrict_files: bool,
+    /// When set, subprocess / exec / fork started by the code itself is refused.
+    pub deny_subprocess: bool,
+    /// When set, socket connects and name lookups by the code are refused
+    /// (they fail anyway: the container has no network).
+    pub deny_network: bool,
 }
 
 /// One input file, copied into the sandbox as `/data/<name>` (read-only).

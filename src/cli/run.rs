@@ -1,0 +1,208 @@
+//! `compute-bot run`: the code, the inputs and the limits in; one outcome out.
+
+use std::path::{Path, PathBuf};
+
+use crate::sandbox::{InputFile, Job, Outcome, RunStatus, Sandbox, SandboxConfig, SandboxError};
+
+use super::{EXIT_USAGE, Format, RunArgs};
+
+/// Largest single input file `run` accepts without a policy.
+const MAX_INPUT_BYTES: u64 = 16 << 20;
+
+/// Reads input files, naming the file and what to do when one is unusable.
+pub fn read_inputs(paths: &[PathBuf], max_file: u64) -> Result<Vec<InputFile>, String> {
+    let mut out = Vec::new();
+    for p in paths {
+        let meta = std::fs::metadata(p).map_err(|e| {
+            format!(
+                "input file `{}` cannot be read: {e}; check the path",
+                p.display()
+            )
+        })?;
+        if !meta.is_file() {
+            return Err(format!("input `{}` is not a regular file", p.display()));
+        }
+        if meta.len() > max_file {
+            return Err(format!(
+                "input file `{}` is {} bytes, over the {} byte limit per input; pass a smaller file",
+                p.display(),
+                meta.len(),
+                max_file
+            ));
+        }
+        let bytes = std::fs::read(p)
+            .map_err(|e| format!("input file `{}` cannot be read: {e}", p.display()))?;
+        let name = p
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .ok_or_else(|| format!("input `{}` has no file name", p.display()))?;
+        out.push(InputFile { name, bytes });
+    }
+    Ok(out)
+}
+
+fn read_code(path: &Path) -> Result<String, String> {
+    std::fs::read_to_string(path).map_err(|e| {
+        format!(
+            "code file `{}` cannot be read: {e}; pass a UTF-8 Python file with --code",
+            path.display()
+        )
+    })
+}
+
+/// Writes the artifacts of an outcome into `dir`.
+pub fn write_artifacts(outcome: &Outcome, dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    for a in &outcome.artifacts {
+        let rel = Path::new(&a.name);
+        if rel.is_absolute()
+            || rel
+                .components()
+                .any(|c| !matches!(c, std::path::Component::Normal(_)))
+        {
+            continue;
+        }
+        let path = dir.join(rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(path, &a.bytes)?;
+    }
+    Ok(())
+}
+
+/// Runs `compute-bot run` and returns the exit status.
+pub async fn run_command(args: RunArgs) -> i32 {
+    let code = match read_code(&args.code) {
+        Ok(c) => c,
+        Err(e) => return usage(&e),
+    };
+    let inputs = match read_inputs(&args.inputs, MAX_INPUT_BYTES) {
+        Ok(i) => i,
+        Err(e) => return usage(&e),
+    };
+    let mut cfg = SandboxConfig {
+        image: args.image.clone(),
+        ..Default::default()
+    };
+    if let Some(t) = args.timeout {
+        cfg.limits.timeout = t;
+    }
+    if let Some(m) = args.memory {
+        cfg.limits.memory = m;
+    }
+    if let Some(c) = args.cpus {
+        cfg.limits.cpus = c;
+    }
+    if let Some(p) = args.pids {
+        cfg.limits.pids = p;
+    }
+    let job = Job {
+        code,
+        inputs,
+        rules: Default::default(),
+    };
+    let outcome = match execute(&cfg, &job).await {
+        Ok(o) => o,
+        Err(e) if e.is_configuration() => return usage(&e.to_string()),
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 1;
+        }
+    };
+    if let Some(dir) = &args.artifacts {
+        if let Err(e) = write_artifacts(&outcome, dir) {
+            eprintln!(
+                "error: could not write artifacts to {}: {e}",
+                dir.display()
+            );
+        }
+    }
+    match args.format {
+        Format::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&outcome).expect("outcome serializes")
+        ),
+        Format::Text => print!("{}", outcome_text(&outcome)),
+    }
+    if outcome.exit_code == Some(0) && !outcome.timed_out && !outcome.oom_killed {
+        0
+    } else {
+        1
+    }
+}
+
+/// Connects, removes leftovers, runs; Ctrl-C removes the container before exiting.
+pub async fn execute(cfg: &SandboxConfig, job: &Job) -> Result<Outcome, SandboxError> {
+    let sandbox = Sandbox::connect().await?;
+    if let Err(e) = sandbox.cleanup_leftovers().await {
+        tracing::warn!(error = %e, "could not clean up leftover containers");
+    }
+    let run = sandbox.run(cfg, job);
+    tokio::select! {
+        r = run => r,
+        _ = tokio::signal::ctrl_c() => {
+            sandbox.remove_all_live().await;
+            eprintln!("interrupted: the sandbox container was removed");
+            std::process::exit(130);
+        }
+    }
+}
+
+fn usage(msg: &str) -> i32 {
+    eprintln!("error: {msg}");
+    EXIT_USAGE
+}
+
+/// A short terminal summary of an outcome.
+pub fn outcome_text(o: &Outcome) -> String {
+    let mut s = String::new();
+    s.push_str(&format!(
+        "status: {}  exit code: {}  duration: {} ms\n",
+        o.status.as_str(),
+        o.exit_code.map_or("-".to_string(), |c| c.to_string()),
+        o.duration_ms
+    ));
+    if let Some(m) = o.resources.peak_memory_bytes {
+        s.push_str(&format!(
+            "peak memory: {:.1} MiB  cpu time: {} ms\n",
+            m as f64 / 1048576.0,
+            o.resources.cpu_time_ms.unwrap_or(0)
+        ));
+    }
+    if !o.stdout.is_empty() {
+        s.push_str("--- stdout");
+        s.push_str(if o.stdout_truncated { " (truncated)" } else { "" });
+        s.push_str(" ---\n");
+        s.push_str(&o.stdout);
+        if !o.stdout.ends_with('\n') {
+            s.push('\n');
+        }
+    }
+    if !o.stderr.is_empty() {
+        s.push_str("--- stderr");
+        s.push_str(if o.stderr_truncated { " (truncated)" } else { "" });
+        s.push_str(" ---\n");
+        s.push_str(&o.stderr);
+        if !o.stderr.ends_with('\n') {
+            s.push('\n');
+        }
+    }
+    for a in &o.artifacts {
+        s.push_str(&format!("artifact: {} ({} bytes, sha256 {})\n", a.name, a.size, a.sha256));
+    }
+    let au = &o.audit;
+    if !au.network_attempts.is_empty() {
+        s.push_str(&format!("network attempts: {}\n", au.network_attempts.join(", ")));
+    }
+    if !au.subprocess_attempts.is_empty() {
+        s.push_str(&format!("subprocess attempts: {}\n", au.subprocess_attempts.join(", ")));
+    }
+    if o.status == RunStatus::Timeout {
+        s.push_str(&format!("stopped: the {} ms deadline passed\n", o.limits.timeout.as_millis()));
+    }
+    for n in &o.notes {
+        s.push_str(&format!("note: {n}\n"));
+    }
+    s
+}

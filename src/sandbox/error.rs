@@ -1,0 +1,73 @@
+//! Errors of the execution layer. Each says what to do about it.
+
+/// Why the sandbox could not run something.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    /// The Docker engine could not be reached.
+    #[error(
+        "cannot reach the Docker engine at {host}: {detail}\n\
+         compute-bot runs code only inside Docker containers. Start Docker \
+         (`sudo systemctl start docker`, or run `dockerd` as root), or set DOCKER_HOST \
+         to a running engine (e.g. DOCKER_HOST=unix:///var/run/docker.sock or tcp://host:2375)."
+    )]
+    Unreachable {
+        /// The engine address tried.
+        host: String,
+        /// What the client said.
+        detail: String,
+    },
+    /// The sandbox image is not on the engine.
+    #[error(
+        "the sandbox image `{image}` is not on the Docker engine at {host}.\n\
+         Build it without any registry: sandbox/build-debian.sh {image}\n\
+         or, where images can be pulled: docker build -t {image} sandbox/python"
+    )]
+    ImageMissing {
+        /// The image reference.
+        image: String,
+        /// The engine address.
+        host: String,
+    },
+    /// An input file is unusable.
+    #[error("input file `{name}`: {problem}")]
+    BadInput {
+        /// The file as named by the user.
+        name: String,
+        /// What is wrong and what to do.
+        problem: String,
+    },
+    /// The engine answered with an error.
+    #[error("Docker engine error while {action}: {detail}")]
+    Engine {
+        /// What the bot was doing.
+        action: &'static str,
+        /// What the engine said.
+        detail: String,
+    },
+}
+
+impl SandboxError {
+    /// Wraps an engine error, turning connection failures into [`SandboxError::Unreachable`].
+    pub fn from_engine(action: &'static str, e: bollard::errors::Error) -> Self {
+        let detail = e.to_string();
+        let lower = detail.to_ascii_lowercase();
+        if lower.contains("connect") || lower.contains("no such file") || lower.contains("refused")
+        {
+            return SandboxError::Unreachable {
+                host: super::docker::docker_host(),
+                detail,
+            };
+        }
+        SandboxError::Engine { action, detail }
+    }
+
+    /// True for errors the user fixes by configuration (exit status 2).
+    pub fn is_configuration(&self) -> bool {
+        matches!(
+            self,
+            SandboxError::Unreachable { .. }
+                | SandboxError::ImageMissing { .. }
+                | SandboxError::BadInput { .. }
+        )
+    }
+}

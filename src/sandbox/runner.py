@@ -1,0 +1,385 @@
+# compute-bot sandbox runner. Runs inside the container as `python3 -I -c <this>`.
+#
+# It starts a fresh child interpreter (CHILD below) that waits for the code,
+# then reads one job from stdin: a JSON header line, the code, the input files.
+# It writes the inputs to /data, hands the code to the child, forwards the
+# child's stdout/stderr as framed lines, collects /out and finally reports
+# rusage and the audit trail. Every line it writes starts with a nonce that
+# only the bot and this process know, so the code cannot forge the report.
+#
+# This is telemetry and convenience: the container (no network, read-only
+# root, no capabilities, cgroup limits) is the enforcement.
+import base64, hashlib, json, os, select, subprocess, sys, threading, time
+
+CHILD = r'''
+import json, os, sys, traceback, linecache, builtins, fnmatch
+rd = os.fdopen(int(sys.argv[1]), "rb")
+hdr = json.loads(rd.readline())
+src = rd.read(hdr["code_len"]).decode("utf-8", "replace")
+rd.close()
+try:
+    with open("/proc/self/oom_score_adj", "w") as f:
+        f.write("1000")
+except OSError:
+    pass
+rules = hdr.get("rules") or {}
+deny_imports = list(rules.get("deny_imports") or [])
+restrict = bool(rules.get("restrict_files"))
+deny_sub = bool(rules.get("deny_subprocess"))
+deny_net = bool(rules.get("deny_network"))
+AUD = int(sys.argv[2])
+quiet = ("/usr/lib/python3", "/usr/local/lib/python3", "/usr/share/matplotlib",
+         "/usr/share/fonts", "/usr/share/zoneinfo", "/usr/share/fonts-", "/opt/compute-bot",
+         "/usr/lib/python3.", "/etc/matplotlibrc", "/usr/share/tcltk")
+read_ok = ("/data/", "/tmp/", "/out/", "/usr/", "/opt/compute-bot/", "/etc/localtime",
+           "/etc/timezone", "/dev/null", "/dev/urandom", "/proc/self/", "/proc/cpuinfo",
+           "/proc/meminfo", "/sys/devices/system/cpu/", "/sys/fs/cgroup/", "/etc/mime.types")
+write_ok = ("/tmp/", "/out/")
+seen = set()
+count = [0]
+def send(kind, value):
+    if count[0] >= 400:
+        if count[0] == 400:
+            os.write(AUD, b'{"k":"truncated"}\n')
+            count[0] += 1
+        return
+    count[0] += 1
+    try:
+        os.write(AUD, (json.dumps({"k": kind, "v": value}) + "\n").encode())
+    except OSError:
+        pass
+def norm(p):
+    if isinstance(p, bytes):
+        p = p.decode("utf-8", "replace")
+    if isinstance(p, int):
+        return None
+    p = os.fspath(p) if hasattr(p, "__fspath__") else str(p)
+    if not p.startswith("/"):
+        p = os.path.join("/tmp", p)
+    return os.path.normpath(p)
+def mode_of(mode, flags):
+    if isinstance(mode, str) and mode:
+        return mode
+    if isinstance(flags, int):
+        acc = flags & 3
+        return {0: "r", 1: "w", 2: "r+"}.get(acc, "r")
+    return "r"
+def denied_module(name):
+    top = name.split(".")[0]
+    for pat in deny_imports:
+        if pat.endswith(".*"):
+            if name == pat[:-2] or name.startswith(pat[:-1]):
+                return True
+        elif top == pat or name == pat or fnmatch.fnmatchcase(name, pat):
+            return True
+    return False
+def user_initiated(skip):
+    # The nearest frame outside the machinery that raised the event: is it the code?
+    f = sys._getframe(2)
+    while f is not None:
+        fn = f.f_code.co_filename
+        if fn == "main.py":
+            return True
+        if fn.startswith("<frozen importlib") or fn.endswith("importlib/__init__.py") or (skip and fn.endswith(skip)):
+            f = f.f_back
+            continue
+        return False
+    return False
+def refuse(what):
+    send("refused", what)
+    raise PermissionError("compute-bot sandbox policy: " + what + " is refused")
+def hook(event, args):
+    if event == "open":
+        path = norm(args[0])
+        if path is None:
+            return
+        mode = mode_of(args[1] if len(args) > 1 else None, args[2] if len(args) > 2 else None)
+        writing = any(c in mode for c in "wax+")
+        if not writing and path.startswith(quiet):
+            return
+        key = (path, mode)
+        bad = False
+        if restrict:
+            if writing:
+                bad = not (path + "/").startswith(write_ok)
+            else:
+                bad = not ((path + "/").startswith(read_ok) or path.startswith(read_ok))
+        if key not in seen:
+            seen.add(key)
+            send("open", {"path": path, "mode": mode, "denied": bad})
+        if bad:
+            refuse("opening " + path + " (mode " + mode + ")")
+    elif event == "import":
+        name = args[0]
+        if not isinstance(name, str):
+            return
+        top = name.split(".")[0]
+        if not user_initiated(None):
+            return
+        if denied_module(name):
+            refuse("import of " + name)
+        if top not in seen:
+            seen.add(top)
+            send("import", top)
+    elif event in ("socket.connect", "socket.sendto", "socket.bind"):
+        addr = args[1] if len(args) > 1 else None
+        send("net", event.split(".")[1] + " " + repr(addr))
+        if deny_net:
+            refuse("network " + event.split(".")[1])
+    elif event in ("socket.getaddrinfo", "socket.gethostbyname", "socket.gethostbyaddr", "socket.gethostbyname_ex"):
+        send("net", event.split(".")[1] + " " + repr(args[0] if args else None))
+        if deny_net:
+            refuse("name lookup")
+    elif event in ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty", "pty.spawn", "os.kill", "os.killpg"):
+        if not user_initiated(("subprocess.py", "pty.py", "os.py")):
+            return
+        detail = ""
+        if args:
+            a = args[1] if event in ("subprocess.Popen", "os.exec", "os.posix_spawn", "os.spawn") and len(args) > 1 else args[0]
+            detail = " " + repr(a)[:200]
+        send("sub", event + detail)
+        if deny_sub and event not in ("os.kill", "os.killpg"):
+            refuse(event)
+    elif event in ("os.chmod", "os.remove", "os.rename", "os.rmdir", "os.unlink", "shutil.rmtree"):
+        p = norm(args[0]) if args else None
+        if restrict and p and p.startswith("/data"):
+            refuse(event + " on " + p)
+lines = src.splitlines(True)
+linecache.cache["main.py"] = (len(src), None, lines, "main.py")
+try:
+    code = compile(src, "main.py", "exec")
+except SyntaxError:
+    traceback.print_exc(limit=0)
+    sys.exit(1)
+sys.stdout.reconfigure(line_buffering=True)
+g = {"__name__": "__main__", "__builtins__": builtins, "__file__": "main.py"}
+sys.addaudithook(hook)
+rc = 0
+try:
+    exec(code, g)
+except SystemExit as e:
+    c = e.code
+    rc = c if isinstance(c, int) else (0 if c is None else 1)
+    if not isinstance(c, int) and c is not None:
+        print(c, file=sys.stderr)
+except BaseException:
+    tb = traceback.format_exc()
+    sys.stderr.write(tb)
+    rc = 1
+try:
+    sys.stdout.flush()
+    sys.stderr.flush()
+except BaseException:
+    pass
+os._exit(rc)
+'''
+
+out = sys.stdout.buffer
+out_lock = threading.Lock()
+
+
+def frame(nonce, kind, payload):
+    line = nonce + b":" + kind + b":" + base64.b64encode(payload) + b"\n"
+    with out_lock:
+        out.write(line)
+        out.flush()
+
+
+def nondumpable():
+    # Keep the same-uid code out of this process's memory and fds via /proc.
+    try:
+        import ctypes
+        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 4
+    except Exception:
+        pass
+
+
+def oom_kills():
+    for path in ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control"):
+        try:
+            with open(path) as f:
+                for line in f:
+                    parts = line.split()
+                    if len(parts) == 2 and parts[0] == "oom_kill":
+                        return int(parts[1])
+        except OSError:
+            continue
+    return None
+
+
+def read_exact(stream, n):
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = stream.read(min(1 << 16, n - len(buf)))
+        if not chunk:
+            raise EOFError("stdin closed early")
+        buf += chunk
+    return bytes(buf)
+
+
+def main():
+    nondumpable()
+    os.makedirs("/tmp/mpl", exist_ok=True)
+    try:
+        for name in os.listdir("/opt/compute-bot/mpl"):
+            with open("/opt/compute-bot/mpl/" + name, "rb") as s, open("/tmp/mpl/" + name, "wb") as d:
+                d.write(s.read())
+    except OSError:
+        pass
+    env = dict(os.environ)
+    env["MPLCONFIGDIR"] = "/tmp/mpl"
+    env.setdefault("MPLBACKEND", "Agg")
+    code_r, code_w = os.pipe()
+    aud_r, aud_w = os.pipe()
+    child = subprocess.Popen(
+        [sys.executable, "-I", "-c", CHILD, str(code_r), str(aud_w)],
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        pass_fds=(code_r, aud_w), env=env, cwd="/tmp",
+    )
+    os.close(code_r)
+    os.close(aud_w)
+
+    stdin = sys.stdin.buffer
+    idle = float(sys.argv[1]) if len(sys.argv) > 1 else 900.0
+    ready, _, _ = select.select([stdin], [], [], idle)
+    if not ready:
+        child.kill()
+        sys.exit(0)
+    header = json.loads(stdin.readline())
+    nonce = header["nonce"].encode()
+    src = read_exact(stdin, header["code_len"])
+    for item in header.get("inputs", []):
+        name = item["name"]
+        if "/" in name or name in ("", ".", ".."):
+            raise ValueError("bad input name")
+        path = "/data/" + name
+        left = item["size"]
+        with open(path, "wb") as f:
+            while left:
+                chunk = stdin.read(min(1 << 16, left))
+                if not chunk:
+                    raise EOFError("stdin closed early")
+                f.write(chunk)
+                left -= len(chunk)
+        os.chmod(path, 0o444)
+    try:
+        os.chmod("/data", 0o555)
+    except OSError:
+        pass
+    del header["nonce"]
+    caps = header.get("caps", {})
+    oom_before = oom_kills()
+    started = time.monotonic()
+    os.write(code_w, (json.dumps({"code_len": len(src), "rules": header.get("rules", {})}) + "\n").encode())
+    # The pipe holds 64 KiB; write the rest from a thread so a huge script cannot block us.
+    def feed():
+        try:
+            view = memoryview(src)
+            while view:
+                n = os.write(code_w, view[:1 << 16])
+                view = view[n:]
+        except OSError:
+            pass
+        finally:
+            os.close(code_w)
+    threading.Thread(target=feed, daemon=True).start()
+
+    totals = {b"o": 0, b"e": 0}
+
+    def pump(stream, kind, cap):
+        sent = 0
+        while True:
+            try:
+                chunk = os.read(stream.fileno(), 1 << 15)
+            except OSError:
+                break
+            if not chunk:
+                break
+            totals[kind] += len(chunk)
+            if sent <= cap:
+                piece = chunk[: cap + 1 - sent]
+                sent += len(piece)
+                for i in range(0, len(piece), 3072):
+                    frame(nonce, kind, piece[i:i + 3072])
+
+    audit = {"files_opened": [], "network_attempts": [], "subprocess_attempts": [], "imports": [], "refused": [], "truncated": False}
+
+    def pump_audit():
+        with os.fdopen(aud_r, "rb") as f:
+            for line in f:
+                try:
+                    ev = json.loads(line)
+                except ValueError:
+                    continue
+                k, v = ev.get("k"), ev.get("v")
+                if k == "open" and isinstance(v, dict):
+                    audit["files_opened"].append({"path": str(v.get("path")), "mode": str(v.get("mode")), "denied": bool(v.get("denied"))})
+                elif k == "net":
+                    audit["network_attempts"].append(str(v))
+                elif k == "sub":
+                    audit["subprocess_attempts"].append(str(v))
+                elif k == "import":
+                    audit["imports"].append(str(v))
+                elif k == "refused":
+                    audit["refused"].append(str(v))
+                elif k == "truncated":
+                    audit["truncated"] = True
+
+    threads = [
+        threading.Thread(target=pump, args=(child.stdout, b"o", caps.get("stdout", 65536)), daemon=True),
+        threading.Thread(target=pump, args=(child.stderr, b"e", caps.get("stderr", 65536)), daemon=True),
+        threading.Thread(target=pump_audit, daemon=True),
+    ]
+    for t in threads:
+        t.start()
+    _, status, ru = os.wait4(child.pid, 0)
+    ended = time.monotonic()
+    # A grandchild may keep the pipes open; do not wait for it.
+    for t in threads:
+        t.join(timeout=0.5)
+    exit_code = os.waitstatus_to_exitcode(status)
+    report = {
+        "exit_code": exit_code if exit_code >= 0 else None,
+        "signal": -exit_code if exit_code < 0 else None,
+        "duration_ms": int((ended - started) * 1000),
+        "peak_memory_bytes": ru.ru_maxrss * 1024,
+        "cpu_time_ms": int((ru.ru_utime + ru.ru_stime) * 1000),
+        "stdout_bytes": totals[b"o"],
+        "stderr_bytes": totals[b"e"],
+        "oom_kills": None if oom_before is None else (oom_kills() or 0) - oom_before,
+        "audit": audit,
+        "artifacts": [],
+        "notes": [],
+    }
+    max_files = caps.get("artifacts_max_files", 16)
+    max_bytes = caps.get("artifacts_max_bytes", 8 << 20)
+    used = 0
+    for root, dirs, files in os.walk("/out"):
+        dirs.sort()
+        for name in sorted(files):
+            path = os.path.join(root, name)
+            rel = os.path.relpath(path, "/out")
+            try:
+                if os.path.islink(path) or not os.path.isfile(path):
+                    report["notes"].append("skipped artifact " + rel + " (not a regular file)")
+                    continue
+                size = os.path.getsize(path)
+                if len(report["artifacts"]) >= max_files or used + size > max_bytes:
+                    report["notes"].append("dropped artifact " + rel + " (" + str(size) + " bytes): over the artifact caps")
+                    continue
+                with open(path, "rb") as f:
+                    data = f.read(size + 1)[:size]
+            except OSError as e:
+                report["notes"].append("could not read artifact " + rel + ": " + str(e))
+                continue
+            used += len(data)
+            frame(nonce, b"a", json.dumps({"name": rel, "size": len(data)}).encode())
+            for i in range(0, len(data), 3072):
+                frame(nonce, b"c", data[i:i + 3072])
+            report["artifacts"].append({"name": rel, "size": len(data), "sha256": hashlib.sha256(data).hexdigest()})
+    frame(nonce, b"r", json.dumps(report).encode())
+    out.flush()
+    os._exit(0)
+
+
+main()
