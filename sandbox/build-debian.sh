@@ -31,6 +31,7 @@ mmdebstrap --variant=essential --mode=root \
   --dpkgopt='path-exclude=/usr/share/info/*' \
   --customize-hook='echo "sandbox:x:10001:10001:compute-bot sandbox:/tmp:/usr/sbin/nologin" >> "$1/etc/passwd"' \
   --customize-hook='echo "sandbox:x:10001:" >> "$1/etc/group"' \
+  --customize-hook='printf "root:*:19000:0:99999:7:::\nsandbox:!:19000:0:99999:7:::\n" > "$1/etc/shadow" && chmod 0600 "$1/etc/shadow"' \
   --customize-hook='mkdir -p "$1/data" "$1/out" "$1/opt/compute-bot/mpl"' \
   --customize-hook='chroot "$1" env MPLCONFIGDIR=/opt/compute-bot/mpl MPLBACKEND=Agg python3 -c "import matplotlib.pyplot"' \
   --customize-hook='chmod -R a+rX "$1/opt/compute-bot"' \

@@ -74,7 +74,7 @@ impl fmt::Display for ByteSize {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let b = self.0;
         for (unit, size) in [("GiB", 1u64 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)] {
-            if b >= size && b % size == 0 {
+            if b >= size && b.is_multiple_of(size) {
                 return write!(f, "{}{unit}", b / size);
             }
         }
@@ -129,7 +129,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, UnitError> {
             )));
         }
     };
-    if !secs.is_finite() || secs < 0.0 || secs > 7.0 * 24.0 * 3600.0 {
+    if !secs.is_finite() || !(0.0..=7.0 * 24.0 * 3600.0).contains(&secs) {
         return Err(UnitError(format!("`{s}` is out of range for a duration")));
     }
     Ok(Duration::from_secs_f64(secs))
@@ -138,7 +138,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, UnitError> {
 /// Formats a duration the way [`parse_duration`] reads it back (`10s`, `1500ms`).
 pub fn format_duration(d: Duration) -> String {
     let ms = d.as_millis();
-    if ms % 1000 == 0 {
+    if ms.is_multiple_of(1000) {
         format!("{}s", ms / 1000)
     } else {
         format!("{ms}ms")
@@ -195,7 +195,10 @@ mod tests {
     #[test]
     fn durations_parse_and_format() {
         assert_eq!(parse_duration("10s").unwrap(), Duration::from_secs(10));
-        assert_eq!(parse_duration("1500ms").unwrap(), Duration::from_millis(1500));
+        assert_eq!(
+            parse_duration("1500ms").unwrap(),
+            Duration::from_millis(1500)
+        );
         assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
         assert_eq!(parse_duration("3").unwrap(), Duration::from_secs(3));
         assert!(parse_duration("10 fortnights").is_err());

@@ -110,13 +110,10 @@ pub async fn run_command(args: RunArgs) -> i32 {
             return 1;
         }
     };
-    if let Some(dir) = &args.artifacts {
-        if let Err(e) = write_artifacts(&outcome, dir) {
-            eprintln!(
-                "error: could not write artifacts to {}: {e}",
-                dir.display()
-            );
-        }
+    if let Some(dir) = &args.artifacts
+        && let Err(e) = write_artifacts(&outcome, dir)
+    {
+        eprintln!("error: could not write artifacts to {}: {e}", dir.display());
     }
     match args.format {
         Format::Json => println!(
@@ -172,7 +169,11 @@ pub fn outcome_text(o: &Outcome) -> String {
     }
     if !o.stdout.is_empty() {
         s.push_str("--- stdout");
-        s.push_str(if o.stdout_truncated { " (truncated)" } else { "" });
+        s.push_str(if o.stdout_truncated {
+            " (truncated)"
+        } else {
+            ""
+        });
         s.push_str(" ---\n");
         s.push_str(&o.stdout);
         if !o.stdout.ends_with('\n') {
@@ -181,7 +182,11 @@ pub fn outcome_text(o: &Outcome) -> String {
     }
     if !o.stderr.is_empty() {
         s.push_str("--- stderr");
-        s.push_str(if o.stderr_truncated { " (truncated)" } else { "" });
+        s.push_str(if o.stderr_truncated {
+            " (truncated)"
+        } else {
+            ""
+        });
         s.push_str(" ---\n");
         s.push_str(&o.stderr);
         if !o.stderr.ends_with('\n') {
@@ -189,17 +194,29 @@ pub fn outcome_text(o: &Outcome) -> String {
         }
     }
     for a in &o.artifacts {
-        s.push_str(&format!("artifact: {} ({} bytes, sha256 {})\n", a.name, a.size, a.sha256));
+        s.push_str(&format!(
+            "artifact: {} ({} bytes, sha256 {})\n",
+            a.name, a.size, a.sha256
+        ));
     }
     let au = &o.audit;
     if !au.network_attempts.is_empty() {
-        s.push_str(&format!("network attempts: {}\n", au.network_attempts.join(", ")));
+        s.push_str(&format!(
+            "network attempts: {}\n",
+            au.network_attempts.join(", ")
+        ));
     }
     if !au.subprocess_attempts.is_empty() {
-        s.push_str(&format!("subprocess attempts: {}\n", au.subprocess_attempts.join(", ")));
+        s.push_str(&format!(
+            "subprocess attempts: {}\n",
+            au.subprocess_attempts.join(", ")
+        ));
     }
     if o.status == RunStatus::Timeout {
-        s.push_str(&format!("stopped: the {} ms deadline passed\n", o.limits.timeout.as_millis()));
+        s.push_str(&format!(
+            "stopped: the {} ms deadline passed\n",
+            o.limits.timeout.as_millis()
+        ));
     }
     for n in &o.notes {
         s.push_str(&format!("note: {n}\n"));

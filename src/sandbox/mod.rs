@@ -86,12 +86,12 @@ impl Sandbox {
         let mut removed = 0;
         for c in docker::list_managed(&self.docker).await? {
             let labels = c.labels.unwrap_or_default();
-            if docker::is_leftover(&labels) {
-                if let Some(id) = c.id {
-                    tracing::info!(container = %id, "removing a leftover sandbox container");
-                    docker::remove(&self.docker, &id).await?;
-                    removed += 1;
-                }
+            if docker::is_leftover(&labels)
+                && let Some(id) = c.id
+            {
+                tracing::info!(container = %id, "removing a leftover sandbox container");
+                docker::remove(&self.docker, &id).await?;
+                removed += 1;
             }
         }
         Ok(removed)
@@ -188,11 +188,7 @@ struct Guard {
 
 impl Guard {
     fn new(sandbox: &Sandbox, name: &str) -> Guard {
-        sandbox
-            .live
-            .lock()
-            .expect("lock")
-            .insert(name.to_string());
+        sandbox.live.lock().expect("lock").insert(name.to_string());
         Guard {
             sandbox: sandbox.clone(),
             name: name.to_string(),
@@ -391,7 +387,9 @@ async fn execute_in(
                             c.artifact_bytes += b.len() as u64;
                             if c.artifact_bytes > limits.artifacts_max_bytes.bytes() {
                                 if let Some((n, _)) = c.current.take() {
-                                    c.notes.push(format!("artifact {n} dropped: over the artifact byte cap"));
+                                    c.notes.push(format!(
+                                        "artifact {n} dropped: over the artifact byte cap"
+                                    ));
                                 }
                             } else if let Some((_, buf)) = c.current.as_mut() {
                                 buf.extend_from_slice(&b);
@@ -415,6 +413,7 @@ async fn execute_in(
     }
     let duration = started.elapsed();
     writer.abort();
+    let collected_ms = duration.as_millis() as u64;
     if reader.noise_bytes > 0 {
         c.notes.push(format!(
             "{} bytes on the container's stdout were not runner frames (ignored)",
@@ -422,7 +421,8 @@ async fn execute_in(
         ));
     }
     if let Some(e) = stream_error {
-        c.notes.push(format!("the output stream ended with an error: {e}"));
+        c.notes
+            .push(format!("the output stream ended with an error: {e}"));
     }
 
     let mut oom_killed = false;
@@ -464,7 +464,8 @@ async fn execute_in(
     }
     let runner_err = c.runner_stderr.text();
     if !runner_err.trim().is_empty() {
-        c.notes.push(format!("runner stderr: {}", runner_err.trim()));
+        c.notes
+            .push(format!("runner stderr: {}", runner_err.trim()));
     }
 
     let report = c.report.take();
@@ -533,6 +534,7 @@ async fn execute_in(
         exit_code,
         signal,
         duration_ms,
+        collected_ms,
         stdout: c.stdout.text(),
         stderr: c.stderr.text(),
         stdout_truncated: c.stdout.truncated,

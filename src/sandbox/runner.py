@@ -162,9 +162,11 @@ except SystemExit as e:
     rc = c if isinstance(c, int) else (0 if c is None else 1)
     if not isinstance(c, int) and c is not None:
         print(c, file=sys.stderr)
-except BaseException:
-    tb = traceback.format_exc()
-    sys.stderr.write(tb)
+except BaseException as e:
+    tb = e.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename != "main.py":
+        tb = tb.tb_next
+    traceback.print_exception(type(e), e, tb)
     rc = 1
 try:
     sys.stdout.flush()

@@ -235,8 +235,12 @@ pub struct Outcome {
     pub exit_code: Option<i64>,
     /// Signal that ended the code's process, if any.
     pub signal: Option<i32>,
-    /// Milliseconds from handing over the code to its end.
+    /// Milliseconds the code's process ran (measured by the runner; from
+    /// handover to the deadline on timeout).
     pub duration_ms: u64,
+    /// Milliseconds from handing over the job until the outcome was
+    /// collected (before the container's removal).
+    pub collected_ms: u64,
     /// Captured stdout (lossy UTF-8), at most the stdout cap.
     pub stdout: String,
     /// Captured stderr (lossy UTF-8), at most the stderr cap.

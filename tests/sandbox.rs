@@ -1,0 +1,646 @@
+//! The execution layer against the real Docker engine: hardening, hostile
+//! code, limits, cleanup. A missing engine fails these tests; nothing skips.
+
+use std::collections::BTreeMap;
+use std::process::Command;
+use std::time::Duration;
+
+use compute_bot::sandbox::{
+    InputFile, Job, LABEL_MANAGED, LABEL_RUN, Limits, Outcome, RunStatus, Sandbox, SandboxConfig,
+};
+use compute_bot::units::ByteSize;
+
+const BIN: &str = env!("CARGO_BIN_EXE_compute-bot");
+
+async fn sandbox() -> Sandbox {
+    Sandbox::connect()
+        .await
+        .expect("the Docker engine must be running for the sandbox tests")
+}
+
+fn cfg(limits: Limits) -> SandboxConfig {
+    SandboxConfig {
+        limits,
+        ..Default::default()
+    }
+}
+
+fn job(code: &str) -> Job {
+    Job {
+        code: code.to_string(),
+        ..Default::default()
+    }
+}
+
+async fn run(code: &str, limits: Limits) -> Outcome {
+    let sb = sandbox().await;
+    let outcome = sb.run(&cfg(limits), &job(code)).await.expect("run");
+    assert_gone(&sb, &outcome.container).await;
+    outcome
+}
+
+async fn assert_gone(sb: &Sandbox, name: &str) {
+    match sb.docker().inspect_container(name, None).await {
+        Err(bollard::errors::Error::DockerResponseServerError {
+            status_code: 404, ..
+        }) => {}
+        other => panic!("container {name} still exists after the run: {other:?}"),
+    }
+}
+
+fn quick() -> Limits {
+    Limits {
+        timeout: Duration::from_secs(20),
+        ..Default::default()
+    }
+}
+
+#[tokio::test]
+async fn prepared_container_has_every_hardening_setting() {
+    let sb = sandbox().await;
+    let mut config = cfg(Limits {
+        memory: ByteSize::mib(128),
+        pids: 32,
+        cpus: 0.5,
+        ..Default::default()
+    });
+    config.env = BTreeMap::from([("ALLOWED_VAR".to_string(), "yes".to_string())]);
+    let prepared = sb.prepare(&config).await.expect("prepare");
+    let name = prepared.name().to_string();
+    let info = sb.docker().inspect_container(&name, None).await.unwrap();
+    let hc = info.host_config.clone().unwrap();
+    let c = info.config.clone().unwrap();
+    assert_eq!(hc.network_mode.as_deref(), Some("none"));
+    assert_eq!(c.network_disabled, Some(true));
+    assert_eq!(hc.readonly_rootfs, Some(true));
+    assert_eq!(hc.cap_drop, Some(vec!["ALL".to_string()]));
+    assert!(hc.cap_add.unwrap_or_default().is_empty());
+    let secopt = hc.security_opt.clone().unwrap_or_default();
+    assert!(
+        secopt.iter().any(|s| s.starts_with("no-new-privileges")),
+        "{secopt:?}"
+    );
+    assert!(
+        !secopt.iter().any(|s| s.contains("seccomp")),
+        "Docker's default seccomp profile must stay in force: {secopt:?}"
+    );
+    assert_eq!(hc.privileged, Some(false));
+    assert_eq!(hc.pids_limit, Some(32));
+    assert_eq!(hc.memory, Some(128 << 20));
+    assert_eq!(hc.memory_swap, Some(128 << 20), "swap must equal memory");
+    assert_eq!(hc.cpu_period, Some(100_000));
+    assert_eq!(hc.cpu_quota, Some(50_000));
+    let tmpfs = hc.tmpfs.clone().unwrap();
+    let t = &tmpfs["/tmp"];
+    for opt in ["noexec", "nosuid", "nodev", "size="] {
+        assert!(t.contains(opt), "/tmp tmpfs lacks {opt}: {t}");
+    }
+    assert!(tmpfs.contains_key("/data") && tmpfs.contains_key("/out"));
+    let ulimits: BTreeMap<String, (i64, i64)> = hc
+        .ulimits
+        .clone()
+        .unwrap()
+        .into_iter()
+        .map(|u| (u.name.unwrap(), (u.soft.unwrap(), u.hard.unwrap())))
+        .collect();
+    assert_eq!(ulimits["core"], (0, 0));
+    assert!(ulimits["nofile"].0 > 0 && ulimits.contains_key("fsize"));
+    assert_eq!(hc.init, Some(true));
+    assert_eq!(c.user.as_deref(), Some("10001:10001"));
+    assert!(
+        hc.binds.unwrap_or_default().is_empty(),
+        "no host path may be mounted"
+    );
+    assert!(
+        info.mounts.unwrap_or_default().is_empty(),
+        "no volume or bind mounts"
+    );
+    let image_env = sb
+        .docker()
+        .inspect_image(compute_bot::sandbox::DEFAULT_IMAGE)
+        .await
+        .unwrap()
+        .config
+        .and_then(|c| c.env)
+        .unwrap_or_default();
+    let env = c.env.unwrap();
+    assert!(env.contains(&"ALLOWED_VAR=yes".to_string()));
+    for var in &env {
+        let key = var.split('=').next().unwrap();
+        assert!(
+            [
+                "HOME",
+                "LANG",
+                "MPLBACKEND",
+                "PYTHONDONTWRITEBYTECODE",
+                "PATH",
+                "ALLOWED_VAR"
+            ]
+            .contains(&key)
+                || image_env.iter().any(|e| e.split('=').next() == Some(key)),
+            "unexpected variable in the container environment: {var}"
+        );
+    }
+    let labels = c.labels.unwrap();
+    assert_eq!(labels[LABEL_MANAGED], "true");
+    assert_eq!(labels[LABEL_RUN], name);
+    // The prepared container runs the code it is handed, then is removed.
+    let outcome = prepared.execute(&job("print(6 * 7)")).await.unwrap();
+    assert_eq!(outcome.stdout.trim(), "42");
+    assert_gone(&sb, &name).await;
+}
+
+#[tokio::test]
+async fn a_real_pandas_script_returns_the_right_numbers() {
+    let csv = std::fs::read("examples/sales.csv").unwrap();
+    let code = std::fs::read_to_string("examples/conversion.py").unwrap();
+    let sb = sandbox().await;
+    let outcome = sb
+        .run(
+            &cfg(quick()),
+            &Job {
+                code,
+                inputs: vec![InputFile {
+                    name: "sales.csv".into(),
+                    bytes: csv.clone(),
+                }],
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(outcome.status, RunStatus::Ok, "{}", outcome.stderr);
+    let last = outcome.stdout.lines().last().unwrap();
+    let result: serde_json::Value = serde_json::from_str(last).unwrap();
+    // The same numbers computed here, in Rust, from the same file.
+    let text = String::from_utf8(csv).unwrap();
+    let mut days = BTreeMap::new();
+    for line in text.lines().skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        let e = days.entry(f[0].to_string()).or_insert((0.0f64, 0.0f64));
+        e.0 += f[1].parse::<f64>().unwrap();
+        e.1 += f[2].parse::<f64>().unwrap();
+    }
+    let per_day: Vec<f64> = days.values().map(|(l, p)| p / l).collect();
+    let avg = per_day.iter().sum::<f64>() / per_day.len() as f64;
+    let rows = result["by_day"].as_array().unwrap();
+    assert_eq!(rows.len(), days.len());
+    for (row, (day, (l, p))) in rows.iter().zip(&days) {
+        assert_eq!(row["day"], day.as_str());
+        assert!((row["conversion"].as_f64().unwrap() - p / l).abs() < 1e-9);
+    }
+    assert!((result["average_conversion"].as_f64().unwrap() - avg).abs() < 1e-9);
+    assert!(
+        outcome
+            .audit
+            .files_opened
+            .iter()
+            .any(|f| f.path == "/data/sales.csv")
+    );
+    assert!(outcome.audit.imports.contains(&"pandas".to_string()));
+    assert!(outcome.resources.peak_memory_bytes.unwrap() > 1 << 20);
+}
+
+#[tokio::test]
+async fn a_fork_bomb_hits_the_pids_limit() {
+    let code = r#"
+import os, time
+n = 0
+try:
+    while True:
+        if os.fork() == 0:
+            time.sleep(60)
+            os._exit(0)
+        n += 1
+except OSError as e:
+    print("forks", n, "error", e.errno)
+"#;
+    let o = run(
+        code,
+        Limits {
+            pids: 24,
+            ..quick()
+        },
+    )
+    .await;
+    assert_eq!(o.status, RunStatus::Ok, "{o:?}");
+    let words: Vec<&str> = o.stdout.split_whitespace().collect();
+    let forks: i64 = words[1].parse().unwrap();
+    assert!(forks < 24, "forked {forks} times under a pids limit of 24");
+    assert_eq!(words[3], "11", "fork must fail with EAGAIN");
+    assert!(
+        o.audit
+            .subprocess_attempts
+            .iter()
+            .any(|s| s.starts_with("os.fork"))
+    );
+}
+
+#[tokio::test]
+async fn an_endless_fork_bomb_is_stopped_at_the_deadline() {
+    let code =
+        "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n";
+    let o = run(
+        code,
+        Limits {
+            timeout: Duration::from_secs(3),
+            ..Default::default()
+        },
+    )
+    .await;
+    assert_eq!(o.status, RunStatus::Timeout);
+    assert!(o.timed_out);
+}
+
+#[tokio::test]
+async fn a_memory_bomb_is_oom_killed() {
+    let code = "blocks = []\nwhile True:\n    blocks.append(bytearray(16 << 20))\n";
+    let o = run(
+        code,
+        Limits {
+            memory: ByteSize::mib(128),
+            ..quick()
+        },
+    )
+    .await;
+    assert_eq!(o.status, RunStatus::Oom, "{o:?}");
+    assert!(o.oom_killed);
+    assert_eq!(o.signal, Some(9));
+}
+
+#[tokio::test]
+async fn a_busy_loop_times_out() {
+    let o = run(
+        "while True:\n    pass\n",
+        Limits {
+            timeout: Duration::from_secs(2),
+            ..Default::default()
+        },
+    )
+    .await;
+    assert_eq!(o.status, RunStatus::Timeout);
+    assert!(o.timed_out && o.duration_ms >= 2000);
+}
+
+#[tokio::test]
+async fn a_long_sleep_times_out_and_keeps_the_output_so_far() {
+    let o = run(
+        "print('before', flush=True)\nimport time\ntime.sleep(3600)\n",
+        Limits {
+            timeout: Duration::from_secs(2),
+            ..Default::default()
+        },
+    )
+    .await;
+    assert_eq!(o.status, RunStatus::Timeout);
+    assert_eq!(o.stdout, "before\n");
+}
+
+#[tokio::test]
+async fn a_double_forked_child_is_gone_with_the_container() {
+    let code = r#"
+import os, time
+if os.fork() == 0:
+    if os.fork() == 0:
+        print("grandchild", os.getpid(), flush=True)
+        time.sleep(3600)
+    os._exit(0)
+time.sleep(0.5)
+print("parent done")
+"#;
+    let o = run(code, quick()).await;
+    assert_eq!(o.status, RunStatus::Ok, "{o:?}");
+    assert!(o.stdout.contains("parent done"));
+    assert!(
+        o.duration_ms < 10_000,
+        "the run must not wait for the orphan"
+    );
+}
+
+#[tokio::test]
+async fn writes_to_the_root_filesystem_fail() {
+    let code = r#"
+import errno
+for path in ["/evil", "/etc/passwd", "/usr/lib/x"]:
+    try:
+        open(path, "w").write("x")
+        print(path, "WRITTEN")
+    except OSError as e:
+        print(path, errno.errorcode[e.errno])
+"#;
+    let o = run(code, quick()).await;
+    assert!(!o.stdout.contains("WRITTEN"), "{}", o.stdout);
+    assert!(o.stdout.contains("/evil EROFS"), "{}", o.stdout);
+    assert!(
+        o.audit
+            .files_opened
+            .iter()
+            .any(|f| f.path == "/etc/passwd" && f.mode == "w")
+    );
+}
+
+#[tokio::test]
+async fn filling_tmp_stops_at_its_cap() {
+    let code = r#"
+import errno
+n = 0
+try:
+    with open("/tmp/fill", "wb") as f:
+        while True:
+            f.write(b"\0" * (1 << 20))
+            f.flush()
+            n += 1
+except OSError as e:
+    print(n, errno.errorcode[e.errno])
+"#;
+    let o = run(
+        code,
+        Limits {
+            tmpfs: ByteSize::mib(16),
+            memory: ByteSize::mib(256),
+            ..quick()
+        },
+    )
+    .await;
+    let words: Vec<&str> = o.stdout.split_whitespace().collect();
+    assert_eq!(words.get(1), Some(&"ENOSPC"), "{o:?}");
+    let mib: u64 = words[0].parse().unwrap();
+    assert!(mib <= 16, "wrote {mib} MiB into a 16 MiB /tmp");
+}
+
+#[tokio::test]
+async fn network_and_dns_fail_and_are_audited() {
+    let code = r#"
+import socket
+try:
+    socket.create_connection(("1.1.1.1", 443), timeout=2)
+    print("CONNECTED")
+except OSError as e:
+    print("connect failed", e.errno)
+try:
+    socket.getaddrinfo("example.com", 443)
+    print("RESOLVED")
+except OSError as e:
+    print("dns failed")
+"#;
+    let o = run(code, quick()).await;
+    assert!(!o.stdout.contains("CONNECTED") && !o.stdout.contains("RESOLVED"));
+    assert!(o.stdout.contains("connect failed") && o.stdout.contains("dns failed"));
+    let net = o.audit.network_attempts.join("\n");
+    assert!(net.contains("1.1.1.1"), "{net}");
+    assert!(net.contains("example.com"), "{net}");
+}
+
+#[tokio::test]
+async fn reading_etc_shadow_is_denied() {
+    let code = "try:\n    print(open('/etc/shadow').read())\nexcept PermissionError:\n    print('denied')\n";
+    let o = run(code, quick()).await;
+    assert_eq!(o.stdout.trim(), "denied");
+}
+
+#[tokio::test]
+async fn opening_ten_thousand_files_hits_nofile() {
+    let code = r#"
+import errno
+fs = []
+try:
+    for i in range(10000):
+        fs.append(open("/tmp/f%d" % i, "w"))
+    print("opened all")
+except OSError as e:
+    print(len(fs), errno.errorcode[e.errno])
+"#;
+    let o = run(code, quick()).await;
+    let words: Vec<&str> = o.stdout.split_whitespace().collect();
+    assert_eq!(words.get(1), Some(&"EMFILE"), "{o:?}");
+    assert!(words[0].parse::<u64>().unwrap() < 256);
+}
+
+#[test]
+fn huge_output_is_truncated_and_the_bot_stays_small() {
+    let dir = tempfile::tempdir().unwrap();
+    let code = dir.path().join("flood.py");
+    std::fs::write(
+        &code,
+        "import sys\nchunk = 'x' * (1 << 20)\nfor _ in range(100):\n    sys.stdout.write(chunk)\nprint('the end')\n",
+    )
+    .unwrap();
+    let out = Command::new(BIN)
+        .args(["run", "--format", "json", "--timeout", "60s", "--code"])
+        .arg(&code)
+        .output()
+        .unwrap();
+    // ru_maxrss of waited-for children: the bot process that just ran.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["status"], "output_limit", "{v}");
+    assert_eq!(v["stdout_truncated"], true);
+    assert_eq!(v["stdout"].as_str().unwrap().len(), 64 * 1024);
+    let peak_mib = ru.ru_maxrss / 1024;
+    assert!(
+        peak_mib < 64,
+        "the bot peaked at {peak_mib} MiB while 100 MB were printed"
+    );
+}
+
+#[test]
+fn a_canary_secret_never_enters_the_sandbox() {
+    let dir = tempfile::tempdir().unwrap();
+    let code = dir.path().join("snoop.py");
+    std::fs::write(
+        &code,
+        r#"
+import os
+print(dict(os.environ))
+for pid in os.listdir("/proc"):
+    if pid.isdigit():
+        for f in ("environ", "cmdline"):
+            try:
+                print(pid, f, open("/proc/%s/%s" % (pid, f), "rb").read())
+            except OSError as e:
+                print(pid, f, "unreadable", e.errno)
+"#,
+    )
+    .unwrap();
+    let canary = "canary-7f3a9c1e5b";
+    let out = Command::new(BIN)
+        .args(["run", "--format", "json", "--code"])
+        .arg(&code)
+        .env("GITHUB_TOKEN", canary)
+        .env("COMPUTE_BOT_API_KEY", canary)
+        .env("CANARY_SECRET", canary)
+        .output()
+        .unwrap();
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["status"], "ok", "{all}");
+    assert!(
+        v["stdout"].as_str().unwrap().contains("HOME"),
+        "the probe must have run"
+    );
+    assert!(!all.contains(canary), "the canary leaked into the sandbox");
+}
+
+#[test]
+fn cli_reports_configuration_errors_with_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let code = dir.path().join("ok.py");
+    std::fs::write(&code, "print(1)\n").unwrap();
+    // Engine unreachable: names DOCKER_HOST and how to start Docker.
+    let out = Command::new(BIN)
+        .args(["run", "--code"])
+        .arg(&code)
+        .env("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("DOCKER_HOST") && err.contains("/nonexistent/docker.sock"),
+        "{err}"
+    );
+    // Image missing: gives the command that builds it.
+    let out = Command::new(BIN)
+        .args(["run", "--image", "compute-bot-no-such-image:1", "--code"])
+        .arg(&code)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("sandbox/build-debian.sh compute-bot-no-such-image:1"),
+        "{err}"
+    );
+    // Input missing: named.
+    let out = Command::new(BIN)
+        .args(["run", "--input", "/nonexistent/data.csv", "--code"])
+        .arg(&code)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("/nonexistent/data.csv"), "{err}");
+    // Code file missing: named.
+    let out = Command::new(BIN)
+        .args(["run", "--code", "/nonexistent/x.py"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/x.py"));
+}
+
+#[test]
+fn ctrl_c_removes_the_running_container() {
+    let dir = tempfile::tempdir().unwrap();
+    let code = dir.path().join("sleep.py");
+    std::fs::write(
+        &code,
+        "print('up', flush=True)\nimport time\ntime.sleep(600)\n",
+    )
+    .unwrap();
+    let child = Command::new(BIN)
+        .args(["run", "--timeout", "300s", "--code"])
+        .arg(&code)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let filter = format!("label=org.compute-bot.pid={pid}");
+    let list = || {
+        let out = Command::new("docker")
+            .args(["ps", "-aq", "--filter", &filter])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    let mut found = false;
+    for _ in 0..200 {
+        if !list().is_empty() {
+            found = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(found, "the run never created its container");
+    std::thread::sleep(Duration::from_millis(500));
+    unsafe { libc::kill(pid as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    assert_eq!(list(), "", "the container outlived Ctrl-C");
+}
+
+#[tokio::test]
+async fn leftovers_of_dead_bots_are_removed_at_start() {
+    let sb = sandbox().await;
+    // A container labelled as made by a bot process on this host that no longer exists.
+    let dead_pid = 4_000_000u32; // above pid_max: never alive
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    let name = format!("compute-bot-leftover-{}", std::process::id());
+    let status = Command::new("docker")
+        .args(["create", "--name", &name, "--network", "none"])
+        .args(["--label", &format!("{LABEL_MANAGED}=true")])
+        .args(["--label", &format!("org.compute-bot.pid={dead_pid}")])
+        .args(["--label", &format!("org.compute-bot.host={}", host.trim())])
+        .args(["--label", "org.compute-bot.expires=99999999999"])
+        .args([compute_bot::sandbox::DEFAULT_IMAGE, "true"])
+        .output()
+        .unwrap();
+    assert!(status.status.success(), "{status:?}");
+    // A live one of ours (this process) must survive the cleanup.
+    let prepared = sb.prepare(&cfg(quick())).await.unwrap();
+    let removed = sb.cleanup_leftovers().await.unwrap();
+    assert!(removed >= 1);
+    assert_gone(&sb, &name).await;
+    assert!(
+        sb.docker()
+            .inspect_container(prepared.name(), None)
+            .await
+            .is_ok()
+    );
+    let o = prepared.execute(&job("print('still here')")).await.unwrap();
+    assert_eq!(o.stdout.trim(), "still here");
+}
+
+#[tokio::test]
+async fn inputs_are_read_only_copies_and_artifacts_come_back() {
+    let sb = sandbox().await;
+    let code = r#"
+import errno, os
+print(open("/data/in.txt").read().strip())
+try:
+    open("/data/in.txt", "w").write("changed")
+    print("WROTE")
+except OSError as e:
+    print("write refused", errno.errorcode[e.errno])
+os.makedirs("/out/sub", exist_ok=True)
+open("/out/sub/result.json", "w").write('{"ok": true}')
+"#;
+    let o = sb
+        .run(
+            &cfg(quick()),
+            &Job {
+                code: code.into(),
+                inputs: vec![InputFile {
+                    name: "in.txt".into(),
+                    bytes: b"hello input\n".to_vec(),
+                }],
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert!(o.stdout.starts_with("hello input\n"), "{o:?}");
+    assert!(o.stdout.contains("write refused EACCES"), "{}", o.stdout);
+    assert_eq!(o.artifacts.len(), 1);
+    assert_eq!(o.artifacts[0].name, "sub/result.json");
+    assert_eq!(o.artifacts[0].bytes, br#"{"ok": true}"#);
+    assert_eq!(
+        o.artifacts[0].sha256,
+        compute_bot::sandbox::sha256_hex(br#"{"ok": true}"#)
+    );
+}
