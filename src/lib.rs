@@ -4,9 +4,12 @@
 //! The modules follow the flow: trigger → authorize → plan → generate →
 //! policy check → execute → validate → explain → report. See ARCHITECTURE.md.
 
+pub mod explain;
 pub mod github;
 pub mod model;
 pub mod policy;
+pub mod prompt;
 pub mod report;
 pub mod sandbox;
 pub mod units;
+pub mod validate;
