@@ -328,10 +328,7 @@ impl ModelClient {
             .map_err(|e| transport_failure(&e, key))?;
         let status = resp.status().as_u16();
         let retry_after = retry_after(resp.headers());
-        let text = resp
-            .text()
-            .await
-            .map_err(|e| transport_failure(&e, key))?;
+        let text = resp.text().await.map_err(|e| transport_failure(&e, key))?;
         if (200..300).contains(&status) {
             return self.parse_success(&text).map_err(Failure::Fatal);
         }
@@ -653,7 +650,10 @@ mod tests {
             .unwrap()
             .with_timezone(&chrono::Utc);
         assert_eq!(parse_retry_after("1", now), Some(Duration::from_secs(1)));
-        assert_eq!(parse_retry_after("0.5", now), Some(Duration::from_millis(500)));
+        assert_eq!(
+            parse_retry_after("0.5", now),
+            Some(Duration::from_millis(500))
+        );
         assert_eq!(
             parse_retry_after("Wed, 21 Oct 2015 07:28:07 GMT", now),
             Some(Duration::from_secs(7))
@@ -689,7 +689,10 @@ mod tests {
             ),
             "authentication_error: invalid x-api-key"
         );
-        assert_eq!(error_message(r#"{"error":"model 'x' not found"}"#), "model 'x' not found");
+        assert_eq!(
+            error_message(r#"{"error":"model 'x' not found"}"#),
+            "model 'x' not found"
+        );
         assert_eq!(error_message("<html>502</html>"), "<html>502</html>");
         assert_eq!(error_message(""), "empty body");
     }

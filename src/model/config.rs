@@ -122,8 +122,7 @@ pub(crate) fn redact_key(text: &str, key: Option<&str>) -> String {
         _ => text.to_string(),
     };
     let key_chars: Vec<char> = key.unwrap_or("").chars().collect();
-    let prefix: Option<String> =
-        (key_chars.len() >= 12).then(|| key_chars[..8].iter().collect());
+    let prefix: Option<String> = (key_chars.len() >= 12).then(|| key_chars[..8].iter().collect());
     let suffix: Option<String> =
         (key_chars.len() >= 16).then(|| key_chars[key_chars.len() - 6..].iter().collect());
     let looks_secret = |word: &str| {
@@ -323,9 +322,8 @@ impl ModelConfig {
         if let Some(t) = overrides.timeout {
             cfg.timeout = t;
         } else if let Some(v) = get(ENV_TIMEOUT) {
-            cfg.timeout = crate::units::parse_duration(&v).map_err(|e| {
-                ModelError::Config(format!("{ENV_TIMEOUT}: {e}"))
-            })?;
+            cfg.timeout = crate::units::parse_duration(&v)
+                .map_err(|e| ModelError::Config(format!("{ENV_TIMEOUT}: {e}")))?;
         }
         if let Some(n) = overrides.max_tokens {
             cfg.max_tokens = n;

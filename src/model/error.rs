@@ -114,7 +114,9 @@ impl ModelError {
     pub fn is_transient(&self) -> bool {
         matches!(
             self,
-            ModelError::Unavailable { .. } | ModelError::Timeout { .. } | ModelError::Connect { .. }
+            ModelError::Unavailable { .. }
+                | ModelError::Timeout { .. }
+                | ModelError::Connect { .. }
         )
     }
 }
