@@ -176,12 +176,15 @@ pub fn preview_input(name: &str, bytes: &[u8]) -> String {
     let trimmed = text.trim_start();
     let looks_json =
         matches!(ext, "json" | "geojson") || trimmed.starts_with('{') || trimmed.starts_with('[');
-    if looks_json && ext != "jsonl" && ext != "ndjson" && bytes.len() <= 32 * 1024 * 1024 {
-        if let Ok(v) = serde_json::from_slice::<Value>(bytes) {
-            out.push_str(", JSON: ");
-            out.push_str(&json_shape(&v));
-            return cap_preview(out);
-        }
+    if looks_json
+        && ext != "jsonl"
+        && ext != "ndjson"
+        && bytes.len() <= 32 * 1024 * 1024
+        && let Ok(v) = serde_json::from_slice::<Value>(bytes)
+    {
+        out.push_str(", JSON: ");
+        out.push_str(&json_shape(&v));
+        return cap_preview(out);
     }
 
     if matches!(ext, "jsonl" | "ndjson") {
