@@ -313,7 +313,7 @@ fn system_prompt(ctx: &PromptContext) -> String {
         "Use only the Python standard library.".to_string()
     } else {
         format!(
-            "Import only these modules (and the Python standard library modules among them): {}. Any other import is refused.",
+            "Import only these modules: {}. Any other import is refused.",
             ctx.allowed_modules.join(", ")
         )
     };
@@ -418,7 +418,7 @@ pub fn generation_request(ctx: &PromptContext, history: &[RepairNote]) -> ChatRe
     let mut messages = vec![Message::user(user)];
     for (i, note) in history.iter().enumerate() {
         messages.push(Message::assistant(format!(
-            "Plan: (attempt {})\n\n```python\n{}\n```",
+            "Attempt {}:\n\n```python\n{}\n```",
             i + 1,
             note.code.trim_end()
         )));

@@ -46,6 +46,24 @@ impl Validation {
     pub fn is_valid(&self) -> bool {
         self.value.is_some() && self.errors.is_empty()
     }
+
+    /// The errors as one text for a repair note (`None` when valid).
+    pub fn problem(&self) -> Option<String> {
+        if self.is_valid() {
+            return None;
+        }
+        if self.value.is_none() {
+            return Some(format!(
+                "The output could not be read: {}",
+                self.errors.join("; ")
+            ));
+        }
+        let lines: Vec<String> = self.errors.iter().map(|e| format!("- {e}")).collect();
+        Some(format!(
+            "The result does not match the output schema:\n{}",
+            lines.join("\n")
+        ))
+    }
 }
 
 /// A compiled output schema. Build once, validate many results.
@@ -395,6 +413,12 @@ mod tests {
             r.errors
         );
         assert_eq!(r.errors.len(), 3);
+        let p = r.problem().unwrap();
+        assert!(
+            p.starts_with("The result does not match the output schema:\n- /"),
+            "{p}"
+        );
+        assert!(p.contains("\n- /rows/2/value: "), "{p}");
     }
 
     #[test]
@@ -444,6 +468,13 @@ mod tests {
 
         let r = v.validate_output("  \n", None);
         assert!(r.errors[0].contains("printed nothing"), "{:?}", r.errors);
+        assert!(
+            r.problem()
+                .unwrap()
+                .starts_with("The output could not be read: the code printed nothing")
+        );
+        let ok = v.validate_output("{\"total\": 1, \"rows\": []}", None);
+        assert_eq!(ok.problem(), None);
     }
 
     #[test]

@@ -598,3 +598,25 @@ async fn logs_at_trace_level_never_contain_the_key() {
     assert!(logs.contains("retrying"), "{logs}");
     assert_no_key(&logs);
 }
+
+#[tokio::test]
+async fn redirects_are_not_followed_so_the_key_stays_home() {
+    let elsewhere = LlmStandin::anthropic().await;
+    elsewhere.push(Reply::text("should never be asked"));
+    let llm = LlmStandin::anthropic().await;
+    llm.push(
+        Reply::raw(307, "", "text/plain")
+            .with_header("location", &format!("{}/v1/messages", elsewhere.base_url())),
+    );
+    let err = client(&llm).complete(&request()).await.unwrap_err();
+    let ModelError::Redirected {
+        status, location, ..
+    } = &err
+    else {
+        panic!("expected Redirected, got {err:?}");
+    };
+    assert_eq!(*status, 307);
+    assert!(location.starts_with(&elsewhere.base_url()), "{location}");
+    assert!(err.to_string().contains("COMPUTE_BOT_BASE_URL"), "{err}");
+    assert_eq!(elsewhere.requests().len(), 0, "the redirect was followed");
+}

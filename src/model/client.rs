@@ -107,7 +107,7 @@ enum Failure {
     /// Could not connect or the connection broke.
     Connect(String),
     /// A 400 asking for a parameter change this client knows how to make.
-    Adapt(Adaptation),
+    Adapt(Adaptation, String),
     /// Anything else: final.
     Fatal(ModelError),
 }
@@ -124,6 +124,8 @@ enum Adaptation {
 const BACKOFF_BASE: Duration = Duration::from_millis(500);
 const BACKOFF_CAP: Duration = Duration::from_secs(20);
 const EXCERPT_CHARS: usize = 200;
+/// Most bytes of a reply body read; the rest is dropped.
+const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
 
 impl ModelClient {
     /// Builds the HTTP client; fails on an invalid base URL or key.
@@ -162,6 +164,8 @@ impl ModelClient {
             .default_headers(headers)
             .user_agent(concat!("compute-bot/", env!("CARGO_PKG_VERSION")))
             .connect_timeout(cfg.timeout.min(Duration::from_secs(10)))
+            // Never follow redirects: x-api-key would travel to the new host.
+            .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| ModelError::Config(format!("cannot build the HTTP client: {e}")))?;
         Ok(ModelClient { cfg, http, url })
@@ -211,16 +215,16 @@ impl ModelClient {
             };
             let (final_err, retry_after) = match failure {
                 Failure::Fatal(e) => return Err(e),
-                Failure::Adapt(a) if !adapted.contains(&a) => {
+                Failure::Adapt(a, _) if !adapted.contains(&a) => {
                     tracing::info!(?a, "the endpoint asked for a different parameter; adapting");
                     adapted.push(a);
                     apply(&mut body, a);
                     continue;
                 }
-                Failure::Adapt(_) => {
+                Failure::Adapt(_, message) => {
                     return Err(ModelError::Rejected {
                         status: 400,
-                        message: "the endpoint rejected the request parameters again".into(),
+                        message,
                     });
                 }
                 Failure::Status {
@@ -328,7 +332,21 @@ impl ModelClient {
             .map_err(|e| transport_failure(&e, key))?;
         let status = resp.status().as_u16();
         let retry_after = retry_after(resp.headers());
-        let text = resp.text().await.map_err(|e| transport_failure(&e, key))?;
+        if (300..400).contains(&status) {
+            let location = resp
+                .headers()
+                .get("location")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("nowhere (no location header)");
+            return Err(Failure::Fatal(ModelError::Redirected {
+                status,
+                url: self.url.clone(),
+                location: redact_key(&excerpt(location, 200), key),
+            }));
+        }
+        let text = read_capped(resp, MAX_BODY_BYTES)
+            .await
+            .map_err(|e| transport_failure(&e, key))?;
         if (200..300).contains(&status) {
             return self.parse_success(&text).map_err(Failure::Fatal);
         }
@@ -354,9 +372,9 @@ impl ModelClient {
             400 if self.cfg.provider == Provider::OpenAi => {
                 let lower = message.to_ascii_lowercase();
                 if lower.contains("max_completion_tokens") {
-                    Err(Failure::Adapt(Adaptation::MaxCompletionTokens))
+                    Err(Failure::Adapt(Adaptation::MaxCompletionTokens, message))
                 } else if lower.contains("temperature") && lower.contains("unsupported") {
-                    Err(Failure::Adapt(Adaptation::DropTemperature))
+                    Err(Failure::Adapt(Adaptation::DropTemperature, message))
                 } else {
                     Err(Failure::Fatal(ModelError::Rejected { status, message }))
                 }
@@ -460,6 +478,20 @@ impl ModelClient {
             }
         }
     }
+}
+
+/// Reads at most `cap` bytes of the body as (lossy) UTF-8.
+async fn read_capped(mut resp: reqwest::Response, cap: usize) -> Result<String, reqwest::Error> {
+    let mut buf: Vec<u8> = Vec::new();
+    while let Some(chunk) = resp.chunk().await? {
+        let room = cap.saturating_sub(buf.len());
+        buf.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        if buf.len() >= cap {
+            tracing::warn!(cap, "model reply body cut at the size cap");
+            break;
+        }
+    }
+    Ok(String::from_utf8_lossy(&buf).into_owned())
 }
 
 fn apply(body: &mut Value, a: Adaptation) {

@@ -90,6 +90,20 @@ pub enum ModelError {
         attempts: u32,
     },
 
+    /// The endpoint answered with a redirect, which is never followed (a
+    /// redirect could carry the key to another host).
+    #[error(
+        "the model endpoint {url} redirects (HTTP {status}) to {location}; set COMPUTE_BOT_BASE_URL to the final API URL"
+    )]
+    Redirected {
+        /// The 3xx status.
+        status: u16,
+        /// The URL requested.
+        url: String,
+        /// The `location` header, if any.
+        location: String,
+    },
+
     /// A 2xx reply that is not the expected JSON.
     #[error(
         "the model endpoint returned a malformed reply ({detail}); body starts with: {excerpt:?}. Check that COMPUTE_BOT_BASE_URL points at {expected}"
