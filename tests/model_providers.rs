@@ -620,3 +620,33 @@ async fn redirects_are_not_followed_so_the_key_stays_home() {
     assert!(err.to_string().contains("COMPUTE_BOT_BASE_URL"), "{err}");
     assert_eq!(elsewhere.requests().len(), 0, "the redirect was followed");
 }
+
+#[tokio::test]
+async fn client_and_validator_can_be_shared_across_tasks() {
+    fn send_sync<T: Send + Sync + Clone + 'static>(_: &T) {}
+    let llm = LlmStandin::openai().await;
+    llm.push_all([Reply::text("a"), Reply::text("a")]);
+    let c = client(&llm);
+    send_sync(&c);
+    let handles: Vec<_> = (0..2)
+        .map(|_| {
+            let c = c.clone();
+            tokio::spawn(async move { c.complete(&request()).await })
+        })
+        .collect();
+    for h in handles {
+        assert_eq!(h.await.unwrap().unwrap().text, "a");
+    }
+    fn shareable<T: Send + Sync>() {}
+    shareable::<compute_bot::validate::Validator>();
+}
+
+#[test]
+fn no_model_help_shows_both_ways_forward() {
+    let h = compute_bot::model::NO_MODEL_HELP;
+    assert!(
+        h.contains("COMPUTE_BOT_MODEL") && h.contains("COMPUTE_BOT_API_KEY"),
+        "{h}"
+    );
+    assert!(h.contains("--code") && h.contains("```python"), "{h}");
+}

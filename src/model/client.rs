@@ -184,7 +184,10 @@ impl ModelClient {
     /// Sends `req` and returns the model's text. Retries 429, 408, 5xx,
     /// timeouts and connection errors with exponential backoff and jitter
     /// (or the server's `Retry-After`), at most `max_retries` times and
-    /// never waiting past `max_retry_time` since the first request.
+    /// never waiting past `max_retry_time` since the first request. The
+    /// whole call therefore takes at most about `max_retry_time + timeout`.
+    /// 401/403, 404, other 4xx, redirects and malformed replies are not
+    /// retried. Usage is that of the successful request.
     pub async fn complete(&self, req: &ChatRequest) -> Result<ChatReply, ModelError> {
         let mut body = self.body(req);
         let start = Instant::now();

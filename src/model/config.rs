@@ -22,6 +22,13 @@ pub const ENV_MAX_TOKENS: &str = "COMPUTE_BOT_MAX_TOKENS";
 /// Environment variable with the sampling temperature.
 pub const ENV_TEMPERATURE: &str = "COMPUTE_BOT_TEMPERATURE";
 
+/// What to tell a user who gave a goal but configured no model: both ways forward.
+pub const NO_MODEL_HELP: &str = "no language model is configured, so the code for this goal cannot be \
+generated. Either configure a model — set COMPUTE_BOT_MODEL (e.g. `gpt-4o-mini`), \
+COMPUTE_BOT_API_KEY, and if needed COMPUTE_BOT_PROVIDER (`openai` or `anthropic`) and \
+COMPUTE_BOT_BASE_URL (any OpenAI-compatible endpoint, e.g. `http://localhost:11434/v1` for Ollama) — \
+or pass the code yourself with --code FILE or as a ```python block in the goal.";
+
 /// Which wire format the model endpoint speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Provider {
@@ -100,6 +107,18 @@ impl Secret {
     /// keys partly masked, e.g. `sk-abc1****wxyz`).
     pub fn redact(&self, text: &str) -> String {
         redact_key(text, Some(&self.0))
+    }
+}
+
+impl From<String> for Secret {
+    fn from(key: String) -> Self {
+        Secret(key)
+    }
+}
+
+impl From<&str> for Secret {
+    fn from(key: &str) -> Self {
+        Secret(key.to_string())
     }
 }
 

@@ -13,7 +13,7 @@ mod error;
 pub use client::{ChatReply, ChatRequest, Message, ModelClient, Role};
 pub use config::{
     ENV_API_KEY, ENV_BASE_URL, ENV_MAX_TOKENS, ENV_MODEL, ENV_PROVIDER, ENV_TEMPERATURE,
-    ENV_TIMEOUT, Env, ModelConfig, ModelOverrides, ProcessEnv, Provider, Secret,
+    ENV_TIMEOUT, Env, ModelConfig, ModelOverrides, NO_MODEL_HELP, ProcessEnv, Provider, Secret,
 };
 pub use error::ModelError;
 
