@@ -256,7 +256,7 @@ async fn replies_always_slower_than_timeout_fail_after_bounded_retries() {
         other => panic!("expected Timeout, got {other:?}"),
     }
     // 3 × 200 ms timeouts + backoff (≤ 0.5 s + ≤ 1 s).
-    assert!(elapsed < Duration::from_millis(2600), "{elapsed:?}");
+    assert!(elapsed < Duration::from_millis(4000), "{elapsed:?}");
     assert!(elapsed >= Duration::from_millis(600), "{elapsed:?}");
     assert_eq!(llm.requests().len(), 3);
     assert!(
