@@ -5,9 +5,12 @@
 //! policy check → execute → validate → explain → report. See ARCHITECTURE.md.
 
 pub mod cli;
+pub mod explain;
 pub mod github;
 pub mod model;
 pub mod policy;
+pub mod prompt;
 pub mod report;
 pub mod sandbox;
 pub mod units;
+pub mod validate;

@@ -1,4 +1,23 @@
 //! Stage: plan and generate. Language-model providers over reqwest.
+//!
+//! [`ModelConfig::from_env`] reads the configuration from flags and
+//! environment variables; [`ModelClient::complete`] sends a provider-neutral
+//! [`ChatRequest`] to an OpenAI-compatible or Anthropic endpoint, with
+//! bounded retries. The API key lives in a [`Secret`] and never reaches
+//! errors, logs or Debug output.
+
+mod client;
+mod config;
+mod error;
+
+pub use client::{ChatReply, ChatRequest, Message, ModelClient, Role};
+pub use config::{
+    ENV_API_KEY, ENV_BASE_URL, ENV_MAX_TOKENS, ENV_MODEL, ENV_PROVIDER, ENV_TEMPERATURE,
+    ENV_TIMEOUT, Env, ModelConfig, ModelOverrides, NO_MODEL_HELP, ProcessEnv, Provider, Secret,
+};
+pub use error::ModelError;
+
+pub(crate) use client::excerpt;
 
 use serde::{Deserialize, Serialize};
 

@@ -1,0 +1,411 @@
+//! Model configuration from flags and environment variables.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use super::ModelError;
+
+/// Environment variable naming the provider (`openai` or `anthropic`).
+pub const ENV_PROVIDER: &str = "COMPUTE_BOT_PROVIDER";
+/// Environment variable with the API base URL.
+pub const ENV_BASE_URL: &str = "COMPUTE_BOT_BASE_URL";
+/// Environment variable with the model name.
+pub const ENV_MODEL: &str = "COMPUTE_BOT_MODEL";
+/// Environment variable with the API key (takes precedence over the provider's own variable).
+pub const ENV_API_KEY: &str = "COMPUTE_BOT_API_KEY";
+/// Environment variable with the per-request timeout (`60s`, `1500ms`).
+pub const ENV_TIMEOUT: &str = "COMPUTE_BOT_MODEL_TIMEOUT";
+/// Environment variable with the default completion budget in tokens.
+pub const ENV_MAX_TOKENS: &str = "COMPUTE_BOT_MAX_TOKENS";
+/// Environment variable with the sampling temperature.
+pub const ENV_TEMPERATURE: &str = "COMPUTE_BOT_TEMPERATURE";
+
+/// What to tell a user who gave a goal but configured no model: both ways forward.
+pub const NO_MODEL_HELP: &str = "no language model is configured, so the code for this goal cannot be \
+generated. Either configure a model — set COMPUTE_BOT_MODEL (e.g. `gpt-4o-mini`), \
+COMPUTE_BOT_API_KEY, and if needed COMPUTE_BOT_PROVIDER (`openai` or `anthropic`) and \
+COMPUTE_BOT_BASE_URL (any OpenAI-compatible endpoint, e.g. `http://localhost:11434/v1` for Ollama) — \
+or pass the code yourself with --code FILE or as a ```python block in the goal.";
+
+/// Which wire format the model endpoint speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Provider {
+    /// OpenAI chat completions, or any compatible endpoint (Azure OpenAI,
+    /// Ollama, vLLM, llama.cpp server, OpenRouter).
+    OpenAi,
+    /// The Anthropic Messages API.
+    Anthropic,
+}
+
+impl Provider {
+    /// The name used in configuration (`openai`, `anthropic`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Provider::OpenAi => "openai",
+            Provider::Anthropic => "anthropic",
+        }
+    }
+
+    /// The provider's own API-key variable, read when `COMPUTE_BOT_API_KEY` is unset.
+    pub fn key_var(self) -> &'static str {
+        match self {
+            Provider::OpenAi => "OPENAI_API_KEY",
+            Provider::Anthropic => "ANTHROPIC_API_KEY",
+        }
+    }
+
+    /// The base URL used when none is configured.
+    pub fn default_base_url(self) -> &'static str {
+        match self {
+            Provider::OpenAi => "https://api.openai.com/v1",
+            Provider::Anthropic => "https://api.anthropic.com",
+        }
+    }
+}
+
+impl fmt::Display for Provider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Provider {
+    type Err = ModelError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "openai" | "open-ai" | "openai-compatible" => Ok(Provider::OpenAi),
+            "anthropic" => Ok(Provider::Anthropic),
+            other => Err(ModelError::Config(format!(
+                "unknown model provider `{other}`; set {ENV_PROVIDER} (or --provider) to `openai` \
+                 (any OpenAI-compatible endpoint) or `anthropic`"
+            ))),
+        }
+    }
+}
+
+/// An API key. It prints as `***` and cannot be serialized; call
+/// [`Secret::expose`] only where the key goes into a request header.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wraps a key.
+    pub fn new(key: impl Into<String>) -> Self {
+        Secret(key.into())
+    }
+
+    /// The key itself, for the request header only.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// Replaces every trace of the key in `text` with `***`: the whole key,
+    /// and words that share its first or last characters (providers echo
+    /// keys partly masked, e.g. `sk-abc1****wxyz`).
+    pub fn redact(&self, text: &str) -> String {
+        redact_key(text, Some(&self.0))
+    }
+}
+
+impl From<String> for Secret {
+    fn from(key: String) -> Self {
+        Secret(key)
+    }
+}
+
+impl From<&str> for Secret {
+    fn from(key: &str) -> Self {
+        Secret(key.to_string())
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("***")
+    }
+}
+
+impl fmt::Display for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("***")
+    }
+}
+
+/// Removes a key (and look-alike credential words) from `text`.
+pub(crate) fn redact_key(text: &str, key: Option<&str>) -> String {
+    let mut out = match key {
+        Some(k) if !k.is_empty() => text.replace(k, "***"),
+        _ => text.to_string(),
+    };
+    let key_chars: Vec<char> = key.unwrap_or("").chars().collect();
+    let prefix: Option<String> = (key_chars.len() >= 12).then(|| key_chars[..8].iter().collect());
+    let suffix: Option<String> =
+        (key_chars.len() >= 16).then(|| key_chars[key_chars.len() - 6..].iter().collect());
+    let looks_secret = |word: &str| {
+        let w = word.trim_matches(|c: char| !c.is_alphanumeric() && c != '*');
+        (w.len() >= 10 && (w.starts_with("sk-") || w.starts_with("sk_")))
+            || prefix.as_deref().is_some_and(|p| w.contains(p))
+            || suffix.as_deref().is_some_and(|s| w.contains(s))
+    };
+    if out.split_whitespace().any(looks_secret) {
+        out = out
+            .split_inclusive(char::is_whitespace)
+            .map(|chunk| {
+                let word = chunk.trim_end();
+                if looks_secret(word) {
+                    format!("***{}", &chunk[word.len()..])
+                } else {
+                    chunk.to_string()
+                }
+            })
+            .collect();
+    }
+    out
+}
+
+/// Values given on the command line; each one wins over its environment variable.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ModelOverrides {
+    /// `--provider`.
+    pub provider: Option<Provider>,
+    /// `--base-url`.
+    pub base_url: Option<String>,
+    /// `--model`.
+    pub model: Option<String>,
+    /// `--api-key` (prefer the environment: flags show up in process lists).
+    pub api_key: Option<Secret>,
+    /// `--model-timeout`.
+    pub timeout: Option<Duration>,
+    /// `--max-tokens`.
+    pub max_tokens: Option<u32>,
+    /// `--temperature`.
+    pub temperature: Option<f32>,
+}
+
+/// Where configuration values come from. The process environment in
+/// production ([`ProcessEnv`]); a map in tests, so they never mutate the
+/// process environment.
+pub trait Env {
+    /// The value of `name`, if set.
+    fn var(&self, name: &str) -> Option<String>;
+}
+
+/// The real process environment.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ProcessEnv;
+
+impl Env for ProcessEnv {
+    fn var(&self, name: &str) -> Option<String> {
+        std::env::var(name).ok()
+    }
+}
+
+impl Env for HashMap<String, String> {
+    fn var(&self, name: &str) -> Option<String> {
+        self.get(name).cloned()
+    }
+}
+
+impl Env for BTreeMap<String, String> {
+    fn var(&self, name: &str) -> Option<String> {
+        self.get(name).cloned()
+    }
+}
+
+impl Env for [(&str, &str)] {
+    fn var(&self, name: &str) -> Option<String> {
+        self.iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.to_string())
+    }
+}
+
+impl<const N: usize> Env for [(&str, &str); N] {
+    fn var(&self, name: &str) -> Option<String> {
+        self.as_slice().var(name)
+    }
+}
+
+/// Everything needed to talk to one model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelConfig {
+    /// Wire format.
+    pub provider: Provider,
+    /// API base URL without a trailing slash (`https://api.openai.com/v1`,
+    /// `https://api.anthropic.com`, `http://localhost:11434/v1`).
+    pub base_url: String,
+    /// Model name as the endpoint knows it.
+    pub model: String,
+    /// API key; `None` for endpoints that need none (a local Ollama).
+    pub api_key: Option<Secret>,
+    /// Deadline of one HTTP request.
+    pub timeout: Duration,
+    /// Completion budget when a request does not set its own.
+    pub max_tokens: u32,
+    /// Sampling temperature.
+    pub temperature: f32,
+    /// Retries after the first request (429, 5xx, timeouts, connection errors).
+    pub max_retries: u32,
+    /// No retry starts (or waits) past this much time since the first request.
+    pub max_retry_time: Duration,
+}
+
+impl ModelConfig {
+    /// A configuration with the defaults (60 s timeout, 2000 tokens,
+    /// temperature 0, 4 retries within 120 s).
+    pub fn new(
+        provider: Provider,
+        base_url: impl Into<String>,
+        model: impl Into<String>,
+        api_key: Option<Secret>,
+    ) -> Self {
+        ModelConfig {
+            provider,
+            base_url: base_url.into(),
+            model: model.into(),
+            api_key,
+            timeout: Duration::from_secs(60),
+            max_tokens: 2000,
+            temperature: 0.0,
+            max_retries: 4,
+            max_retry_time: Duration::from_secs(120),
+        }
+    }
+
+    /// Reads the configuration from flags and the process environment.
+    /// `Ok(None)` when no model is configured at all.
+    pub fn from_env(overrides: &ModelOverrides) -> Result<Option<ModelConfig>, ModelError> {
+        Self::from_env_with(overrides, &ProcessEnv)
+    }
+
+    /// Like [`ModelConfig::from_env`], reading variables from `env`.
+    ///
+    /// A model counts as configured when a provider, base URL, model or
+    /// `COMPUTE_BOT_API_KEY` is given. The provider defaults to `openai`,
+    /// or `anthropic` when only `ANTHROPIC_API_KEY` is set. The model name
+    /// has no default: it must be given once anything else is.
+    pub fn from_env_with(
+        overrides: &ModelOverrides,
+        env: &(impl Env + ?Sized),
+    ) -> Result<Option<ModelConfig>, ModelError> {
+        let get = |name: &str| env.var(name).filter(|v| !v.trim().is_empty());
+
+        let provider = match (&overrides.provider, get(ENV_PROVIDER)) {
+            (Some(p), _) => Some(*p),
+            (None, Some(v)) => Some(v.parse::<Provider>()?),
+            (None, None) => None,
+        };
+        let base_url = overrides
+            .base_url
+            .clone()
+            .filter(|v| !v.trim().is_empty())
+            .or_else(|| get(ENV_BASE_URL));
+        let model = overrides
+            .model
+            .clone()
+            .filter(|v| !v.trim().is_empty())
+            .or_else(|| get(ENV_MODEL));
+        let bot_key = overrides
+            .api_key
+            .clone()
+            .filter(|k| !k.expose().trim().is_empty())
+            .or_else(|| get(ENV_API_KEY).map(Secret::new));
+
+        if provider.is_none() && base_url.is_none() && model.is_none() && bot_key.is_none() {
+            return Ok(None);
+        }
+
+        let provider = provider.unwrap_or_else(|| {
+            if get("OPENAI_API_KEY").is_none() && get("ANTHROPIC_API_KEY").is_some() {
+                Provider::Anthropic
+            } else {
+                Provider::OpenAi
+            }
+        });
+        let Some(model) = model else {
+            return Err(ModelError::Config(format!(
+                "a model provider is configured ({provider}) but no model name; set {ENV_MODEL} \
+                 (or --model), e.g. `gpt-4o-mini` or `claude-sonnet-4-20250514`"
+            )));
+        };
+        let base_url = normalize_base_url(
+            provider,
+            base_url.as_deref().unwrap_or(provider.default_base_url()),
+        )?;
+        let api_key = bot_key.or_else(|| get(provider.key_var()).map(Secret::new));
+
+        let mut cfg = ModelConfig::new(provider, base_url, model.trim(), api_key);
+        if let Some(t) = overrides.timeout {
+            cfg.timeout = t;
+        } else if let Some(v) = get(ENV_TIMEOUT) {
+            cfg.timeout = crate::units::parse_duration(&v)
+                .map_err(|e| ModelError::Config(format!("{ENV_TIMEOUT}: {e}")))?;
+        }
+        if let Some(n) = overrides.max_tokens {
+            cfg.max_tokens = n;
+        } else if let Some(v) = get(ENV_MAX_TOKENS) {
+            cfg.max_tokens = v.trim().parse().map_err(|_| {
+                ModelError::Config(format!(
+                    "{ENV_MAX_TOKENS}=`{v}` is not a whole number; write e.g. `2000`"
+                ))
+            })?;
+        }
+        if let Some(t) = overrides.temperature {
+            cfg.temperature = t;
+        } else if let Some(v) = get(ENV_TEMPERATURE) {
+            cfg.temperature = v.trim().parse().map_err(|_| {
+                ModelError::Config(format!(
+                    "{ENV_TEMPERATURE}=`{v}` is not a number; write e.g. `0` or `0.2`"
+                ))
+            })?;
+        }
+        if cfg.timeout.is_zero() {
+            return Err(ModelError::Config(format!(
+                "the model request timeout is zero; set {ENV_TIMEOUT} to e.g. `60s`"
+            )));
+        }
+        if cfg.max_tokens == 0 {
+            return Err(ModelError::Config(format!(
+                "max tokens is zero; set {ENV_MAX_TOKENS} to e.g. `2000`"
+            )));
+        }
+        if !(0.0..=2.0).contains(&cfg.temperature) {
+            return Err(ModelError::Config(format!(
+                "temperature {} is out of range; set {ENV_TEMPERATURE} between 0 and 2",
+                cfg.temperature
+            )));
+        }
+        Ok(Some(cfg))
+    }
+
+    /// The environment variable that holds the key for this provider, as
+    /// shown in error messages (`COMPUTE_BOT_API_KEY (or OPENAI_API_KEY)`).
+    pub fn key_setting(&self) -> String {
+        format!("{ENV_API_KEY} (or {})", self.provider.key_var())
+    }
+}
+
+/// Checks a base URL and removes a trailing slash (and, for Anthropic, a
+/// trailing `/v1`, since the client appends `/v1/messages`).
+pub(crate) fn normalize_base_url(provider: Provider, url: &str) -> Result<String, ModelError> {
+    let mut u = url.trim().trim_end_matches('/').to_string();
+    let parsed = reqwest::Url::parse(&u).map_err(|e| {
+        ModelError::Config(format!(
+            "{ENV_BASE_URL}=`{u}` is not a URL ({e}); write e.g. `{}`",
+            provider.default_base_url()
+        ))
+    })?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(ModelError::Config(format!(
+            "{ENV_BASE_URL}=`{u}` must start with http:// or https://; write e.g. `{}`",
+            provider.default_base_url()
+        )));
+    }
+    if provider == Provider::Anthropic && u.ends_with("/v1") {
+        u.truncate(u.len() - 3);
+    }
+    Ok(u)
+}

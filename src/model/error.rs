@@ -1,0 +1,136 @@
+//! Errors of model configuration and model calls. Every message says what
+//! to change, and none ever contains the API key.
+
+use std::time::Duration;
+
+/// Why a model could not be configured or did not answer.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ModelError {
+    /// The configuration is incomplete or invalid.
+    #[error("model configuration: {0}")]
+    Config(String),
+
+    /// The provider refused the credentials (HTTP 401 or 403).
+    #[error(
+        "the model provider refused the API key (HTTP {status}: {message}); set {setting} to a valid key for {base_url}"
+    )]
+    Auth {
+        /// 401 or 403.
+        status: u16,
+        /// The provider's message (key redacted).
+        message: String,
+        /// The variable(s) to fix.
+        setting: String,
+        /// The endpoint that refused.
+        base_url: String,
+    },
+
+    /// The endpoint or the model does not exist (HTTP 404).
+    #[error(
+        "model `{model}` or endpoint {url} was not found (HTTP 404: {message}); check COMPUTE_BOT_MODEL (the model name) and COMPUTE_BOT_BASE_URL (the API base URL)"
+    )]
+    NotFound {
+        /// The model asked for.
+        model: String,
+        /// The URL requested.
+        url: String,
+        /// The provider's message.
+        message: String,
+    },
+
+    /// The provider rejected the request (another 4xx).
+    #[error(
+        "the model provider rejected the request (HTTP {status}: {message}); check the model settings (COMPUTE_BOT_MODEL, COMPUTE_BOT_MAX_TOKENS, COMPUTE_BOT_TEMPERATURE)"
+    )]
+    Rejected {
+        /// The HTTP status.
+        status: u16,
+        /// The provider's message.
+        message: String,
+    },
+
+    /// 429 or 5xx on every attempt, or a Retry-After beyond the retry budget.
+    #[error(
+        "the model provider is unavailable (HTTP {status}: {message}) after {attempts} attempt(s) in {:.1}s; try again later or raise the retry budget", elapsed.as_secs_f64()
+    )]
+    Unavailable {
+        /// The last HTTP status.
+        status: u16,
+        /// The provider's last message.
+        message: String,
+        /// Requests made.
+        attempts: u32,
+        /// Time spent, waits included.
+        elapsed: Duration,
+    },
+
+    /// No reply within the request timeout on every attempt.
+    #[error(
+        "the model did not reply within {:.1}s ({attempts} attempt(s)); raise COMPUTE_BOT_MODEL_TIMEOUT or check the endpoint at {url}", timeout.as_secs_f64()
+    )]
+    Timeout {
+        /// The per-request timeout.
+        timeout: Duration,
+        /// Requests made.
+        attempts: u32,
+        /// The URL requested.
+        url: String,
+    },
+
+    /// The endpoint could not be reached.
+    #[error(
+        "could not reach the model endpoint {url} ({detail}) after {attempts} attempt(s); check COMPUTE_BOT_BASE_URL and the network"
+    )]
+    Connect {
+        /// The URL requested.
+        url: String,
+        /// What failed.
+        detail: String,
+        /// Requests made.
+        attempts: u32,
+    },
+
+    /// The endpoint answered with a redirect, which is never followed (a
+    /// redirect could carry the key to another host).
+    #[error(
+        "the model endpoint {url} redirects (HTTP {status}) to {location}; set COMPUTE_BOT_BASE_URL to the final API URL"
+    )]
+    Redirected {
+        /// The 3xx status.
+        status: u16,
+        /// The URL requested.
+        url: String,
+        /// The `location` header, if any.
+        location: String,
+    },
+
+    /// A 2xx reply that is not the expected JSON.
+    #[error(
+        "the model endpoint returned a malformed reply ({detail}); body starts with: {excerpt:?}. Check that COMPUTE_BOT_BASE_URL points at {expected}"
+    )]
+    BadReply {
+        /// What is wrong with it.
+        detail: String,
+        /// The first characters of the body.
+        excerpt: String,
+        /// The API the client expected.
+        expected: String,
+    },
+
+    /// The model declined to answer or answered nothing.
+    #[error("the model gave no usable answer: {0}")]
+    Empty(String),
+}
+
+impl ModelError {
+    /// True for errors that another try later might fix (rate limits,
+    /// outages, timeouts, connection errors).
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            ModelError::Unavailable { .. }
+                | ModelError::Timeout { .. }
+                | ModelError::Connect { .. }
+        )
+    }
+}

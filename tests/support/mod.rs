@@ -1,0 +1,3 @@
+//! Loopback stand-ins shared by the integration tests.
+
+pub mod llm_standin;
