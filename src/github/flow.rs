@@ -1,0 +1,1 @@
+//! Pure decisions (who may run what), taking plain data.
