@@ -1,0 +1,205 @@
+//! The real `GitHub` client (octocrab) against the stateful loopback stand-in.
+
+mod support;
+
+use std::time::Duration;
+
+use compute_bot::github::client::{GitHub, Permission, Reaction};
+use compute_bot::github::event::{RepoRef, Secret};
+use support::github_standin::{DEFAULT_APP_LOGIN, GitHubStandIn};
+
+const REPO: &str = "octo-org/data";
+const TOKEN: &str = "ghs_test_token_0123456789";
+
+async fn setup() -> (GitHubStandIn, GitHub) {
+    let gh = GitHubStandIn::start().await;
+    gh.add_repo(REPO);
+    gh.add_issue(REPO, 7);
+    gh.add_pull_request(REPO, 8);
+    gh.require_token(TOKEN);
+    let client = GitHub::new(
+        &gh.uri(),
+        &Secret::new(TOKEN),
+        RepoRef::parse(REPO, "test").unwrap(),
+    )
+    .unwrap()
+    .with_retry(3, Duration::from_millis(10));
+    (gh, client)
+}
+
+#[tokio::test]
+async fn create_read_back_and_edit() {
+    let (gh, client) = setup().await;
+    let id = client
+        .create_comment(7, "working <!-- m -->")
+        .await
+        .unwrap();
+    assert_eq!(client.get_comment(id).await.unwrap(), "working <!-- m -->");
+    client.update_comment(id, "done\n| a |").await.unwrap();
+    let stored = gh.comment(id).unwrap();
+    assert_eq!(stored.body, "done\n| a |");
+    assert_eq!(stored.edits, 1);
+    assert_eq!(stored.author, DEFAULT_APP_LOGIN);
+    assert_eq!(gh.comments(REPO, 7).len(), 1);
+    // PR comments go through the issues endpoint too.
+    let pr = client.create_comment(8, "on a PR").await.unwrap();
+    assert_eq!(gh.comments(REPO, 8)[0].id, pr);
+    // The token was sent as a bearer token on every request.
+    assert!(
+        gh.requests()
+            .iter()
+            .all(|r| r.authorization.as_deref() == Some(&format!("Bearer {TOKEN}")))
+    );
+}
+
+#[tokio::test]
+async fn reactions_are_stored() {
+    let (gh, client) = setup().await;
+    let id = gh.seed_comment(REPO, 7, "alice", "/compute mean");
+    client.add_reaction(id, Reaction::Eyes).await.unwrap();
+    client.add_reaction(id, Reaction::Rocket).await.unwrap();
+    client.add_reaction(id, Reaction::Eyes).await.unwrap(); // idempotent on GitHub
+    client.add_reaction(id, Reaction::MinusOne).await.unwrap();
+    assert_eq!(gh.reactions(id), vec!["eyes", "rocket", "-1"]);
+}
+
+#[tokio::test]
+async fn permission_parsing_for_all_six_values() {
+    let (gh, client) = setup().await;
+    for p in Permission::ALL {
+        let login = format!("user-{p}");
+        gh.set_permission(REPO, &login, p.as_str());
+        assert_eq!(client.permission(&login).await.unwrap(), p, "{login}");
+    }
+    // A user GitHub knows without any role: none.
+    gh.add_user("stranger", "User");
+    assert_eq!(
+        client.permission("stranger").await.unwrap(),
+        Permission::None
+    );
+    // Bot logins are encoded in the path.
+    gh.set_permission(REPO, "helper[bot]", "write");
+    assert_eq!(
+        client.permission("helper[bot]").await.unwrap(),
+        Permission::Write
+    );
+}
+
+#[tokio::test]
+async fn server_errors_are_retried_then_succeed() {
+    let (gh, client) = setup().await;
+    gh.fail_next(Some("POST"), "/issues/7/comments", 502, 2);
+    let id = client.create_comment(7, "after two 502s").await.unwrap();
+    assert_eq!(gh.comment(id).unwrap().body, "after two 502s");
+    assert_eq!(gh.count("POST", "/issues/7/comments"), 3);
+    assert_eq!(gh.comments(REPO, 7).len(), 1);
+}
+
+#[tokio::test]
+async fn retries_are_bounded() {
+    let (gh, client) = setup().await;
+    gh.fail_next(None, "/permission", 500, 10);
+    let err = client
+        .permission(REPO.split('/').next().unwrap())
+        .await
+        .unwrap_err();
+    assert_eq!(err.status(), Some(500));
+    assert_eq!(gh.count("GET", "/permission"), 3);
+}
+
+#[tokio::test]
+async fn forbidden_names_the_permission_and_is_not_retried() {
+    let (gh, client) = setup().await;
+    gh.fail_next(Some("POST"), "/issues/7/comments", 403, 5);
+    let err = client.create_comment(7, "x").await.unwrap_err();
+    let msg = err.to_string();
+    assert_eq!(err.status(), Some(403));
+    assert!(msg.contains("issues: write"), "{msg}");
+    assert!(msg.contains("pull-requests: write"), "{msg}");
+    assert!(
+        msg.contains("Resource not accessible by integration"),
+        "{msg}"
+    );
+    assert!(!msg.contains(TOKEN), "{msg}");
+    assert_eq!(gh.count("POST", "/issues/7/comments"), 1);
+}
+
+#[tokio::test]
+async fn missing_issue_is_a_clear_404() {
+    let (_gh, client) = setup().await;
+    let err = client.create_comment(999, "x").await.unwrap_err();
+    assert_eq!(err.status(), Some(404));
+    assert!(err.to_string().contains("#999"), "{err}");
+}
+
+#[tokio::test]
+async fn bad_token_is_401_with_a_hint_and_no_token() {
+    let gh = GitHubStandIn::start().await;
+    gh.add_repo(REPO);
+    gh.add_issue(REPO, 7);
+    gh.require_token(TOKEN);
+    let wrong = "ghs_wrong_secret_value";
+    let client = GitHub::new(
+        &gh.uri(),
+        &Secret::new(wrong),
+        RepoRef::parse(REPO, "t").unwrap(),
+    )
+    .unwrap()
+    .with_retry(3, Duration::from_millis(10));
+    let err = client.create_comment(7, "x").await.unwrap_err().to_string();
+    assert!(err.contains("github_token"), "{err}");
+    assert!(!err.contains(wrong), "{err}");
+    assert!(!format!("{client:?}").contains(wrong));
+}
+
+#[tokio::test]
+async fn connection_errors_are_retried_and_reported() {
+    // A port nothing listens on.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    drop(listener);
+    let client = GitHub::new(
+        &format!("http://127.0.0.1:{port}"),
+        &Secret::new(TOKEN),
+        RepoRef::parse(REPO, "t").unwrap(),
+    )
+    .unwrap()
+    .with_retry(3, Duration::from_millis(5));
+    let err = client.create_comment(7, "x").await.unwrap_err().to_string();
+    assert!(err.contains("after 3 tries"), "{err}");
+    assert!(err.contains(&port.to_string()), "{err}");
+    assert!(!err.contains(TOKEN), "{err}");
+}
+
+#[tokio::test]
+async fn list_paginates_and_tracking_comment_is_the_bots_own() {
+    let (gh, client) = setup().await;
+    gh.set_max_per_page(2);
+    gh.seed_comment(REPO, 7, "alice", "/compute x");
+    // A user cannot plant the marker.
+    gh.seed_comment(REPO, 7, "mallory", "fake <!-- compute-bot:run=99 -->");
+    let mine = client
+        .create_comment(7, "tracking <!-- compute-bot:run=99 -->")
+        .await
+        .unwrap();
+    for i in 0..3 {
+        gh.seed_comment(REPO, 7, "bob", &format!("noise {i}"));
+    }
+    let all = client.list_comments(7).await.unwrap();
+    assert_eq!(all.len(), 6);
+    assert_eq!(all[0].body, "/compute x");
+    assert_eq!(all[5].body, "noise 2");
+    assert!(gh.count("GET", "/issues/7/comments") >= 3);
+    let found = client
+        .find_tracking_comment(7, "<!-- compute-bot:run=99 -->")
+        .await
+        .unwrap();
+    assert_eq!(found.map(|f| f.0), Some(mine));
+    assert!(
+        client
+            .find_tracking_comment(7, "<!-- compute-bot:run=100 -->")
+            .await
+            .unwrap()
+            .is_none()
+    );
+}

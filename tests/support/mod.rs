@@ -1,0 +1,3 @@
+//! Stand-ins shared by the integration tests.
+
+pub mod github_standin;
