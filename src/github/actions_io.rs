@@ -115,7 +115,7 @@ pub fn append_summary(path: &Path, markdown: &str) -> io::Result<usize> {
         .map(|m| m.len() as usize)
         .unwrap_or(0);
     let room = SUMMARY_LIMIT.saturating_sub(used);
-    let text = if markdown.len() + 1 <= room {
+    let text = if markdown.len() < room {
         format!("{markdown}\n")
     } else {
         let note = "\n\n> [!WARNING]\n> The job summary was cut at GitHub's 1 MiB limit.\n";
