@@ -15,6 +15,8 @@ RUN apt-get update \
 WORKDIR /src
 COPY Cargo.toml Cargo.lock ./
 COPY src ./src
+# Files the crate embeds at compile time (e.g. the in-sandbox runner) live here.
+COPY sandbox ./sandbox
 RUN cargo build --release --locked --bin compute-bot \
  && strip target/release/compute-bot
 
