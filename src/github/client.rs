@@ -550,6 +550,26 @@ impl GitHub {
     }
 }
 
+impl GitHub {
+    /// Writes the tracking comment of this run: edits the bot's comment that
+    /// carries `marker` if there is one (a re-run of the same workflow run),
+    /// else creates it. Returns the comment id. `body` should contain the marker.
+    pub async fn upsert_tracking_comment(
+        &self,
+        issue: u64,
+        marker: &str,
+        body: &str,
+    ) -> Result<u64, GitHubError> {
+        match self.find_tracking_comment(issue, marker).await? {
+            Some((id, _)) => {
+                self.update_comment(id, body).await?;
+                Ok(id)
+            }
+            None => self.create_comment(issue, body).await,
+        }
+    }
+}
+
 /// Percent-encodes a path segment (logins like `app[bot]`).
 fn encode_segment(s: &str) -> String {
     let mut out = String::new();

@@ -294,7 +294,9 @@ fn route(st: &mut State, req: &Request) -> (u16, Option<Value>, Option<String>) 
         }
     }
 
-    let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
+    // GHES serves the API under /api/v3.
+    let api_path = path.strip_prefix("/api/v3").unwrap_or(&path);
+    let segs: Vec<&str> = api_path.trim_matches('/').split('/').collect();
     let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
     match (method.as_str(), segs.as_slice()) {
         ("GET", ["repos", o, r, "collaborators", user, "permission"]) => {
