@@ -321,3 +321,39 @@ async fn approval_reads_back_exactly_the_shown_code_from_the_bots_comment() {
         Err(PendingError::Mismatch { .. })
     ));
 }
+
+#[tokio::test]
+async fn stand_in_event_payloads_parse_as_triggers() {
+    use compute_bot::github::event::{ActionEnv, Trigger};
+    let (gh, _) = setup().await;
+    gh.set_permission(REPO, "alice", "write");
+    let id = gh.seed_comment(REPO, 8, "alice", "/compute count rows\r\n");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("event.json");
+    std::fs::write(&path, gh.issue_comment_event(id, "edited").to_string()).unwrap();
+    let vars = [
+        ("GITHUB_EVENT_NAME", "issue_comment".to_string()),
+        ("GITHUB_EVENT_PATH", path.display().to_string()),
+        ("GITHUB_REPOSITORY", REPO.to_string()),
+        ("GITHUB_RUN_ID", "1".to_string()),
+        ("GITHUB_WORKSPACE", dir.path().display().to_string()),
+        ("GITHUB_API_URL", gh.uri()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    let t = Trigger::from_env(&ActionEnv::from_map(&vars).unwrap()).unwrap();
+    assert_eq!(
+        t,
+        Trigger::Comment {
+            repo: RepoRef::parse(REPO, "t").unwrap(),
+            issue_number: 8,
+            is_pull_request: true,
+            comment_id: id,
+            author_login: "alice".into(),
+            author_is_bot: false,
+            body: "/compute count rows\r\n".into(),
+            edited: true,
+        }
+    );
+}

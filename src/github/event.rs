@@ -250,6 +250,15 @@ impl ActionEnv {
         })
     }
 
+    /// Every secret among the inputs (token, API key), to mask with
+    /// [`crate::github::actions_io::add_mask`] before anything is printed.
+    pub fn secrets(&self) -> Vec<&Secret> {
+        [&self.inputs.github_token, &self.inputs.api_key]
+            .into_iter()
+            .flatten()
+            .collect()
+    }
+
     /// The link to this workflow run (`{server}/{owner}/{repo}/actions/runs/{id}`).
     pub fn run_url(&self) -> String {
         format!(
@@ -552,6 +561,17 @@ mod tests {
         );
         assert!(!format!("{env:?}").contains("ghs_secret"));
         assert_eq!(env.token().unwrap().expose(), "ghs_secret");
+        assert_eq!(env.secrets().len(), 1);
+        let mut vars = base();
+        vars.remove("INPUT_GITHUB_TOKEN");
+        let env = ActionEnv::from_map(&vars).unwrap();
+        assert!(
+            env.token()
+                .unwrap_err()
+                .to_string()
+                .contains("INPUT_GITHUB_TOKEN")
+        );
+        assert!(env.secrets().is_empty());
     }
 
     #[test]

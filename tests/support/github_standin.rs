@@ -657,6 +657,83 @@ impl GitHubStandIn {
         st.comments.get(&id).map(|c| st.comment_json(c))
     }
 
+    /// A real-shaped `issue_comment` webhook payload for a stored comment
+    /// (`action`: `created`, `edited` or `deleted`), to write to the file
+    /// named by `GITHUB_EVENT_PATH`.
+    pub fn issue_comment_event(&self, comment_id: u64, action: &str) -> Value {
+        let st = self.st();
+        let c = st
+            .comments
+            .get(&comment_id)
+            .unwrap_or_else(|| panic!("no comment {comment_id}"));
+        let is_pr = st
+            .repos
+            .get(&c.repo)
+            .and_then(|m| m.get(&c.issue))
+            .is_some_and(|i| i.is_pull_request);
+        let (owner, name) = c.repo.split_once('/').unwrap();
+        let api = &st.base;
+        let issue_api = format!("{api}/repos/{}/issues/{}", c.repo, c.issue);
+        let kind = if is_pr { "pull" } else { "issues" };
+        let reactions = |url: String| {
+            json!({"url": url, "total_count": 0, "+1": 0, "-1": 0, "laugh": 0, "hooray": 0,
+                   "confused": 0, "heart": 0, "rocket": 0, "eyes": 0})
+        };
+        let mut issue = json!({
+            "url": issue_api,
+            "repository_url": format!("{api}/repos/{}", c.repo),
+            "labels_url": format!("{issue_api}/labels{{/name}}"),
+            "comments_url": format!("{issue_api}/comments"),
+            "events_url": format!("{issue_api}/events"),
+            "html_url": format!("https://github.com/{}/{kind}/{}", c.repo, c.issue),
+            "id": 2_000_000_000u64 + c.issue,
+            "node_id": format!("I_kwDOA{}", c.issue),
+            "number": c.issue,
+            "title": format!("Issue {}", c.issue),
+            "user": st.user_json(owner),
+            "labels": [], "state": "open", "locked": false, "assignee": null, "assignees": [],
+            "milestone": null, "comments": 1,
+            "created_at": c.created_at, "updated_at": c.updated_at, "closed_at": null,
+            "author_association": "OWNER", "active_lock_reason": null, "body": "",
+            "reactions": reactions(format!("{issue_api}/reactions")),
+            "timeline_url": format!("{issue_api}/timeline"),
+            "performed_via_github_app": null, "state_reason": null
+        });
+        if is_pr {
+            issue["draft"] = json!(false);
+            issue["pull_request"] = json!({
+                "url": format!("{api}/repos/{}/pulls/{}", c.repo, c.issue),
+                "html_url": format!("https://github.com/{}/pull/{}", c.repo, c.issue),
+                "diff_url": format!("https://github.com/{}/pull/{}.diff", c.repo, c.issue),
+                "patch_url": format!("https://github.com/{}/pull/{}.patch", c.repo, c.issue),
+                "merged_at": null
+            });
+        }
+        let repository = json!({
+            "id": 186_853_002u64,
+            "node_id": "MDEwOlJlcG9zaXRvcnkxODY4NTMwMDI=",
+            "name": name,
+            "full_name": c.repo,
+            "private": false,
+            "owner": st.user_json(owner),
+            "html_url": format!("https://github.com/{}", c.repo),
+            "url": format!("{api}/repos/{}", c.repo),
+            "default_branch": "main",
+            "visibility": "public"
+        });
+        let mut event = json!({
+            "action": action,
+            "issue": issue,
+            "comment": st.comment_json(c),
+            "repository": repository,
+            "sender": st.user_json(&c.author)
+        });
+        if action == "edited" {
+            event["changes"] = json!({"body": {"from": "(earlier text)"}});
+        }
+        event
+    }
+
     /// The GitHub JSON of a user.
     pub fn user_json(&self, login: &str) -> Value {
         self.st().user_json(login)
