@@ -147,89 +147,47 @@ struct Budget {
     json: usize,
     /// Characters of code (`usize::MAX` = all of it).
     code: usize,
+    /// Characters of the explanation.
+    prose: usize,
 }
 
+const fn budget(
+    output: usize,
+    rows: usize,
+    items: usize,
+    json: usize,
+    code: usize,
+    prose: usize,
+) -> Budget {
+    Budget {
+        output,
+        rows,
+        items,
+        json,
+        code,
+        prose,
+    }
+}
+
+const ALL: usize = usize::MAX;
+
+/// Comment budgets, loosest first: stdout/stderr go first, then the result
+/// table and lists, then the explanation, and the code last.
 const COMMENT_BUDGETS: [Budget; 9] = [
-    Budget {
-        output: 3000,
-        rows: 50,
-        items: 50,
-        json: 20_000,
-        code: usize::MAX,
-    },
-    Budget {
-        output: 1000,
-        rows: 50,
-        items: 30,
-        json: 10_000,
-        code: usize::MAX,
-    },
-    Budget {
-        output: 0,
-        rows: 30,
-        items: 20,
-        json: 5_000,
-        code: usize::MAX,
-    },
-    Budget {
-        output: 0,
-        rows: 10,
-        items: 10,
-        json: 2_000,
-        code: usize::MAX,
-    },
-    Budget {
-        output: 0,
-        rows: 0,
-        items: 5,
-        json: 500,
-        code: usize::MAX,
-    },
-    Budget {
-        output: 0,
-        rows: 0,
-        items: 3,
-        json: 200,
-        code: 30_000,
-    },
-    Budget {
-        output: 0,
-        rows: 0,
-        items: 3,
-        json: 200,
-        code: 10_000,
-    },
-    Budget {
-        output: 0,
-        rows: 0,
-        items: 1,
-        json: 100,
-        code: 2_000,
-    },
-    Budget {
-        output: 0,
-        rows: 0,
-        items: 0,
-        json: 100,
-        code: 0,
-    },
+    budget(3000, 50, 50, 20_000, ALL, 20_000),
+    budget(1000, 50, 30, 10_000, ALL, 20_000),
+    budget(0, 30, 20, 5_000, ALL, 20_000),
+    budget(0, 10, 10, 2_000, ALL, 10_000),
+    budget(0, 0, 5, 500, ALL, 4_000),
+    budget(0, 0, 3, 200, 30_000, 4_000),
+    budget(0, 0, 3, 200, 10_000, 2_000),
+    budget(0, 0, 1, 100, 2_000, 2_000),
+    budget(0, 0, 0, 100, 0, 1_000),
 ];
 
 const SUMMARY_BUDGETS: [Budget; 2] = [
-    Budget {
-        output: 64 * 1024,
-        rows: 1000,
-        items: 1000,
-        json: 200_000,
-        code: usize::MAX,
-    },
-    Budget {
-        output: 8 * 1024,
-        rows: 200,
-        items: 200,
-        json: 50_000,
-        code: usize::MAX,
-    },
+    budget(64 * 1024, 1000, 1000, 200_000, ALL, 100_000),
+    budget(8 * 1024, 200, 200, 50_000, ALL, 50_000),
 ];
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -296,6 +254,9 @@ fn cut_note(full: &Budget, b: &Budget, target: Target) -> String {
     if b.items < full.items {
         parts.push("audit lists shortened");
     }
+    if b.prose < full.prose {
+        parts.push("explanation shortened");
+    }
     if b.code < full.code {
         parts.push(if b.code == 0 {
             "code left out (its sha256 is shown)"
@@ -322,9 +283,9 @@ fn hard_cut(s: &str, target: Target) -> String {
     } - note.len()
         - 2_000;
     let mut out = String::new();
-    for c in s.chars() {
+    for (count, c) in s.chars().enumerate() {
         let over = match target {
-            Target::Comment => out.chars().count() >= max,
+            Target::Comment => count >= max,
             Target::Summary => out.len() + c.len_utf8() > max,
         };
         if over {
@@ -401,7 +362,19 @@ fn render_md(report: &Report, ctx: &RenderContext, b: &Budget, cut_note: Option<
         s.push_str(&result_md(result, b));
     }
     if let Some(ex) = &report.explanation {
-        let _ = write!(s, "\n#### Explanation\n\n{}\n", neutralize(ex.trim()));
+        let _ = write!(
+            s,
+            "\n#### Explanation\n\n{}\n",
+            neutralize(&cut_chars(ex.trim(), b.prose))
+        );
+        let n = ex.trim().chars().count();
+        if n > b.prose {
+            let _ = writeln!(
+                s,
+                "\n_The explanation was cut at {} of {n} characters._",
+                b.prose
+            );
+        }
     }
     if let Some(chart) = report.result.as_ref().and_then(chart) {
         s.push('\n');
@@ -892,6 +865,7 @@ fn sandbox_md(o: &Outcome, b: &Budget) -> String {
         let arts: Vec<String> = o
             .artifacts
             .iter()
+            .take(b.items.max(5))
             .map(|a| format!("`{}` ({})", a.name.replace('`', "'"), ByteSize(a.size)))
             .collect();
         let _ = writeln!(s, "| Artifacts | {} |", escape_pipes(&arts.join(", ")));

@@ -319,3 +319,46 @@ fn text_rendering_is_plain() {
     assert!(t.contains(&sha256_hex("print(3)\n")));
     assert!(!t.contains("<details>"));
 }
+
+#[test]
+fn nothing_can_push_the_comment_over_the_limit() {
+    // Huge explanation, huge code waiting for approval (never cut by the
+    // budgets, so the last-resort cut applies), huge findings.
+    let code = format!("# {}\n", "a".repeat(200_000));
+    let mut r = report(serde_json::Value::Null, &code);
+    r.result = None;
+    r.outcome = None;
+    r.status = ReportStatus::NeedsApproval;
+    r.explanation = Some("word ".repeat(50_000));
+    r.verdict = Some(Verdict::from_findings(
+        (0..5000)
+            .map(|i| Finding {
+                rule: "r".into(),
+                severity: Severity::Escalate,
+                message: format!("finding {i}"),
+                line: i,
+                column: 1,
+                snippet: String::new(),
+            })
+            .collect(),
+    ));
+    let md = markdown(&r, &ctx());
+    assert!(
+        md.chars().count() <= COMMENT_LIMIT,
+        "{}",
+        md.chars().count()
+    );
+    assert!(md.contains("cut at the size limit"));
+    // The open fence and <details> were closed.
+    assert_eq!(
+        md.matches("<details").count(),
+        md.matches("</details>").count()
+    );
+
+    // A long explanation alone is shortened and said so.
+    let mut r = report(json!({"a": 1}), "print(1)\n");
+    r.explanation = Some("é".repeat(100_000));
+    let md = markdown(&r, &ctx());
+    assert!(md.chars().count() <= COMMENT_LIMIT);
+    assert!(md.contains("explanation was cut at 20000 of 100000 characters"));
+}
