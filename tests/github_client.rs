@@ -357,3 +357,36 @@ async fn stand_in_event_payloads_parse_as_triggers() {
         }
     );
 }
+
+#[tokio::test]
+async fn tracker_creates_once_edits_through_stages_and_finishes() {
+    use compute_bot::github::texts::{Stage, run_marker};
+    use compute_bot::github::tracking::Tracker;
+    let (gh, client) = setup().await;
+    let marker = run_marker("777");
+    let run_url = Some("https://github.com/octo-org/data/actions/runs/777".to_string());
+    let mut t = Tracker::new(&client, 7, marker.clone(), run_url.clone());
+    let id = t.acknowledge().await.unwrap();
+    assert!(gh.comment(id).unwrap().body.contains("starting"));
+    for stage in [Stage::Planning, Stage::Generating, Stage::Running] {
+        assert_eq!(t.stage(stage, 1, 3).await.unwrap(), id);
+    }
+    assert!(
+        gh.comment(id)
+            .unwrap()
+            .body
+            .contains("**→** running in the sandbox")
+    );
+    t.finish("final result").await.unwrap();
+    let c = gh.comment(id).unwrap();
+    assert_eq!(c.body, format!("{marker}\nfinal result"));
+    assert_eq!(c.edits, 4);
+    assert_eq!(gh.comments(REPO, 7).len(), 1);
+    // Only one list request (the first write looked for an earlier comment).
+    assert_eq!(gh.count("GET", "/issues/7/comments"), 1);
+
+    // A re-run of the same workflow run finds and edits the same comment.
+    let mut again = Tracker::new(&client, 7, marker, run_url);
+    assert_eq!(again.acknowledge().await.unwrap(), id);
+    assert_eq!(gh.comments(REPO, 7).len(), 1);
+}

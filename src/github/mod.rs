@@ -6,6 +6,7 @@
 //! - [`texts`]: every comment the bot writes, and the hidden markers it reads back.
 //! - [`actions_io`]: `GITHUB_OUTPUT`, the step summary and workflow commands.
 //! - [`flow`]: pure decisions (who may run what) taking plain data.
+//! - [`tracking`]: the run's one tracking comment, edited through the stages.
 
 pub mod actions_io;
 pub mod client;
@@ -13,6 +14,7 @@ pub mod command;
 pub mod event;
 pub mod flow;
 pub mod texts;
+pub mod tracking;
 
 pub use client::{GitHub, GitHubError, Permission, Reaction};
 pub use command::Command;
