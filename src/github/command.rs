@@ -36,7 +36,9 @@ impl Command {
     }
 }
 
-/// Parses a comment body. Returns `None` unless the first non-blank line starts
+/// Parses a comment body. `approve` / `deny` alone on the first line are
+/// [`Command::Approve`] / [`Command::Deny`] (later lines are a remark).
+/// Returns `None` unless the first non-blank line starts
 /// with `prefix` followed by whitespace or the end of the line (so `/computer`
 /// does not match `/compute`). CRLF line ends are accepted.
 pub fn parse(body: &str, prefix: &str) -> Option<Command> {
@@ -53,7 +55,7 @@ pub fn parse(body: &str, prefix: &str) -> Option<Command> {
     }
     let after = after.trim();
     let (options, goal) = parse_options(after);
-    if options.is_empty() && rest.trim().is_empty() {
+    if options.is_empty() {
         match goal.to_ascii_lowercase().as_str() {
             "approve" => return Some(Command::Approve),
             "deny" => return Some(Command::Deny),
@@ -273,6 +275,10 @@ mod tests {
             Some(Command::Approve)
         );
         assert_eq!(parse("/compute Deny\r\n", "/compute"), Some(Command::Deny));
+        assert_eq!(
+            parse("/compute approve\nlooks fine to me", "/compute"),
+            Some(Command::Approve)
+        );
         assert!(matches!(
             parse("/compute approve the budget", "/compute"),
             Some(Command::Run { .. })
