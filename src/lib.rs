@@ -10,6 +10,7 @@ pub mod github;
 pub mod model;
 pub mod policy;
 pub mod prompt;
+pub mod render;
 pub mod report;
 pub mod sandbox;
 pub mod units;

@@ -1,1 +1,21 @@
 //! Stages: trigger and authorize, and posting the report. The GitHub Action front end.
+//!
+//! - [`event`]: the Actions environment and the event that started the run.
+//! - [`command`]: the `/compute ...` comment syntax.
+//! - [`client`]: the REST calls the bot makes (octocrab), with retries and clear errors.
+//! - [`texts`]: every comment the bot writes, and the hidden markers it reads back.
+//! - [`actions_io`]: `GITHUB_OUTPUT`, the step summary and workflow commands.
+//! - [`flow`]: pure decisions (who may run what) taking plain data.
+//! - [`tracking`]: the run's one tracking comment, edited through the stages.
+
+pub mod actions_io;
+pub mod client;
+pub mod command;
+pub mod event;
+pub mod flow;
+pub mod texts;
+pub mod tracking;
+
+pub use client::{GitHub, GitHubError, Permission, Reaction};
+pub use command::Command;
+pub use event::{ActionEnv, EnvError, EventError, RepoRef, Trigger};

@@ -1,0 +1,258 @@
+//! Talking to the Actions runner: step outputs (`GITHUB_OUTPUT`), the job
+//! summary (`GITHUB_STEP_SUMMARY`) and workflow commands on stdout.
+//!
+//! Workflow commands are written to a caller-given writer (the binary passes
+//! stdout) so that tests can read them back.
+
+use std::fs::OpenOptions;
+use std::io::{self, Write};
+use std::path::Path;
+
+use crate::render::SUMMARY_LIMIT;
+
+/// A random token (32 hex digits) for delimiters and stop-commands.
+pub fn random_token() -> String {
+    format!("{:032x}", rand::random::<u128>())
+}
+
+/// The step outputs the action declares.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Outputs {
+    /// `ok`, `failed`, `needs_approval`, `refused` or `ignored`.
+    pub status: String,
+    /// The result as JSON (`null` when there is none).
+    pub result: Option<serde_json::Value>,
+    /// The id of the comment posted, if any.
+    pub comment_id: Option<u64>,
+    /// Hex SHA-256 of the final code, if any.
+    pub code_sha256: Option<String>,
+    /// Path of the JSON report file.
+    pub report_path: Option<String>,
+}
+
+impl Outputs {
+    /// The `(name, value)` pairs to write; absent values are written empty.
+    pub fn pairs(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("status", self.status.clone()),
+            (
+                "result",
+                self.result
+                    .as_ref()
+                    .map(|v| v.to_string())
+                    .unwrap_or_else(|| "null".into()),
+            ),
+            (
+                "comment_id",
+                self.comment_id.map(|c| c.to_string()).unwrap_or_default(),
+            ),
+            ("code_sha256", self.code_sha256.clone().unwrap_or_default()),
+            ("report_path", self.report_path.clone().unwrap_or_default()),
+        ]
+    }
+}
+
+/// Formats one output entry. Values with a line break use the
+/// `name<<ghadelimiter_<random>` form, with a delimiter checked not to occur
+/// in the value.
+pub fn format_output(name: &str, value: &str) -> String {
+    if !value.contains('\n') && !value.contains('\r') {
+        return format!("{name}={value}\n");
+    }
+    let delimiter = loop {
+        let d = format!("ghadelimiter_{}", random_token());
+        if !value.contains(&d) {
+            break d;
+        }
+    };
+    format!("{name}<<{delimiter}\n{value}\n{delimiter}\n")
+}
+
+/// Appends entries to the `GITHUB_OUTPUT` file. Names must be
+/// `[A-Za-z0-9_-]+` (checked).
+pub fn write_outputs(path: &Path, pairs: &[(&str, String)]) -> io::Result<()> {
+    let mut text = String::new();
+    for (name, value) in pairs {
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("`{name}` is not a valid output name"),
+            ));
+        }
+        text.push_str(&format_output(name, value));
+    }
+    append(path, &text, "GITHUB_OUTPUT")
+}
+
+fn append(path: &Path, text: &str, what: &str) -> io::Result<()> {
+    let mut f = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("cannot open {what} file {}: {e}", path.display()),
+            )
+        })?;
+    f.write_all(text.as_bytes()).map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!("cannot write {what} file {}: {e}", path.display()),
+        )
+    })
+}
+
+/// Appends markdown to the `GITHUB_STEP_SUMMARY` file, keeping the file
+/// within 1 MiB: if the text does not fit in what is left, it is cut at a
+/// character boundary with a note. Returns how many bytes were written.
+pub fn append_summary(path: &Path, markdown: &str) -> io::Result<usize> {
+    let used = std::fs::metadata(path)
+        .map(|m| m.len() as usize)
+        .unwrap_or(0);
+    let room = SUMMARY_LIMIT.saturating_sub(used);
+    let text = if markdown.len() < room {
+        format!("{markdown}\n")
+    } else {
+        let note = "\n\n> [!WARNING]\n> The job summary was cut at GitHub's 1 MiB limit.\n";
+        if room <= note.len() {
+            return Ok(0);
+        }
+        let mut end = room - note.len();
+        while !markdown.is_char_boundary(end) {
+            end -= 1;
+        }
+        format!("{}{note}", &markdown[..end])
+    };
+    append(path, &text, "GITHUB_STEP_SUMMARY")?;
+    Ok(text.len())
+}
+
+/// Escapes a workflow command's data (`%`, CR, LF).
+pub fn escape_data(s: &str) -> String {
+    s.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
+}
+
+/// `::add-mask::` lines for a secret (one per non-empty line, so multi-line
+/// secrets are masked line by line).
+pub fn add_mask(out: &mut impl Write, secret: &str) -> io::Result<()> {
+    for line in secret.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        writeln!(out, "::add-mask::{}", escape_data(line))?;
+    }
+    Ok(())
+}
+
+/// A `::notice::` (or `::warning::` / `::error::` with that `level`) line.
+pub fn annotation(out: &mut impl Write, level: &str, message: &str) -> io::Result<()> {
+    let level = match level {
+        "warning" | "error" | "debug" => level,
+        _ => "notice",
+    };
+    writeln!(out, "::{level}::{}", escape_data(message))
+}
+
+/// Echoes untrusted text (what the sandbox printed) to the log between
+/// `::stop-commands::<token>` and `::<token>::`, so nothing in it can issue a
+/// workflow command. The token is random and checked not to occur in the text.
+pub fn echo_untrusted(out: &mut impl Write, title: &str, text: &str) -> io::Result<()> {
+    let token = loop {
+        let t = random_token();
+        if !text.contains(&t) {
+            break t;
+        }
+    };
+    writeln!(out, "::group::{}", escape_data(title))?;
+    writeln!(out, "::stop-commands::{token}")?;
+    out.write_all(text.as_bytes())?;
+    if !text.ends_with('\n') {
+        writeln!(out)?;
+    }
+    writeln!(out, "::{token}::")?;
+    writeln!(out, "::endgroup::")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn single_and_multi_line_outputs() {
+        assert_eq!(format_output("status", "ok"), "status=ok\n");
+        let v = "{\n  \"a\": 1\n}";
+        let f = format_output("result", v);
+        let first = f.lines().next().unwrap();
+        let delim = first.strip_prefix("result<<").unwrap();
+        assert!(delim.starts_with("ghadelimiter_") && delim.len() == 13 + 32);
+        assert_eq!(f, format!("result<<{delim}\n{v}\n{delim}\n"));
+    }
+
+    #[test]
+    fn outputs_file_is_appended() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("out");
+        std::fs::write(&p, "earlier=1\n").unwrap();
+        let o = Outputs {
+            status: "ok".into(),
+            result: Some(serde_json::json!({"a": "x\ny"})),
+            comment_id: Some(5),
+            code_sha256: Some("ab".into()),
+            report_path: None,
+        };
+        write_outputs(&p, &o.pairs()).unwrap();
+        let text = std::fs::read_to_string(&p).unwrap();
+        assert!(text.starts_with("earlier=1\nstatus=ok\n"));
+        // JSON escapes the newline, so the result stays one line.
+        assert!(text.contains("result={\"a\":\"x\\ny\"}\n"));
+        assert!(text.contains("comment_id=5\n") && text.contains("report_path=\n"));
+        assert!(write_outputs(&p, &[("bad name", "x".into())]).is_err());
+    }
+
+    #[test]
+    fn summary_is_capped_at_one_mib() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("summary.md");
+        append_summary(&p, "first").unwrap();
+        let big = "é".repeat(SUMMARY_LIMIT);
+        append_summary(&p, &big).unwrap();
+        let text = std::fs::read_to_string(&p).unwrap();
+        assert!(text.len() <= SUMMARY_LIMIT);
+        assert!(text.starts_with("first\n"));
+        assert!(text.contains("cut at GitHub's 1 MiB limit"));
+        // Full: nothing more is written.
+        assert_eq!(append_summary(&p, "more").unwrap(), 0);
+    }
+
+    #[test]
+    fn untrusted_text_cannot_issue_commands() {
+        let mut out = Vec::new();
+        let evil = "::add-mask::x\n::set-output name=a::b\n::stop-commands::abc\n";
+        echo_untrusted(&mut out, "stdout", evil).unwrap();
+        let s = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = s.lines().collect();
+        assert_eq!(lines[0], "::group::stdout");
+        let token = lines[1].strip_prefix("::stop-commands::").unwrap();
+        assert_eq!(token.len(), 32);
+        assert_ne!(token, "abc");
+        assert_eq!(lines[2..5].join("\n") + "\n", evil);
+        assert_eq!(lines[5], format!("::{token}::"));
+        assert_eq!(lines[6], "::endgroup::");
+    }
+
+    #[test]
+    fn masks_and_annotations_are_escaped() {
+        let mut out = Vec::new();
+        add_mask(&mut out, "sk-abc\nline2%\n").unwrap();
+        annotation(&mut out, "notice", "not handled:\nx 100%").unwrap();
+        let s = String::from_utf8(out).unwrap();
+        assert_eq!(
+            s,
+            "::add-mask::sk-abc\n::add-mask::line2%25\n::notice::not handled:%0Ax 100%25\n"
+        );
+    }
+}

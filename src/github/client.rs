@@ -1,0 +1,613 @@
+//! The REST calls the bot makes, over octocrab.
+//!
+//! Every call is retried on 5xx answers and connection errors (3 tries by
+//! default, with a doubling delay), 403/404 answers become errors that say
+//! which `permissions:` the workflow token needs, and the token is scrubbed
+//! from every error message.
+
+use std::fmt;
+use std::future::Future;
+use std::str::FromStr;
+use std::time::Duration;
+
+use octocrab::Octocrab;
+use octocrab::models::issues::Comment;
+use octocrab::models::reactions::ReactionContent;
+use octocrab::service::middleware::retry::RetryConfig;
+use serde::{Deserialize, Serialize};
+use tracing::{debug, warn};
+
+use crate::github::event::{RepoRef, Secret, is_bot};
+
+/// A user's permission on a repository, lowest first (so `>=` compares).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Permission {
+    /// No access.
+    None,
+    /// Read.
+    Read,
+    /// Triage (manage issues and PRs without write access).
+    Triage,
+    /// Write (push).
+    Write,
+    /// Maintain.
+    Maintain,
+    /// Admin.
+    Admin,
+}
+
+impl Permission {
+    /// All values, lowest first.
+    pub const ALL: [Permission; 6] = [
+        Permission::None,
+        Permission::Read,
+        Permission::Triage,
+        Permission::Write,
+        Permission::Maintain,
+        Permission::Admin,
+    ];
+
+    /// The name GitHub uses (`admin`, `maintain`, `write`, `triage`, `read`, `none`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Permission::None => "none",
+            Permission::Read => "read",
+            Permission::Triage => "triage",
+            Permission::Write => "write",
+            Permission::Maintain => "maintain",
+            Permission::Admin => "admin",
+        }
+    }
+}
+
+impl fmt::Display for Permission {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Permission {
+    type Err = String;
+
+    /// Accepts GitHub's names (case-insensitive); `pull` / `push` as the legacy aliases.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(match s.trim().to_ascii_lowercase().as_str() {
+            "none" => Permission::None,
+            "read" | "pull" => Permission::Read,
+            "triage" => Permission::Triage,
+            "write" | "push" => Permission::Write,
+            "maintain" => Permission::Maintain,
+            "admin" => Permission::Admin,
+            other => {
+                return Err(format!(
+                    "`{other}` is not a permission; use one of none, read, triage, write, maintain, admin"
+                ));
+            }
+        })
+    }
+}
+
+/// Reactions the bot puts on comments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Reaction {
+    /// 👀 — seen, working on it.
+    Eyes,
+    /// 🚀 — done.
+    Rocket,
+    /// 😕 — failed.
+    Confused,
+    /// 👎 — refused.
+    MinusOne,
+    /// 👍 — approved.
+    PlusOne,
+}
+
+impl Reaction {
+    /// GitHub's name for it (`eyes`, `rocket`, `confused`, `-1`, `+1`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reaction::Eyes => "eyes",
+            Reaction::Rocket => "rocket",
+            Reaction::Confused => "confused",
+            Reaction::MinusOne => "-1",
+            Reaction::PlusOne => "+1",
+        }
+    }
+
+    fn content(self) -> ReactionContent {
+        match self {
+            Reaction::Eyes => ReactionContent::Eyes,
+            Reaction::Rocket => ReactionContent::Rocket,
+            Reaction::Confused => ReactionContent::Confused,
+            Reaction::MinusOne => ReactionContent::MinusOne,
+            Reaction::PlusOne => ReactionContent::PlusOne,
+        }
+    }
+}
+
+/// A comment as the bot needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommentInfo {
+    /// The comment id.
+    pub id: u64,
+    /// The text (empty when GitHub sent none).
+    pub body: String,
+    /// The author's login.
+    pub author_login: String,
+    /// True when the author is a bot (`type: Bot` or a `[bot]` login).
+    pub author_is_bot: bool,
+    /// The comment's web address.
+    pub html_url: String,
+}
+
+impl From<Comment> for CommentInfo {
+    fn from(c: Comment) -> Self {
+        CommentInfo {
+            id: c.id.into_inner(),
+            body: c.body.unwrap_or_default(),
+            author_is_bot: is_bot(&c.user.login, Some(&c.user.r#type)),
+            author_login: c.user.login,
+            html_url: c.html_url.to_string(),
+        }
+    }
+}
+
+/// What a failed GitHub call was, with what to do about it. Never contains the token.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GitHubError {
+    /// GitHub answered with an error status.
+    #[error("{action} failed: GitHub answered HTTP {status} ({message}).{hint}")]
+    Api {
+        /// What the bot was doing.
+        action: String,
+        /// The HTTP status.
+        status: u16,
+        /// GitHub's message.
+        message: String,
+        /// What to change (starts with a space, or is empty).
+        hint: String,
+    },
+    /// No answer: connection refused, reset, timed out.
+    #[error(
+        "{action} failed: could not reach the GitHub API at {api_url} after {tries} tries: {message}"
+    )]
+    Transport {
+        /// What the bot was doing.
+        action: String,
+        /// The API root.
+        api_url: String,
+        /// How many tries were made.
+        tries: u32,
+        /// The last error.
+        message: String,
+    },
+    /// The answer could not be read.
+    #[error("{action} failed: the answer from GitHub could not be read: {message}")]
+    Decode {
+        /// What the bot was doing.
+        action: String,
+        /// The parser's message.
+        message: String,
+    },
+    /// The client could not be built (bad `GITHUB_API_URL`, ...).
+    #[error("cannot set up the GitHub client: {0}")]
+    Setup(String),
+}
+
+impl GitHubError {
+    /// The HTTP status, when GitHub answered.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            GitHubError::Api { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+}
+
+/// Which permission a call needs, for the 403/404 hint.
+#[derive(Clone, Copy)]
+enum Need {
+    WriteComments,
+    ReadComments,
+    Collaborators,
+}
+
+impl Need {
+    fn hint(self) -> &'static str {
+        match self {
+            Need::WriteComments => {
+                " The workflow token cannot write comments or reactions here: give the job `permissions: issues: write` (and `pull-requests: write` to comment on pull requests) in the workflow file."
+            }
+            Need::ReadComments => {
+                " The workflow token cannot read comments here: give the job `permissions: issues: read` (and `pull-requests: read` for pull requests), or `issues: write` which includes it."
+            }
+            Need::Collaborators => {
+                " The workflow token cannot read collaborator permissions: it needs `metadata: read` on this repository (every workflow token has it unless `permissions:` is set to `{}`); a 404 also means the user or repository does not exist."
+            }
+        }
+    }
+}
+
+/// The GitHub REST client for one repository.
+#[derive(Clone)]
+pub struct GitHub {
+    crab: Octocrab,
+    repo: RepoRef,
+    api_url: String,
+    token: Secret,
+    tries: u32,
+    base_delay: Duration,
+    bot_login: Option<String>,
+}
+
+impl fmt::Debug for GitHub {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GitHub")
+            .field("repo", &self.repo)
+            .field("api_url", &self.api_url)
+            .field("token", &self.token)
+            .finish()
+    }
+}
+
+const PER_PAGE: u8 = 100;
+
+impl GitHub {
+    /// Builds a client for `repo` at `api_url` (from `GITHUB_API_URL`; GHES
+    /// roots like `https://ghe.example.com/api/v3` work). Must be called inside
+    /// a tokio runtime.
+    pub fn new(api_url: &str, token: &Secret, repo: RepoRef) -> Result<GitHub, GitHubError> {
+        let api_url = api_url.trim().trim_end_matches('/').to_string();
+        let crab = Octocrab::builder()
+            .base_uri(api_url.as_str())
+            .map_err(|e| {
+                GitHubError::Setup(format!(
+                    "GITHUB_API_URL `{api_url}` is not a valid URL: {e}"
+                ))
+            })?
+            .personal_token(token.expose().to_string())
+            .add_retry_config(RetryConfig::None)
+            .set_connect_timeout(Some(Duration::from_secs(10)))
+            .set_read_timeout(Some(Duration::from_secs(60)))
+            .build()
+            .map_err(|e| GitHubError::Setup(e.to_string()))?;
+        Ok(GitHub {
+            crab,
+            repo,
+            api_url,
+            token: token.clone(),
+            tries: 3,
+            base_delay: Duration::from_millis(500),
+            bot_login: None,
+        })
+    }
+
+    /// Sets how many tries a call gets (at least 1) and the first retry delay
+    /// (doubled each retry). Defaults: 3 tries, 500 ms.
+    pub fn with_retry(mut self, tries: u32, base_delay: Duration) -> Self {
+        self.tries = tries.max(1);
+        self.base_delay = base_delay;
+        self
+    }
+
+    /// Only comments by this login count as the bot's own in
+    /// [`GitHub::find_tracking_comment`] (default: any `Bot` account, e.g.
+    /// `github-actions[bot]`). Set it when the token is a personal one.
+    pub fn with_bot_login(mut self, login: impl Into<String>) -> Self {
+        self.bot_login = Some(login.into());
+        self
+    }
+
+    /// The repository this client talks to.
+    pub fn repo(&self) -> &RepoRef {
+        &self.repo
+    }
+
+    fn redact(&self, text: String) -> String {
+        let t = self.token.expose();
+        if t.len() >= 4 {
+            text.replace(t, "***")
+        } else {
+            text
+        }
+    }
+
+    /// Runs `call` with retries on 5xx and connection errors.
+    async fn call<T, F, Fut>(&self, action: &str, need: Need, call: F) -> Result<T, GitHubError>
+    where
+        F: Fn() -> Fut,
+        Fut: Future<Output = octocrab::Result<T>>,
+    {
+        let mut attempt = 1;
+        loop {
+            let err = match call().await {
+                Ok(v) => return Ok(v),
+                Err(e) => e,
+            };
+            let (retryable, mapped) = self.classify(action, need, attempt, err);
+            if retryable && attempt < self.tries {
+                let delay = self.base_delay * 2u32.pow(attempt - 1);
+                warn!(
+                    "{action}: try {attempt}/{} failed ({mapped}); retrying in {delay:?}",
+                    self.tries
+                );
+                tokio::time::sleep(delay).await;
+                attempt += 1;
+                continue;
+            }
+            return Err(mapped);
+        }
+    }
+
+    fn classify(
+        &self,
+        action: &str,
+        need: Need,
+        attempt: u32,
+        err: octocrab::Error,
+    ) -> (bool, GitHubError) {
+        match err {
+            octocrab::Error::GitHub { source, .. } => {
+                let status = source.status_code.as_u16();
+                let hint = if status == 403 || status == 404 {
+                    need.hint().to_string()
+                } else if status == 401 {
+                    " The token was rejected: check the action input `github_token` (default `${{ github.token }}`).".to_string()
+                } else {
+                    String::new()
+                };
+                (
+                    source.status_code.is_server_error(),
+                    GitHubError::Api {
+                        action: action.to_string(),
+                        status,
+                        message: self.redact(source.message.clone()),
+                        hint,
+                    },
+                )
+            }
+            e @ (octocrab::Error::Hyper { .. } | octocrab::Error::Service { .. }) => (
+                true,
+                GitHubError::Transport {
+                    action: action.to_string(),
+                    api_url: self.api_url.clone(),
+                    tries: attempt,
+                    message: self.redact(e.to_string()),
+                },
+            ),
+            e => (
+                false,
+                GitHubError::Decode {
+                    action: action.to_string(),
+                    message: self.redact(e.to_string()),
+                },
+            ),
+        }
+    }
+
+    /// The user's permission on the repository, from a raw
+    /// `GET /repos/{o}/{r}/collaborators/{user}/permission` (octocrab's typed
+    /// helper cannot parse every value). The finer `role_name` (`maintain`,
+    /// `triage`) wins over the legacy `permission` field when GitHub sends it.
+    pub async fn permission(&self, user: &str) -> Result<Permission, GitHubError> {
+        let route = format!(
+            "/repos/{}/{}/collaborators/{}/permission",
+            self.repo.owner,
+            self.repo.name,
+            encode_segment(user)
+        );
+        let action = format!("reading the permission of @{user} on {}", self.repo);
+        let value: serde_json::Value = self
+            .call(&action, Need::Collaborators, || {
+                self.crab.get(&route, None::<&()>)
+            })
+            .await?;
+        let perm = value
+            .get("permission")
+            .and_then(|v| v.as_str())
+            .and_then(|s| s.parse::<Permission>().ok());
+        let role = value
+            .get("role_name")
+            .and_then(|v| v.as_str())
+            .and_then(|s| s.parse::<Permission>().ok());
+        let result = match (perm, role) {
+            (Some(p), Some(r)) => p.max(r),
+            (Some(p), None) => p,
+            (None, Some(r)) => r,
+            (None, None) => {
+                return Err(GitHubError::Decode {
+                    action,
+                    message: format!("no known `permission` or `role_name` in {value}"),
+                });
+            }
+        };
+        debug!("@{user} has {result} on {}", self.repo);
+        Ok(result)
+    }
+
+    /// Puts a reaction on an issue comment.
+    pub async fn add_reaction(
+        &self,
+        comment_id: u64,
+        reaction: Reaction,
+    ) -> Result<(), GitHubError> {
+        let action = format!(
+            "adding the {} reaction to comment {comment_id} in {}",
+            reaction.as_str(),
+            self.repo
+        );
+        self.call(&action, Need::WriteComments, || async {
+            self.crab
+                .issues(&self.repo.owner, &self.repo.name)
+                .create_comment_reaction(comment_id, reaction.content())
+                .await
+        })
+        .await
+        .map(drop)
+    }
+
+    /// Creates a comment on an issue or pull request; returns its id.
+    pub async fn create_comment(&self, issue: u64, body: &str) -> Result<u64, GitHubError> {
+        let action = format!("creating a comment on #{issue} in {}", self.repo);
+        let c = self
+            .call(&action, Need::WriteComments, || async {
+                self.crab
+                    .issues(&self.repo.owner, &self.repo.name)
+                    .create_comment(issue, body)
+                    .await
+            })
+            .await?;
+        Ok(c.id.into_inner())
+    }
+
+    /// Replaces the text of a comment (`PATCH /repos/{o}/{r}/issues/comments/{id}`).
+    pub async fn update_comment(&self, comment_id: u64, body: &str) -> Result<(), GitHubError> {
+        let action = format!("editing comment {comment_id} in {}", self.repo);
+        let route = format!(
+            "/repos/{}/{}/issues/comments/{comment_id}",
+            self.repo.owner, self.repo.name
+        );
+        let payload = serde_json::json!({ "body": body });
+        self.call(&action, Need::WriteComments, || {
+            self.crab.patch::<Comment, _, _>(&route, Some(&payload))
+        })
+        .await
+        .map(drop)
+    }
+
+    /// The text of a comment.
+    pub async fn get_comment(&self, comment_id: u64) -> Result<String, GitHubError> {
+        Ok(self.comment(comment_id).await?.body)
+    }
+
+    /// A comment with its author.
+    pub async fn comment(&self, comment_id: u64) -> Result<CommentInfo, GitHubError> {
+        let action = format!("reading comment {comment_id} in {}", self.repo);
+        let c = self
+            .call(&action, Need::ReadComments, || async {
+                self.crab
+                    .issues(&self.repo.owner, &self.repo.name)
+                    .get_comment(comment_id.into())
+                    .await
+            })
+            .await?;
+        Ok(c.into())
+    }
+
+    /// Every comment on an issue or pull request, oldest first (follows pagination).
+    pub async fn list_comments(&self, issue: u64) -> Result<Vec<CommentInfo>, GitHubError> {
+        let action = format!("listing the comments on #{issue} in {}", self.repo);
+        let mut page = self
+            .call(&action, Need::ReadComments, || async {
+                self.crab
+                    .issues(&self.repo.owner, &self.repo.name)
+                    .list_comments(issue)
+                    .per_page(PER_PAGE)
+                    .send()
+                    .await
+            })
+            .await?;
+        let mut out: Vec<CommentInfo> = page.take_items().into_iter().map(Into::into).collect();
+        let mut pages = 1;
+        while let Some(next) = page.next.clone() {
+            pages += 1;
+            if pages > 1000 {
+                warn!("{action}: stopping after 1000 pages");
+                break;
+            }
+            let next = Some(next);
+            let got = self
+                .call(&action, Need::ReadComments, || {
+                    self.crab.get_page::<Comment>(&next)
+                })
+                .await?;
+            let Some(mut p) = got else { break };
+            out.extend(p.take_items().into_iter().map(CommentInfo::from));
+            page = p;
+        }
+        Ok(out)
+    }
+
+    /// The newest comment by the bot whose text contains `marker`: its id and text.
+    /// Only the bot's own comments count (see [`GitHub::with_bot_login`]), so
+    /// a user cannot plant a marker.
+    pub async fn find_tracking_comment(
+        &self,
+        issue: u64,
+        marker: &str,
+    ) -> Result<Option<(u64, String)>, GitHubError> {
+        let comments = self.list_comments(issue).await?;
+        Ok(comments
+            .into_iter()
+            .rev()
+            .filter(|c| match &self.bot_login {
+                Some(login) => c.author_login.eq_ignore_ascii_case(login),
+                None => c.author_is_bot,
+            })
+            .find(|c| c.body.contains(marker))
+            .map(|c| (c.id, c.body)))
+    }
+}
+
+impl GitHub {
+    /// Writes the tracking comment of this run: edits the bot's comment that
+    /// carries `marker` if there is one (a re-run of the same workflow run),
+    /// else creates it. Returns the comment id. `body` should contain the marker.
+    pub async fn upsert_tracking_comment(
+        &self,
+        issue: u64,
+        marker: &str,
+        body: &str,
+    ) -> Result<u64, GitHubError> {
+        match self.find_tracking_comment(issue, marker).await? {
+            Some((id, _)) => {
+                self.update_comment(id, body).await?;
+                Ok(id)
+            }
+            None => self.create_comment(issue, body).await,
+        }
+    }
+}
+
+/// Percent-encodes a path segment (logins like `app[bot]`).
+fn encode_segment(s: &str) -> String {
+    let mut out = String::new();
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn permissions_order_and_parse() {
+        assert!(Permission::Admin > Permission::Maintain);
+        assert!(Permission::Maintain > Permission::Write);
+        assert!(Permission::Write > Permission::Triage);
+        assert!(Permission::Triage > Permission::Read);
+        assert!(Permission::Read > Permission::None);
+        for p in Permission::ALL {
+            assert_eq!(p.as_str().parse::<Permission>().unwrap(), p);
+        }
+        assert!(
+            "owner"
+                .parse::<Permission>()
+                .unwrap_err()
+                .contains("maintain")
+        );
+    }
+
+    #[test]
+    fn segments_are_encoded() {
+        assert_eq!(encode_segment("app[bot]"), "app%5Bbot%5D");
+        assert_eq!(encode_segment("octo-cat_1"), "octo-cat_1");
+    }
+}

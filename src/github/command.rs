@@ -1,0 +1,293 @@
+//! The comment command: `/compute [key=value ...] <goal>`, extra context on the
+//! following lines, and optionally a fenced python block with the exact code.
+
+use std::collections::BTreeMap;
+
+/// A parsed comment command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    /// Run a computation.
+    Run {
+        /// `key=value` options written before the goal (quoted values allowed).
+        options: BTreeMap<String, String>,
+        /// The goal: the rest of the first line.
+        goal: String,
+        /// The following lines, without the code block, trimmed.
+        context: String,
+        /// The first fenced python block anywhere in the comment.
+        code: Option<String>,
+    },
+    /// `/compute approve`: approve the pending code.
+    Approve,
+    /// `/compute deny`: close the pending request.
+    Deny,
+}
+
+impl Command {
+    /// The `inputs=` option as a list of paths (comma-separated, blanks dropped).
+    pub fn inputs(&self) -> Vec<String> {
+        match self {
+            Command::Run { options, .. } => options
+                .get("inputs")
+                .map(|v| crate::github::event::split_list(v))
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// Parses a comment body. `approve` / `deny` alone on the first line are
+/// [`Command::Approve`] / [`Command::Deny`] (later lines are a remark).
+/// Returns `None` unless the first non-blank line starts
+/// with `prefix` followed by whitespace or the end of the line (so `/computer`
+/// does not match `/compute`). CRLF line ends are accepted.
+pub fn parse(body: &str, prefix: &str) -> Option<Command> {
+    let prefix = prefix.trim();
+    if prefix.is_empty() {
+        return None;
+    }
+    let text = body.replace("\r\n", "\n").replace('\r', "\n");
+    let text = text.trim_start();
+    let (first, rest) = text.split_once('\n').unwrap_or((text, ""));
+    let after = first.strip_prefix(prefix)?;
+    if !(after.is_empty() || after.starts_with(char::is_whitespace)) {
+        return None;
+    }
+    let after = after.trim();
+    let (options, goal) = parse_options(after);
+    if options.is_empty() {
+        match goal.to_ascii_lowercase().as_str() {
+            "approve" => return Some(Command::Approve),
+            "deny" => return Some(Command::Deny),
+            _ => {}
+        }
+    }
+    let (code, context) = match find_python_block(rest) {
+        Some(block) => {
+            let mut ctx = String::new();
+            ctx.push_str(&rest[..block.start]);
+            ctx.push_str(&rest[block.end..]);
+            (Some(block.code), ctx)
+        }
+        None => (None, rest.to_string()),
+    };
+    Some(Command::Run {
+        options,
+        goal: goal.to_string(),
+        context: context.trim().to_string(),
+        code,
+    })
+}
+
+fn is_key(k: &str) -> bool {
+    let mut cs = k.chars();
+    cs.next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && cs.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// Reads leading `key=value` tokens; returns them and the rest (the goal).
+fn parse_options(line: &str) -> (BTreeMap<String, String>, &str) {
+    let mut options = BTreeMap::new();
+    let mut rest = line;
+    loop {
+        let t = rest.trim_start();
+        let Some(eq) = t.find('=') else { break };
+        let key = &t[..eq];
+        if !is_key(key) {
+            break;
+        }
+        let after = &t[eq + 1..];
+        let (value, remaining) = match after.chars().next() {
+            Some(q @ ('"' | '\'')) => {
+                let body = &after[1..];
+                let mut value = String::new();
+                let mut end = None;
+                let mut chars = body.char_indices();
+                while let Some((i, c)) = chars.next() {
+                    if c == '\\' {
+                        if let Some((_, n)) = chars.next() {
+                            value.push(n);
+                        }
+                    } else if c == q {
+                        end = Some(i + 1);
+                        break;
+                    } else {
+                        value.push(c);
+                    }
+                }
+                let Some(end) = end else { break };
+                let remaining = &body[end..];
+                if !(remaining.is_empty() || remaining.starts_with(char::is_whitespace)) {
+                    break;
+                }
+                (value, remaining)
+            }
+            _ => {
+                let end = after.find(char::is_whitespace).unwrap_or(after.len());
+                (after[..end].to_string(), &after[end..])
+            }
+        };
+        options.insert(key.to_ascii_lowercase(), value);
+        rest = remaining;
+    }
+    (options, rest.trim())
+}
+
+struct Block {
+    start: usize,
+    end: usize,
+    code: String,
+}
+
+/// An opening fence: (fence char, length, info string).
+fn opening_fence(line: &str) -> Option<(char, usize, &str)> {
+    let indent = line.len() - line.trim_start_matches(' ').len();
+    if indent > 3 {
+        return None;
+    }
+    let l = &line[indent..];
+    let c = l.chars().next().filter(|c| *c == '`' || *c == '~')?;
+    let n = l.chars().take_while(|x| *x == c).count();
+    if n < 3 {
+        return None;
+    }
+    let info = l[n..].trim();
+    if c == '`' && info.contains('`') {
+        return None;
+    }
+    Some((c, n, info))
+}
+
+fn is_closing(line: &str, c: char, n: usize) -> bool {
+    let t = line.trim();
+    let indent = line.len() - line.trim_start_matches(' ').len();
+    indent <= 3 && t.chars().count() >= n && t.chars().all(|x| x == c)
+}
+
+/// Finds the first fenced block whose info string starts with `python` or `py`.
+/// The code is the lines between the fences, each ending with a newline.
+fn find_python_block(text: &str) -> Option<Block> {
+    let mut offset = 0;
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i].trim_end_matches('\n');
+        if let Some((c, n, info)) = opening_fence(line) {
+            let lang = info
+                .split(|ch: char| ch.is_whitespace() || ch == '{')
+                .next()
+                .unwrap_or("")
+                .to_ascii_lowercase();
+            let start = offset;
+            let mut code = String::new();
+            let mut j = i + 1;
+            let mut end = text.len();
+            let mut off = offset + lines[i].len();
+            while j < lines.len() {
+                let l = lines[j].trim_end_matches('\n');
+                if is_closing(l, c, n) {
+                    end = off + lines[j].len();
+                    break;
+                }
+                code.push_str(l);
+                code.push('\n');
+                off += lines[j].len();
+                j += 1;
+            }
+            if lang == "python" || lang == "py" || lang == "python3" {
+                return Some(Block { start, end, code });
+            }
+            // Skip the whole non-python block.
+            offset = end.min(text.len());
+            i = j + 1;
+            continue;
+        }
+        offset += lines[i].len();
+        i += 1;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(body: &str) -> (BTreeMap<String, String>, String, String, Option<String>) {
+        match parse(body, "/compute") {
+            Some(Command::Run {
+                options,
+                goal,
+                context,
+                code,
+            }) => (options, goal, context, code),
+            other => panic!("expected Run, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn prefix_must_be_a_whole_word() {
+        assert!(parse("/computer do it", "/compute").is_none());
+        assert!(parse("please /compute x", "/compute").is_none());
+        assert!(parse("/compute", "/compute").is_some());
+        assert!(parse("  \n  /compute mean", "/compute").is_some());
+        assert!(parse("/calc mean", "/calc").is_some());
+        assert!(parse("/compute mean", "/calc").is_none());
+    }
+
+    #[test]
+    fn options_goal_context_and_code() {
+        let body = "/compute inputs=\"data/a b.csv,data/c.csv\" attempts=2 mean of column x\r\nUse the second sheet.\r\n\r\n```python\r\nprint(1)\r\nx = '```'\r\n```\r\nthanks\r\n";
+        let (opts, goal, ctx, code) = run(body);
+        assert_eq!(opts["inputs"], "data/a b.csv,data/c.csv");
+        assert_eq!(opts["attempts"], "2");
+        assert_eq!(goal, "mean of column x");
+        assert_eq!(ctx, "Use the second sheet.\n\nthanks");
+        assert_eq!(code.as_deref(), Some("print(1)\nx = '```'\n"));
+        let cmd = parse(body, "/compute").unwrap();
+        assert_eq!(cmd.inputs(), vec!["data/a b.csv", "data/c.csv"]);
+    }
+
+    #[test]
+    fn longer_fences_and_non_python_blocks() {
+        let body =
+            "/compute run this\n```text\nnot code\n```\n````python\nprint(\"```\")\n```\n````\n";
+        let (_, _, ctx, code) = run(body);
+        assert_eq!(code.as_deref(), Some("print(\"```\")\n```\n"));
+        assert!(ctx.contains("not code"));
+    }
+
+    #[test]
+    fn equals_inside_goal_is_not_an_option() {
+        let (opts, goal, _, code) = run("/compute what is 2+2=4? x=1");
+        assert!(opts.is_empty());
+        assert_eq!(goal, "what is 2+2=4? x=1");
+        assert!(code.is_none());
+        let (opts, goal, ..) = run("/compute unterminated=\"a b c");
+        assert!(opts.is_empty());
+        assert_eq!(goal, "unterminated=\"a b c");
+    }
+
+    #[test]
+    fn approve_and_deny() {
+        assert_eq!(
+            parse("/compute approve", "/compute"),
+            Some(Command::Approve)
+        );
+        assert_eq!(parse("/compute Deny\r\n", "/compute"), Some(Command::Deny));
+        assert_eq!(
+            parse("/compute approve\nlooks fine to me", "/compute"),
+            Some(Command::Approve)
+        );
+        assert!(matches!(
+            parse("/compute approve the budget", "/compute"),
+            Some(Command::Run { .. })
+        ));
+    }
+
+    #[test]
+    fn unclosed_fence_runs_to_the_end() {
+        let (_, _, _, code) = run("/compute x\n```py\nprint(2)\n");
+        assert_eq!(code.as_deref(), Some("print(2)\n"));
+    }
+}

@@ -1,0 +1,216 @@
+//! Pure decisions (who may run what), taking plain data so they can be tested
+//! without GitHub. The orchestration maps the policy's `who` / `escalation`
+//! sections onto [`WhoRules`].
+//!
+//! Order for a comment: [`screen`] first (no API call: is it a command, is the
+//! author a bot, is it an edit?), then fetch the author's permission and call
+//! [`decide`]. Approvals use [`decide`] with the escalation rules.
+
+use crate::github::client::Permission;
+use crate::github::command::{self, Command};
+use crate::github::event::Trigger;
+use crate::github::texts;
+
+/// Who may trigger the bot (or approve), as plain data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WhoRules {
+    /// Logins always allowed (case-insensitive), whatever their permission.
+    pub users: Vec<String>,
+    /// Anyone with at least this permission is allowed.
+    pub min_permission: Permission,
+    /// Whether bot accounts may trigger the bot at all.
+    pub allow_bots: bool,
+    /// Whether edited comments count (otherwise they are ignored).
+    pub allow_edited_comments: bool,
+}
+
+impl Default for WhoRules {
+    /// Write permission or better; no bots; no edited comments.
+    fn default() -> Self {
+        WhoRules {
+            users: Vec::new(),
+            min_permission: Permission::Write,
+            allow_bots: false,
+            allow_edited_comments: false,
+        }
+    }
+}
+
+/// What to do with a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Go on.
+    Proceed,
+    /// Reply with this text (ready to post) and a 👎; run nothing.
+    Refuse(String),
+    /// Do nothing and post nothing; log this reason as a notice.
+    Ignore(String),
+}
+
+/// The outcome of [`screen`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Screened {
+    /// A comment command that needs the author's permission checked.
+    Comment {
+        /// The parsed command.
+        command: Command,
+        /// Who wrote it.
+        author: String,
+    },
+    /// A dispatch or schedule run: whoever can start the workflow may run it.
+    Workflow,
+    /// Nothing to do; the reason is for a notice.
+    Ignore(String),
+}
+
+/// Looks at a trigger before any API call: comments without the command,
+/// edited comments (unless allowed) and bots (unless allowed) are ignored.
+pub fn screen(trigger: &Trigger, prefix: &str, who: &WhoRules) -> Screened {
+    match trigger {
+        Trigger::Ignored { reason } => Screened::Ignore(reason.clone()),
+        Trigger::Dispatch { .. } | Trigger::Schedule { .. } => Screened::Workflow,
+        Trigger::Comment {
+            author_login,
+            author_is_bot,
+            body,
+            edited,
+            ..
+        } => {
+            let Some(command) = command::parse(body, prefix) else {
+                return Screened::Ignore(format!("the comment does not start with `{prefix}`"));
+            };
+            if *edited && !who.allow_edited_comments {
+                return Screened::Ignore(
+                    "edited comments are ignored (the policy's `who` does not allow them)".into(),
+                );
+            }
+            if *author_is_bot && !who.allow_bots {
+                return Screened::Ignore(format!(
+                    "comments by bots ({author_login}) are ignored unless the policy allows bots"
+                ));
+            }
+            Screened::Comment {
+                command,
+                author: author_login.clone(),
+            }
+        }
+    }
+}
+
+/// Decides whether `user` with `permission` may go on under `who`. The
+/// refusal text names the permission needed. `approval` selects the
+/// approval wording (for `/compute approve`).
+pub fn decide(
+    user: &str,
+    permission: Permission,
+    who: &WhoRules,
+    prefix: &str,
+    approval: bool,
+) -> Decision {
+    let listed = who.users.iter().any(|u| u.eq_ignore_ascii_case(user));
+    if listed || permission >= who.min_permission {
+        return Decision::Proceed;
+    }
+    Decision::Refuse(if approval {
+        texts::refused_approval(user, who.min_permission, prefix)
+    } else {
+        texts::refused_permission(user, permission, who.min_permission, prefix)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::github::event::RepoRef;
+
+    fn comment(body: &str, login: &str, bot: bool, edited: bool) -> Trigger {
+        Trigger::Comment {
+            repo: RepoRef {
+                owner: "o".into(),
+                name: "r".into(),
+            },
+            issue_number: 1,
+            is_pull_request: false,
+            comment_id: 2,
+            author_login: login.into(),
+            author_is_bot: bot,
+            body: body.into(),
+            edited,
+        }
+    }
+
+    #[test]
+    fn screen_ignores_non_commands_edits_and_bots() {
+        let who = WhoRules::default();
+        assert!(matches!(
+            screen(&comment("hello", "a", false, false), "/compute", &who),
+            Screened::Ignore(_)
+        ));
+        assert!(matches!(
+            screen(&comment("/compute x", "a", false, true), "/compute", &who),
+            Screened::Ignore(r) if r.contains("edited")
+        ));
+        assert!(matches!(
+            screen(&comment("/compute x", "dependabot[bot]", true, false), "/compute", &who),
+            Screened::Ignore(r) if r.contains("bots")
+        ));
+        let lenient = WhoRules {
+            allow_bots: true,
+            allow_edited_comments: true,
+            ..WhoRules::default()
+        };
+        assert!(matches!(
+            screen(
+                &comment("/compute x", "dependabot[bot]", true, true),
+                "/compute",
+                &lenient
+            ),
+            Screened::Comment { .. }
+        ));
+        assert_eq!(
+            screen(
+                &Trigger::Schedule {
+                    goal: Some("g".into()),
+                    code: None,
+                    inputs: vec![],
+                    issue: None
+                },
+                "/compute",
+                &who
+            ),
+            Screened::Workflow
+        );
+    }
+
+    #[test]
+    fn decide_by_permission_or_listing() {
+        let who = WhoRules {
+            users: vec!["Alice".into()],
+            ..WhoRules::default()
+        };
+        assert_eq!(
+            decide("bob", Permission::Write, &who, "/compute", false),
+            Decision::Proceed
+        );
+        assert_eq!(
+            decide("bob", Permission::Admin, &who, "/compute", false),
+            Decision::Proceed
+        );
+        assert_eq!(
+            decide("alice", Permission::Read, &who, "/compute", false),
+            Decision::Proceed
+        );
+        match decide("bob", Permission::Triage, &who, "/compute", false) {
+            Decision::Refuse(t) => assert!(t.contains("**write**") && t.contains("**triage**")),
+            other => panic!("{other:?}"),
+        }
+        let esc = WhoRules {
+            min_permission: Permission::Maintain,
+            ..WhoRules::default()
+        };
+        match decide("bob", Permission::Write, &esc, "/compute", true) {
+            Decision::Refuse(t) => assert!(t.contains("approve") && t.contains("maintain")),
+            other => panic!("{other:?}"),
+        }
+    }
+}

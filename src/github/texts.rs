@@ -1,0 +1,432 @@
+//! Every comment text the bot writes, in one place, and the hidden markers it
+//! reads back from its own comments.
+//!
+//! Markers:
+//! - `<!-- compute-bot:run=<run_id> -->` on the tracking comment of a workflow run
+//!   (a re-run of the same run finds and edits it);
+//! - `<!-- compute-bot:pending sha256=<hex> -->` right before the code that waits
+//!   for approval; [`read_pending`] extracts that code and checks its hash.
+
+use std::fmt::Write as _;
+
+use sha2::{Digest, Sha256};
+
+use crate::github::client::Permission;
+use crate::policy::{Finding, Severity};
+use crate::render::{escape_cell, fenced, neutralize};
+
+const RUN_MARKER_START: &str = "<!-- compute-bot:run=";
+const PENDING_MARKER_START: &str = "<!-- compute-bot:pending sha256=";
+const MARKER_END: &str = " -->";
+/// Marks a request as closed (denied or already approved) so it cannot be approved again.
+pub const CLOSED_MARKER: &str = "<!-- compute-bot:closed -->";
+
+/// The hidden marker of the tracking comment of workflow run `run_id`.
+pub fn run_marker(run_id: &str) -> String {
+    format!("{RUN_MARKER_START}{}{MARKER_END}", clean_id(run_id))
+}
+
+fn clean_id(s: &str) -> String {
+    s.chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '.')
+        .collect()
+}
+
+/// The run id in a comment's run marker, if it has one.
+pub fn parse_run_marker(body: &str) -> Option<String> {
+    let start = body.find(RUN_MARKER_START)? + RUN_MARKER_START.len();
+    let rest = &body[start..];
+    let end = rest.find(MARKER_END)?;
+    let id = &rest[..end];
+    (!id.is_empty() && clean_id(id) == id).then(|| id.to_string())
+}
+
+/// The hidden marker put before code that waits for approval.
+pub fn pending_marker(sha256_hex: &str) -> String {
+    format!(
+        "{PENDING_MARKER_START}{}{MARKER_END}",
+        sha256_hex.to_ascii_lowercase()
+    )
+}
+
+/// Hex SHA-256 of a text.
+pub fn sha256_hex(text: &str) -> String {
+    hex::encode(Sha256::digest(text.as_bytes()))
+}
+
+/// Code read back from the bot's own approval comment, hash checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingCode {
+    /// The exact code that was shown.
+    pub code: String,
+    /// Its hex SHA-256 (equal to the one in the marker).
+    pub sha256: String,
+}
+
+/// Why no approvable code could be read from a comment.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PendingError {
+    /// The comment has no pending marker.
+    #[error("the comment has no pending-approval marker; nothing waits for approval")]
+    NoMarker,
+    /// The request was already approved or denied.
+    #[error("this request was already closed (approved or denied)")]
+    Closed,
+    /// No code block follows the marker.
+    #[error("the pending-approval comment has no code block after its marker")]
+    NoCode,
+    /// The code shown does not hash to the sha256 in the marker (the comment was edited).
+    #[error(
+        "the code in the pending-approval comment does not match its sha256 (expected {expected}, found {found}); it was changed, so it will not run"
+    )]
+    Mismatch {
+        /// The hash in the marker.
+        expected: String,
+        /// The hash of the code found.
+        found: String,
+    },
+}
+
+/// Reads the code waiting for approval from the bot's own comment and checks
+/// it against the sha256 in the marker. Only the first fenced block after the
+/// marker counts. GitHub may have turned LF into CRLF; both are tried.
+pub fn read_pending(body: &str) -> Result<PendingCode, PendingError> {
+    if body.contains(CLOSED_MARKER) {
+        return Err(PendingError::Closed);
+    }
+    let start = body
+        .find(PENDING_MARKER_START)
+        .ok_or(PendingError::NoMarker)?;
+    let rest = &body[start + PENDING_MARKER_START.len()..];
+    let end = rest.find(MARKER_END).ok_or(PendingError::NoMarker)?;
+    let expected = rest[..end].trim().to_ascii_lowercase();
+    if expected.len() != 64 || !expected.chars().all(|c| c.is_ascii_hexdigit()) {
+        return Err(PendingError::NoMarker);
+    }
+    let after = &rest[end + MARKER_END.len()..];
+    let inner = first_fenced_block(after).ok_or(PendingError::NoCode)?;
+    let mut candidates = vec![inner.clone()];
+    if let Some(s) = inner.strip_suffix('\n') {
+        candidates.push(s.to_string());
+    }
+    let lf = inner.replace("\r\n", "\n");
+    if lf != inner {
+        candidates.push(lf.clone());
+        if let Some(s) = lf.strip_suffix('\n') {
+            candidates.push(s.to_string());
+        }
+    }
+    for c in &candidates {
+        if sha256_hex(c) == expected {
+            return Ok(PendingCode {
+                code: c.clone(),
+                sha256: expected,
+            });
+        }
+    }
+    Err(PendingError::Mismatch {
+        expected,
+        found: sha256_hex(&candidates[0]),
+    })
+}
+
+/// The content of the first backtick-fenced block in `text` (lines kept with
+/// their line ends, CR included).
+fn first_fenced_block(text: &str) -> Option<String> {
+    let mut lines = text.split_inclusive('\n');
+    let fence = loop {
+        let line = lines.next()?;
+        let t = line.trim_end_matches(['\n', '\r']);
+        let ticks = t.chars().take_while(|c| *c == '`').count();
+        if ticks >= 3 {
+            break ticks;
+        }
+    };
+    let mut out = String::new();
+    for line in lines {
+        let t = line.trim_end_matches(['\n', '\r']);
+        if t.len() >= fence && t.chars().all(|c| c == '`') {
+            // The line end before the closing fence belongs to the fence.
+            return Some(out);
+        }
+        out.push_str(line);
+    }
+    None
+}
+
+/// The approval part of a needs-approval comment: findings, hash, how to
+/// approve or deny, the pending marker and the exact code.
+pub fn approval_block(code: &str, sha256: &str, findings: &[Finding], command: &str) -> String {
+    let mut s = String::from(
+        "#### Approval needed\n\nThe policy asks a human to approve this code before it runs:\n\n",
+    );
+    let needing: Vec<&Finding> = findings
+        .iter()
+        .filter(|f| f.severity >= Severity::Escalate)
+        .collect();
+    if needing.is_empty() {
+        s.push_str("- (no finding given)\n");
+    }
+    for f in needing {
+        let _ = writeln!(
+            s,
+            "- line {}: `{}` — {}",
+            f.line,
+            f.rule.replace('`', "'"),
+            escape_cell(&f.message)
+        );
+    }
+    let _ = write!(
+        s,
+        "\nTo run exactly this code (sha256 `{sha256}`), someone the policy's `escalation` allows comments `{command} approve`; `{command} deny` closes the request. The code is never regenerated: the bot reads it back from this comment and checks the hash.\n\n<details open><summary>Code waiting for approval · sha256 <code>{}</code></summary>\n\n{}\n",
+        &sha256[..sha256.len().min(12)],
+        pending_marker(sha256)
+    );
+    s.push_str(&fenced("python", code));
+    s.push_str("\n</details>\n");
+    s
+}
+
+/// A processing stage shown in the tracking comment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Stage {
+    /// Planning the computation.
+    Planning,
+    /// Generating code with the model.
+    Generating,
+    /// Checking the code against the policy.
+    Checking,
+    /// Running the code in the sandbox.
+    Running,
+    /// Validating the result against the schema.
+    Validating,
+}
+
+impl Stage {
+    /// All stages in order.
+    pub const ALL: [Stage; 5] = [
+        Stage::Planning,
+        Stage::Generating,
+        Stage::Checking,
+        Stage::Running,
+        Stage::Validating,
+    ];
+
+    /// Lower-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Stage::Planning => "planning",
+            Stage::Generating => "generating code",
+            Stage::Checking => "checking against the policy",
+            Stage::Running => "running in the sandbox",
+            Stage::Validating => "validating the result",
+        }
+    }
+}
+
+fn footer(run_url: Option<&str>) -> String {
+    match run_url {
+        Some(u) => format!("\n<sub>[Workflow run]({u})</sub>\n"),
+        None => String::new(),
+    }
+}
+
+/// The tracking comment while work goes on: a checklist with the current stage.
+/// `attempt` is 1-based; `max_attempts` the policy's limit.
+pub fn progress(
+    marker: &str,
+    stage: Stage,
+    attempt: u32,
+    max_attempts: u32,
+    run_url: Option<&str>,
+) -> String {
+    let mut s = format!("{marker}\n⏳ **compute-bot is working on it**");
+    if attempt > 1 {
+        let _ = write!(s, " (attempt {attempt} of {max_attempts})");
+    }
+    s.push_str("\n\n");
+    for st in Stage::ALL {
+        let mark = if st < stage {
+            "- [x]"
+        } else if st == stage {
+            "- [ ] **→**"
+        } else {
+            "- [ ]"
+        };
+        let _ = writeln!(s, "{mark} {}", st.name());
+    }
+    s.push_str(&footer(run_url));
+    s
+}
+
+/// The first reply to a command: seen, starting.
+pub fn acknowledged(marker: &str, run_url: Option<&str>) -> String {
+    format!(
+        "{marker}\n👀 **compute-bot** got the request and is starting.\n{}",
+        footer(run_url)
+    )
+}
+
+/// Refused: the commenter's permission is below what the policy needs.
+pub fn refused_permission(user: &str, has: Permission, needs: Permission, command: &str) -> String {
+    format!(
+        "🚫 @{user}, `{command}` needs **{needs}** permission on this repository (or being listed in the policy's `who.users`); you have **{has}**. Nothing was generated or run.\n"
+    )
+}
+
+/// Refused: the policy lists users and the commenter is not one of them.
+pub fn refused_not_listed(user: &str, command: &str) -> String {
+    format!(
+        "🚫 @{user}, `{command}` may only be used by the users the policy's `who` lists. Nothing was generated or run.\n"
+    )
+}
+
+/// Refused: an approval by someone the policy's `escalation` does not allow.
+pub fn refused_approval(user: &str, needs: Permission, command: &str) -> String {
+    format!(
+        "🚫 @{user}, `{command} approve` needs someone the policy's `escalation` allows (at least **{needs}** permission). The code was not run.\n"
+    )
+}
+
+/// Ignored (for the log notice; nothing is posted for ignored events).
+pub fn ignored(reason: &str) -> String {
+    format!("compute-bot: nothing to do: {reason}")
+}
+
+/// `approve`/`deny` when nothing waits for approval.
+pub fn nothing_pending(user: &str, command: &str) -> String {
+    format!(
+        "ℹ️ @{user}, nothing on this thread waits for approval, so `{command} approve` / `{command} deny` has nothing to act on.\n"
+    )
+}
+
+/// The approval could not be honoured: the shown code was changed or is missing.
+pub fn approval_invalid(reason: &str) -> String {
+    format!(
+        "⚠️ The approval was not carried out: {}. Ask again with a new `/compute` comment.\n",
+        neutralize(reason)
+    )
+}
+
+/// Appended to the approval comment when someone approves: who, and that it runs.
+pub fn approved_by(user: &str, sha256: &str) -> String {
+    format!(
+        "\n{CLOSED_MARKER}\n✅ Approved by @{user}; running exactly the code with sha256 `{sha256}`.\n"
+    )
+}
+
+/// Appended to the approval comment on `deny`: closed, nothing ran.
+pub fn denied(user: &str) -> String {
+    format!("\n{CLOSED_MARKER}\n🛑 Denied by @{user}. The request is closed; nothing was run.\n")
+}
+
+/// A comment with a goal-less command: how to use the bot.
+pub fn usage(command: &str) -> String {
+    format!(
+        "ℹ️ Write the goal after the command, e.g. `{command} mean and median of column price inputs=data/sales.csv`, or add a fenced ```` ```python ```` block with the exact code to run. Options go before the goal as `key=value` (quotes allowed): `inputs=\"data/a b.csv,data/c.csv\"`.\n"
+    )
+}
+
+/// The tracking comment when the bot itself failed (not the computation).
+pub fn internal_error(marker: &str, message: &str, run_url: Option<&str>) -> String {
+    format!(
+        "{marker}\n💥 **compute-bot failed before it could answer:** {}\n{}",
+        neutralize(message),
+        footer(run_url)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_marker_round_trips_and_rejects_junk() {
+        let m = run_marker("123456789");
+        assert_eq!(m, "<!-- compute-bot:run=123456789 -->");
+        assert_eq!(
+            parse_run_marker(&format!("x\n{m}\ny")).as_deref(),
+            Some("123456789")
+        );
+        assert_eq!(run_marker("12 -->x"), "<!-- compute-bot:run=12x -->");
+        assert!(parse_run_marker("<!-- compute-bot:run= -->").is_none());
+        assert!(parse_run_marker("no marker").is_none());
+    }
+
+    fn finding() -> Finding {
+        Finding {
+            rule: "import-escalate".into(),
+            severity: Severity::Escalate,
+            message: "imports `requests` <b>".into(),
+            line: 1,
+            column: 1,
+            snippet: "import requests".into(),
+        }
+    }
+
+    #[test]
+    fn pending_code_round_trips_exactly() {
+        for code in [
+            "print('a')\n",
+            "print('no newline')",
+            "s = '````'\nprint(s)\n```\n",
+            "",
+        ] {
+            let sha = sha256_hex(code);
+            let body = format!(
+                "{}\nsome text\n{}",
+                run_marker("1"),
+                approval_block(code, &sha, &[finding()], "/compute")
+            );
+            let got = read_pending(&body).unwrap();
+            assert_eq!(got.code, code);
+            assert_eq!(got.sha256, sha);
+            // GitHub may hand back CRLF.
+            let crlf = body.replace('\n', "\r\n");
+            assert_eq!(read_pending(&crlf).unwrap().code, code);
+        }
+    }
+
+    #[test]
+    fn edited_code_is_refused() {
+        let code = "print(1)\n";
+        let body = approval_block(code, &sha256_hex(code), &[], "/compute");
+        let tampered = body.replace("print(1)", "import os; os.system('x')");
+        assert!(matches!(
+            read_pending(&tampered),
+            Err(PendingError::Mismatch { .. })
+        ));
+        assert_eq!(read_pending("hello"), Err(PendingError::NoMarker));
+        let closed = format!("{body}{}", denied("maint"));
+        assert_eq!(read_pending(&closed), Err(PendingError::Closed));
+    }
+
+    #[test]
+    fn approval_block_shows_findings_hash_and_how_to_approve() {
+        let code = "import requests\n";
+        let sha = sha256_hex(code);
+        let b = approval_block(code, &sha, &[finding()], "/calc");
+        assert!(b.contains("`/calc approve`") && b.contains("`/calc deny`"));
+        assert!(b.contains(&sha));
+        assert!(b.contains("import-escalate"));
+        assert!(b.contains("&lt;b&gt;"), "{b}");
+        assert!(b.contains(&pending_marker(&sha)));
+    }
+
+    #[test]
+    fn progress_marks_done_and_current_stages() {
+        let p = progress("<!-- m -->", Stage::Running, 2, 3, Some("https://x/run"));
+        assert!(p.starts_with("<!-- m -->"));
+        assert!(p.contains("- [x] checking against the policy"));
+        assert!(p.contains("- [ ] **→** running in the sandbox"));
+        assert!(p.contains("- [ ] validating the result"));
+        assert!(p.contains("attempt 2 of 3"));
+        assert!(p.contains("(https://x/run)"));
+    }
+
+    #[test]
+    fn refusal_names_the_permission() {
+        let t = refused_permission("bob", Permission::Read, Permission::Write, "/compute");
+        assert!(t.contains("**write**") && t.contains("**read**") && t.contains("@bob"));
+    }
+}

@@ -1,0 +1,89 @@
+//! The one tracking comment of a workflow run: created (or found again on a
+//! re-run) at the start, edited through the stages, finally replaced by the
+//! result.
+
+use crate::github::client::{GitHub, GitHubError};
+use crate::github::texts::{self, Stage};
+
+/// Keeps the id of this run's tracking comment on one issue or pull request.
+#[derive(Debug)]
+pub struct Tracker<'a> {
+    gh: &'a GitHub,
+    issue: u64,
+    marker: String,
+    run_url: Option<String>,
+    id: Option<u64>,
+}
+
+impl<'a> Tracker<'a> {
+    /// A tracker for `issue`; `marker` is [`texts::run_marker`] of this run.
+    pub fn new(gh: &'a GitHub, issue: u64, marker: String, run_url: Option<String>) -> Self {
+        Tracker {
+            gh,
+            issue,
+            marker,
+            run_url,
+            id: None,
+        }
+    }
+
+    /// The comment id, once the comment exists.
+    pub fn comment_id(&self) -> Option<u64> {
+        self.id
+    }
+
+    /// The marker this tracker writes first in every body.
+    pub fn marker(&self) -> &str {
+        &self.marker
+    }
+
+    async fn write(&mut self, body: &str) -> Result<u64, GitHubError> {
+        let body = if body.contains(&self.marker) {
+            body.to_string()
+        } else {
+            format!("{}\n{body}", self.marker)
+        };
+        let id = match self.id {
+            Some(id) => {
+                self.gh.update_comment(id, &body).await?;
+                id
+            }
+            None => {
+                self.gh
+                    .upsert_tracking_comment(self.issue, &self.marker, &body)
+                    .await?
+            }
+        };
+        self.id = Some(id);
+        Ok(id)
+    }
+
+    /// Posts (or, on a re-run, rewrites) the "got it, starting" comment.
+    pub async fn acknowledge(&mut self) -> Result<u64, GitHubError> {
+        let body = texts::acknowledged(&self.marker, self.run_url.as_deref());
+        self.write(&body).await
+    }
+
+    /// Shows the current stage.
+    pub async fn stage(
+        &mut self,
+        stage: Stage,
+        attempt: u32,
+        max_attempts: u32,
+    ) -> Result<u64, GitHubError> {
+        let body = texts::progress(
+            &self.marker,
+            stage,
+            attempt,
+            max_attempts,
+            self.run_url.as_deref(),
+        );
+        self.write(&body).await
+    }
+
+    /// Replaces the comment with the final text (e.g. [`crate::render::markdown`]
+    /// rendered with this marker). The marker is added when missing.
+    pub async fn finish(&mut self, body: &str) -> Result<u64, GitHubError> {
+        self.write(body).await
+    }
+}

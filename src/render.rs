@@ -1,0 +1,1063 @@
+//! Renders a [`Report`] for people: the GitHub comment ([`markdown`]), the job
+//! summary ([`summary`]) and a terminal ([`text`]).
+//!
+//! The comment is exactly what is posted. It never exceeds GitHub's 65,536
+//! characters: when the full rendering is too long, the largest parts are
+//! cut first (stdout/stderr excerpts, then the result table and lists, then
+//! the code) and the comment says what was cut. Every string that comes from
+//! a result, the goal or the model is escaped so that it cannot inject HTML,
+//! mentions or table cells.
+
+use std::fmt::Write as _;
+
+use serde_json::Value;
+
+use crate::github::texts;
+use crate::policy::{Decision, Severity, Verdict};
+use crate::report::{Attempt, Report, ReportStatus};
+use crate::sandbox::{Outcome, RunStatus};
+use crate::units::{ByteSize, format_duration};
+
+/// GitHub's limit on a comment body, in characters.
+pub const COMMENT_LIMIT: usize = 65_536;
+/// GitHub's limit on one step's job summary, in bytes.
+pub const SUMMARY_LIMIT: usize = 1_048_576;
+
+/// Most points a chart shows.
+pub const CHART_MAX_POINTS: usize = 100;
+
+/// Where the rendering goes and what links to put in it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RenderContext {
+    /// The workflow run link (`{server}/{repo}/actions/runs/{id}`).
+    pub run_url: Option<String>,
+    /// A hidden marker to put first (e.g. [`texts::run_marker`]).
+    pub marker: Option<String>,
+    /// The comment command, for the approval instructions (`/compute` when unset).
+    pub command: Option<String>,
+}
+
+// ---------------------------------------------------------------- escaping
+
+/// A backtick fence longer than any backtick run in `content` (at least 3).
+pub fn fence_for(content: &str) -> String {
+    let mut longest = 0;
+    let mut run = 0;
+    for c in content.chars() {
+        if c == '`' {
+            run += 1;
+            longest = longest.max(run);
+        } else {
+            run = 0;
+        }
+    }
+    "`".repeat((longest + 1).max(3))
+}
+
+/// Wraps `content` in a fenced block with `lang`, using [`fence_for`].
+pub fn fenced(lang: &str, content: &str) -> String {
+    let fence = fence_for(content);
+    let nl = if content.ends_with('\n') || content.is_empty() {
+        ""
+    } else {
+        "\n"
+    };
+    format!("{fence}{lang}\n{content}{nl}{fence}\n")
+}
+
+/// Makes prose safe to post: `@name` cannot notify (a zero-width space is
+/// put after `@`) and `<`/`>` are entities, so no HTML or hidden comments.
+/// Markdown emphasis and lists survive.
+pub fn neutralize(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '@' => {
+                out.push('@');
+                if chars
+                    .peek()
+                    .is_some_and(|n| n.is_ascii_alphanumeric() || *n == '-' || *n == '_')
+                {
+                    out.push('\u{200b}');
+                }
+            }
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// Escapes text for one markdown table cell (or inline text): neutralized,
+/// markdown punctuation escaped, pipes escaped, line breaks as `<br>`.
+pub fn escape_cell(s: &str) -> String {
+    let n = neutralize(s);
+    let mut out = String::with_capacity(n.len());
+    for c in n.chars() {
+        match c {
+            '\\' | '`' | '|' | '*' | '_' | '[' | ']' | '~' | '#' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '\r' => {}
+            '\n' => out.push_str("<br>"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// Cuts `s` to at most `max` characters, adding `…` when cut.
+pub fn cut_chars(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+fn tail_chars(s: &str, max: usize) -> (String, bool) {
+    let n = s.chars().count();
+    if n <= max {
+        (s.to_string(), false)
+    } else {
+        (s.chars().skip(n - max).collect(), true)
+    }
+}
+
+fn short_sha(s: &str) -> &str {
+    &s[..s.len().min(12)]
+}
+
+// ---------------------------------------------------------------- budgets
+
+/// How much of each part to show; tightened step by step until it fits.
+#[derive(Debug, Clone, Copy)]
+struct Budget {
+    /// Characters of each of stdout/stderr (0 = leave them out).
+    output: usize,
+    /// Rows of a result table.
+    rows: usize,
+    /// Entries of each audit list.
+    items: usize,
+    /// Characters of a result shown as JSON.
+    json: usize,
+    /// Characters of code (`usize::MAX` = all of it).
+    code: usize,
+    /// Characters of the explanation.
+    prose: usize,
+}
+
+const fn budget(
+    output: usize,
+    rows: usize,
+    items: usize,
+    json: usize,
+    code: usize,
+    prose: usize,
+) -> Budget {
+    Budget {
+        output,
+        rows,
+        items,
+        json,
+        code,
+        prose,
+    }
+}
+
+const ALL: usize = usize::MAX;
+
+/// Comment budgets, loosest first: stdout/stderr go first, then the result
+/// table and lists, then the explanation, and the code last.
+const COMMENT_BUDGETS: [Budget; 9] = [
+    budget(3000, 50, 50, 20_000, ALL, 20_000),
+    budget(1000, 50, 30, 10_000, ALL, 20_000),
+    budget(0, 30, 20, 5_000, ALL, 20_000),
+    budget(0, 10, 10, 2_000, ALL, 10_000),
+    budget(0, 0, 5, 500, ALL, 4_000),
+    budget(0, 0, 3, 200, 30_000, 4_000),
+    budget(0, 0, 3, 200, 10_000, 2_000),
+    budget(0, 0, 1, 100, 2_000, 2_000),
+    budget(0, 0, 0, 100, 0, 1_000),
+];
+
+const SUMMARY_BUDGETS: [Budget; 2] = [
+    budget(64 * 1024, 1000, 1000, 200_000, ALL, 100_000),
+    budget(8 * 1024, 200, 200, 50_000, ALL, 50_000),
+];
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Target {
+    Comment,
+    Summary,
+}
+
+/// The comment posted to GitHub (never over [`COMMENT_LIMIT`] characters).
+pub fn markdown(report: &Report, ctx: &RenderContext) -> String {
+    fit(report, ctx, Target::Comment)
+}
+
+/// The job summary (never over [`SUMMARY_LIMIT`] bytes); no hidden marker.
+pub fn summary(report: &Report, ctx: &RenderContext) -> String {
+    let ctx = RenderContext {
+        marker: None,
+        ..ctx.clone()
+    };
+    fit(report, &ctx, Target::Summary)
+}
+
+fn fit(report: &Report, ctx: &RenderContext, target: Target) -> String {
+    let fits = |s: &str| match target {
+        Target::Comment => s.chars().count() <= COMMENT_LIMIT,
+        Target::Summary => s.len() <= SUMMARY_LIMIT,
+    };
+    let budgets: Vec<Budget> = match target {
+        Target::Comment => COMMENT_BUDGETS.to_vec(),
+        Target::Summary => SUMMARY_BUDGETS
+            .iter()
+            .chain(COMMENT_BUDGETS.iter())
+            .copied()
+            .collect(),
+    };
+    let mut last = String::new();
+    for (level, b) in budgets.iter().enumerate() {
+        let cut_note = (level > 0).then(|| cut_note(&budgets[0], b, target));
+        let s = render_md(report, ctx, b, cut_note.as_deref());
+        if fits(&s) {
+            return s;
+        }
+        last = s;
+    }
+    hard_cut(&last, target)
+}
+
+fn cut_note(full: &Budget, b: &Budget, target: Target) -> String {
+    let mut parts = Vec::new();
+    if b.output < full.output {
+        parts.push(if b.output == 0 {
+            "stdout/stderr left out"
+        } else {
+            "stdout/stderr shortened"
+        });
+    }
+    if b.rows < full.rows || b.json < full.json {
+        parts.push(if b.rows == 0 {
+            "result table left out (the result JSON is cut)"
+        } else {
+            "result table shortened"
+        });
+    }
+    if b.items < full.items {
+        parts.push("audit lists shortened");
+    }
+    if b.prose < full.prose {
+        parts.push("explanation shortened");
+    }
+    if b.code < full.code {
+        parts.push(if b.code == 0 {
+            "code left out (its sha256 is shown)"
+        } else {
+            "code cut (its sha256 is of the whole code)"
+        });
+    }
+    let limit = match target {
+        Target::Comment => "GitHub's 65,536-character comment limit",
+        Target::Summary => "the 1 MiB job summary limit",
+    };
+    format!(
+        "> [!NOTE]\n> Parts of this report were cut to fit {limit}: {}. The full report is in the job summary and the JSON report file (output `report_path`).\n",
+        parts.join("; ")
+    )
+}
+
+/// Last resort: cut the text and close any open fence and `<details>`.
+fn hard_cut(s: &str, target: Target) -> String {
+    let note = "\n\n> [!WARNING]\n> This report was cut at the size limit; see the job summary and the JSON report file.\n";
+    let max = match target {
+        Target::Comment => COMMENT_LIMIT,
+        Target::Summary => SUMMARY_LIMIT,
+    } - note.len()
+        - 2_000;
+    let mut out = String::new();
+    for (count, c) in s.chars().enumerate() {
+        let over = match target {
+            Target::Comment => count >= max,
+            Target::Summary => out.len() + c.len_utf8() > max,
+        };
+        if over {
+            break;
+        }
+        out.push(c);
+    }
+    // Close an open fence (count fence lines) and open <details>.
+    let mut open: Option<String> = None;
+    for line in out.lines() {
+        let t = line.trim_start();
+        let ticks: String = t.chars().take_while(|c| *c == '`').collect();
+        if ticks.len() >= 3 {
+            match &open {
+                None => open = Some(ticks),
+                Some(f)
+                    if t.trim() == f.as_str()
+                        || (ticks.len() >= f.len() && t.trim().chars().all(|c| c == '`')) =>
+                {
+                    open = None
+                }
+                _ => {}
+            }
+        }
+    }
+    if let Some(f) = open {
+        out.push('\n');
+        out.push_str(&f);
+    }
+    let opened = out.matches("<details").count();
+    let closed = out.matches("</details>").count();
+    for _ in closed..opened {
+        out.push_str("\n</details>");
+    }
+    out.push_str(note);
+    out
+}
+
+// ---------------------------------------------------------------- markdown
+
+fn status_heading(report: &Report) -> &'static str {
+    match report.status {
+        ReportStatus::Ok => "✅ compute-bot: result",
+        ReportStatus::Failed => "❌ compute-bot: no result",
+        ReportStatus::NeedsApproval => "⏸️ compute-bot: needs approval",
+    }
+}
+
+fn render_md(report: &Report, ctx: &RenderContext, b: &Budget, cut_note: Option<&str>) -> String {
+    let mut s = String::new();
+    if let Some(m) = &ctx.marker {
+        s.push_str(m);
+        s.push('\n');
+    }
+    let _ = writeln!(s, "### {}\n", status_heading(report));
+    s.push_str(&status_line(report));
+    s.push('\n');
+    if let Some(goal) = &report.goal {
+        let g = cut_chars(goal.lines().collect::<Vec<_>>().join(" ").trim(), 500);
+        let _ = writeln!(s, "\n**Goal:** {}", escape_cell(&g));
+    }
+    if let Some(note) = cut_note {
+        s.push('\n');
+        s.push_str(note);
+    }
+    if let Some(answer) = report.result.as_ref().and_then(answer_of) {
+        let _ = writeln!(s, "\n**Answer:** {answer}");
+    }
+    if let Some(result) = &report.result
+        && !result.is_null()
+        && !is_scalar(result)
+    {
+        s.push_str("\n#### Result\n\n");
+        s.push_str(&result_md(result, b));
+    }
+    if let Some(ex) = &report.explanation {
+        let _ = write!(
+            s,
+            "\n#### Explanation\n\n{}\n",
+            neutralize(&cut_chars(ex.trim(), b.prose))
+        );
+        let n = ex.trim().chars().count();
+        if n > b.prose {
+            let _ = writeln!(
+                s,
+                "\n_The explanation was cut at {} of {n} characters._",
+                b.prose
+            );
+        }
+    }
+    if let Some(chart) = report.result.as_ref().and_then(chart) {
+        s.push('\n');
+        s.push_str(&chart);
+    }
+    let command = ctx.command.as_deref().unwrap_or("/compute");
+    if report.status == ReportStatus::NeedsApproval {
+        if let (Some(code), Some(sha)) = (&report.code, &report.code_sha256) {
+            let findings = report
+                .verdict
+                .as_ref()
+                .map(|v| v.findings.as_slice())
+                .unwrap_or_default();
+            s.push('\n');
+            s.push_str(&texts::approval_block(code, sha, findings, command));
+        }
+    } else if let Some(code) = &report.code {
+        s.push('\n');
+        s.push_str(&code_md(report, code, b));
+    }
+    if report.status != ReportStatus::NeedsApproval
+        && let Some(v) = &report.verdict
+        && !v.findings.is_empty()
+    {
+        s.push('\n');
+        s.push_str(&findings_md(v, b.items));
+    }
+    if let Some(o) = &report.outcome {
+        s.push('\n');
+        s.push_str(&sandbox_md(o, b));
+    }
+    if report.attempts.len() > 1 {
+        s.push('\n');
+        s.push_str(&attempts_md(&report.attempts));
+    }
+    s.push_str("\n---\n");
+    let mut foot = Vec::new();
+    if let Some(url) = &ctx.run_url {
+        foot.push(format!("[Workflow run]({url})"));
+    }
+    if let Some(p) = &report.policy {
+        foot.push(format!("policy `{}`", p.replace('`', "'")));
+    }
+    if report.usage.input_tokens + report.usage.output_tokens > 0 {
+        foot.push(format!(
+            "{} tokens in, {} out",
+            report.usage.input_tokens, report.usage.output_tokens
+        ));
+    }
+    foot.push(format!("compute-bot {}", env!("CARGO_PKG_VERSION")));
+    let _ = writeln!(s, "<sub>{}</sub>", foot.join(" · "));
+    s
+}
+
+fn status_line(report: &Report) -> String {
+    let n = report.attempts.len();
+    let attempts = if n == 1 {
+        "1 attempt".to_string()
+    } else {
+        format!("{n} attempts")
+    };
+    match report.status {
+        ReportStatus::Ok => format!("**Status:** ok · {attempts} · result validated"),
+        ReportStatus::Failed => format!(
+            "**Status:** failed · {attempts} · **stopped:** {}",
+            escape_cell(&cut_chars(
+                report.stop_reason.as_deref().unwrap_or("no reason given"),
+                1000
+            ))
+        ),
+        ReportStatus::NeedsApproval => format!(
+            "**Status:** needs approval · {attempts} · {}",
+            escape_cell(&cut_chars(
+                report
+                    .stop_reason
+                    .as_deref()
+                    .unwrap_or("the policy asks a human to approve this code"),
+                1000
+            ))
+        ),
+    }
+}
+
+fn is_scalar(v: &Value) -> bool {
+    !(v.is_object() || v.is_array())
+}
+
+fn scalar_inline(v: &Value) -> String {
+    match v {
+        Value::String(s) => escape_cell(&cut_chars(s, 2000)),
+        Value::Null => "null".into(),
+        other => format!("`{other}`"),
+    }
+}
+
+/// The one-line answer: a scalar result, or the result's scalar `answer` field.
+fn answer_of(result: &Value) -> Option<String> {
+    if is_scalar(result) && !result.is_null() {
+        return Some(scalar_inline(result));
+    }
+    let a = result.get("answer")?;
+    is_scalar(a).then(|| scalar_inline(a))
+}
+
+fn cell_of(v: &Value) -> String {
+    match v {
+        Value::String(s) => escape_cell(&cut_chars(s, 300)),
+        Value::Null => String::new(),
+        Value::Number(_) | Value::Bool(_) => v.to_string(),
+        other => format!(
+            "<code>{}</code>",
+            escape_cell(&cut_chars(&other.to_string(), 200))
+        ),
+    }
+}
+
+fn json_block(v: &Value, max: usize) -> String {
+    let pretty = serde_json::to_string_pretty(v).unwrap_or_default();
+    let n = pretty.chars().count();
+    if n <= max {
+        fenced("json", &pretty)
+    } else {
+        let cut: String = pretty.chars().take(max).collect();
+        format!(
+            "{}_The result JSON was cut at {max} of {n} characters._\n",
+            fenced("json", &cut)
+        )
+    }
+}
+
+fn result_md(result: &Value, b: &Budget) -> String {
+    let mut s = String::new();
+    match result {
+        Value::Object(map) => {
+            if b.rows == 0 {
+                return json_block(result, b.json);
+            }
+            s.push_str("| Key | Value |\n| --- | --- |\n");
+            for (k, v) in map.iter().take(b.rows) {
+                let _ = writeln!(s, "| {} | {} |", escape_cell(k), cell_of(v));
+            }
+            if map.len() > b.rows {
+                let _ = writeln!(
+                    s,
+                    "\n_… {} more keys ({} in all)._",
+                    map.len() - b.rows,
+                    map.len()
+                );
+            }
+        }
+        Value::Array(items) if !items.is_empty() && items.iter().all(Value::is_object) => {
+            if b.rows == 0 {
+                return json_block(result, b.json);
+            }
+            let mut cols: Vec<&str> = Vec::new();
+            for it in items {
+                for k in it.as_object().into_iter().flat_map(|m| m.keys()) {
+                    if !cols.contains(&k.as_str()) && cols.len() < 12 {
+                        cols.push(k);
+                    }
+                }
+            }
+            let _ = writeln!(
+                s,
+                "| {} |",
+                cols.iter()
+                    .map(|c| escape_cell(c))
+                    .collect::<Vec<_>>()
+                    .join(" | ")
+            );
+            let _ = writeln!(s, "|{}", " --- |".repeat(cols.len()));
+            for it in items.iter().take(b.rows) {
+                let row: Vec<String> = cols
+                    .iter()
+                    .map(|c| it.get(*c).map(cell_of).unwrap_or_default())
+                    .collect();
+                let _ = writeln!(s, "| {} |", row.join(" | "));
+            }
+            if items.len() > b.rows {
+                let _ = writeln!(
+                    s,
+                    "\n_… {} more rows ({} in all)._",
+                    items.len() - b.rows,
+                    items.len()
+                );
+            }
+        }
+        Value::Array(items) if items.iter().all(is_scalar) => {
+            if b.rows == 0 {
+                return json_block(result, b.json);
+            }
+            s.push_str("| # | Value |\n| --- | --- |\n");
+            for (i, v) in items.iter().take(b.rows).enumerate() {
+                let _ = writeln!(s, "| {} | {} |", i + 1, cell_of(v));
+            }
+            if items.len() > b.rows {
+                let _ = writeln!(
+                    s,
+                    "\n_… {} more values ({} in all)._",
+                    items.len() - b.rows,
+                    items.len()
+                );
+            }
+        }
+        other => s.push_str(&json_block(other, b.json)),
+    }
+    s
+}
+
+// ---------------------------------------------------------------- chart
+
+/// A numeric series found in a result: labels, values and a title.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
+    /// What the series is (a field name, or `result`).
+    pub title: String,
+    /// The x-axis labels.
+    pub labels: Vec<String>,
+    /// The values.
+    pub values: Vec<f64>,
+    /// True when labels came from the data (bar chart), false for positions (line).
+    pub labelled: bool,
+}
+
+const LABEL_NUMERIC_KEYS: [&str; 12] = [
+    "year", "month", "day", "date", "x", "t", "time", "step", "index", "i", "n", "epoch",
+];
+
+fn series_of(v: &Value, title: &str) -> Option<Series> {
+    let items = v.as_array()?;
+    if items.len() < 2 {
+        return None;
+    }
+    if items.iter().all(Value::is_number) {
+        return Some(Series {
+            title: title.to_string(),
+            labels: (1..=items.len()).map(|i| i.to_string()).collect(),
+            values: items.iter().filter_map(Value::as_f64).collect(),
+            labelled: false,
+        });
+    }
+    // Records with exactly two fields: one label, one number.
+    let first = items[0].as_object()?;
+    if first.len() != 2 {
+        return None;
+    }
+    let keys: Vec<&String> = first.keys().collect();
+    let all = |k: &str, f: fn(&Value) -> bool| {
+        items.iter().all(|it| {
+            it.as_object()
+                .is_some_and(|m| m.len() == 2 && m.get(k).is_some_and(f))
+        })
+    };
+    let (label, value) = if all(keys[0], Value::is_string) && all(keys[1], Value::is_number) {
+        (keys[0], keys[1])
+    } else if all(keys[1], Value::is_string) && all(keys[0], Value::is_number) {
+        (keys[1], keys[0])
+    } else if all(keys[0], Value::is_number) && all(keys[1], Value::is_number) {
+        let is_label = |k: &str| LABEL_NUMERIC_KEYS.contains(&k.to_ascii_lowercase().as_str());
+        match (is_label(keys[0]), is_label(keys[1])) {
+            (true, false) => (keys[0], keys[1]),
+            (false, true) => (keys[1], keys[0]),
+            _ => return None,
+        }
+    } else {
+        return None;
+    };
+    Some(Series {
+        title: if title == "result" {
+            value.clone()
+        } else {
+            format!("{title}: {value}")
+        },
+        labels: items
+            .iter()
+            .map(|it| match &it[label.as_str()] {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            })
+            .collect(),
+        values: items
+            .iter()
+            .filter_map(|it| it[value.as_str()].as_f64())
+            .collect(),
+        labelled: true,
+    })
+}
+
+/// Finds a numeric series: the result itself (a list of numbers, or of
+/// records with one label and one numeric field), or the first such list
+/// among an object's fields.
+pub fn find_series(result: &Value) -> Option<Series> {
+    if let Some(s) = series_of(result, "result") {
+        return Some(s);
+    }
+    result
+        .as_object()?
+        .iter()
+        .find_map(|(k, v)| series_of(v, k))
+}
+
+fn chart_text(s: &str) -> String {
+    s.chars()
+        .filter(|c| !matches!(c, '"' | '`' | '\n' | '\r' | '[' | ']' | '<' | '>'))
+        .take(40)
+        .collect()
+}
+
+fn num(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{}", v as i64)
+    } else {
+        format!("{v}")
+    }
+}
+
+/// A mermaid `xychart-beta` block for the result's numeric series, if any.
+pub fn chart(result: &Value) -> Option<String> {
+    let s = find_series(result)?;
+    let total = s.values.len();
+    let n = total.min(CHART_MAX_POINTS);
+    let title = if total > n {
+        format!("{} (first {n} of {total})", chart_text(&s.title))
+    } else {
+        chart_text(&s.title)
+    };
+    let labels: Vec<String> = s.labels[..n]
+        .iter()
+        .map(|l| format!("\"{}\"", chart_text(l)))
+        .collect();
+    let values: Vec<String> = s.values[..n].iter().copied().map(num).collect();
+    let kind = if s.labelled && n <= 30 { "bar" } else { "line" };
+    Some(format!(
+        "```mermaid\nxychart-beta\n    title \"{title}\"\n    x-axis [{}]\n    y-axis \"{}\"\n    {kind} [{}]\n```\n",
+        labels.join(", "),
+        chart_text(&s.title),
+        values.join(", ")
+    ))
+}
+
+// ---------------------------------------------------------------- code, sandbox, audit
+
+fn code_md(report: &Report, code: &str, b: &Budget) -> String {
+    let sha = report.code_sha256.clone().unwrap_or_default();
+    let ran = report.outcome.is_some();
+    let label = if ran {
+        "Executed code"
+    } else {
+        "Code (not run)"
+    };
+    let mut s = format!(
+        "<details><summary>{label} · {} lines · sha256 <code>{}</code></summary>\n\n",
+        code.lines().count(),
+        short_sha(&sha)
+    );
+    let n = code.chars().count();
+    if b.code == 0 {
+        let _ = writeln!(
+            s,
+            "_The code ({n} characters) was left out to fit the limit; it is in the job summary and the JSON report._\n"
+        );
+    } else if n > b.code {
+        let cut: String = code.chars().take(b.code).collect();
+        s.push_str(&fenced("python", &cut));
+        let _ = writeln!(
+            s,
+            "\n_Cut at {} of {n} characters; the sha256 below is of the whole code._\n",
+            b.code
+        );
+    } else {
+        s.push_str(&fenced("python", code));
+        s.push('\n');
+    }
+    let _ = writeln!(s, "sha256: `{sha}`\n</details>");
+    s
+}
+
+fn findings_md(v: &Verdict, max: usize) -> String {
+    let decision = match v.decision {
+        Decision::Allow => "allow",
+        Decision::Deny => "deny",
+        Decision::Escalate => "escalate",
+    };
+    let mut s = format!("**Policy:** {decision}");
+    if v.findings.is_empty() {
+        s.push('\n');
+        return s;
+    }
+    s.push_str("\n\n| Line | Rule | Severity | Finding |\n| --- | --- | --- | --- |\n");
+    let max = max.max(3);
+    for f in v.findings.iter().take(max) {
+        let sev = match f.severity {
+            Severity::Info => "info",
+            Severity::Escalate => "escalate",
+            Severity::Deny => "deny",
+        };
+        let _ = writeln!(
+            s,
+            "| {}:{} | `{}` | {sev} | {} |",
+            f.line,
+            f.column,
+            f.rule.replace('`', "'"),
+            escape_cell(&cut_chars(&f.message, 300))
+        );
+    }
+    if v.findings.len() > max {
+        let _ = writeln!(s, "\n_… {} more findings._", v.findings.len() - max);
+    }
+    s
+}
+
+/// `ok (exit 0)`, `timeout`, `killed (signal 9)`.
+pub fn exit_text(o: &Outcome) -> String {
+    let mut t = o.status.as_str().to_string();
+    if let Some(c) = o.exit_code {
+        let _ = write!(t, " (exit {c})");
+    } else if let Some(sig) = o.signal {
+        let _ = write!(t, " (signal {sig})");
+    }
+    t
+}
+
+fn mem(bytes: Option<u64>) -> String {
+    bytes
+        .map(|b| {
+            if b >= 1 << 20 {
+                format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64)
+            } else {
+                ByteSize(b).to_string()
+            }
+        })
+        .unwrap_or_else(|| "n/a".into())
+}
+
+fn list_md(title: &str, items: &[String], max: usize) -> String {
+    if items.is_empty() {
+        return format!("- {title}: none\n");
+    }
+    let mut s = format!("- {title} ({}):", items.len());
+    for it in items.iter().take(max) {
+        let _ = write!(s, " `{}`", cut_chars(it, 200).replace('`', "'"));
+    }
+    if items.len() > max {
+        let _ = write!(s, " … and {} more", items.len() - max);
+    }
+    s.push('\n');
+    s
+}
+
+fn sandbox_md(o: &Outcome, b: &Budget) -> String {
+    let l = &o.limits;
+    let mut s = format!(
+        "<details><summary>Sandbox: network none · {} · peak memory {} · {}</summary>\n\n",
+        fmt_ms(o.duration_ms),
+        mem(o.resources.peak_memory_bytes),
+        exit_text(o)
+    );
+    s.push_str("| | |\n| --- | --- |\n");
+    let mut image = format!("`{}`", o.image.reference.replace('`', "'"));
+    if !o.image.id.is_empty() {
+        let _ = write!(image, " · id `{}`", cut_chars(&o.image.id, 19));
+    }
+    if let Some(d) = o.image.digests.first() {
+        let _ = write!(image, " · digest `{}`", d.replace('`', "'"));
+    }
+    let _ = writeln!(s, "| Image | {image} |");
+    let _ = writeln!(
+        s,
+        "| Limits | timeout {} · memory {} · {} CPU · {} processes · /tmp {} |",
+        format_duration(l.timeout),
+        l.memory,
+        l.cpus,
+        l.pids,
+        l.tmpfs
+    );
+    let _ = writeln!(s, "| Network | none |");
+    let _ = writeln!(s, "| Duration | {} |", fmt_ms(o.duration_ms));
+    let _ = writeln!(
+        s,
+        "| Peak memory | {} |",
+        mem(o.resources.peak_memory_bytes)
+    );
+    if let Some(cpu) = o.resources.cpu_time_ms {
+        let _ = writeln!(s, "| CPU time | {} |", fmt_ms(cpu));
+    }
+    let _ = writeln!(s, "| Exit | {} |", exit_text(o));
+    if !o.artifacts.is_empty() {
+        let arts: Vec<String> = o
+            .artifacts
+            .iter()
+            .take(b.items.max(5))
+            .map(|a| format!("`{}` ({})", a.name.replace('`', "'"), ByteSize(a.size)))
+            .collect();
+        let _ = writeln!(s, "| Artifacts | {} |", escape_pipes(&arts.join(", ")));
+    }
+    for n in o.notes.iter().take(b.items.max(1)) {
+        let _ = writeln!(s, "| Note | {} |", escape_cell(&cut_chars(n, 300)));
+    }
+    s.push('\n');
+    s.push_str(&audit_md(o, b.items));
+    if b.output > 0 {
+        for (name, text, truncated) in [
+            ("stdout", &o.stdout, o.stdout_truncated),
+            ("stderr", &o.stderr, o.stderr_truncated),
+        ] {
+            if text.is_empty() {
+                continue;
+            }
+            let (tail, cut) = tail_chars(text, b.output);
+            let mut what = format!("{} bytes", text.len());
+            if truncated {
+                what.push_str(", cut at the sandbox cap");
+            }
+            if cut {
+                let _ = write!(what, ", last {} characters shown", b.output);
+            }
+            let _ = write!(
+                s,
+                "\n<details><summary>{name} ({what})</summary>\n\n{}\n</details>\n",
+                fenced("text", &tail)
+            );
+        }
+    }
+    s.push_str("\n</details>\n");
+    s
+}
+
+fn escape_pipes(s: &str) -> String {
+    s.replace('|', "\\|")
+}
+
+fn fmt_ms(ms: u64) -> String {
+    if ms >= 1000 {
+        format!("{:.2} s", ms as f64 / 1000.0)
+    } else {
+        format!("{ms} ms")
+    }
+}
+
+fn audit_md(o: &Outcome, max: usize) -> String {
+    let a = &o.audit;
+    let mut s = String::from(
+        "**Audit** (reported from inside the sandbox by Python audit hooks; telemetry — the container is the enforcement):\n\n",
+    );
+    let files: Vec<String> = a
+        .files_opened
+        .iter()
+        .map(|f| {
+            format!(
+                "{} ({}){}",
+                f.path,
+                f.mode,
+                if f.denied { " refused" } else { "" }
+            )
+        })
+        .collect();
+    s.push_str(&list_md("files opened", &files, max));
+    s.push_str(&list_md("network attempts", &a.network_attempts, max));
+    s.push_str(&list_md("subprocess attempts", &a.subprocess_attempts, max));
+    s.push_str(&list_md("refused", &a.refused, max));
+    s.push_str(&list_md("imports", &a.imports, max));
+    if a.truncated {
+        s.push_str("- _more events happened than were kept_\n");
+    }
+    s
+}
+
+fn attempts_md(attempts: &[Attempt]) -> String {
+    let mut s = String::from(
+        "<details><summary>Attempts</summary>\n\n| # | Code sha256 | Policy | Run | Validation | Why it did not count |\n| --- | --- | --- | --- | --- | --- |\n",
+    );
+    for a in attempts {
+        let policy = match a.verdict.as_ref().map(|v| v.decision) {
+            Some(Decision::Allow) => "allow",
+            Some(Decision::Deny) => "deny",
+            Some(Decision::Escalate) => "escalate",
+            None => "—",
+        };
+        let run = a
+            .outcome
+            .as_ref()
+            .map(exit_text)
+            .unwrap_or_else(|| "not run".into());
+        let validation = if a.outcome.is_none() {
+            "—".to_string()
+        } else if a.validation_errors.is_empty() && a.result.is_some() {
+            "valid".to_string()
+        } else {
+            format!("{} error(s)", a.validation_errors.len())
+        };
+        let why = a
+            .failure
+            .as_deref()
+            .map(|f| escape_cell(&cut_chars(f, 200)))
+            .unwrap_or_default();
+        let _ = writeln!(
+            s,
+            "| {} | `{}` | {policy} | {run} | {validation} | {why} |",
+            a.number,
+            short_sha(&a.code_sha256)
+        );
+    }
+    s.push_str("\n</details>\n");
+    s
+}
+
+// ---------------------------------------------------------------- text
+
+/// A plain-text rendering for a terminal.
+pub fn text(report: &Report) -> String {
+    let mut s = String::new();
+    let status = match report.status {
+        ReportStatus::Ok => "ok",
+        ReportStatus::Failed => "failed",
+        ReportStatus::NeedsApproval => "needs approval",
+    };
+    let _ = writeln!(
+        s,
+        "compute-bot: {status} ({} attempt(s))",
+        report.attempts.len()
+    );
+    if let Some(r) = &report.stop_reason {
+        let _ = writeln!(s, "stopped: {r}");
+    }
+    if let Some(g) = &report.goal {
+        let _ = writeln!(s, "goal: {g}");
+    }
+    if let Some(result) = &report.result {
+        let pretty = serde_json::to_string_pretty(result).unwrap_or_default();
+        let _ = writeln!(s, "\nresult:\n{pretty}");
+    }
+    if let Some(ex) = &report.explanation {
+        let _ = writeln!(s, "\nexplanation:\n{}", ex.trim());
+    }
+    if let Some(sha) = &report.code_sha256 {
+        let _ = writeln!(s, "\ncode sha256: {sha}");
+    }
+    if let Some(v) = &report.verdict {
+        for f in &v.findings {
+            let _ = writeln!(
+                s,
+                "policy: {}:{} {} [{:?}] {}",
+                f.line, f.column, f.rule, f.severity, f.message
+            );
+        }
+    }
+    if let Some(o) = &report.outcome {
+        let _ = writeln!(
+            s,
+            "sandbox: image {} ({}), network none, {}, peak memory {}, {}",
+            o.image.reference,
+            cut_chars(&o.image.id, 19),
+            fmt_ms(o.duration_ms),
+            mem(o.resources.peak_memory_bytes),
+            exit_text(o)
+        );
+        let a = &o.audit;
+        let _ = writeln!(
+            s,
+            "audit (from inside the sandbox): {} file(s) opened, {} network attempt(s), {} subprocess attempt(s), {} refused",
+            a.files_opened.len(),
+            a.network_attempts.len(),
+            a.subprocess_attempts.len(),
+            a.refused.len()
+        );
+        if o.status != RunStatus::Ok && !o.stderr.is_empty() {
+            let (tail, _) = tail_chars(&o.stderr, 2000);
+            let _ = writeln!(s, "stderr (tail):\n{tail}");
+        }
+    }
+    if report.attempts.len() > 1 {
+        for a in &report.attempts {
+            let _ = writeln!(
+                s,
+                "attempt {}: {} {}",
+                a.number,
+                short_sha(&a.code_sha256),
+                a.failure.as_deref().unwrap_or("ok")
+            );
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,364 @@
+use std::collections::BTreeMap;
+
+use serde_json::json;
+
+use super::*;
+use crate::github::texts::{read_pending, run_marker, sha256_hex};
+use crate::model::TokenUsage;
+use crate::policy::Finding;
+use crate::sandbox::{Audit, FileOpen, ImageInfo, Limits, Resources};
+
+fn outcome(stdout: &str) -> Outcome {
+    Outcome {
+        status: RunStatus::Ok,
+        exit_code: Some(0),
+        signal: None,
+        duration_ms: 1234,
+        stdout: stdout.to_string(),
+        stderr: String::new(),
+        stdout_truncated: false,
+        stderr_truncated: false,
+        timed_out: false,
+        oom_killed: false,
+        image: ImageInfo {
+            reference: "compute-bot-sandbox:python".into(),
+            id: "sha256:0123456789abcdef0123456789abcdef".into(),
+            digests: vec!["compute-bot-sandbox@sha256:feed".into()],
+            labels: BTreeMap::new(),
+        },
+        limits: Limits::default(),
+        resources: Resources {
+            peak_memory_bytes: Some(20 * 1024 * 1024),
+            cpu_time_ms: Some(300),
+        },
+        audit: Audit {
+            files_opened: vec![FileOpen {
+                path: "/data/sales.csv".into(),
+                mode: "r".into(),
+                denied: false,
+            }],
+            network_attempts: vec!["socket.connect 10.0.0.1:80".into()],
+            subprocess_attempts: vec![],
+            imports: vec!["csv".into(), "json".into()],
+            refused: vec!["open /etc/passwd".into()],
+            truncated: false,
+        },
+        artifacts: vec![],
+        code_sha256: String::new(),
+        container: "compute-bot-run-1".into(),
+        notes: vec![],
+    }
+}
+
+fn report(result: serde_json::Value, code: &str) -> Report {
+    let sha = sha256_hex(code);
+    Report {
+        goal: Some("mean of @octocat's <b>prices</b>".into()),
+        plan: None,
+        status: ReportStatus::Ok,
+        stop_reason: None,
+        result: Some(result),
+        explanation: Some("The mean is 3. Thanks @alice <script>x</script>".into()),
+        attempts: vec![Attempt {
+            number: 1,
+            code: code.into(),
+            code_sha256: sha.clone(),
+            ..Attempt::default()
+        }],
+        code: Some(code.into()),
+        code_sha256: Some(sha),
+        verdict: None,
+        outcome: Some(outcome("{\"answer\": 3}\n")),
+        inputs: vec![],
+        policy: Some(".github/compute-policy.yml".into()),
+        usage: TokenUsage::default(),
+        timings_ms: BTreeMap::new(),
+    }
+}
+
+fn ctx() -> RenderContext {
+    RenderContext {
+        run_url: Some("https://github.com/o/r/actions/runs/9".into()),
+        marker: Some(run_marker("9")),
+        command: None,
+    }
+}
+
+#[test]
+fn fence_is_longer_than_any_backtick_run() {
+    assert_eq!(fence_for("print(1)"), "```");
+    assert_eq!(fence_for("s = '```'"), "````");
+    assert_eq!(fence_for("a ````` b ``"), "``````");
+    let code = "x = '``````'\nprint(x)\n";
+    let md = markdown(&report(json!({"answer": 1}), code), &ctx());
+    assert!(
+        md.contains(&format!("```````python\n{code}```````")),
+        "{md}"
+    );
+}
+
+#[test]
+fn comment_has_every_part() {
+    let md = markdown(&report(json!({"answer": 3, "n": 5}), "print(3)\n"), &ctx());
+    assert!(md.starts_with("<!-- compute-bot:run=9 -->\n"));
+    assert!(md.contains("✅"));
+    assert!(md.contains("**Answer:** `3`"));
+    assert!(md.contains("| answer | 3 |") && md.contains("| n | 5 |"));
+    assert!(md.contains("#### Explanation"));
+    assert!(md.contains("```python\nprint(3)\n```"));
+    assert!(md.contains(&sha256_hex("print(3)\n")));
+    assert!(md.contains("network none"));
+    assert!(md.contains("compute-bot-sandbox:python"));
+    assert!(md.contains("digest `compute-bot-sandbox@sha256:feed`"));
+    assert!(md.contains("timeout 10s · memory 256MiB"));
+    assert!(md.contains("peak memory 20.0 MiB"));
+    assert!(md.contains("ok (exit 0)"));
+    assert!(md.contains("reported from inside the sandbox"));
+    assert!(md.contains("`/data/sales.csv (r)`"));
+    assert!(md.contains("network attempts (1)"));
+    assert!(md.contains("subprocess attempts: none"));
+    assert!(md.contains("[Workflow run](https://github.com/o/r/actions/runs/9)"));
+    // One attempt: no attempts table.
+    assert!(!md.contains("<summary>Attempts</summary>"));
+}
+
+#[test]
+fn strings_cannot_inject_mentions_html_or_cells() {
+    let md = markdown(
+        &report(
+            json!([{"name": "@evil | x\ny", "v": "<img src=x onerror=alert(1)>"}]),
+            "print(1)\n",
+        ),
+        &ctx(),
+    );
+    assert!(!md.contains("@evil"), "{md}");
+    assert!(md.contains("@\u{200b}evil \\| x<br>y"), "{md}");
+    assert!(!md.contains("<img"), "{md}");
+    assert!(md.contains("&lt;img"));
+    // Goal and explanation too.
+    assert!(!md.contains("@octocat") && !md.contains("@alice"));
+    assert!(!md.contains("<script>") && !md.contains("<b>prices"));
+    // A result string cannot close the hidden marker or open a comment.
+    let md = markdown(&report(json!("-->\n<!-- x"), "print(1)\n"), &ctx());
+    assert!(!md.contains("<!-- x"));
+}
+
+#[test]
+fn escape_cell_rules() {
+    assert_eq!(escape_cell("a|b"), "a\\|b");
+    assert_eq!(escape_cell("a\r\nb"), "a<br>b");
+    assert_eq!(escape_cell("@user"), "@\u{200b}user");
+    assert_eq!(escape_cell("x@y.com"), "x@\u{200b}y.com");
+    assert_eq!(escape_cell("[link](http://x)"), "\\[link\\](http://x)");
+    assert_eq!(escape_cell("`code`"), "\\`code\\`");
+    assert_eq!(neutralize("@ alone"), "@ alone");
+}
+
+#[test]
+fn long_record_lists_are_cut_with_a_count() {
+    let rows: Vec<_> = (0..120)
+        .map(|i| json!({"city": format!("c{i}"), "pop": i}))
+        .collect();
+    let md = markdown(&report(json!(rows), "print(1)\n"), &ctx());
+    assert!(md.contains("| city | pop |"));
+    assert!(md.contains("| c49 | 49 |"));
+    assert!(!md.contains("| c50 | 50 |"));
+    assert!(md.contains("70 more rows (120 in all)"), "{md}");
+}
+
+#[test]
+fn huge_stdout_is_cut_and_never_over_the_limit() {
+    let mut r = report(json!({"answer": 1}), "print('x' * 10**6)\n");
+    let big = "y".repeat(500_000);
+    r.outcome = Some(outcome(&big));
+    let md = markdown(&r, &ctx());
+    assert!(md.chars().count() <= COMMENT_LIMIT);
+    // Level 0 keeps a 3,000-character tail of stdout, which fits.
+    assert!(md.contains("last 3000 characters shown"));
+    assert!(md.contains("print('x' * 10**6)"));
+    // The summary keeps more.
+    let sum = summary(&r, &ctx());
+    assert!(sum.len() <= SUMMARY_LIMIT);
+    assert!(sum.contains(&"y".repeat(60_000)));
+    assert!(!sum.contains("compute-bot:run="));
+}
+
+#[test]
+fn largest_parts_are_cut_first_and_code_last() {
+    // A big result table and big stdout and a big code: output goes first,
+    // then the table, and the code survives as long as possible.
+    let rows: Vec<_> = (0..50)
+        .map(|i| json!({"k": format!("{i}{}", "z".repeat(280)), "v": i}))
+        .collect();
+    let code = format!("# {}\nprint(1)\n", "c".repeat(50_000));
+    let mut r = report(json!(rows), &code);
+    r.outcome = Some(outcome(&"o".repeat(100_000)));
+    let md = markdown(&r, &ctx());
+    assert!(
+        md.chars().count() <= COMMENT_LIMIT,
+        "{}",
+        md.chars().count()
+    );
+    assert!(md.contains("Parts of this report were cut"), "{md}");
+    assert!(md.contains("stdout/stderr left out"));
+    assert!(md.contains("result table shortened"));
+    assert!(md.contains("20 more rows (50 in all)"), "{md}");
+    assert!(md.contains(&code), "the code must survive");
+    assert!(!md.contains(&"o".repeat(1000)));
+
+    // Code bigger than the limit: cut, with its full sha256.
+    let code = format!("# {}\n", "c".repeat(100_000));
+    let r = report(json!({"a": 1}), &code);
+    let md = markdown(&r, &ctx());
+    assert!(md.chars().count() <= COMMENT_LIMIT);
+    assert!(
+        md.contains("code cut") || md.contains("code left out"),
+        "{md}"
+    );
+    assert!(md.contains(&sha256_hex(&code)));
+}
+
+#[test]
+fn multibyte_text_counts_characters() {
+    let rows: Vec<_> = (0..60)
+        .map(|i| json!({"k": "é".repeat(2000), "v": i}))
+        .collect();
+    let md = markdown(&report(json!(rows), "print(1)\n"), &ctx());
+    assert!(md.chars().count() <= COMMENT_LIMIT);
+}
+
+#[test]
+fn chart_detection() {
+    // List of numbers.
+    let c = chart(&json!([1, 2.5, 3])).unwrap();
+    assert!(c.starts_with("```mermaid\nxychart-beta"));
+    assert!(c.contains("line [1, 2.5, 3]"), "{c}");
+    // Records with one label and one number.
+    let c = chart(&json!([{"month": "Jan", "sales": 5}, {"month": "Feb", "sales": 7}])).unwrap();
+    assert!(c.contains("x-axis [\"Jan\", \"Feb\"]"), "{c}");
+    assert!(c.contains("bar [5, 7]"), "{c}");
+    // Numeric label by name.
+    let c = chart(&json!([{"year": 2020, "v": 1.5}, {"year": 2021, "v": 2}])).unwrap();
+    assert!(c.contains("\"2020\"") && c.contains("[1.5, 2]"), "{c}");
+    // Nested one level in an object.
+    let c = chart(&json!({"mean": 2, "series": [3, 4, 5]})).unwrap();
+    assert!(c.contains("title \"series\""), "{c}");
+    // Not series.
+    assert!(chart(&json!([1])).is_none());
+    assert!(chart(&json!([1, "a"])).is_none());
+    assert!(chart(&json!([{"a": "x", "b": "y"}, {"a": "z", "b": "w"}])).is_none());
+    assert!(chart(&json!([{"a": 1, "b": 2, "c": 3}, {"a": 1, "b": 2, "c": 3}])).is_none());
+    assert!(chart(&json!({"mean": 2})).is_none());
+    // Labels cannot break out of the chart.
+    let c = chart(&json!([{"l": "a\"]\n```", "v": 1}, {"l": "b", "v": 2}])).unwrap();
+    assert!(!c.contains("a\"]"), "{c}");
+    assert_eq!(c.matches("```").count(), 2);
+    // Long series are capped.
+    let long: Vec<i32> = (0..500).collect();
+    let c = chart(&json!(long)).unwrap();
+    assert!(c.contains("first 100 of 500"));
+    // The comment includes it.
+    let md = markdown(&report(json!([1, 2, 3]), "print(1)\n"), &ctx());
+    assert!(md.contains("xychart-beta"));
+}
+
+#[test]
+fn needs_approval_shows_the_code_that_can_be_read_back() {
+    let code = "import requests\nprint('```')\n";
+    let mut r = report(serde_json::Value::Null, code);
+    r.result = None;
+    r.outcome = None;
+    r.status = ReportStatus::NeedsApproval;
+    r.stop_reason = Some("imports a module that needs approval".into());
+    r.verdict = Some(Verdict::from_findings(vec![Finding {
+        rule: "import-escalate".into(),
+        severity: Severity::Escalate,
+        message: "`requests` needs approval".into(),
+        line: 1,
+        column: 1,
+        snippet: "import requests".into(),
+    }]));
+    let md = markdown(&r, &ctx());
+    assert!(md.contains("needs approval"));
+    assert!(md.contains("`/compute approve`"));
+    assert!(md.contains("import-escalate"));
+    let pending = read_pending(&md).unwrap();
+    assert_eq!(pending.code, code);
+    assert_eq!(pending.sha256, sha256_hex(code));
+}
+
+#[test]
+fn failed_report_with_attempts_table() {
+    let mut r = report(serde_json::Value::Null, "print(1)\n");
+    r.result = None;
+    r.status = ReportStatus::Failed;
+    r.stop_reason = Some("3 attempts failed | schema".into());
+    r.attempts.push(Attempt {
+        number: 2,
+        code: "x".into(),
+        code_sha256: "abcdef0123456789".into(),
+        failure: Some("ValueError: bad | input".into()),
+        ..Attempt::default()
+    });
+    let md = markdown(&r, &ctx());
+    assert!(md.contains("❌"));
+    assert!(md.contains("3 attempts failed \\| schema"));
+    assert!(md.contains("<summary>Attempts</summary>"));
+    assert!(
+        md.contains("| 2 | `abcdef012345` | — | not run | — | ValueError: bad \\| input |"),
+        "{md}"
+    );
+}
+
+#[test]
+fn text_rendering_is_plain() {
+    let t = text(&report(json!({"answer": 3}), "print(3)\n"));
+    assert!(t.starts_with("compute-bot: ok"));
+    assert!(t.contains("\"answer\": 3"));
+    assert!(t.contains("network none"));
+    assert!(t.contains(&sha256_hex("print(3)\n")));
+    assert!(!t.contains("<details>"));
+}
+
+#[test]
+fn nothing_can_push_the_comment_over_the_limit() {
+    // Huge explanation, huge code waiting for approval (never cut by the
+    // budgets, so the last-resort cut applies), huge findings.
+    let code = format!("# {}\n", "a".repeat(200_000));
+    let mut r = report(serde_json::Value::Null, &code);
+    r.result = None;
+    r.outcome = None;
+    r.status = ReportStatus::NeedsApproval;
+    r.explanation = Some("word ".repeat(50_000));
+    r.verdict = Some(Verdict::from_findings(
+        (0..5000)
+            .map(|i| Finding {
+                rule: "r".into(),
+                severity: Severity::Escalate,
+                message: format!("finding {i}"),
+                line: i,
+                column: 1,
+                snippet: String::new(),
+            })
+            .collect(),
+    ));
+    let md = markdown(&r, &ctx());
+    assert!(
+        md.chars().count() <= COMMENT_LIMIT,
+        "{}",
+        md.chars().count()
+    );
+    assert!(md.contains("cut at the size limit"));
+    // The open fence and <details> were closed.
+    assert_eq!(
+        md.matches("<details").count(),
+        md.matches("</details>").count()
+    );
+
+    // A long explanation alone is shortened and said so.
+    let mut r = report(json!({"a": 1}), "print(1)\n");
+    r.explanation = Some("é".repeat(100_000));
+    let md = markdown(&r, &ctx());
+    assert!(md.chars().count() <= COMMENT_LIMIT);
+    assert!(md.contains("explanation was cut at 20000 of 100000 characters"));
+}

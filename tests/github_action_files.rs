@@ -1,0 +1,136 @@
+//! action.yml, the Dockerfile and the example workflows agree with the code.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+
+use compute_bot::github::actions_io::Outputs;
+use compute_bot::github::event::ActionInputs;
+use serde_json::Value;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn yaml(path: &str) -> Value {
+    let text = std::fs::read_to_string(root().join(path)).unwrap();
+    serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+const INPUTS: [&str; 11] = [
+    "github_token",
+    "policy",
+    "command",
+    "provider",
+    "model",
+    "base_url",
+    "api_key",
+    "goal",
+    "code",
+    "inputs",
+    "issue",
+];
+
+#[test]
+fn action_declares_the_inputs_the_bot_reads() {
+    let a = yaml("action.yml");
+    let declared: BTreeSet<&str> = a["inputs"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(declared, INPUTS.into_iter().collect());
+    assert!(declared.iter().all(|k| !k.contains('-')));
+    assert_eq!(
+        a["inputs"]["github_token"]["default"],
+        "${{ github.token }}"
+    );
+    assert_eq!(a["inputs"]["command"]["default"], "/compute");
+    assert_eq!(a["runs"]["using"], "docker");
+    assert_eq!(a["runs"]["image"], "Dockerfile");
+    assert_eq!(a["runs"]["args"], serde_json::json!(["action"]));
+
+    // Every declared input reaches ActionInputs through its INPUT_ variable.
+    let vars: BTreeMap<String, String> = INPUTS
+        .iter()
+        .map(|k| (format!("INPUT_{}", k.to_ascii_uppercase()), "7".to_string()))
+        .collect();
+    let i = ActionInputs::from_map(&vars).unwrap();
+    assert_eq!(i.github_token.unwrap().expose(), "7");
+    assert_eq!(i.api_key.unwrap().expose(), "7");
+    for v in [i.policy, i.provider, i.model, i.base_url, i.goal, i.code] {
+        assert_eq!(v.as_deref(), Some("7"));
+    }
+    assert_eq!(i.command, "7");
+    assert_eq!(i.inputs, vec!["7"]);
+    assert_eq!(i.issue, Some(7));
+}
+
+#[test]
+fn action_declares_the_outputs_the_bot_writes() {
+    let a = yaml("action.yml");
+    let declared: BTreeSet<String> = a["outputs"].as_object().unwrap().keys().cloned().collect();
+    let written: BTreeSet<String> = Outputs::default()
+        .pairs()
+        .into_iter()
+        .map(|(k, _)| k.to_string())
+        .collect();
+    assert_eq!(declared, written);
+}
+
+#[test]
+fn example_workflows_use_declared_inputs_and_least_privilege() {
+    let declared: BTreeSet<&str> = INPUTS.into_iter().collect();
+    for (file, trigger) in [
+        ("examples/workflows/compute-comment.yml", "issue_comment"),
+        ("examples/workflows/compute-weekly.yml", "schedule"),
+        (
+            "examples/workflows/compute-dispatch.yml",
+            "workflow_dispatch",
+        ),
+    ] {
+        let w = yaml(file);
+        assert!(w["on"].get(trigger).is_some(), "{file}: no {trigger}");
+        let perms = w["permissions"].as_object().unwrap();
+        assert_eq!(perms["contents"], "read", "{file}");
+        assert_eq!(perms["issues"], "write", "{file}");
+        assert!(
+            perms
+                .values()
+                .all(|v| v == "read" || v == "write" || v == "none"),
+            "{file}"
+        );
+        let steps = w["jobs"]["compute"]["steps"].as_array().unwrap();
+        let bot = steps
+            .iter()
+            .find(|s| s.get("id").and_then(Value::as_str) == Some("compute"))
+            .unwrap();
+        for key in bot["with"].as_object().unwrap().keys() {
+            assert!(
+                declared.contains(key.as_str()),
+                "{file}: unknown input {key}"
+            );
+        }
+    }
+    let c = yaml("examples/workflows/compute-comment.yml");
+    assert_eq!(
+        c["jobs"]["compute"]["if"],
+        "startsWith(github.event.comment.body, '/compute')"
+    );
+    assert_eq!(
+        c["on"]["issue_comment"]["types"],
+        serde_json::json!(["created"])
+    );
+}
+
+#[test]
+fn dockerfile_is_multi_stage_with_a_slim_runtime() {
+    let d = std::fs::read_to_string(root().join("Dockerfile")).unwrap();
+    let froms: Vec<&str> = d.lines().filter(|l| l.starts_with("FROM ")).collect();
+    assert_eq!(froms.len(), 2, "{froms:?}");
+    assert!(froms[0].contains("rust:") && froms[0].ends_with("AS build"));
+    assert!(froms[1].contains("debian:") && froms[1].contains("-slim"));
+    assert!(d.contains("ca-certificates"));
+    assert!(d.contains("--locked"));
+    assert!(d.contains("ENTRYPOINT [\"/usr/local/bin/compute-bot\"]"));
+}
