@@ -14,6 +14,7 @@ fn outcome(stdout: &str) -> Outcome {
         exit_code: Some(0),
         signal: None,
         duration_ms: 1234,
+        collected_ms: 0,
         stdout: stdout.to_string(),
         stderr: String::new(),
         stdout_truncated: false,
