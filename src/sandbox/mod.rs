@@ -275,6 +275,11 @@ impl Prepared {
         &self.name
     }
 
+    /// Removes the container without running anything in it.
+    pub async fn discard(self) -> Result<(), SandboxError> {
+        self.guard.remove().await
+    }
+
     /// Hands over the job, collects the outcome and removes the container.
     pub async fn execute(self, job: &Job) -> Result<Outcome, SandboxError> {
         let Prepared {

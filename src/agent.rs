@@ -1,0 +1,498 @@
+//! The controlled loop: plan → generate → policy check → execute → validate
+//! → (repair or stop) → explain, producing one [`Report`].
+//!
+//! Every attempt — its code, verdict, sandbox outcome, validation and tokens —
+//! stays in the report. A failed check leads to a bounded repair (the model
+//! gets the concrete reason) or to a stop with a `stop_reason`; an escalate
+//! verdict stops with `needs_approval` and the code waiting for a human.
+//! Generated code only ever runs through the policy check and the sandbox.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use serde_json::Value;
+
+use crate::explain;
+use crate::model::{ModelClient, ModelError, TokenUsage};
+use crate::policy::{Decision, Policy, Verdict, check_code};
+use crate::prompt::{self, PromptContext, RepairNote};
+use crate::report::{Attempt, InputSummary, Report, ReportStatus};
+use crate::sandbox::{
+    InputFile, Job, Outcome, Prepared, RunStatus, Sandbox, SandboxConfig, SandboxError, sha256_hex,
+};
+use crate::validate::{ValidateError, Validator};
+
+/// The name of the file in `/out` that may carry the result instead of stdout.
+pub const RESULT_FILE: &str = "result.json";
+
+/// What is asked: a goal to answer, or exact code to run, and the inputs.
+#[derive(Debug, Clone, Default)]
+pub struct Request {
+    /// The question in words (untrusted text; sanitized before use).
+    pub goal: Option<String>,
+    /// Exact code to run instead of generating it (from `--code` or a
+    /// fenced block in the goal).
+    pub code: Option<String>,
+    /// Files placed read-only under `/data`.
+    pub inputs: Vec<InputFile>,
+    /// A JSON Schema that replaces the policy's `output.schema`.
+    pub schema: Option<Value>,
+    /// Further context for the model (e.g. the lines after the command).
+    pub context: Option<String>,
+}
+
+/// A stage the loop is in, for progress displays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// Asking the model for a plan and code.
+    Generating {
+        /// 1-based attempt.
+        attempt: u32,
+        /// Attempts allowed.
+        of: u32,
+    },
+    /// Checking the code against the policy.
+    Checking {
+        /// 1-based attempt.
+        attempt: u32,
+    },
+    /// Running the code in the sandbox.
+    Running {
+        /// 1-based attempt.
+        attempt: u32,
+    },
+    /// Validating the output against the schema.
+    Validating {
+        /// 1-based attempt.
+        attempt: u32,
+    },
+    /// Writing the explanation.
+    Explaining,
+}
+
+/// Why a request could not even start (configuration, not a failed run).
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    /// A goal without code needs a model.
+    #[error("{0}")]
+    NoModel(String),
+    /// The output schema is unusable.
+    #[error("the output schema is not usable: {0}")]
+    Schema(#[from] ValidateError),
+    /// The sandbox could not be used at all.
+    #[error(transparent)]
+    Sandbox(#[from] SandboxError),
+    /// Neither a goal nor code was given.
+    #[error("nothing to do: give a goal (--goal) or code (--code)")]
+    Empty,
+}
+
+/// The loop with everything it needs; stages talk through plain data.
+pub struct Agent<'a> {
+    /// The policy in force.
+    pub policy: &'a Policy,
+    /// The sandbox to run in.
+    pub sandbox: &'a Sandbox,
+    /// The model, when one is configured.
+    pub model: Option<&'a ModelClient>,
+    /// Called when a stage starts.
+    pub progress: &'a (dyn Fn(Stage) + Send + Sync),
+}
+
+struct Clock {
+    timings: BTreeMap<String, u64>,
+}
+
+impl Clock {
+    fn add(&mut self, stage: &str, since: Instant) {
+        *self.timings.entry(stage.to_string()).or_default() += since.elapsed().as_millis() as u64;
+    }
+}
+
+/// The last `n` lines of a text.
+fn tail(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// Why an outcome is not usable, in words a model (and a person) can act on.
+pub fn outcome_problem(o: &Outcome) -> Option<String> {
+    match o.status {
+        RunStatus::Ok | RunStatus::OutputLimit => None,
+        RunStatus::Error => Some(format!(
+            "the code failed (exit code {}). The end of stderr:\n{}",
+            o.exit_code.unwrap_or(-1),
+            tail(&o.stderr, 15)
+        )),
+        RunStatus::Timeout => Some(format!(
+            "the code did not finish within the {} ms limit; make it faster (vectorise, read less)",
+            o.limits.timeout.as_millis()
+        )),
+        RunStatus::Oom => Some(format!(
+            "the code ran out of memory (limit {}); use less memory (read only needed columns, use chunks)",
+            o.limits.memory
+        )),
+        RunStatus::Killed => Some(format!(
+            "the code was killed by signal {}",
+            o.signal.unwrap_or(0)
+        )),
+    }
+}
+
+/// Findings as text lines for a repair request or a stop reason.
+pub fn findings_text(v: &Verdict) -> String {
+    v.findings
+        .iter()
+        .map(|f| {
+            format!(
+                "line {}:{} [{}] {} — `{}`",
+                f.line, f.column, f.rule, f.message, f.snippet
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+impl Agent<'_> {
+    fn sandbox_config(&self) -> SandboxConfig {
+        let mut limits = self.policy.limits();
+        limits.data_max_bytes = limits
+            .data_max_bytes
+            .max(self.policy.inputs.max_total_bytes);
+        SandboxConfig {
+            image: self.policy.image().to_string(),
+            limits,
+            ..Default::default()
+        }
+    }
+
+    fn start_prepare(&self) -> tokio::task::JoinHandle<Result<Prepared, SandboxError>> {
+        let sandbox = self.sandbox.clone();
+        let cfg = self.sandbox_config();
+        tokio::spawn(async move { sandbox.prepare(&cfg).await })
+    }
+
+    /// Answers a request. Configuration problems are errors; everything that
+    /// happens once the request is under way is in the report.
+    pub async fn answer(&self, req: Request) -> Result<Report, AgentError> {
+        let total = Instant::now();
+        let mut clock = Clock {
+            timings: BTreeMap::new(),
+        };
+        let goal = req.goal.as_deref().map(prompt::sanitize_goal);
+        // A fenced python block in the goal is exact code to run.
+        let fixed_code = req.code.clone().or_else(|| {
+            req.goal
+                .as_deref()
+                .and_then(prompt::extract_fenced_code)
+                .filter(|c| !c.trim().is_empty())
+        });
+        if goal.is_none() && fixed_code.is_none() {
+            return Err(AgentError::Empty);
+        }
+        if fixed_code.is_none() && self.model.is_none() {
+            return Err(AgentError::NoModel(crate::model::NO_MODEL_HELP.to_string()));
+        }
+        let schema = req
+            .schema
+            .clone()
+            .unwrap_or_else(|| self.policy.output.schema.clone());
+        let validator = Validator::new(&schema)?;
+        let attempts_allowed = if fixed_code.is_some() {
+            1
+        } else {
+            u32::from(self.policy.attempts.get())
+        };
+        let inputs: Vec<InputSummary> = req
+            .inputs
+            .iter()
+            .map(|f| InputSummary {
+                name: f.name.clone(),
+                size: f.bytes.len() as u64,
+                sha256: sha256_hex(&f.bytes),
+            })
+            .collect();
+        let mut report = Report {
+            goal: goal.clone(),
+            plan: None,
+            status: ReportStatus::Failed,
+            stop_reason: None,
+            result: None,
+            explanation: None,
+            attempts: Vec::new(),
+            code: None,
+            code_sha256: None,
+            verdict: None,
+            outcome: None,
+            inputs,
+            policy: self
+                .policy
+                .origin
+                .as_ref()
+                .map(|p| p.display().to_string()),
+            usage: TokenUsage::default(),
+            timings_ms: BTreeMap::new(),
+        };
+        let ctx = PromptContext {
+            goal: goal.clone().unwrap_or_default(),
+            allowed_modules: self.policy.code.allow_imports.clone(),
+            limits: self.policy.limits(),
+            inputs: req
+                .inputs
+                .iter()
+                .map(|f| prompt::preview_input(&f.name, &f.bytes))
+                .collect(),
+            schema: schema.clone(),
+            extra_context: req.context.clone(),
+        };
+        // Start a container while the model writes code (generated code only:
+        // exact code is checked before any container exists).
+        let mut pending = if fixed_code.is_none() {
+            Some(self.start_prepare())
+        } else {
+            None
+        };
+        let mut history: Vec<RepairNote> = Vec::new();
+        let mut model_ms = 0u64;
+        let mut sandbox_ms = 0u64;
+
+        for number in 1..=attempts_allowed {
+            let mut attempt = Attempt {
+                number,
+                ..Default::default()
+            };
+            // Generate.
+            let code = match &fixed_code {
+                Some(code) => code.clone(),
+                None => {
+                    (self.progress)(Stage::Generating {
+                        attempt: number,
+                        of: attempts_allowed,
+                    });
+                    let t = Instant::now();
+                    let model = self.model.expect("checked above");
+                    let request = prompt::generation_request(&ctx, &history);
+                    let reply = model.complete(&request).await;
+                    model_ms += t.elapsed().as_millis() as u64;
+                    clock.add("generate", t);
+                    match reply {
+                        Ok(reply) => {
+                            attempt.usage = reply.usage;
+                            report.usage.add(reply.usage);
+                            match prompt::parse_reply(&reply.text) {
+                                Ok(g) => {
+                                    attempt.plan = g.plan;
+                                    g.code
+                                }
+                                Err(e) => {
+                                    let problem = e.to_string();
+                                    attempt.failure = Some(problem.clone());
+                                    history.push(RepairNote {
+                                        code: String::new(),
+                                        problem,
+                                    });
+                                    report.attempts.push(attempt);
+                                    continue;
+                                }
+                            }
+                        }
+                        Err(e) => {
+                            attempt.failure = Some(format!("the model call failed: {e}"));
+                            report.attempts.push(attempt);
+                            report.stop_reason = Some(model_stop_reason(&e));
+                            break;
+                        }
+                    }
+                }
+            };
+            attempt.code_sha256 = sha256_hex(code.as_bytes());
+            attempt.code = code.clone();
+            if attempt.plan.is_some() {
+                report.plan = attempt.plan.clone();
+            }
+
+            // Policy check.
+            (self.progress)(Stage::Checking { attempt: number });
+            let t = Instant::now();
+            let verdict = check_code(self.policy, &code);
+            clock.add("check", t);
+            attempt.verdict = Some(verdict.clone());
+            match verdict.decision {
+                Decision::Allow => {}
+                Decision::Escalate => {
+                    report.status = ReportStatus::NeedsApproval;
+                    report.stop_reason = Some(format!(
+                        "the code needs a human approval before it may run:\n{}",
+                        findings_text(&verdict)
+                    ));
+                    report.code = Some(code.clone());
+                    report.code_sha256 = Some(attempt.code_sha256.clone());
+                    report.verdict = Some(verdict);
+                    report.attempts.push(attempt);
+                    break;
+                }
+                Decision::Deny => {
+                    let problem = format!(
+                        "the policy denied the code:\n{}",
+                        findings_text(&verdict)
+                    );
+                    attempt.failure = Some(problem.clone());
+                    history.push(RepairNote {
+                        code: code.clone(),
+                        problem,
+                    });
+                    report.attempts.push(attempt);
+                    continue;
+                }
+            }
+
+            // Execute.
+            (self.progress)(Stage::Running { attempt: number });
+            let t = Instant::now();
+            let prepared = match pending.take() {
+                Some(handle) => handle.await.expect("prepare task"),
+                None => self.sandbox.prepare(&self.sandbox_config()).await,
+            };
+            let prepared = match prepared {
+                Ok(p) => p,
+                Err(e) if e.is_configuration() => return Err(e.into()),
+                Err(e) => {
+                    attempt.failure = Some(format!("the sandbox failed: {e}"));
+                    report.attempts.push(attempt);
+                    report.stop_reason = Some(format!("the sandbox failed: {e}"));
+                    break;
+                }
+            };
+            // The next attempt gets a fresh container, started now.
+            if fixed_code.is_none() && number < attempts_allowed {
+                pending = Some(self.start_prepare());
+            }
+            let job = Job {
+                code: code.clone(),
+                inputs: req.inputs.clone(),
+                rules: self.policy.runtime_rules(),
+            };
+            let started = Instant::now();
+            let outcome = prepared.execute(&job).await;
+            sandbox_ms += started.elapsed().as_millis() as u64;
+            clock.add("execute", t);
+            let outcome = match outcome {
+                Ok(o) => o,
+                Err(e) => {
+                    attempt.failure = Some(format!("the sandbox failed: {e}"));
+                    report.attempts.push(attempt);
+                    report.stop_reason = Some(format!("the sandbox failed: {e}"));
+                    break;
+                }
+            };
+            attempt.outcome = Some(outcome.clone());
+            if let Some(problem) = outcome_problem(&outcome) {
+                attempt.failure = Some(problem.clone());
+                history.push(RepairNote {
+                    code: code.clone(),
+                    problem,
+                });
+                report.attempts.push(attempt);
+                continue;
+            }
+
+            // Validate.
+            (self.progress)(Stage::Validating { attempt: number });
+            let t = Instant::now();
+            let result_file = outcome
+                .artifacts
+                .iter()
+                .find(|a| a.name == RESULT_FILE)
+                .map(|a| a.bytes.as_slice());
+            let validation = validator.validate_output(&outcome.stdout, result_file);
+            clock.add("validate", t);
+            attempt.result = validation.value.clone();
+            attempt.validation_errors = validation.errors.clone();
+            if !validation.is_valid() {
+                let problem = validation
+                    .problem()
+                    .unwrap_or_else(|| "the output did not match the schema".to_string());
+                attempt.failure = Some(problem.clone());
+                history.push(RepairNote {
+                    code: code.clone(),
+                    problem,
+                });
+                report.attempts.push(attempt);
+                continue;
+            }
+            report.status = ReportStatus::Ok;
+            report.result = validation.value;
+            report.attempts.push(attempt);
+            break;
+        }
+        if let Some(handle) = pending.take() {
+            // An unused container: remove it now rather than on drop.
+            if let Ok(Ok(p)) = handle.await {
+                let _ = p.discard().await;
+            }
+        }
+
+        // The final code, verdict and outcome are those of the last attempt.
+        if let Some(last) = report.attempts.last() {
+            if !last.code.is_empty() {
+                report.code = Some(last.code.clone());
+                report.code_sha256 = Some(last.code_sha256.clone());
+            }
+            report.verdict = last.verdict.clone();
+            report.outcome = last.outcome.clone();
+        }
+        if report.status == ReportStatus::Failed && report.stop_reason.is_none() {
+            let last = report
+                .attempts
+                .last()
+                .and_then(|a| a.failure.clone())
+                .unwrap_or_else(|| "no attempt produced a valid result".to_string());
+            report.stop_reason = Some(format!(
+                "stopped after {} attempt{}: {}",
+                report.attempts.len(),
+                if report.attempts.len() == 1 { "" } else { "s" },
+                last
+            ));
+        }
+
+        // Explain.
+        if let Some(result) = &report.result {
+            (self.progress)(Stage::Explaining);
+            let t = Instant::now();
+            let explanation = match (self.policy.explain, self.model) {
+                (true, Some(model)) => {
+                    match explain::explain(model, goal.as_deref().unwrap_or(""), result).await {
+                        Ok((text, usage)) => {
+                            report.usage.add(usage);
+                            text
+                        }
+                        Err(e) => {
+                            tracing::warn!(error = %e, "explanation failed; using the template");
+                            explain::template_explanation(goal.as_deref(), result)
+                        }
+                    }
+                }
+                _ => explain::template_explanation(goal.as_deref(), result),
+            };
+            model_ms += if self.policy.explain && self.model.is_some() {
+                t.elapsed().as_millis() as u64
+            } else {
+                0
+            };
+            clock.add("explain", t);
+            report.explanation = Some(explanation);
+        }
+        let total_ms = total.elapsed().as_millis() as u64;
+        clock.timings.insert("total".into(), total_ms);
+        clock.timings.insert(
+            "loop_overhead".into(),
+            total_ms.saturating_sub(model_ms + sandbox_ms),
+        );
+        report.timings_ms = clock.timings;
+        Ok(report)
+    }
+}
+
+fn model_stop_reason(e: &ModelError) -> String {
+    format!("the model could not be used: {e}")
+}
