@@ -834,13 +834,16 @@ impl Checker<'_, '_> {
             .iter()
             .find(|p| !q.starts_with("builtins.") && covers(p, q))
         {
-            self.report(
-                RuleId::ImportDenied,
-                offset,
+            let msg = if q == p.trim_end_matches(".*") {
+                format!(
+                    "module `{q}` is denied by the policy (code.deny_modules); use an allowed module instead"
+                )
+            } else {
                 format!(
                     "`{q}` belongs to module `{p}`, which the policy denies (code.deny_modules); use an allowed module instead"
-                ),
-            );
+                )
+            };
+            self.report(RuleId::ImportDenied, offset, msg);
             return true;
         }
         let hit = self.policy.code.deny_calls.iter().find(|p| {
@@ -879,11 +882,21 @@ impl Checker<'_, '_> {
         if !allowed {
             let msg = if self.policy.code.escalates(RuleId::ImportNotAllowed) {
                 format!(
-                    "module `{module}` is not in the policy's allowlist (code.allow_imports); a maintainer must approve it"
+                    "module `{module}` is not in the policy's allowlist (code.allow_imports); a human approver must accept it before it runs"
                 )
             } else {
+                let some: Vec<&str> = self
+                    .policy
+                    .code
+                    .allow_imports
+                    .iter()
+                    .take(8)
+                    .map(String::as_str)
+                    .collect();
                 format!(
-                    "module `{module}` is not in the policy's allowlist (code.allow_imports); use an allowed module (e.g. pandas, numpy, the math/statistics standard library) or ask for the policy to be extended"
+                    "module `{module}` is not in the policy's allowlist (code.allow_imports); use an allowed module ({}{}) or ask for the policy to be extended",
+                    some.join(", "),
+                    if self.policy.code.allow_imports.len() > 8 { ", ..." } else { "" }
                 )
             };
             self.report(RuleId::ImportNotAllowed, offset, msg);
@@ -991,7 +1004,7 @@ impl Checker<'_, '_> {
         let offset = n.range.start();
         let is_callee = self.callees.contains(&n.range);
         let mut reported = false;
-        if matches!(n.ctx, ExprContext::Load | ExprContext::Del) {
+        if matches!(n.ctx, ExprContext::Load | ExprContext::Del) && id != "__builtins__" {
             for q in self.env.resolve_name(id) {
                 reported |= self.check_qualified(&q, offset);
                 if !is_callee && ATTRIBUTE_FUNCTIONS.contains(&q.as_str()) {

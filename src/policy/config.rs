@@ -508,7 +508,6 @@ pub const DEFAULT_DENY_CALLS: &[&str] = &[
     "numpy.f2py",
     "numpy.distutils",
     "pandas.read_clipboard",
-    "input",
 ];
 
 impl Default for CodePolicy {
