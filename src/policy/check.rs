@@ -53,6 +53,35 @@ const SENSITIVE_BUILTINS: &[&str] = &[
     "__build_class__",
 ];
 
+/// Methods that write a file named by their first argument.
+const WRITER_METHODS: &[&str] = &[
+    "to_csv",
+    "to_json",
+    "to_parquet",
+    "to_excel",
+    "to_html",
+    "to_markdown",
+    "to_latex",
+    "to_feather",
+    "to_hdf",
+    "to_stata",
+    "to_xml",
+    "to_pickle",
+    "to_orc",
+    "savefig",
+    "imsave",
+    "save",
+    "savez",
+    "savez_compressed",
+    "savetxt",
+    "tofile",
+    "write_text",
+    "write_bytes",
+];
+
+/// File name endings of code Python would load.
+const CODE_SUFFIXES: &[&str] = &[".py", ".pyc", ".pyw", ".pth", ".so", ".pyd"];
+
 /// Functions that open files; checked for write modes.
 const OPEN_FUNCTIONS: &[&str] = &["builtins.open", "io.open", "codecs.open", "io.FileIO"];
 
@@ -545,8 +574,11 @@ impl Env<'_> {
                             for el in fs.elements.iter() {
                                 match el {
                                     InterpolatedStringElement::Literal(l) => out.push_str(&l.value),
-                                    InterpolatedStringElement::Interpolation(_) => {
-                                        return Some((out, false));
+                                    InterpolatedStringElement::Interpolation(i) => {
+                                        match (&i.format_spec, self.fold(&i.expression, depth + 1)) {
+                                            (None, Some(v)) => out.push_str(&v),
+                                            _ => return Some((out, false)),
+                                        }
                                     }
                                 }
                             }
@@ -1117,21 +1149,120 @@ impl Checker<'_, '_> {
         if OPEN_FUNCTIONS.iter().any(|f| has(f)) {
             self.check_open(c);
         }
-        if funcs.iter().any(|f| covers("numpy.load", f)) {
-            let pickle = c
-                .arguments
+        let pickle = c
+            .arguments
+            .keywords
+            .iter()
+            .find(|k| k.arg.as_ref().is_some_and(|a| a.id.as_str() == "allow_pickle"));
+        if let Some(k) = pickle
+            && !matches!(&k.value, Expr::BooleanLiteral(b) if !b.value)
+        {
+            self.report(
+                RuleId::UnsafeDeserialization,
+                k.start(),
+                "`allow_pickle=True` lets the file run arbitrary code when loaded; save arrays with numpy.save and load them without allow_pickle".to_string(),
+            );
+        }
+        if let Expr::Attribute(a) = &*c.func {
+            let method = a.attr.id.as_str();
+            if WRITER_METHODS.contains(&method) {
+                self.check_writer(c, method);
+            }
+            if matches!(method, "query" | "eval") {
+                self.check_query(c, method);
+            }
+        }
+    }
+
+    /// `df.to_csv(path)`, `fig.savefig(path)`, `np.save(path, a)`: a literal
+    /// path must be under /out or /tmp.
+    fn check_writer(&mut self, c: &ast::ExprCall, method: &str) {
+        let path = c.arguments.args.first().or_else(|| {
+            c.arguments
                 .keywords
                 .iter()
-                .find(|k| k.arg.as_ref().is_some_and(|a| a.id.as_str() == "allow_pickle"));
-            if let Some(k) = pickle
-                && !matches!(&k.value, Expr::BooleanLiteral(b) if !b.value)
-            {
-                self.report(
-                    RuleId::UnsafeDeserialization,
-                    k.start(),
-                    "`numpy.load(..., allow_pickle=True)` can run arbitrary code from the file; save arrays with numpy.save and load them without allow_pickle".to_string(),
-                );
+                .find(|k| {
+                    k.arg.as_ref().is_some_and(|a| {
+                        matches!(a.id.as_str(), "path_or_buf" | "path" | "fname" | "file" | "excel_writer")
+                    })
+                })
+                .map(|k| &k.value)
+        });
+        let Some(path) = path else { return };
+        self.check_code_file(path);
+        if let Some((p, complete)) = self.env.prefix(path, 0)
+            && matches!(path_verdict(&p, complete), PathVerdict::Outside)
+        {
+            self.report(
+                RuleId::OpenWriteOutsideOutput,
+                path.start(),
+                format!(
+                    "`.{method}(...)` writes to `{p}{}`, outside the output directory; write results under `/out/` (collected as artifacts) or scratch files under `/tmp/`",
+                    if complete { "" } else { "…" }
+                ),
+            );
+        }
+    }
+
+    /// pandas `query`/`eval` evaluate expression strings; `@name` reaches
+    /// Python variables, so only literal strings without `@` are accepted.
+    fn check_query(&mut self, c: &ast::ExprCall, method: &str) {
+        let Some(expr) = c.arguments.args.first().or_else(|| {
+            c.arguments
+                .keywords
+                .iter()
+                .find(|k| k.arg.as_ref().is_some_and(|a| a.id.as_str() == "expr"))
+                .map(|k| &k.value)
+        }) else {
+            return;
+        };
+        let literal_text = match expr {
+            Expr::StringLiteral(s) => Some(s.value.to_str().to_string()),
+            Expr::FString(f) => {
+                let mut out = String::new();
+                for part in f.value.iter() {
+                    match part {
+                        ast::FStringPart::Literal(l) => out.push_str(&l.value),
+                        ast::FStringPart::FString(fs) => {
+                            for l in fs.elements.literals() {
+                                out.push_str(&l.value);
+                            }
+                        }
+                    }
+                }
+                Some(out)
             }
+            _ => self.env.fold(expr, 0),
+        };
+        match literal_text {
+            Some(t) if !t.contains('@') && !t.contains("__") => {}
+            Some(_) => self.report(
+                RuleId::EvalExec,
+                expr.start(),
+                format!(
+                    "`.{method}()` with `@name` evaluates Python objects inside the expression string; filter with boolean indexing (`df[df.a > x]`) instead"
+                ),
+            ),
+            None => self.report(
+                RuleId::EvalExec,
+                expr.start(),
+                format!(
+                    "`.{method}()` evaluates an expression string the checker cannot see; write the expression as a literal string or use boolean indexing"
+                ),
+            ),
+        }
+    }
+
+    /// Writing `.py`/`.pth`/`.pyc`/`.so` files creates code the check never saw.
+    fn check_code_file(&mut self, path: &Expr) {
+        if let Some(sfx) = literal_suffix(path)
+            && CODE_SUFFIXES.iter().any(|c| sfx.to_ascii_lowercase().ends_with(c))
+        {
+            self.report(
+                RuleId::CodeFileWrite,
+                path.start(),
+                "writes a Python module or extension file; code written at run time is never checked. Write data files (CSV, JSON, PNG) instead".to_string(),
+            );
         }
     }
 
@@ -1158,6 +1289,7 @@ impl Checker<'_, '_> {
         if !writes {
             return;
         }
+        self.check_code_file(path);
         match self.env.prefix(path, 0) {
             Some((p, complete)) => match path_verdict(&p, complete) {
                 PathVerdict::Inside => {}
@@ -1249,6 +1381,22 @@ fn path_verdict(p: &str, complete: bool) -> PathVerdict {
         PathVerdict::Unknown
     } else {
         PathVerdict::Outside
+    }
+}
+
+/// The known end of a string expression (for file name suffixes).
+fn literal_suffix(e: &Expr) -> Option<String> {
+    match e {
+        Expr::StringLiteral(s) => Some(s.value.to_str().to_string()),
+        Expr::FString(f) => match f.value.iter().last()? {
+            ast::FStringPart::Literal(l) => Some(l.value.to_string()),
+            ast::FStringPart::FString(fs) => match fs.elements.last()? {
+                InterpolatedStringElement::Literal(l) => Some(l.value.to_string()),
+                InterpolatedStringElement::Interpolation(_) => None,
+            },
+        },
+        Expr::BinOp(b) if matches!(b.op, ast::Operator::Add) => literal_suffix(&b.right),
+        _ => None,
     }
 }
 

@@ -56,6 +56,9 @@ pub enum RuleId {
     OpenWriteOutsideOutput,
     /// `open()` for writing to a path the checker cannot determine (info).
     OpenWriteUnknownPath,
+    /// Writing a Python module or extension (`.py`, `.pth`, `.pyc`, `.so`):
+    /// code written at run time would escape the check.
+    CodeFileWrite,
     /// The checker itself failed (never expected; the code is denied).
     InternalError,
 }
@@ -85,6 +88,7 @@ impl RuleId {
         RuleId::CallDenied,
         RuleId::OpenWriteOutsideOutput,
         RuleId::OpenWriteUnknownPath,
+        RuleId::CodeFileWrite,
         RuleId::InternalError,
     ];
 
@@ -113,6 +117,7 @@ impl RuleId {
             RuleId::CallDenied => "call-denied",
             RuleId::OpenWriteOutsideOutput => "open-write-outside-output",
             RuleId::OpenWriteUnknownPath => "open-write-unknown-path",
+            RuleId::CodeFileWrite => "code-file-write",
             RuleId::InternalError => "internal-error",
         }
     }
@@ -220,6 +225,10 @@ pub(crate) const FAMILIES: &[(RuleId, &[&str])] = &[
             "numpy.ctypeslib",
             "numpy.f2py",
             "numpy.distutils",
+            "numpy.testing._private.extbuild",
+            "numpy.testing.extbuild",
+            "distutils",
+            "setuptools",
         ],
     ),
     (
@@ -247,6 +256,7 @@ pub(crate) const FAMILIES: &[(RuleId, &[&str])] = &[
             "sys.meta_path",
             "sys.path_hooks",
             "sys.path_importer_cache",
+            "sys.path",
             "sys._getframe",
             "sys._current_frames",
             "sys.settrace",
@@ -270,6 +280,14 @@ pub(crate) const FAMILIES: &[(RuleId, &[&str])] = &[
             "types.CodeType",
             "types.FunctionType",
             "types.LambdaType",
+            "timeit",
+            "cProfile",
+            "profile",
+            "trace",
+            "doctest",
+            "logging.config",
+            "pandas.eval",
+            "pydoc",
         ],
     ),
     (
