@@ -26,6 +26,9 @@ use super::verdict::{Finding, Severity, Verdict};
 /// nested parentheses.
 pub const MAX_NESTING: usize = 300;
 
+/// CPython's limit on nested brackets.
+const MAX_BRACKETS: usize = 200;
+
 /// Resolution and constant folding follow at most this many levels.
 const MAX_RESOLVE_DEPTH: usize = 32;
 /// At most this many candidate names are kept per expression or variable.
@@ -260,6 +263,29 @@ fn analyze(policy: &Policy, code: &str) -> Vec<RawFinding> {
             return findings;
         }
     };
+    // CPython refuses more than 200 nested brackets; the AST does not show
+    // parentheses, so count them on the tokens.
+    let mut level = 0usize;
+    for t in parsed.tokens().iter() {
+        use ruff_python_ast::token::TokenKind as K;
+        match t.kind() {
+            K::Lpar | K::Lsqb | K::Lbrace => {
+                level += 1;
+                if level > MAX_BRACKETS {
+                    findings.push(raw(
+                        RuleId::TooComplex,
+                        t.start(),
+                        format!(
+                            "more than {MAX_BRACKETS} nested brackets, which Python itself refuses; split the expression into several statements"
+                        ),
+                    ));
+                    return findings;
+                }
+            }
+            K::Rpar | K::Rsqb | K::Rbrace => level = level.saturating_sub(1),
+            _ => {}
+        }
+    }
     let module = parsed.syntax();
     let mut binder = Binder {
         bindings: HashMap::new(),
