@@ -297,8 +297,38 @@ fn analyze(policy: &Policy, code: &str) -> Vec<RawFinding> {
     for _ in 0..2 {
         binder.visit_body(&module.body);
     }
+    let mut patterns: HashMap<String, Vec<(Source, String)>> = HashMap::new();
+    let mut glob_patterns = Vec::new();
+    let all = FAMILIES
+        .iter()
+        .flat_map(|(rule, ps)| ps.iter().map(|p| (Source::Family(*rule), p.to_string())))
+        .chain(
+            policy
+                .code
+                .deny_modules
+                .iter()
+                .map(|p| (Source::DenyModule, p.clone())),
+        )
+        .chain(policy.code.deny_calls.iter().map(|p| {
+            let p = if p.contains('.') {
+                p.clone()
+            } else {
+                format!("builtins.{p}")
+            };
+            (Source::DenyCall, p)
+        }));
+    for (src, p) in all {
+        let root = p.split('.').next().unwrap_or("").to_string();
+        if root.contains('*') {
+            glob_patterns.push((src, p));
+        } else {
+            patterns.entry(root).or_default().push((src, p));
+        }
+    }
     let mut checker = Checker {
         policy,
+        patterns,
+        glob_patterns,
         env: Env {
             bindings: &binder.bindings,
             consts: &binder.consts,
@@ -834,9 +864,22 @@ impl<'a> Visitor<'a> for Binder {
     }
 }
 
+/// Where a pattern comes from.
+#[derive(Debug, Clone, Copy)]
+enum Source {
+    Family(RuleId),
+    DenyModule,
+    DenyCall,
+}
+
 /// Pass 2: findings.
 struct Checker<'p, 'b> {
     policy: &'p Policy,
+    /// Every family, denied-module and denied-call pattern (bare call names
+    /// as `builtins.x`), by first segment, in priority order.
+    patterns: HashMap<String, Vec<(Source, String)>>,
+    /// Patterns whose first segment is a glob.
+    glob_patterns: Vec<(Source, String)>,
     env: Env<'b>,
     findings: Vec<RawFinding>,
     depth: usize,
@@ -871,56 +914,56 @@ impl Checker<'_, '_> {
     /// Checks one resolved dotted name against the built-in families, the
     /// denied modules and the denied calls. Returns true when it reported.
     fn check_qualified(&mut self, q: &str, offset: TextSize) -> bool {
-        for (rule, patterns) in FAMILIES {
-            if let Some(p) = patterns.iter().find(|p| covers(p, q)) {
-                let what = family_description(*rule);
-                let shown = q.strip_prefix("builtins.").unwrap_or(q);
+        let root = q.split('.').next().unwrap_or(q);
+        let hit = self
+            .patterns
+            .get(root)
+            .into_iter()
+            .flatten()
+            .chain(self.glob_patterns.iter())
+            .find(|(src, p)| {
+                // `builtins.x` is how bare names resolve; `import builtins`
+                // itself is caught at the import statement.
+                !(matches!(src, Source::DenyModule) && q.starts_with("builtins.")) && covers(p, q)
+            })
+            .cloned();
+        let Some((src, p)) = hit else {
+            return false;
+        };
+        let shown = q.strip_prefix("builtins.").unwrap_or(q);
+        match src {
+            Source::Family(rule) => {
+                let what = family_description(rule);
                 self.report(
-                    *rule,
+                    rule,
                     offset,
                     format!("`{shown}` is denied: {what} (matches built-in rule `{p}`)"),
                 );
-                return true;
+            }
+            Source::DenyModule => {
+                let msg = if q == p.trim_end_matches(".*") {
+                    format!(
+                        "module `{q}` is denied by the policy (code.deny_modules); use an allowed module instead"
+                    )
+                } else {
+                    format!(
+                        "`{q}` belongs to module `{p}`, which the policy denies (code.deny_modules); use an allowed module instead"
+                    )
+                };
+                self.report(RuleId::ImportDenied, offset, msg);
+            }
+            Source::DenyCall => {
+                self.report(
+                    RuleId::CallDenied,
+                    offset,
+                    format!(
+                        "`{shown}` is denied by the policy (code.deny_calls: `{}`)",
+                        p.strip_prefix("builtins.").unwrap_or(&p)
+                    ),
+                );
             }
         }
-        // `builtins.x` is how bare names resolve; `import builtins` itself is
-        // caught at the import statement.
-        if let Some(p) = self
-            .policy
-            .code
-            .deny_modules
-            .iter()
-            .find(|p| !q.starts_with("builtins.") && covers(p, q))
-        {
-            let msg = if q == p.trim_end_matches(".*") {
-                format!(
-                    "module `{q}` is denied by the policy (code.deny_modules); use an allowed module instead"
-                )
-            } else {
-                format!(
-                    "`{q}` belongs to module `{p}`, which the policy denies (code.deny_modules); use an allowed module instead"
-                )
-            };
-            self.report(RuleId::ImportDenied, offset, msg);
-            return true;
-        }
-        let hit = self.policy.code.deny_calls.iter().find(|p| {
-            if p.contains('.') {
-                covers(p, q)
-            } else {
-                covers(&format!("builtins.{p}"), q)
-            }
-        });
-        if let Some(p) = hit {
-            let shown = q.strip_prefix("builtins.").unwrap_or(q);
-            self.report(
-                RuleId::CallDenied,
-                offset,
-                format!("`{shown}` is denied by the policy (code.deny_calls: `{p}`)"),
-            );
-            return true;
-        }
-        false
+        true
     }
 
     /// Checks a module being imported (statement, `__import__('x')`).
