@@ -30,7 +30,10 @@ fn invalid_policy_exits_2() {
     assert_eq!(check_command(&bad, None, false), 2);
     let code = write(dir.path(), "x.py", "print(1)\n");
     assert_eq!(check_command(&bad, Some(&code), false), 2);
-    assert_eq!(check_command(&dir.path().join("missing.yml"), None, false), 2);
+    assert_eq!(
+        check_command(&dir.path().join("missing.yml"), None, false),
+        2
+    );
 }
 
 #[test]
@@ -68,7 +71,10 @@ fn text_output_lists_line_column_rule_severity_and_snippet() {
     let v = check_code(&Policy::default(), "import os\nos.system('id')\n");
     let text = render_text(&v);
     assert!(text.starts_with("deny: 1 finding\n"), "{text}");
-    assert!(text.contains("\n2:1 process deny `os.system` is denied"), "{text}");
+    assert!(
+        text.contains("\n2:1 process deny `os.system` is denied"),
+        "{text}"
+    );
     assert!(text.contains("\n    os.system('id')\n"), "{text}");
     let json = serde_json::to_value(&v).unwrap();
     assert_eq!(json["decision"], "deny");

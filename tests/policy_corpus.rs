@@ -96,7 +96,10 @@ fn corpus_matches_expected_verdicts() {
         if std::env::var_os("POLICY_CORPUS_VERBOSE").is_some() {
             println!("== {} ({:?})", case.name, verdict.decision);
             for f in &verdict.findings {
-                println!("   {}:{} {} {:?}: {}", f.line, f.column, f.rule, f.severity, f.message);
+                println!(
+                    "   {}:{} {} {:?}: {}",
+                    f.line, f.column, f.rule, f.severity, f.message
+                );
             }
         }
         if case.decision == Decision::Allow {
@@ -108,7 +111,12 @@ fn corpus_matches_expected_verdicts() {
             let got: Vec<String> = verdict
                 .findings
                 .iter()
-                .map(|f| format!("{}:{} {} {:?}: {}", f.line, f.column, f.rule, f.severity, f.message))
+                .map(|f| {
+                    format!(
+                        "{}:{} {} {:?}: {}",
+                        f.line, f.column, f.rule, f.severity, f.message
+                    )
+                })
                 .collect();
             mismatches.push(format!(
                 "{}: expected {:?} {}, got {:?}\n    {}",
@@ -120,7 +128,10 @@ fn corpus_matches_expected_verdicts() {
             ));
         }
     }
-    assert!(allowed >= 30 && refused >= 50, "allowed {allowed}, refused {refused}");
+    assert!(
+        allowed >= 30 && refused >= 50,
+        "allowed {allowed}, refused {refused}"
+    );
     assert!(
         mismatches.is_empty(),
         "{} of {} snippets mismatched:\n{}",

@@ -94,17 +94,50 @@ fn out_of_range_values_report_their_position() {
 
 #[test]
 fn allowlist_patterns_and_rule_ids_are_validated() {
-    assert_at(&err("code:\n  allow_imports: ['*']\n"), 2, 18, "meaningless");
-    assert_at(&err("code:\n  allow_imports: ['os path']\n"), 2, 18, "not a module pattern");
-    assert_at(&err("code:\n  escalate: [syntax-error]\n"), 2, 13, "cannot escalate");
-    assert_at(&err("code:\n  escalate: [bogus]\n"), 2, 14, "unknown variant `bogus`");
-    assert_at(&err("who:\n  min_permission: god\n"), 2, 19, "unknown variant `god`");
-    assert_at(&err("inputs:\n  allow: ['a[']\n"), 2, 10, "not a valid glob");
+    assert_at(
+        &err("code:\n  allow_imports: ['*']\n"),
+        2,
+        18,
+        "meaningless",
+    );
+    assert_at(
+        &err("code:\n  allow_imports: ['os path']\n"),
+        2,
+        18,
+        "not a module pattern",
+    );
+    assert_at(
+        &err("code:\n  escalate: [syntax-error]\n"),
+        2,
+        13,
+        "cannot escalate",
+    );
+    assert_at(
+        &err("code:\n  escalate: [bogus]\n"),
+        2,
+        14,
+        "unknown variant `bogus`",
+    );
+    assert_at(
+        &err("who:\n  min_permission: god\n"),
+        2,
+        19,
+        "unknown variant `god`",
+    );
+    assert_at(
+        &err("inputs:\n  allow: ['a[']\n"),
+        2,
+        10,
+        "not a valid glob",
+    );
 }
 
 #[test]
 fn empty_file_is_the_default_policy() {
-    assert_eq!(Policy::from_yaml_str("", "x.yml").unwrap(), Policy::default());
+    assert_eq!(
+        Policy::from_yaml_str("", "x.yml").unwrap(),
+        Policy::default()
+    );
     assert_eq!(
         Policy::from_yaml_str("# only a comment\n", "x.yml").unwrap(),
         Policy::default()
@@ -141,8 +174,10 @@ fn defaults_are_safe() {
 #[test]
 fn default_yml_is_policy_default() {
     let p = Policy::load(&root().join("policies/default.yml")).unwrap();
-    let mut d = Policy::default();
-    d.origin = p.origin.clone();
+    let d = Policy {
+        origin: p.origin.clone(),
+        ..Policy::default()
+    };
     assert_eq!(p, d);
 }
 
@@ -151,7 +186,13 @@ fn bundled_policies_load_with_their_intent() {
     let strict = Policy::load(&root().join("policies/strict.yml")).unwrap();
     assert_eq!(strict.sandbox.timeout, Duration::from_secs(2));
     assert_eq!(strict.sandbox.memory, ByteSize::mib(64));
-    assert!(!strict.code.allow_imports.iter().any(|m| m.starts_with("pandas")));
+    assert!(
+        !strict
+            .code
+            .allow_imports
+            .iter()
+            .any(|m| m.starts_with("pandas"))
+    );
     let esc = Policy::load(&root().join("policies/escalate.yml")).unwrap();
     assert!(esc.code.escalates(RuleId::ImportNotAllowed));
     assert!(!esc.code.escalates(RuleId::Process));
@@ -204,11 +245,30 @@ fn output_schema_may_be_a_path_relative_to_the_policy() {
 fn runtime_rules_skip_modules_the_data_stack_loads() {
     let rules = Policy::default().runtime_rules();
     assert!(rules.restrict_files);
-    for m in ["multiprocessing", "pty", "http", "requests", "asyncio", "runpy", "code"] {
+    for m in [
+        "multiprocessing",
+        "pty",
+        "http",
+        "requests",
+        "asyncio",
+        "runpy",
+        "code",
+    ] {
         assert!(rules.deny_imports.iter().any(|d| d == m), "{m} missing");
     }
-    for m in ["subprocess", "socket", "ctypes", "pickle", "importlib", "signal", "os"] {
-        assert!(!rules.deny_imports.iter().any(|d| d == m), "{m} would break pandas");
+    for m in [
+        "subprocess",
+        "socket",
+        "ctypes",
+        "pickle",
+        "importlib",
+        "signal",
+        "os",
+    ] {
+        assert!(
+            !rules.deny_imports.iter().any(|d| d == m),
+            "{m} would break pandas"
+        );
     }
     assert!(rules.deny_imports.iter().all(|d| !d.contains('.')));
 }

@@ -49,10 +49,50 @@ impl Rng {
 }
 
 const TOKENS: &[&str] = &[
-    "(", ")", "[", "]", "{", "}", ":", "\n", "    ", "'", "\"", "\"\"\"", "f'{", "}'", "\\",
-    "lambda", "import os", "getattr", "__class__", "__subclasses__", ".", ",", "*", "**",
-    "match x:\n    case ", "if", "else", "async ", "await ", "yield", "=", ":=", "#", "\0",
-    "\r", "\u{feff}", "ｅｖａｌ", "é", "💥", "\t", "@", "->", "type X = ", "[T]",
+    "(",
+    ")",
+    "[",
+    "]",
+    "{",
+    "}",
+    ":",
+    "\n",
+    "    ",
+    "'",
+    "\"",
+    "\"\"\"",
+    "f'{",
+    "}'",
+    "\\",
+    "lambda",
+    "import os",
+    "getattr",
+    "__class__",
+    "__subclasses__",
+    ".",
+    ",",
+    "*",
+    "**",
+    "match x:\n    case ",
+    "if",
+    "else",
+    "async ",
+    "await ",
+    "yield",
+    "=",
+    ":=",
+    "#",
+    "\0",
+    "\r",
+    "\u{feff}",
+    "ｅｖａｌ",
+    "é",
+    "💥",
+    "\t",
+    "@",
+    "->",
+    "type X = ",
+    "[T]",
 ];
 
 fn mutate(rng: &mut Rng, src: &[u8]) -> Vec<u8> {
@@ -97,14 +137,22 @@ fn mutated_corpus_snippets_never_panic_or_hang() {
         let seed = &seeds[rng.below(seeds.len())];
         let bytes = mutate(&mut rng, seed);
         let code = String::from_utf8_lossy(&bytes);
-        let v = check_ok(&policy, &code, &format!("mutation {i}"), Duration::from_secs(5));
+        let v = check_ok(
+            &policy,
+            &code,
+            &format!("mutation {i}"),
+            Duration::from_secs(5),
+        );
         decisions[match v.decision {
             Decision::Allow => 0,
             Decision::Deny => 1,
             Decision::Escalate => 2,
         }] += 1;
         for f in &v.findings {
-            assert!(f.line >= 1 && f.column >= 1, "mutation {i}: bad position {f:?}");
+            assert!(
+                f.line >= 1 && f.column >= 1,
+                "mutation {i}: bad position {f:?}"
+            );
         }
     }
     assert!(decisions[1] > 0, "{decisions:?}");
@@ -118,7 +166,12 @@ fn arbitrary_bytes_never_panic() {
         let len = rng.below(2048);
         let bytes: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
         let code = String::from_utf8_lossy(&bytes);
-        check_ok(&policy, &code, &format!("random {i}"), Duration::from_secs(5));
+        check_ok(
+            &policy,
+            &code,
+            &format!("random {i}"),
+            Duration::from_secs(5),
+        );
     }
 }
 
@@ -127,16 +180,28 @@ fn deeply_nested_expressions_are_denied_not_crashed() {
     let policy = big_policy();
     let n = 5000;
     let cases = [
-        ("parens", format!("x = {}1{}\n", "(".repeat(n), ")".repeat(n))),
-        ("lists", format!("x = {}1{}\n", "[".repeat(n), "]".repeat(n))),
-        ("calls", format!("x = {}1{}\n", "f(".repeat(n), ")".repeat(n))),
+        (
+            "parens",
+            format!("x = {}1{}\n", "(".repeat(n), ")".repeat(n)),
+        ),
+        (
+            "lists",
+            format!("x = {}1{}\n", "[".repeat(n), "]".repeat(n)),
+        ),
+        (
+            "calls",
+            format!("x = {}1{}\n", "f(".repeat(n), ")".repeat(n)),
+        ),
         ("unary", format!("x = {}1\n", "-".repeat(100_000))),
         ("not", format!("x = {}True\n", "not ".repeat(50_000))),
         ("lambdas", format!("f = {}0\n", "lambda: ".repeat(20_000))),
         ("attributes", format!("x = a{}\n", ".b".repeat(200_000))),
         ("subscripts", format!("x = a{}\n", "[0]".repeat(100_000))),
         ("binop chain", format!("x = 1{}\n", "+1".repeat(400_000))),
-        ("fstrings", format!("x = {}1{}\n", "f'{".repeat(2000), "}'".repeat(2000))),
+        (
+            "fstrings",
+            format!("x = {}1{}\n", "f'{".repeat(2000), "}'".repeat(2000)),
+        ),
         (
             "dicts",
             format!("x = {}1{}\n", "{'a': ".repeat(n), "}".repeat(n)),
@@ -173,13 +238,19 @@ fn deeply_nested_blocks_are_handled() {
 
 #[test]
 fn a_megabyte_of_code_is_checked_or_refused_quickly() {
-    let line = "total = sum(x * 2 for x in range(10)) + len(str(total if 'total' in dir() else 0))\n";
+    let line =
+        "total = sum(x * 2 for x in range(10)) + len(str(total if 'total' in dir() else 0))\n";
     let mut code = String::new();
     while code.len() + line.len() < 1024 * 1024 {
         code.push_str(line);
     }
     // default policy: refused on size before parsing
-    let v = check_ok(&Policy::default(), &code, "1MB default", Duration::from_secs(1));
+    let v = check_ok(
+        &Policy::default(),
+        &code,
+        "1MB default",
+        Duration::from_secs(1),
+    );
     assert!(has_rule(&v, "code-too-large"), "{:?}", v.findings);
     // a policy that accepts 1 MiB: fully checked
     let v = check_ok(&big_policy(), &code, "1MB big", Duration::from_secs(30));
@@ -200,7 +271,14 @@ fn a_megabyte_of_code_is_checked_or_refused_quickly() {
 
 #[test]
 fn empty_and_whitespace_code_is_allowed() {
-    for code in ["", "\n", "   \n\t\n", "# nothing\n", "\u{feff}x = 1\n", "x = 1\r\ny = 2\r"] {
+    for code in [
+        "",
+        "\n",
+        "   \n\t\n",
+        "# nothing\n",
+        "\u{feff}x = 1\n",
+        "x = 1\r\ny = 2\r",
+    ] {
         let v = check_ok(&Policy::default(), code, code, Duration::from_secs(1));
         assert_eq!(v.decision, Decision::Allow, "{code:?}: {:?}", v.findings);
     }
@@ -209,7 +287,11 @@ fn empty_and_whitespace_code_is_allowed() {
 #[test]
 fn syntax_errors_carry_their_position() {
     let v = check_code(&Policy::default(), "x = 1\ny = (2,\nz = 3 +\n");
-    let f = v.findings.iter().find(|f| f.rule == "syntax-error").unwrap();
+    let f = v
+        .findings
+        .iter()
+        .find(|f| f.rule == "syntax-error")
+        .unwrap();
     assert_eq!(v.decision, Decision::Deny);
     assert!(f.line >= 2, "{f:?}");
     let v = check_code(&Policy::default(), "a = 1\nb = 2 +\n");

@@ -212,10 +212,7 @@ impl LineIndex {
             Err(i) => i - 1,
         };
         let start = self.starts[line];
-        let col = code
-            .get(start..off)
-            .map(|s| s.chars().count())
-            .unwrap_or(0);
+        let col = code.get(start..off).map(|s| s.chars().count()).unwrap_or(0);
         (line as u32 + 1, col as u32 + 1)
     }
 
@@ -460,7 +457,8 @@ impl Env<'_> {
                 }
             }
             Expr::Subscript(s) => match &*s.value {
-                Expr::List(ast::ExprList { elts, .. }) | Expr::Tuple(ast::ExprTuple { elts, .. }) => {
+                Expr::List(ast::ExprList { elts, .. })
+                | Expr::Tuple(ast::ExprTuple { elts, .. }) => {
                     for e in elts {
                         for q in self.resolve(e, depth + 1) {
                             push_capped(&mut out, q);
@@ -631,7 +629,8 @@ impl Env<'_> {
                                 match el {
                                     InterpolatedStringElement::Literal(l) => out.push_str(&l.value),
                                     InterpolatedStringElement::Interpolation(i) => {
-                                        match (&i.format_spec, self.fold(&i.expression, depth + 1)) {
+                                        match (&i.format_spec, self.fold(&i.expression, depth + 1))
+                                        {
                                             (None, Some(v)) => out.push_str(&v),
                                             _ => return Some((out, false)),
                                         }
@@ -645,7 +644,9 @@ impl Env<'_> {
             }
             Expr::Call(c) => {
                 let funcs = self.resolve(&c.func, depth + 1);
-                if funcs.iter().any(|f| f == "os.path.join" || f == "posixpath.join")
+                if funcs
+                    .iter()
+                    .any(|f| f == "os.path.join" || f == "posixpath.join")
                     && let Some(first) = c.arguments.args.first()
                 {
                     let (p, complete) = self.prefix(first, depth + 1)?;
@@ -745,7 +746,10 @@ impl Binder {
     }
 
     fn bind(&mut self, name: &str, qualified: String) {
-        push_capped(self.bindings.entry(name.to_string()).or_default(), qualified);
+        push_capped(
+            self.bindings.entry(name.to_string()).or_default(),
+            qualified,
+        );
     }
 
     fn bind_parameters(&mut self, params: &ast::Parameters) {
@@ -997,7 +1001,11 @@ impl Checker<'_, '_> {
                 format!(
                     "module `{module}` is not in the policy's allowlist (code.allow_imports); use an allowed module ({}{}) or ask for the policy to be extended",
                     some.join(", "),
-                    if self.policy.code.allow_imports.len() > 8 { ", ..." } else { "" }
+                    if self.policy.code.allow_imports.len() > 8 {
+                        ", ..."
+                    } else {
+                        ""
+                    }
                 )
             };
             self.report(RuleId::ImportNotAllowed, offset, msg);
@@ -1029,12 +1037,7 @@ impl Checker<'_, '_> {
                     .names
                     .first()
                     .map(|a| format!("{m}.{}", a.name.id.as_str()));
-                let module_ok = self
-                    .policy
-                    .code
-                    .allow_imports
-                    .iter()
-                    .any(|p| allows(p, m));
+                let module_ok = self.policy.code.allow_imports.iter().any(|p| allows(p, m));
                 if module_ok || first_sub.is_none() {
                     self.check_import(m, i.range.start(), None);
                 } else if self.check_qualified(m, i.range.start()) {
@@ -1118,7 +1121,9 @@ impl Checker<'_, '_> {
             self.report(
                 RuleId::DunderEscape,
                 offset,
-                format!("name `{id}` reaches interpreter internals; data-analysis code does not need it"),
+                format!(
+                    "name `{id}` reaches interpreter internals; data-analysis code does not need it"
+                ),
             );
         }
     }
@@ -1218,11 +1223,11 @@ impl Checker<'_, '_> {
         if OPEN_FUNCTIONS.iter().any(|f| has(f)) {
             self.check_open(c);
         }
-        let pickle = c
-            .arguments
-            .keywords
-            .iter()
-            .find(|k| k.arg.as_ref().is_some_and(|a| a.id.as_str() == "allow_pickle"));
+        let pickle = c.arguments.keywords.iter().find(|k| {
+            k.arg
+                .as_ref()
+                .is_some_and(|a| a.id.as_str() == "allow_pickle")
+        });
         if let Some(k) = pickle
             && !matches!(&k.value, Expr::BooleanLiteral(b) if !b.value)
         {
@@ -1252,7 +1257,10 @@ impl Checker<'_, '_> {
                 .iter()
                 .find(|k| {
                     k.arg.as_ref().is_some_and(|a| {
-                        matches!(a.id.as_str(), "path_or_buf" | "path" | "fname" | "file" | "excel_writer")
+                        matches!(
+                            a.id.as_str(),
+                            "path_or_buf" | "path" | "fname" | "file" | "excel_writer"
+                        )
                     })
                 })
                 .map(|k| &k.value)
@@ -1325,7 +1333,9 @@ impl Checker<'_, '_> {
     /// Writing `.py`/`.pth`/`.pyc`/`.so` files creates code the check never saw.
     fn check_code_file(&mut self, path: &Expr) {
         if let Some(sfx) = literal_suffix(path)
-            && CODE_SUFFIXES.iter().any(|c| sfx.to_ascii_lowercase().ends_with(c))
+            && CODE_SUFFIXES
+                .iter()
+                .any(|c| sfx.to_ascii_lowercase().ends_with(c))
         {
             self.report(
                 RuleId::CodeFileWrite,
@@ -1487,7 +1497,10 @@ fn dunders_in(text: &str) -> Vec<&str> {
             }
             let word = &text[start..j];
             // trim to the longest `__x__` form
-            if word.len() > 4 && word.ends_with("__") && word[2..word.len() - 2].bytes().any(|c| c != b'_') {
+            if word.len() > 4
+                && word.ends_with("__")
+                && word[2..word.len() - 2].bytes().any(|c| c != b'_')
+            {
                 let inner = word.trim_start_matches('_').trim_end_matches('_');
                 if !inner.is_empty() {
                     out.push(word);
@@ -1506,14 +1519,26 @@ fn dunders_in(text: &str) -> Vec<&str> {
 
 fn family_description(rule: RuleId) -> &'static str {
     match rule {
-        RuleId::Process => "starting processes or sending signals is not allowed; compute the result in Python",
+        RuleId::Process => {
+            "starting processes or sending signals is not allowed; compute the result in Python"
+        }
         RuleId::Network => "the sandbox has no network; pass data as inputs instead of fetching it",
         RuleId::NativeCode => "loading native code bypasses every Python-level check",
-        RuleId::UnsafeDeserialization => "unpickling runs code chosen by whoever wrote the data; use CSV, JSON or numpy.save/np.load without pickle",
-        RuleId::InterpreterState => "changing or inspecting interpreter state (modules, frames, hooks) can undo the sandbox's checks",
-        RuleId::EvalExec => "running code built at run time hides it from the check; write the code directly",
-        RuleId::DynamicImport => "imports must be written as `import x` statements so the policy can check them",
-        RuleId::Reflection => "namespace and debugger access lets code reach anything; use variables directly",
+        RuleId::UnsafeDeserialization => {
+            "unpickling runs code chosen by whoever wrote the data; use CSV, JSON or numpy.save/np.load without pickle"
+        }
+        RuleId::InterpreterState => {
+            "changing or inspecting interpreter state (modules, frames, hooks) can undo the sandbox's checks"
+        }
+        RuleId::EvalExec => {
+            "running code built at run time hides it from the check; write the code directly"
+        }
+        RuleId::DynamicImport => {
+            "imports must be written as `import x` statements so the policy can check them"
+        }
+        RuleId::Reflection => {
+            "namespace and debugger access lets code reach anything; use variables directly"
+        }
         _ => "denied",
     }
 }
@@ -1580,7 +1605,10 @@ mod tests {
     #[test]
     fn dunder_scan_finds_words() {
         assert_eq!(dunders_in("{0.__globals__}"), vec!["__globals__"]);
-        assert_eq!(dunders_in("__init__.py and __main__"), vec!["__init__", "__main__"]);
+        assert_eq!(
+            dunders_in("__init__.py and __main__"),
+            vec!["__init__", "__main__"]
+        );
         assert!(dunders_in("a__b").is_empty());
         assert!(dunders_in("____").is_empty());
     }
@@ -1594,11 +1622,23 @@ mod tests {
 
     #[test]
     fn paths() {
-        assert!(matches!(path_verdict("/out/a.csv", true), PathVerdict::Inside));
-        assert!(matches!(path_verdict("/out/../etc/x", true), PathVerdict::Outside));
-        assert!(matches!(path_verdict("/outside/x", true), PathVerdict::Outside));
+        assert!(matches!(
+            path_verdict("/out/a.csv", true),
+            PathVerdict::Inside
+        ));
+        assert!(matches!(
+            path_verdict("/out/../etc/x", true),
+            PathVerdict::Outside
+        ));
+        assert!(matches!(
+            path_verdict("/outside/x", true),
+            PathVerdict::Outside
+        ));
         assert!(matches!(path_verdict("/out", false), PathVerdict::Unknown));
         assert!(matches!(path_verdict("/etc/", false), PathVerdict::Outside));
-        assert!(matches!(path_verdict("rel.txt", true), PathVerdict::Outside));
+        assert!(matches!(
+            path_verdict("rel.txt", true),
+            PathVerdict::Outside
+        ));
     }
 }

@@ -83,7 +83,9 @@ impl PolicyError {
 fn add_hint(raw: &str) -> String {
     let raw = raw.trim().to_string();
     if raw.contains("unknown field") {
-        format!("{raw}; remove the key or fix its spelling (unknown keys are errors so typos cannot weaken the policy)")
+        format!(
+            "{raw}; remove the key or fix its spelling (unknown keys are errors so typos cannot weaken the policy)"
+        )
     } else if raw.contains("duplicate") {
         format!("{raw}; each key may appear once — delete one of them")
     } else if raw.contains("invalid type") {
