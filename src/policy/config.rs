@@ -1,0 +1,953 @@
+//! The YAML policy file: who may run what, with which limits.
+//!
+//! Read with [serde-saphyr](https://crates.io/crates/serde-saphyr): pure Rust,
+//! `#![forbid(unsafe_code)]`, maintained, rejects duplicate keys and reports
+//! line and column for every error (`serde_yaml` is deprecated and archived).
+//! Every struct denies unknown keys and every field has a safe default, so an
+//! empty file is the default policy.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::de::{self, Deserializer};
+use serde::{Deserialize, Serialize};
+
+use super::rules::RuleId;
+use crate::sandbox::{DEFAULT_IMAGE, Limits, RuntimeRules};
+use crate::units::{ByteSize, human_duration};
+
+/// The largest `code.max_bytes` a policy may set. Bigger scripts are not
+/// data analysis, and the checker's cost grows with the size.
+pub const MAX_CODE_BYTES_LIMIT: ByteSize = ByteSize::mib(1);
+
+/// The most generate/repair attempts a policy may allow.
+pub const MAX_ATTEMPTS: u8 = 10;
+
+/// Why a policy file could not be used, with where in the file.
+///
+/// Displayed as `file:line:column: message` (or `file: message` when the
+/// problem has no position, e.g. the file cannot be read).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct PolicyError {
+    /// The policy file (or the origin given to [`Policy::from_yaml_str`]).
+    pub file: String,
+    /// 1-based line, 0 when unknown.
+    pub line: u64,
+    /// 1-based column, 0 when unknown.
+    pub column: u64,
+    /// What is wrong and what to write instead.
+    pub message: String,
+}
+
+impl fmt::Display for PolicyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            write!(f, "{}: {}", self.file, self.message)
+        } else {
+            write!(
+                f,
+                "{}:{}:{}: {}",
+                self.file, self.line, self.column, self.message
+            )
+        }
+    }
+}
+
+impl PolicyError {
+    fn at(file: &str, line: u64, column: u64, message: impl Into<String>) -> Self {
+        PolicyError {
+            file: file.to_string(),
+            line,
+            column,
+            message: message.into(),
+        }
+    }
+
+    fn from_yaml(file: &str, err: &serde_saphyr::Error) -> Self {
+        use serde_saphyr::MessageFormatter;
+        let inner = err.without_snippet();
+        let (line, column) = inner
+            .location()
+            .map(|l| (l.line(), l.column()))
+            .unwrap_or((0, 0));
+        let raw = serde_saphyr::UserMessageFormatter
+            .format_message(inner)
+            .into_owned();
+        let message = add_hint(&raw);
+        PolicyError::at(file, line, column, message)
+    }
+}
+
+/// Adds a "write this instead" hint to serde's generic messages.
+fn add_hint(raw: &str) -> String {
+    let raw = raw.trim().to_string();
+    if raw.contains("unknown field") {
+        format!(
+            "{raw}; remove the key or fix its spelling (unknown keys are errors so typos cannot weaken the policy)"
+        )
+    } else if raw.contains("duplicate") {
+        format!("{raw}; each key may appear once — delete one of them")
+    } else if raw.contains("invalid type") {
+        format!("{raw}; see policies/default.yml for the expected form of every field")
+    } else {
+        raw
+    }
+}
+
+/// Repository permission levels on GitHub, weakest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Permission {
+    /// Can read the repository.
+    Read,
+    /// Can manage issues and pull requests without write access.
+    Triage,
+    /// Can push to the repository.
+    Write,
+    /// Can manage the repository without access to sensitive actions.
+    Maintain,
+    /// Full access.
+    Admin,
+}
+
+/// `who`: who may trigger runs (used by the GitHub front end).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Who {
+    /// GitHub logins allowed to trigger runs; empty means anyone who has
+    /// `min_permission` on the repository.
+    pub users: Vec<String>,
+    /// The weakest repository permission that may trigger runs.
+    pub min_permission: Permission,
+    /// Whether bot accounts (`[bot]` logins, `type: Bot`) may trigger runs.
+    pub allow_bots: bool,
+    /// Whether an edited comment may trigger a run (off: an edit could swap
+    /// the question after someone reviewed it).
+    pub allow_edited_comments: bool,
+}
+
+impl Default for Who {
+    fn default() -> Self {
+        Who {
+            users: Vec::new(),
+            min_permission: Permission::Write,
+            allow_bots: false,
+            allow_edited_comments: false,
+        }
+    }
+}
+
+/// The network mode of the sandbox. Only `none` exists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Network {
+    /// No network interface besides loopback.
+    #[default]
+    None,
+}
+
+impl Serialize for Network {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str("none")
+    }
+}
+
+impl<'de> Deserialize<'de> for Network {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        if s == "none" {
+            Ok(Network::None)
+        } else {
+            Err(de::Error::custom(format!(
+                "network `{s}` is not supported: only `none` is accepted, because code with network \
+                 access could send the workspace's data out or fetch code that was never checked; \
+                 write `network: none` and pass data as inputs"
+            )))
+        }
+    }
+}
+
+/// `sandbox`: the container the code runs in. Field names and units are the
+/// same as [`crate::sandbox::Limits`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SandboxPolicy {
+    /// Image reference (tag or `name@sha256:...` digest).
+    #[serde(deserialize_with = "de_image")]
+    pub image: String,
+    /// Wall-clock deadline (`10s`, `1500ms`), 100ms..=10m.
+    #[serde(with = "human_duration")]
+    pub timeout: Duration,
+    /// Memory limit (`256MiB`), 16MiB..=16GiB; swap is set equal.
+    pub memory: ByteSize,
+    /// CPU quota in cores, greater than 0 and at most 64.
+    #[serde(deserialize_with = "de_cpus")]
+    pub cpus: f64,
+    /// Maximum processes and threads, 1..=4096.
+    #[serde(deserialize_with = "de_pids")]
+    pub pids: i64,
+    /// Bytes of stdout kept.
+    pub stdout_cap: ByteSize,
+    /// Bytes of stderr kept.
+    pub stderr_cap: ByteSize,
+    /// Size of the `/tmp` tmpfs.
+    pub tmpfs: ByteSize,
+    /// Most files collected from `/out`.
+    pub artifacts_max_files: u32,
+    /// Most bytes collected from `/out`.
+    pub artifacts_max_bytes: ByteSize,
+    /// Open file descriptors per process.
+    pub nofile: u64,
+    /// Largest file a process may write.
+    pub fsize: ByteSize,
+    /// Network mode; only `none` is accepted.
+    pub network: Network,
+}
+
+impl Default for SandboxPolicy {
+    fn default() -> Self {
+        let l = Limits::default();
+        SandboxPolicy {
+            image: DEFAULT_IMAGE.to_string(),
+            timeout: l.timeout,
+            memory: l.memory,
+            cpus: l.cpus,
+            pids: l.pids,
+            stdout_cap: l.stdout_cap,
+            stderr_cap: l.stderr_cap,
+            tmpfs: l.tmpfs,
+            artifacts_max_files: l.artifacts_max_files,
+            artifacts_max_bytes: l.artifacts_max_bytes,
+            nofile: l.nofile,
+            fsize: l.fsize,
+            network: Network::None,
+        }
+    }
+}
+
+fn de_image<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    let s = String::deserialize(d)?;
+    if s.trim().is_empty() || s.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(de::Error::custom(format!(
+            "image `{s}` is not an image reference; write a tag like `{DEFAULT_IMAGE}` or a digest `name@sha256:...`"
+        )));
+    }
+    Ok(s)
+}
+
+fn de_cpus<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    let v = f64::deserialize(d)?;
+    if !(v > 0.0 && v <= 64.0) {
+        return Err(de::Error::custom(format!(
+            "cpus `{v}` is out of range; write a number of cores greater than 0 and at most 64, e.g. `1` or `0.5`"
+        )));
+    }
+    Ok(v)
+}
+
+fn de_pids<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
+    let v = i64::deserialize(d)?;
+    if !(1..=4096).contains(&v) {
+        return Err(de::Error::custom(format!(
+            "pids `{v}` is out of range; write a number from 1 to 4096, e.g. `64`"
+        )));
+    }
+    Ok(v)
+}
+
+/// `inputs`: which workspace files may be handed to the code.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Inputs {
+    /// Glob allowlist of workspace-relative paths (`**/*.csv`).
+    #[serde(deserialize_with = "de_globs")]
+    pub allow: Vec<String>,
+    /// Largest single input file.
+    pub max_file_bytes: ByteSize,
+    /// Largest total of all input files of one run.
+    pub max_total_bytes: ByteSize,
+}
+
+impl Default for Inputs {
+    fn default() -> Self {
+        Inputs {
+            allow: [
+                "**/*.csv",
+                "**/*.json",
+                "**/*.jsonl",
+                "**/*.tsv",
+                "**/*.txt",
+                "**/*.log",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+            max_file_bytes: ByteSize::mib(16),
+            max_total_bytes: ByteSize::mib(64),
+        }
+    }
+}
+
+impl Inputs {
+    /// True when the workspace-relative `path` matches one of the `allow`
+    /// globs. Paths with `..` components or absolute paths never match.
+    pub fn is_allowed(&self, path: &str) -> bool {
+        let p = Path::new(path);
+        if p.is_absolute()
+            || p.components()
+                .any(|c| matches!(c, std::path::Component::ParentDir))
+        {
+            return false;
+        }
+        let mut b = globset::GlobSetBuilder::new();
+        for g in &self.allow {
+            if let Ok(glob) = globset::GlobBuilder::new(g).literal_separator(true).build() {
+                b.add(glob);
+            }
+        }
+        b.build().map(|s| s.is_match(p)).unwrap_or(false)
+    }
+}
+
+fn de_globs<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    let v = Vec::<String>::deserialize(d)?;
+    for g in &v {
+        if let Err(e) = globset::GlobBuilder::new(g).literal_separator(true).build() {
+            return Err(de::Error::custom(format!(
+                "`{g}` is not a valid glob ({e}); write e.g. `data/**/*.csv`"
+            )));
+        }
+    }
+    Ok(v)
+}
+
+/// The language of the code. Only Python exists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Language {
+    /// Python 3.
+    #[default]
+    Python,
+}
+
+/// `code`: what the code may contain.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CodePolicy {
+    /// The code's language; only `python`.
+    pub language: Language,
+    /// Largest accepted script, at most 1MiB.
+    #[serde(deserialize_with = "de_max_bytes")]
+    pub max_bytes: ByteSize,
+    /// Modules the code may import: `name` allows exactly that module,
+    /// `pkg.*` allows `pkg` and every submodule.
+    #[serde(deserialize_with = "de_allow_imports")]
+    pub allow_imports: Vec<String>,
+    /// Modules that are always denied, with all their submodules, even when
+    /// unknown imports escalate. Their top-level names also go to the
+    /// in-sandbox runner (see [`Policy::runtime_rules`]).
+    #[serde(deserialize_with = "de_module_patterns")]
+    pub deny_modules: Vec<String>,
+    /// Calls and attributes that are denied, as resolved dotted names
+    /// (`os.remove`, `os.exec*`); a bare name is a builtin (`input`).
+    #[serde(deserialize_with = "de_call_patterns")]
+    pub deny_calls: Vec<String>,
+    /// Rule ids whose findings escalate to a human instead of denying.
+    #[serde(deserialize_with = "de_escalate")]
+    pub escalate: Vec<RuleId>,
+    /// Shorthand for listing `import-not-allowed` in `escalate`.
+    pub escalate_unknown_imports: bool,
+}
+
+fn strs(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+/// The default import allowlist (data analysis). Kept in sync with
+/// `policies/default.yml` by a test.
+pub const DEFAULT_ALLOW_IMPORTS: &[&str] = &[
+    "pandas.*",
+    "numpy.*",
+    "matplotlib.*",
+    "math",
+    "cmath",
+    "statistics",
+    "decimal",
+    "fractions",
+    "numbers",
+    "random",
+    "json",
+    "csv",
+    "gzip",
+    "base64",
+    "struct",
+    "hashlib",
+    "datetime",
+    "zoneinfo",
+    "calendar",
+    "time",
+    "collections.*",
+    "itertools",
+    "functools",
+    "operator",
+    "heapq",
+    "bisect",
+    "array",
+    "copy",
+    "re",
+    "string",
+    "textwrap",
+    "unicodedata",
+    "difflib",
+    "pprint",
+    "typing",
+    "dataclasses",
+    "enum",
+    "abc",
+    "contextlib",
+    "warnings",
+    "__future__",
+    "io",
+    "os",
+    "os.path",
+    "glob",
+    "fnmatch",
+    "sys",
+];
+
+/// The default list of always-denied modules.
+pub const DEFAULT_DENY_MODULES: &[&str] = &[
+    "ctypes",
+    "_ctypes",
+    "cffi",
+    "socket",
+    "_socket",
+    "ssl",
+    "select",
+    "selectors",
+    "asyncio",
+    "urllib",
+    "urllib3",
+    "http",
+    "requests",
+    "httpx",
+    "aiohttp",
+    "ftplib",
+    "smtplib",
+    "telnetlib",
+    "poplib",
+    "imaplib",
+    "nntplib",
+    "xmlrpc",
+    "socketserver",
+    "webbrowser",
+    "subprocess",
+    "_posixsubprocess",
+    "pty",
+    "tty",
+    "termios",
+    "fcntl",
+    "resource",
+    "multiprocessing",
+    "_multiprocessing",
+    "concurrent.futures.process",
+    "signal",
+    "_signal",
+    "posix",
+    "nt",
+    "pickle",
+    "_pickle",
+    "marshal",
+    "shelve",
+    "dill",
+    "cloudpickle",
+    "joblib",
+    "importlib",
+    "imp",
+    "runpy",
+    "pkgutil",
+    "zipimport",
+    "code",
+    "codeop",
+    "pdb",
+    "bdb",
+    "builtins",
+    "gc",
+    "inspect",
+    "mmap",
+];
+
+/// The default list of denied calls (beyond the built-in families, which
+/// cannot be switched off): file-system and environment changes through `os`.
+pub const DEFAULT_DENY_CALLS: &[&str] = &[
+    "os.remove",
+    "os.unlink",
+    "os.rmdir",
+    "os.removedirs",
+    "os.rename",
+    "os.renames",
+    "os.replace",
+    "os.chmod",
+    "os.chown",
+    "os.lchown",
+    "os.link",
+    "os.symlink",
+    "os.mkfifo",
+    "os.mknod",
+    "os.chroot",
+    "os.set*",
+    "os.putenv",
+    "os.unsetenv",
+    "os.open",
+    "os.fdopen",
+    "os.write",
+    "os.dup",
+    "os.dup2",
+    "os.pipe",
+    "os.memfd_create",
+    "os.truncate",
+    "os.ftruncate",
+    "numpy.f2py",
+    "numpy.distutils",
+    "pandas.read_clipboard",
+];
+
+impl Default for CodePolicy {
+    fn default() -> Self {
+        CodePolicy {
+            language: Language::Python,
+            max_bytes: ByteSize::kib(64),
+            allow_imports: strs(DEFAULT_ALLOW_IMPORTS),
+            deny_modules: strs(DEFAULT_DENY_MODULES),
+            deny_calls: strs(DEFAULT_DENY_CALLS),
+            escalate: Vec::new(),
+            escalate_unknown_imports: false,
+        }
+    }
+}
+
+impl CodePolicy {
+    /// True when findings of `rule` escalate instead of denying.
+    pub fn escalates(&self, rule: RuleId) -> bool {
+        (self.escalate_unknown_imports && rule == RuleId::ImportNotAllowed)
+            || self.escalate.contains(&rule)
+    }
+}
+
+fn de_max_bytes<'de, D: Deserializer<'de>>(d: D) -> Result<ByteSize, D::Error> {
+    let v = ByteSize::deserialize(d)?;
+    if v.bytes() == 0 || v > MAX_CODE_BYTES_LIMIT {
+        return Err(de::Error::custom(format!(
+            "max_bytes `{v}` is out of range; write a size above 0 and at most {MAX_CODE_BYTES_LIMIT}, e.g. `64KiB`"
+        )));
+    }
+    Ok(v)
+}
+
+fn is_dotted_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.split('.').all(|part| {
+            let mut cs = part.chars();
+            matches!(cs.next(), Some(c) if c == '_' || c.is_alphabetic())
+                && cs.all(|c| c == '_' || c.is_alphanumeric())
+        })
+}
+
+fn valid_module_pattern(s: &str) -> bool {
+    is_dotted_name(s.strip_suffix(".*").unwrap_or(s))
+}
+
+fn de_allow_imports<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    let v = Vec::<String>::deserialize(d)?;
+    for p in &v {
+        if p == "*" || p == ".*" {
+            return Err(de::Error::custom(
+                "`*` would allow every module, which makes the allowlist meaningless; list the modules \
+                 (`pandas.*`, `math`) and set `escalate_unknown_imports: true` to let a human approve others",
+            ));
+        }
+        if !valid_module_pattern(p) {
+            return Err(de::Error::custom(format!(
+                "`{p}` is not a module pattern; write a dotted module name (`json`, `os.path`) or `pkg.*` for a package and its submodules"
+            )));
+        }
+    }
+    Ok(v)
+}
+
+fn de_module_patterns<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    let v = Vec::<String>::deserialize(d)?;
+    for p in &v {
+        if !valid_module_pattern(p) {
+            return Err(de::Error::custom(format!(
+                "`{p}` is not a module name; write a dotted module name such as `ctypes` or `urllib.request` (submodules are included)"
+            )));
+        }
+    }
+    Ok(v)
+}
+
+fn de_call_patterns<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    let v = Vec::<String>::deserialize(d)?;
+    for p in &v {
+        let without_stars = p.replace('*', "x");
+        if !is_dotted_name(&without_stars) || p.starts_with('*') {
+            return Err(de::Error::custom(format!(
+                "`{p}` is not a call pattern; write a dotted name such as `os.remove`, optionally ending in `*` (`os.exec*`)"
+            )));
+        }
+    }
+    Ok(v)
+}
+
+fn de_escalate<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<RuleId>, D::Error> {
+    let v = Vec::<RuleId>::deserialize(d)?;
+    for r in &v {
+        if !r.escalatable() {
+            return Err(de::Error::custom(format!(
+                "rule `{}` cannot escalate: such code cannot be checked or run at all; remove it from `escalate`",
+                r.as_str()
+            )));
+        }
+    }
+    Ok(v)
+}
+
+/// A number of generate/repair attempts, 1..=10.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(transparent)]
+pub struct Attempts(u8);
+
+impl Attempts {
+    /// The number of attempts.
+    pub fn get(self) -> u8 {
+        self.0
+    }
+
+    /// `n` attempts, or `None` when `n` is outside 1..=10.
+    pub fn new(n: u8) -> Option<Self> {
+        (1..=MAX_ATTEMPTS).contains(&n).then_some(Attempts(n))
+    }
+}
+
+impl Default for Attempts {
+    fn default() -> Self {
+        Attempts(3)
+    }
+}
+
+impl<'de> Deserialize<'de> for Attempts {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            N(i64),
+            S(String),
+        }
+        let n = match Raw::deserialize(d)? {
+            Raw::N(n) => n,
+            Raw::S(s) => {
+                return Err(de::Error::custom(format!(
+                    "attempts `{s}` is not a number; write a number from 1 to {MAX_ATTEMPTS}"
+                )));
+            }
+        };
+        u8::try_from(n)
+            .ok()
+            .and_then(Attempts::new)
+            .ok_or_else(|| {
+                de::Error::custom(format!(
+                    "attempts `{n}` is out of range; write a number from 1 to {MAX_ATTEMPTS} (each attempt is a model call and a sandbox run)"
+                ))
+            })
+    }
+}
+
+/// `output`: what results must look like.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Output {
+    /// The JSON Schema results must match. In the file it is an inline
+    /// mapping or a path (relative to the policy file) to a YAML or JSON
+    /// file; after loading it is always the resolved schema.
+    pub schema: serde_json::Value,
+}
+
+impl Default for Output {
+    fn default() -> Self {
+        Output {
+            schema: serde_json::json!({"type": "object"}),
+        }
+    }
+}
+
+/// `escalation`: who may approve code that escalated.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Escalation {
+    /// GitHub logins that may approve; empty means anyone with
+    /// `min_permission`.
+    pub approvers: Vec<String>,
+    /// The weakest repository permission an approver needs.
+    pub min_permission: Permission,
+}
+
+impl Default for Escalation {
+    fn default() -> Self {
+        Escalation {
+            approvers: Vec::new(),
+            min_permission: Permission::Maintain,
+        }
+    }
+}
+
+/// The policy file format version. Only `1` exists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Version;
+
+impl Serialize for Version {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u8(1)
+    }
+}
+
+impl<'de> Deserialize<'de> for Version {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let n = i64::deserialize(d)?;
+        if n == 1 {
+            Ok(Version)
+        } else {
+            Err(de::Error::custom(format!(
+                "policy version `{n}` is not supported; write `version: 1`"
+            )))
+        }
+    }
+}
+
+/// A whole policy (`version: 1`). Every omitted field takes a safe default;
+/// [`Policy::default`] is the data-analysis policy of `policies/default.yml`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Policy {
+    /// File format version; always 1.
+    pub version: Version,
+    /// Who may trigger runs.
+    pub who: Who,
+    /// The container.
+    pub sandbox: SandboxPolicy,
+    /// Which workspace files may be inputs.
+    pub inputs: Inputs,
+    /// What the code may contain.
+    pub code: CodePolicy,
+    /// How many generate/repair attempts a request gets (1..=10).
+    pub attempts: Attempts,
+    /// What results must look like.
+    pub output: Output,
+    /// Whether the bot explains the result in words next to the numbers.
+    pub explain: bool,
+    /// Who may approve escalated code.
+    pub escalation: Escalation,
+    /// Where the policy came from (not part of the file).
+    #[serde(skip)]
+    pub origin: Option<PathBuf>,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            version: Version,
+            who: Who::default(),
+            sandbox: SandboxPolicy::default(),
+            inputs: Inputs::default(),
+            code: CodePolicy::default(),
+            attempts: Attempts::default(),
+            output: Output::default(),
+            explain: true,
+            escalation: Escalation::default(),
+            origin: None,
+        }
+    }
+}
+
+impl Policy {
+    /// Reads and validates a policy file. A relative `output.schema` path is
+    /// resolved against the file's directory.
+    pub fn load(path: &Path) -> Result<Policy, PolicyError> {
+        let name = path.display().to_string();
+        let src = std::fs::read_to_string(path).map_err(|e| {
+            PolicyError::at(
+                &name,
+                0,
+                0,
+                format!("cannot read the policy file ({e}); check the path"),
+            )
+        })?;
+        let mut p = Self::parse(&src, &name, path.parent())?;
+        p.origin = Some(path.to_path_buf());
+        Ok(p)
+    }
+
+    /// Parses a policy from YAML text. `origin` names the source in errors;
+    /// a relative `output.schema` path is resolved against the directory of
+    /// `origin` (taken as a path), or the current directory.
+    pub fn from_yaml_str(src: &str, origin: &str) -> Result<Policy, PolicyError> {
+        Self::parse(src, origin, Path::new(origin).parent())
+    }
+
+    fn parse(src: &str, origin: &str, base: Option<&Path>) -> Result<Policy, PolicyError> {
+        // An empty document (or only comments) is the default policy.
+        let meaningful = src.lines().any(|l| {
+            let t = l.trim();
+            !t.is_empty() && !t.starts_with('#') && t != "---"
+        });
+        let mut policy: Policy = if meaningful {
+            serde_saphyr::from_str(src).map_err(|e| PolicyError::from_yaml(origin, &e))?
+        } else {
+            Policy::default()
+        };
+        policy.resolve_schema(src, origin, base)?;
+        Ok(policy)
+    }
+
+    fn resolve_schema(
+        &mut self,
+        src: &str,
+        origin: &str,
+        base: Option<&Path>,
+    ) -> Result<(), PolicyError> {
+        let (line, column) = key_position(src, "schema");
+        match &self.output.schema {
+            serde_json::Value::String(rel) => {
+                let rel = rel.clone();
+                let dir = base
+                    .filter(|b| !b.as_os_str().is_empty())
+                    .map(Path::to_path_buf)
+                    .unwrap_or_else(|| PathBuf::from("."));
+                let path = dir.join(&rel);
+                let text = std::fs::read_to_string(&path).map_err(|e| {
+                    PolicyError::at(
+                        origin,
+                        line,
+                        column,
+                        format!(
+                            "cannot read output schema `{}` ({e}); give a path relative to the policy file or an inline mapping",
+                            path.display()
+                        ),
+                    )
+                })?;
+                let value: serde_json::Value = serde_json::from_str(&text)
+                    .or_else(|_| serde_saphyr::from_str(&text))
+                    .map_err(|e| {
+                        PolicyError::at(
+                            origin,
+                            line,
+                            column,
+                            format!(
+                                "output schema `{}` is neither JSON nor YAML ({e})",
+                                path.display()
+                            ),
+                        )
+                    })?;
+                self.output.schema = value;
+            }
+            serde_json::Value::Object(_) | serde_json::Value::Bool(_) => {}
+            _ => {
+                return Err(PolicyError::at(
+                    origin,
+                    line,
+                    column,
+                    "output.schema must be a JSON Schema mapping (e.g. `{type: object}`) or a path to a schema file",
+                ));
+            }
+        }
+        if !self.output.schema.is_object() && !self.output.schema.is_boolean() {
+            return Err(PolicyError::at(
+                origin,
+                line,
+                column,
+                "the output schema must be a JSON Schema object",
+            ));
+        }
+        if let Err(e) = jsonschema::validator_for(&self.output.schema) {
+            return Err(PolicyError::at(
+                origin,
+                line,
+                column,
+                format!("the output schema is not a valid JSON Schema: {e}"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The resource limits the sandbox enforces.
+    pub fn limits(&self) -> Limits {
+        let s = &self.sandbox;
+        Limits {
+            timeout: s.timeout,
+            memory: s.memory,
+            cpus: s.cpus,
+            pids: s.pids,
+            stdout_cap: s.stdout_cap,
+            stderr_cap: s.stderr_cap,
+            tmpfs: s.tmpfs,
+            artifacts_max_files: s.artifacts_max_files,
+            artifacts_max_bytes: s.artifacts_max_bytes,
+            nofile: s.nofile,
+            fsize: s.fsize,
+        }
+    }
+
+    /// The sandbox image reference.
+    pub fn image(&self) -> &str {
+        &self.sandbox.image
+    }
+
+    /// Rules for the in-sandbox runner's audit hooks: the top-level names of
+    /// `code.deny_modules`, minus the modules that pandas, numpy and
+    /// matplotlib import themselves (the runner cannot tell who imports, and
+    /// an already-loaded module raises no import event), and
+    /// `restrict_files: true`.
+    pub fn runtime_rules(&self) -> RuntimeRules {
+        let mut deny: Vec<String> = Vec::new();
+        for m in &self.code.deny_modules {
+            let top = m.split('.').next().unwrap_or(m).to_string();
+            if super::rules::PRELOADED_BY_DATA_STACK.contains(&top.as_str()) {
+                continue;
+            }
+            if !deny.contains(&top) {
+                deny.push(top);
+            }
+        }
+        RuntimeRules {
+            deny_imports: deny,
+            restrict_files: true,
+        }
+    }
+
+    /// The effective policy as YAML, with every default filled in and the
+    /// output schema resolved. Loading it again gives the same policy.
+    pub fn to_effective_yaml(&self) -> String {
+        match serde_saphyr::to_string(self) {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::error!("cannot serialize the policy: {e}");
+                format!("# cannot serialize the policy: {e}\n")
+            }
+        }
+    }
+}
+
+/// The first position of `key:` in the YAML source (best effort, for errors
+/// found after parsing).
+fn key_position(src: &str, key: &str) -> (u64, u64) {
+    for (i, line) in src.lines().enumerate() {
+        let t = line.trim_start();
+        if let Some(rest) = t.strip_prefix(key)
+            && rest.trim_start().starts_with(':')
+        {
+            let col = line.chars().count() - t.chars().count() + 1;
+            return (i as u64 + 1, col as u64);
+        }
+    }
+    (0, 0)
+}

@@ -1,0 +1,4 @@
+# expect: allow
+msg = ("the quick brown fox "
+       "jumps over the lazy dog")
+print(msg.title(), "system".upper())

@@ -1,0 +1,3 @@
+# expect: allow
+label = "__main__ module and __init__.py files"
+print(label.upper())

@@ -1,0 +1,4 @@
+# expect: deny process
+import os
+s = os.system
+s("id")

@@ -1,0 +1,3 @@
+# expect: deny process
+import os as o
+o.system("id")

@@ -1,0 +1,3 @@
+# expect: deny dunder-escape
+import operator
+operator.attrgetter("__globals__")(lambda: 0)

@@ -1,0 +1,2 @@
+# expect: deny eval-exec
+getattr(__builtins__, "ev" + "al")("1")

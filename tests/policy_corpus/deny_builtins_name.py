@@ -1,0 +1,2 @@
+# expect: deny dunder-escape
+__builtins__.open("/etc/passwd")

@@ -1,0 +1,3 @@
+# expect: deny source-encoding
+# -*- coding: utf_7 -*-
+x = 1

@@ -1,0 +1,2 @@
+# expect: deny eval-exec
+code = compile("print(1)", "<x>", "exec")

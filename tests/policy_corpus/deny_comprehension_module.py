@@ -1,0 +1,3 @@
+# expect: deny dangerous-attribute
+import os
+[m for m in [os]][0].system("id")

@@ -1,0 +1,3 @@
+# expect: deny native-code
+import ctypes
+ctypes.CDLL(None).system(b"id")

@@ -1,0 +1,4 @@
+# expect: deny eval-exec
+@eval
+def f():
+    pass

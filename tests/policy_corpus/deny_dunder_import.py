@@ -1,0 +1,2 @@
+# expect: deny dynamic-import
+__import__("os").system("id")

@@ -1,0 +1,3 @@
+# expect: deny dynamic-import
+m = __import__("o" + "s")
+m.system("id")

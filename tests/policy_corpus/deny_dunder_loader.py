@@ -1,0 +1,2 @@
+# expect: deny dunder-escape
+__loader__.load_module("os")

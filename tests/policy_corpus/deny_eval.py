@@ -1,0 +1,3 @@
+# expect: deny eval-exec
+expr = "1 + 1"
+print(eval(expr))

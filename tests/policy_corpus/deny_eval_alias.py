@@ -1,0 +1,3 @@
+# expect: deny eval-exec
+e = eval
+e("1")

@@ -1,0 +1,2 @@
+# expect: deny eval-exec
+print(list(map(eval, ["1", "2"])))

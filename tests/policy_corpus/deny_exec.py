@@ -1,0 +1,2 @@
+# expect: deny eval-exec
+exec("import os; os.system('id')")

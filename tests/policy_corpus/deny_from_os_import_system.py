@@ -1,0 +1,3 @@
+# expect: deny process
+from os import system
+system("id")

@@ -1,0 +1,3 @@
+# expect: deny process
+from subprocess import run as r
+r(["id"])

@@ -1,0 +1,3 @@
+# expect: deny reflection
+import gc
+objs = gc.get_objects()

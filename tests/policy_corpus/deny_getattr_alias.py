@@ -1,0 +1,4 @@
+# expect: deny process
+import os
+g = getattr
+g(os, "popen")("id")

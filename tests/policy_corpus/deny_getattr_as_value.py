@@ -1,0 +1,4 @@
+# expect: deny dynamic-attribute
+import os
+import functools
+f = functools.reduce(getattr, ["path"], os)

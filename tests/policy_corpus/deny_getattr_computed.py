@@ -1,0 +1,4 @@
+# expect: deny dynamic-attribute
+import os
+name = input_name()
+getattr(os, name)("id")

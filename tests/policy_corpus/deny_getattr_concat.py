@@ -1,0 +1,3 @@
+# expect: deny process
+import os
+getattr(os, "sys" + "tem")("id")

@@ -1,0 +1,2 @@
+# expect: deny dunder-escape
+g = getattr(lambda: 0, "__glo" + "bals__")

@@ -1,0 +1,4 @@
+# expect: deny process
+import os
+f = getattr(os, "".join(["sy", "st", "em"]))
+f("id")

@@ -1,0 +1,3 @@
+# expect: deny process
+import os
+getattr(os, "metsys"[::-1])("id")

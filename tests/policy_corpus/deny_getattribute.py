@@ -1,0 +1,3 @@
+# expect: deny dunder-escape
+import os
+object.__getattribute__(os, "system")("id")

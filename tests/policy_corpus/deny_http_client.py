@@ -1,0 +1,3 @@
+# expect: deny network
+import http.client
+conn = http.client.HTTPSConnection("example.com")

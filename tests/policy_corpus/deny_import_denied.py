@@ -1,0 +1,2 @@
+# expect: deny import-denied
+import asyncio

@@ -1,0 +1,3 @@
+# expect: deny import-not-allowed
+import shutil
+shutil.rmtree("/tmp/x")

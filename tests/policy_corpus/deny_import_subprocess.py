@@ -1,0 +1,3 @@
+# expect: deny process
+import subprocess
+print(subprocess.check_output(["ls", "/"]))

@@ -1,0 +1,3 @@
+# expect: deny dynamic-attribute
+import os
+(lambda g: g(os, "system"))(getattr)("id")

@@ -1,0 +1,3 @@
+# expect: deny process
+import os
+[os.system][0]("id")

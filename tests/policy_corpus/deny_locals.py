@@ -1,0 +1,2 @@
+# expect: deny reflection
+x = locals()

@@ -1,0 +1,3 @@
+# expect: deny unsafe-deserialization
+import marshal
+code = marshal.loads(b"...")

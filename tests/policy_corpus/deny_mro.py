@@ -1,0 +1,2 @@
+# expect: deny dunder-escape
+object_cls = "".__class__.__mro__[-1]

@@ -1,0 +1,2 @@
+# expect: deny eval-exec
+print(f"{f'{eval("1+1")}'}")

@@ -1,0 +1,2 @@
+# expect: deny open-write-outside-output
+open("result.txt", "w").write("x")

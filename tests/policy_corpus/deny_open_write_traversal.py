@@ -1,0 +1,2 @@
+# expect: deny open-write-outside-output
+open("/out/../etc/passwd", "a").write("x")

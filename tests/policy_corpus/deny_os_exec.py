@@ -1,0 +1,3 @@
+# expect: deny process
+import os
+os.execv("/bin/sh", ["sh"])

@@ -1,0 +1,3 @@
+# expect: deny process
+import os
+os.kill(1, 9)

@@ -1,0 +1,3 @@
+# expect: deny call-denied
+import os
+fd = os.open("/etc/x", os.O_WRONLY)

@@ -1,0 +1,3 @@
+# expect: deny call-denied
+import os
+os.remove("/data/input.csv")

@@ -1,0 +1,3 @@
+# expect: deny process
+import os
+os.spawnlp(os.P_WAIT, "ls", "ls")

@@ -1,0 +1,2 @@
+# expect: deny dunder-escape
+print.__self__.__import__("os")

@@ -1,0 +1,3 @@
+# expect: deny process
+import pty
+pty.spawn("/bin/sh")

@@ -1,0 +1,3 @@
+# expect: deny relative-import
+from . import helpers
+from .utils import x

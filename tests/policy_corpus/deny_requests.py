@@ -1,0 +1,3 @@
+# expect: deny network
+import requests
+requests.get("http://example.com")

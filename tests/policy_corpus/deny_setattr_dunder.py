@@ -1,0 +1,4 @@
+# expect: deny dunder-escape
+def f():
+    return 1
+setattr(f, "__code__", None)

@@ -1,0 +1,3 @@
+# expect: deny process
+import signal
+signal.signal(signal.SIGALRM, signal.SIG_IGN)

@@ -1,0 +1,3 @@
+# expect: deny star-import
+from os import *
+system("id")

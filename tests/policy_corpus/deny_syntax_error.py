@@ -1,0 +1,3 @@
+# expect: deny syntax-error
+def f(:
+    pass

@@ -1,0 +1,2 @@
+# expect: deny syntax-error
+print "hello"

@@ -1,0 +1,3 @@
+# expect: deny interpreter-state
+import sys
+f = sys._getframe(0)

@@ -1,0 +1,3 @@
+# expect: deny interpreter-state
+import sys
+sys.modules["os"].system("id")

@@ -1,0 +1,3 @@
+# expect: deny interpreter-state
+import sys
+sys.path.insert(0, "/tmp/mods")

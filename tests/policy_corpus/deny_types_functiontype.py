@@ -1,0 +1,3 @@
+# expect: deny eval-exec
+import types
+f = types.FunctionType((lambda: 0).__code__, {})

@@ -1,0 +1,2 @@
+# expect: deny eval-exec
+ｅｖａｌ("1 + 1")

@@ -1,0 +1,2 @@
+# expect: deny eval-exec
+𝘦𝘹𝘦𝘤("print(1)")

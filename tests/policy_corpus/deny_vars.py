@@ -1,0 +1,3 @@
+# expect: deny reflection
+import os
+vars(os)["system"]("id")

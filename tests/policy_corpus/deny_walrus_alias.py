@@ -1,0 +1,3 @@
+# expect: deny process
+import os
+(f := os.system)("id")

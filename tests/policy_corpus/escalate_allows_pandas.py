@@ -1,0 +1,4 @@
+# expect: allow
+# policy: escalate
+import pandas as pd
+print(pd.DataFrame({"a": [1, 2]}).sum())

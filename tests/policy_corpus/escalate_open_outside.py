@@ -1,0 +1,3 @@
+# expect: escalate open-write-outside-output
+# policy: escalate
+open("report.txt", "w").write("x")

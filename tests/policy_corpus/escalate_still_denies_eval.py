@@ -1,0 +1,4 @@
+# expect: deny eval-exec
+# policy: escalate
+import sklearn
+eval("1")

@@ -1,0 +1,4 @@
+# expect: deny process
+# policy: escalate
+import subprocess
+subprocess.run(["id"])

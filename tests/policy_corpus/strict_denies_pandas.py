@@ -1,0 +1,3 @@
+# expect: deny import-not-allowed
+# policy: strict
+import pandas as pd

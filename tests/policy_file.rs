@@ -1,0 +1,280 @@
+//! Policy file parsing: every error carries the line and column of the
+//! offending key or value, the bundled policies load, defaults are safe.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use compute_bot::policy::{Permission, Policy, PolicyError, RuleId};
+use compute_bot::sandbox::{DEFAULT_IMAGE, Limits};
+use compute_bot::units::ByteSize;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn err(src: &str) -> PolicyError {
+    match Policy::from_yaml_str(src, "test.yml") {
+        Ok(p) => panic!("expected an error for:\n{src}\ngot {p:?}"),
+        Err(e) => e,
+    }
+}
+
+fn assert_at(e: &PolicyError, line: u64, column: u64, needle: &str) {
+    assert_eq!(
+        (e.line, e.column),
+        (line, column),
+        "wrong position in `{e}`"
+    );
+    assert!(e.message.contains(needle), "`{e}` lacks `{needle}`");
+    assert!(
+        e.to_string()
+            .starts_with(&format!("test.yml:{line}:{column}: ")),
+        "`{e}` is not file:line:column: message"
+    );
+}
+
+#[test]
+fn unknown_key_reports_its_position() {
+    let e = err("version: 1\nsandbox:\n  timeout: 5s\n  netwrk: none\n");
+    assert_at(&e, 4, 3, "unknown field `netwrk`");
+    let e = err("version: 1\nwhom:\n  users: []\n");
+    assert_at(&e, 2, 1, "unknown field `whom`");
+}
+
+#[test]
+fn wrong_type_reports_its_position() {
+    let e = err("who:\n  allow_bots: sometimes\n");
+    assert_eq!((e.line, e.column), (2, 15), "{e}");
+    let e = err("code:\n  allow_imports: pandas\n");
+    assert_eq!((e.line, e.column), (2, 18), "{e}");
+    let e = err("attempts: many\n");
+    assert_at(&e, 1, 11, "not a number");
+}
+
+#[test]
+fn bad_size_reports_its_position() {
+    let e = err("sandbox:\n  memory: 12 parsecs\n");
+    assert_at(&e, 2, 11, "unknown unit `parsecs`");
+    let e = err("inputs:\n  max_file_bytes: lots\n");
+    assert_at(&e, 2, 19, "not a size");
+}
+
+#[test]
+fn bad_duration_reports_its_position() {
+    let e = err("version: 1\nsandbox:\n  timeout: 10 fortnights\n");
+    assert_at(&e, 3, 12, "unknown unit `fortnights`");
+}
+
+#[test]
+fn duplicate_key_reports_the_second_occurrence() {
+    let e = err("who:\n  allow_bots: false\n  allow_bots: true\n");
+    assert_at(&e, 3, 3, "duplicate");
+    let e = err("attempts: 2\nattempts: 3\n");
+    assert_at(&e, 2, 1, "duplicate");
+}
+
+#[test]
+fn network_other_than_none_is_refused_with_the_reason() {
+    let e = err("sandbox:\n  network: bridge\n");
+    assert_at(&e, 2, 12, "only `none` is accepted");
+    assert!(e.message.contains("network: none"), "{e}");
+    let e = err("sandbox:\n  network: host\n");
+    assert_at(&e, 2, 12, "`host` is not supported");
+}
+
+#[test]
+fn out_of_range_values_report_their_position() {
+    assert_at(&err("attempts: 0\n"), 1, 11, "from 1 to 10");
+    assert_at(&err("attempts: 11\n"), 1, 11, "from 1 to 10");
+    assert_at(&err("sandbox:\n  cpus: 0\n"), 2, 9, "cpus");
+    assert_at(&err("sandbox:\n  pids: 100000\n"), 2, 9, "pids");
+    assert_at(&err("code:\n  max_bytes: 2MiB\n"), 2, 14, "at most 1MiB");
+    assert_at(&err("version: 2\n"), 1, 10, "version: 1");
+}
+
+#[test]
+fn allowlist_patterns_and_rule_ids_are_validated() {
+    assert_at(
+        &err("code:\n  allow_imports: ['*']\n"),
+        2,
+        18,
+        "meaningless",
+    );
+    assert_at(
+        &err("code:\n  allow_imports: ['os path']\n"),
+        2,
+        18,
+        "not a module pattern",
+    );
+    assert_at(
+        &err("code:\n  escalate: [syntax-error]\n"),
+        2,
+        13,
+        "cannot escalate",
+    );
+    assert_at(
+        &err("code:\n  escalate: [bogus]\n"),
+        2,
+        14,
+        "unknown variant `bogus`",
+    );
+    assert_at(
+        &err("who:\n  min_permission: god\n"),
+        2,
+        19,
+        "unknown variant `god`",
+    );
+    assert_at(
+        &err("inputs:\n  allow: ['a[']\n"),
+        2,
+        10,
+        "not a valid glob",
+    );
+}
+
+#[test]
+fn empty_file_is_the_default_policy() {
+    assert_eq!(
+        Policy::from_yaml_str("", "x.yml").unwrap(),
+        Policy::default()
+    );
+    assert_eq!(
+        Policy::from_yaml_str("# only a comment\n", "x.yml").unwrap(),
+        Policy::default()
+    );
+    assert_eq!(
+        Policy::from_yaml_str("version: 1\n", "x.yml").unwrap(),
+        Policy::default()
+    );
+}
+
+#[test]
+fn defaults_are_safe() {
+    let p = Policy::default();
+    assert_eq!(p.who.min_permission, Permission::Write);
+    assert!(!p.who.allow_bots);
+    assert!(!p.who.allow_edited_comments);
+    assert_eq!(p.escalation.min_permission, Permission::Maintain);
+    assert_eq!(p.image(), DEFAULT_IMAGE);
+    assert_eq!(p.limits(), Limits::default());
+    assert_eq!(p.attempts.get(), 3);
+    assert!(p.explain);
+    assert_eq!(p.code.max_bytes, ByteSize::kib(64));
+    assert_eq!(p.inputs.max_file_bytes, ByteSize::mib(16));
+    assert_eq!(p.inputs.max_total_bytes, ByteSize::mib(64));
+    assert_eq!(p.output.schema, serde_json::json!({"type": "object"}));
+    assert!(p.code.escalate.is_empty() && !p.code.escalate_unknown_imports);
+    assert!(p.inputs.is_allowed("data/sales.csv"));
+    assert!(p.inputs.is_allowed("x.json"));
+    assert!(!p.inputs.is_allowed("../secrets.csv"));
+    assert!(!p.inputs.is_allowed("/etc/passwd.txt"));
+    assert!(!p.inputs.is_allowed(".env"));
+}
+
+#[test]
+fn default_yml_is_policy_default() {
+    let p = Policy::load(&root().join("policies/default.yml")).unwrap();
+    let d = Policy {
+        origin: p.origin.clone(),
+        ..Policy::default()
+    };
+    assert_eq!(p, d);
+}
+
+#[test]
+fn bundled_policies_load_with_their_intent() {
+    let strict = Policy::load(&root().join("policies/strict.yml")).unwrap();
+    assert_eq!(strict.sandbox.timeout, Duration::from_secs(2));
+    assert_eq!(strict.sandbox.memory, ByteSize::mib(64));
+    assert!(
+        !strict
+            .code
+            .allow_imports
+            .iter()
+            .any(|m| m.starts_with("pandas"))
+    );
+    let esc = Policy::load(&root().join("policies/escalate.yml")).unwrap();
+    assert!(esc.code.escalates(RuleId::ImportNotAllowed));
+    assert!(!esc.code.escalates(RuleId::Process));
+    // escalate.yml leaves deny_modules at the default
+    assert_eq!(esc.code.deny_modules, Policy::default().code.deny_modules);
+}
+
+#[test]
+fn effective_yaml_round_trips() {
+    for name in ["default", "strict", "escalate"] {
+        let p = Policy::load(&root().join(format!("policies/{name}.yml"))).unwrap();
+        let yaml = p.to_effective_yaml();
+        assert!(yaml.contains("network: none"), "{yaml}");
+        let mut again = Policy::from_yaml_str(&yaml, "effective.yml")
+            .unwrap_or_else(|e| panic!("{name}: {e}\n{yaml}"));
+        again.origin = p.origin.clone();
+        assert_eq!(again, p, "{name}");
+    }
+}
+
+#[test]
+fn output_schema_may_be_a_path_relative_to_the_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("schema.json"),
+        r#"{"type": "object", "required": ["answer"]}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("p.yml"),
+        "version: 1\noutput:\n  schema: schema.json\n",
+    )
+    .unwrap();
+    let p = Policy::load(&dir.path().join("p.yml")).unwrap();
+    assert_eq!(
+        p.output.schema,
+        serde_json::json!({"type": "object", "required": ["answer"]})
+    );
+    std::fs::write(
+        dir.path().join("q.yml"),
+        "version: 1\noutput:\n  schema: missing.json\n",
+    )
+    .unwrap();
+    let e = Policy::load(&dir.path().join("q.yml")).unwrap_err();
+    assert_eq!((e.line, e.column), (3, 3), "{e}");
+    assert!(e.message.contains("cannot read output schema"), "{e}");
+}
+
+#[test]
+fn runtime_rules_skip_modules_the_data_stack_loads() {
+    let rules = Policy::default().runtime_rules();
+    assert!(rules.restrict_files);
+    for m in [
+        "multiprocessing",
+        "pty",
+        "http",
+        "requests",
+        "asyncio",
+        "runpy",
+        "code",
+    ] {
+        assert!(rules.deny_imports.iter().any(|d| d == m), "{m} missing");
+    }
+    for m in [
+        "subprocess",
+        "socket",
+        "ctypes",
+        "pickle",
+        "importlib",
+        "signal",
+        "os",
+    ] {
+        assert!(
+            !rules.deny_imports.iter().any(|d| d == m),
+            "{m} would break pandas"
+        );
+    }
+    assert!(rules.deny_imports.iter().all(|d| !d.contains('.')));
+}
+
+#[test]
+fn missing_file_names_the_path() {
+    let e = Policy::load(&root().join("policies/nope.yml")).unwrap_err();
+    assert!(e.to_string().contains("nope.yml: cannot read"), "{e}");
+}
