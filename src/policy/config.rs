@@ -892,6 +892,7 @@ impl Policy {
             tmpfs: s.tmpfs,
             artifacts_max_files: s.artifacts_max_files,
             artifacts_max_bytes: s.artifacts_max_bytes,
+            data_max_bytes: self.inputs.max_total_bytes,
             nofile: s.nofile,
             fsize: s.fsize,
         }
@@ -903,17 +904,16 @@ impl Policy {
     }
 
     /// Rules for the in-sandbox runner's audit hooks: the top-level names of
-    /// `code.deny_modules`, minus the modules that pandas, numpy and
-    /// matplotlib import themselves (the runner cannot tell who imports, and
-    /// an already-loaded module raises no import event), and
-    /// `restrict_files: true`.
+    /// `code.deny_modules`, files restricted to the inputs, `/tmp`, `/out`
+    /// and the Python installation, and subprocess / network refused. The
+    /// runner applies them to what the code itself starts (the nearest
+    /// calling frame is the code), so pandas may still load `subprocess`
+    /// internally; a module some library already loaded raises no import
+    /// event, which is why the static check comes first.
     pub fn runtime_rules(&self) -> RuntimeRules {
         let mut deny: Vec<String> = Vec::new();
         for m in &self.code.deny_modules {
             let top = m.split('.').next().unwrap_or(m).to_string();
-            if super::rules::PRELOADED_BY_DATA_STACK.contains(&top.as_str()) {
-                continue;
-            }
             if !deny.contains(&top) {
                 deny.push(top);
             }
@@ -921,6 +921,8 @@ impl Policy {
         RuntimeRules {
             deny_imports: deny,
             restrict_files: true,
+            deny_subprocess: true,
+            deny_network: true,
         }
     }
 
