@@ -28,6 +28,29 @@ pub struct Cli {
 pub enum Command {
     /// Run code (or answer a goal) in the sandbox and print the outcome.
     Run(RunArgs),
+    /// Policy files: check one, or check code against one.
+    #[command(subcommand)]
+    Policy(PolicyCommand),
+    /// Run as a GitHub Action: read the event, answer, post the result.
+    Action,
+}
+
+/// `compute-bot policy ...`
+#[derive(Debug, Subcommand)]
+pub enum PolicyCommand {
+    /// Validate POLICY and print the effective policy (exit 0 or 2); with
+    /// --code, check the code and print the verdict (exit 0 allow, 1 deny,
+    /// 3 escalate).
+    Check {
+        /// The policy file.
+        policy: PathBuf,
+        /// A Python file to check against the policy.
+        #[arg(long, value_name = "FILE")]
+        code: Option<PathBuf>,
+        /// Output format of the verdict.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
 }
 
 /// Output formats of `run`.
@@ -86,5 +109,11 @@ pub async fn main() -> i32 {
     };
     match cli.command {
         Command::Run(args) => run_command(args).await,
+        Command::Policy(PolicyCommand::Check {
+            policy,
+            code,
+            format,
+        }) => crate::policy::cli::check_command(&policy, code.as_deref(), format == Format::Json),
+        Command::Action => crate::github::action::run_from_process_env().await,
     }
 }

@@ -8,6 +8,7 @@
 //! - [`flow`]: pure decisions (who may run what) taking plain data.
 //! - [`tracking`]: the run's one tracking comment, edited through the stages.
 
+pub mod action;
 pub mod actions_io;
 pub mod client;
 pub mod command;
