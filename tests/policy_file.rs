@@ -278,3 +278,26 @@ fn missing_file_names_the_path() {
     let e = Policy::load(&root().join("policies/nope.yml")).unwrap_err();
     assert!(e.to_string().contains("nope.yml: cannot read"), "{e}");
 }
+
+#[test]
+fn flags_can_only_tighten_limits() {
+    let strict = Policy::load(&root().join("policies/strict.yml")).unwrap();
+    let requested = Limits {
+        timeout: Duration::from_secs(60),
+        memory: ByteSize::mib(32),
+        ..Limits::default()
+    };
+    let (l, notes) = strict.tightened_limits(&requested);
+    assert_eq!(l.timeout, Duration::from_secs(2));
+    assert_eq!(l.memory, ByteSize::mib(32));
+    assert!(
+        notes
+            .iter()
+            .any(|n| n == "timeout: requested 60s, policy allows 2s"),
+        "{notes:?}"
+    );
+    assert!(!notes.iter().any(|n| n.starts_with("memory")), "{notes:?}");
+    let (same, none) = strict.tightened_limits(&strict.limits());
+    assert_eq!(same, strict.limits());
+    assert!(none.is_empty());
+}

@@ -897,6 +897,47 @@ impl Policy {
         }
     }
 
+    /// The policy's limits tightened by `requested` (e.g. from command-line
+    /// flags): every field is the stricter of the two, so flags can only
+    /// tighten. The second value lists each requested loosening that was
+    /// ignored, as `field: requested X, policy allows Y`.
+    pub fn tightened_limits(&self, requested: &Limits) -> (Limits, Vec<String>) {
+        let p = self.limits();
+        let mut notes = Vec::new();
+        macro_rules! pick {
+            ($f:ident, $show:expr) => {{
+                if requested.$f > p.$f {
+                    notes.push(format!(
+                        "{}: requested {}, policy allows {}",
+                        stringify!($f),
+                        $show(&requested.$f),
+                        $show(&p.$f)
+                    ));
+                    p.$f
+                } else {
+                    requested.$f
+                }
+            }};
+        }
+        let dur = |d: &Duration| crate::units::format_duration(*d);
+        let size = |b: &ByteSize| b.to_string();
+        let num = |n: &dyn fmt::Display| n.to_string();
+        let out = Limits {
+            timeout: pick!(timeout, dur),
+            memory: pick!(memory, size),
+            cpus: pick!(cpus, |c: &f64| num(c)),
+            pids: pick!(pids, |c: &i64| num(c)),
+            stdout_cap: pick!(stdout_cap, size),
+            stderr_cap: pick!(stderr_cap, size),
+            tmpfs: pick!(tmpfs, size),
+            artifacts_max_files: pick!(artifacts_max_files, |c: &u32| num(c)),
+            artifacts_max_bytes: pick!(artifacts_max_bytes, size),
+            nofile: pick!(nofile, |c: &u64| num(c)),
+            fsize: pick!(fsize, size),
+        };
+        (out, notes)
+    }
+
     /// The sandbox image reference.
     pub fn image(&self) -> &str {
         &self.sandbox.image

@@ -287,6 +287,7 @@ pub(crate) const FAMILIES: &[(RuleId, &[&str])] = &[
             "doctest",
             "logging.config",
             "pandas.eval",
+            "typing.ForwardRef",
             "pydoc",
         ],
     ),
@@ -397,6 +398,9 @@ pub(crate) const DANGEROUS_ATTRIBUTES: &[&str] = &[
     "read_clipboard",
     "read_pickle",
     "_exit",
+    "_get_executable_info",
+    "subprocess_run_for_testing",
+    "subprocess_run_helper",
     // modules reachable as attributes of other modules (`pd.io.common.os`)
     "os",
     "sys",
