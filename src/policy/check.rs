@@ -1035,13 +1035,15 @@ impl Checker<'_, '_> {
                 if m == "__future__" {
                     return;
                 }
-                // The module itself.
-                let first_sub = i
-                    .names
-                    .first()
-                    .map(|a| format!("{m}.{}", a.name.id.as_str()));
-                let module_ok = self.policy.code.allow_imports.iter().any(|p| allows(p, m));
-                if module_ok || first_sub.is_none() {
+                // The module itself: allowed, or at least one imported name
+                // is an allowed submodule (`from concurrent import futures`).
+                let allow = &self.policy.code.allow_imports;
+                let module_ok = allow.iter().any(|p| allows(p, m));
+                let some_sub_ok = i.names.iter().any(|a| {
+                    let full = format!("{m}.{}", a.name.id.as_str());
+                    allow.iter().any(|p| allows(p, &full))
+                });
+                if module_ok || !some_sub_ok {
                     self.check_import(m, i.range.start(), None);
                 } else if self.check_qualified(m, i.range.start()) {
                     return;
@@ -1069,7 +1071,7 @@ impl Checker<'_, '_> {
                     if self.check_qualified(&full, a.range.start()) {
                         continue;
                     }
-                    if !module_ok {
+                    if !module_ok && some_sub_ok {
                         self.check_import(&full, a.range.start(), Some(m));
                     }
                     self.check_attr_name(n, a.range.start(), false);
