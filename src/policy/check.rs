@@ -99,7 +99,12 @@ const OPEN_FUNCTIONS: &[&str] = &["builtins.open", "io.open", "codecs.open", "io
 /// nesting; dropping a very deep tree is recursive). A failure of that
 /// thread is reported as an `internal-error` deny.
 pub fn check_code(policy: &Policy, code: &str) -> Verdict {
-    let max = policy.code.max_bytes.bytes();
+    // Policies built in code are not validated; never go past the hard cap.
+    let max = policy
+        .code
+        .max_bytes
+        .bytes()
+        .min(super::config::MAX_CODE_BYTES_LIMIT.bytes());
     if code.len() as u64 > max {
         let f = raw(
             RuleId::CodeTooLarge,
