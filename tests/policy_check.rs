@@ -128,3 +128,13 @@ fn limits_and_image_come_from_the_policy() {
     assert!(yaml.contains("timeout: 1500ms"), "{yaml}");
     assert!(yaml.contains("memory: 128MiB"), "{yaml}");
 }
+
+#[test]
+fn traversal_after_an_interpolation_is_not_trusted() {
+    let code = "name = input_name()\nopen(f'/out/{name}/../../etc/x', 'w')\n";
+    let v = check_code(&Policy::default(), code);
+    assert_eq!(v.findings.len(), 1, "{:?}", v.findings);
+    assert_eq!(v.findings[0].rule, "open-write-unknown-path");
+    let v = check_code(&Policy::default(), "open(f'/out/{n}.csv', 'w')\n");
+    assert!(v.findings.is_empty(), "{:?}", v.findings);
+}

@@ -1380,6 +1380,8 @@ impl Checker<'_, '_> {
         }
         self.check_code_file(path);
         match self.env.prefix(path, 0) {
+            // `f"/out/{x}/../../etc"`: the known prefix says nothing
+            Some((_, false)) if has_dotdot(path, 0) => self.report_unknown_open(path.start()),
             Some((p, complete)) => match path_verdict(&p, complete) {
                 PathVerdict::Inside => {}
                 PathVerdict::Outside => self.report(
@@ -1515,6 +1517,23 @@ fn path_verdict(p: &str, complete: bool) -> PathVerdict {
         PathVerdict::Unknown
     } else {
         PathVerdict::Outside
+    }
+}
+
+/// True when any literal piece of a string expression contains `..`.
+fn has_dotdot(e: &Expr, depth: usize) -> bool {
+    if depth > MAX_RESOLVE_DEPTH {
+        return true;
+    }
+    match e {
+        Expr::StringLiteral(s) => s.value.to_str().contains(".."),
+        Expr::FString(f) => f.value.iter().any(|part| match part {
+            ast::FStringPart::Literal(l) => l.value.contains(".."),
+            ast::FStringPart::FString(fs) => fs.elements.literals().any(|l| l.value.contains("..")),
+        }),
+        Expr::BinOp(b) => has_dotdot(&b.left, depth + 1) || has_dotdot(&b.right, depth + 1),
+        Expr::Call(c) => c.arguments.args.iter().any(|a| has_dotdot(a, depth + 1)),
+        _ => false,
     }
 }
 
