@@ -138,6 +138,44 @@ impl Default for Who {
     }
 }
 
+impl Who {
+    /// Whether `login` (with `permission` on the repository) may trigger a
+    /// run; `Err` says why not, in words fit for a reply. Logins compare
+    /// case-insensitively, as on GitHub.
+    pub fn permits(
+        &self,
+        login: &str,
+        permission: Permission,
+        is_bot: bool,
+        edited: bool,
+    ) -> Result<(), String> {
+        if is_bot && !self.allow_bots {
+            return Err(format!(
+                "`{login}` is a bot account; the policy does not let bots trigger runs (who.allow_bots)"
+            ));
+        }
+        if edited && !self.allow_edited_comments {
+            return Err(
+                "edited comments do not trigger runs (who.allow_edited_comments); post a new comment"
+                    .to_string(),
+            );
+        }
+        if !self.users.is_empty() && !self.users.iter().any(|u| u.eq_ignore_ascii_case(login)) {
+            return Err(format!(
+                "`{login}` is not in the policy's list of users (who.users)"
+            ));
+        }
+        if permission < self.min_permission {
+            return Err(format!(
+                "`{login}` has {permission:?} permission; the policy needs at least {:?} (who.min_permission)",
+                self.min_permission
+            )
+            .to_lowercase());
+        }
+        Ok(())
+    }
+}
+
 /// The network mode of the sandbox. Only `none` exists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Network {
@@ -698,6 +736,16 @@ impl Default for Escalation {
             approvers: Vec::new(),
             min_permission: Permission::Maintain,
         }
+    }
+}
+
+impl Escalation {
+    /// Whether `login` (with `permission` on the repository) may approve
+    /// escalated code. Logins compare case-insensitively.
+    pub fn may_approve(&self, login: &str, permission: Permission) -> bool {
+        permission >= self.min_permission
+            && (self.approvers.is_empty()
+                || self.approvers.iter().any(|u| u.eq_ignore_ascii_case(login)))
     }
 }
 
