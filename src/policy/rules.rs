@@ -287,6 +287,7 @@ pub(crate) const FAMILIES: &[(RuleId, &[&str])] = &[
             "doctest",
             "logging.config",
             "pandas.eval",
+            "typing.ForwardRef",
             "pydoc",
         ],
     ),
@@ -397,6 +398,9 @@ pub(crate) const DANGEROUS_ATTRIBUTES: &[&str] = &[
     "read_clipboard",
     "read_pickle",
     "_exit",
+    "_get_executable_info",
+    "subprocess_run_for_testing",
+    "subprocess_run_helper",
     // modules reachable as attributes of other modules (`pd.io.common.os`)
     "os",
     "sys",
@@ -549,10 +553,13 @@ pub(crate) const SAFE_DUNDER_NAMES: &[&str] = &[
 
 /// Modules that pandas, numpy and matplotlib load themselves (measured with
 /// pandas 3.1.1, numpy 2.4.6, matplotlib 3.11.2 on Python 3.11 after
-/// importing all three and running read_csv, groupby, plotting and savefig).
+/// importing all three and running read_csv, groupby, pivot, rolling,
+/// resample, query/eval, np.linalg/fft/save/load, plotting and savefig to
+/// png/svg/pdf/jpg with an audit hook refusing the rest installed first).
 /// The in-sandbox runner cannot refuse these at run time: it cannot tell
 /// who imports, and an already-loaded module raises no import event. They
-/// stay denied by the static check.
+/// stay denied by the static check. `nt` is probed (and absent) on Linux,
+/// so refusing it would only add noise to the audit.
 pub(crate) const PRELOADED_BY_DATA_STACK: &[&str] = &[
     "ctypes",
     "_ctypes",
@@ -600,6 +607,7 @@ pub(crate) const PRELOADED_BY_DATA_STACK: &[&str] = &[
     "queue",
     "warnings",
     "operator",
+    "nt",
 ];
 
 /// Simple glob: `*` matches any run of characters (including dots).
