@@ -225,11 +225,7 @@ impl Agent<'_> {
             verdict: None,
             outcome: None,
             inputs,
-            policy: self
-                .policy
-                .origin
-                .as_ref()
-                .map(|p| p.display().to_string()),
+            policy: self.policy.origin.as_ref().map(|p| p.display().to_string()),
             usage: TokenUsage::default(),
             timings_ms: BTreeMap::new(),
         };
@@ -332,10 +328,8 @@ impl Agent<'_> {
                     break;
                 }
                 Decision::Deny => {
-                    let problem = format!(
-                        "the policy denied the code:\n{}",
-                        findings_text(&verdict)
-                    );
+                    let problem =
+                        format!("the policy denied the code:\n{}", findings_text(&verdict));
                     attempt.failure = Some(problem.clone());
                     history.push(RepairNote {
                         code: code.clone(),

@@ -30,7 +30,13 @@ fn run_counting(args: &[&str]) -> (Output, usize) {
     let out = child.wait_with_output().unwrap();
     let until = chrono::Utc::now().timestamp() + 1;
     let events = Command::new("docker")
-        .args(["events", "--since", &since.to_string(), "--until", &until.to_string()])
+        .args([
+            "events",
+            "--since",
+            &since.to_string(),
+            "--until",
+            &until.to_string(),
+        ])
         .args(["--filter", "type=container", "--filter", "event=create"])
         .args(["--filter", &format!("label=org.compute-bot.pid={pid}")])
         .args(["--format", "{{.ID}}"])
@@ -71,7 +77,10 @@ fn denied_code_never_creates_a_container() {
     let r = json(&out);
     assert_eq!(r["status"], "failed");
     assert_eq!(r["verdict"]["decision"], "deny");
-    assert!(r["stop_reason"].as_str().unwrap().contains("subprocess"), "{r}");
+    assert!(
+        r["stop_reason"].as_str().unwrap().contains("subprocess"),
+        "{r}"
+    );
     assert!(r["outcome"].is_null());
     assert_eq!(created, 0, "a denied script created a container");
 }
@@ -182,7 +191,11 @@ fn flags_may_only_tighten_the_policy() {
 #[test]
 fn a_broken_policy_file_is_reported_with_line_and_column() {
     let dir = tempfile::tempdir().unwrap();
-    let p = write(dir.path(), "p.yml", "version: 1\nsandbox:\n  network: bridge\n");
+    let p = write(
+        dir.path(),
+        "p.yml",
+        "version: 1\nsandbox:\n  network: bridge\n",
+    );
     let (out, created) = run_counting(&[
         "run",
         "--policy",

@@ -102,7 +102,9 @@ fn check_input_policy(policy: &Policy, args: &RunArgs) -> Result<Vec<InputFile>,
 fn progress_line(stage: Stage) -> String {
     match stage {
         Stage::Generating { attempt, of } => format!("generating code (attempt {attempt} of {of})"),
-        Stage::Checking { attempt } => format!("checking the code against the policy (attempt {attempt})"),
+        Stage::Checking { attempt } => {
+            format!("checking the code against the policy (attempt {attempt})")
+        }
         Stage::Running { attempt } => format!("running in the sandbox (attempt {attempt})"),
         Stage::Validating { attempt } => format!("validating the output (attempt {attempt})"),
         Stage::Explaining => "explaining the result".to_string(),
@@ -200,10 +202,7 @@ pub async fn answer_command(args: RunArgs) -> i32 {
             "{}",
             serde_json::to_string_pretty(&report).expect("report serializes")
         ),
-        Format::Markdown => print!(
-            "{}",
-            render::markdown(&report, &RenderContext::default())
-        ),
+        Format::Markdown => print!("{}", render::markdown(&report, &RenderContext::default())),
         Format::Text => print!("{}", render::text(&report)),
     }
     report.status.exit_code()

@@ -28,7 +28,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run code (or answer a goal) in the sandbox and print the outcome.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Policy files: check one, or check code against one.
     #[command(subcommand)]
     Policy(PolicyCommand),
@@ -134,7 +134,7 @@ pub async fn main() -> i32 {
         }
     };
     match cli.command {
-        Command::Run(args) => run_command(args).await,
+        Command::Run(args) => run_command(*args).await,
         Command::Policy(PolicyCommand::Check {
             policy,
             code,

@@ -981,6 +981,7 @@ impl Policy {
             tmpfs: pick!(tmpfs, size),
             artifacts_max_files: pick!(artifacts_max_files, |c: &u32| num(c)),
             artifacts_max_bytes: pick!(artifacts_max_bytes, size),
+            data_max_bytes: pick!(data_max_bytes, size),
             nofile: pick!(nofile, |c: &u64| num(c)),
             fsize: pick!(fsize, size),
         };

@@ -551,65 +551,6 @@ pub(crate) const SAFE_DUNDER_NAMES: &[&str] = &[
     "__type_params__",
 ];
 
-/// Modules that pandas, numpy and matplotlib load themselves (measured with
-/// pandas 3.1.1, numpy 2.4.6, matplotlib 3.11.2 on Python 3.11 after
-/// importing all three and running read_csv, groupby, pivot, rolling,
-/// resample, query/eval, np.linalg/fft/save/load, plotting and savefig to
-/// png/svg/pdf/jpg with an audit hook refusing the rest installed first).
-/// The in-sandbox runner cannot refuse these at run time: it cannot tell
-/// who imports, and an already-loaded module raises no import event. They
-/// stay denied by the static check. `nt` is probed (and absent) on Linux,
-/// so refusing it would only add noise to the audit.
-pub(crate) const PRELOADED_BY_DATA_STACK: &[&str] = &[
-    "ctypes",
-    "_ctypes",
-    "socket",
-    "_socket",
-    "select",
-    "selectors",
-    "subprocess",
-    "_posixsubprocess",
-    "signal",
-    "_signal",
-    "pickle",
-    "_pickle",
-    "marshal",
-    "urllib",
-    "importlib",
-    "inspect",
-    "gc",
-    "platform",
-    "shutil",
-    "tempfile",
-    "concurrent",
-    "threading",
-    "_thread",
-    "posix",
-    "mmap",
-    "uuid",
-    "email",
-    "fcntl",
-    "os",
-    "sys",
-    "builtins",
-    "io",
-    "types",
-    "zipimport",
-    "weakref",
-    "copyreg",
-    "logging",
-    "ast",
-    "dis",
-    "pathlib",
-    "tarfile",
-    "zipfile",
-    "sysconfig",
-    "queue",
-    "warnings",
-    "operator",
-    "nt",
-];
-
 /// Simple glob: `*` matches any run of characters (including dots).
 pub(crate) fn glob_match(pattern: &str, text: &str) -> bool {
     let p = pattern.as_bytes();
