@@ -25,48 +25,32 @@ pub fn read_schema(path: &Path) -> Result<serde_json::Value, String> {
         })
 }
 
-/// Applies limit flags to the policy; flags may only tighten it.
+/// Applies limit flags to the policy; flags may only tighten it, so a
+/// looser flag is an error that says so.
 fn tighten(policy: &mut Policy, args: &RunArgs) -> Result<(), String> {
-    let s = &mut policy.sandbox;
+    let mut requested = policy.limits();
     if let Some(t) = args.timeout {
-        if t > s.timeout {
-            return Err(format!(
-                "--timeout {} is looser than the policy's {}; flags may only tighten the policy",
-                crate::units::format_duration(t),
-                crate::units::format_duration(s.timeout)
-            ));
-        }
-        s.timeout = t;
+        requested.timeout = t;
     }
     if let Some(m) = args.memory {
-        if m > s.memory {
-            return Err(format!(
-                "--memory {m} is more than the policy's {}; flags may only tighten the policy",
-                s.memory
-            ));
-        }
-        s.memory = m;
+        requested.memory = m;
     }
     if let Some(c) = args.cpus {
-        if c > s.cpus {
-            return Err(format!(
-                "--cpus {c} is more than the policy's {}; flags may only tighten the policy",
-                s.cpus
-            ));
-        }
-        s.cpus = c;
+        requested.cpus = c;
     }
     if let Some(p) = args.pids {
-        if p > s.pids {
-            return Err(format!(
-                "--pids {p} is more than the policy's {}; flags may only tighten the policy",
-                s.pids
-            ));
-        }
-        s.pids = p;
+        requested.pids = p;
     }
+    let (limits, loosened) = policy.tightened_limits(&requested);
+    if !loosened.is_empty() {
+        return Err(format!(
+            "flags may only tighten the policy: {}",
+            loosened.join("; ")
+        ));
+    }
+    policy.set_limits(&limits);
     if let Some(image) = &args.image {
-        s.image = image.clone();
+        policy.sandbox.image = image.clone();
     }
     Ok(())
 }

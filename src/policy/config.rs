@@ -946,6 +946,23 @@ impl Policy {
         }
     }
 
+    /// Sets the sandbox limits (e.g. after [`Policy::tightened_limits`]).
+    pub fn set_limits(&mut self, l: &Limits) {
+        let s = &mut self.sandbox;
+        s.timeout = l.timeout;
+        s.memory = l.memory;
+        s.cpus = l.cpus;
+        s.pids = l.pids;
+        s.stdout_cap = l.stdout_cap;
+        s.stderr_cap = l.stderr_cap;
+        s.tmpfs = l.tmpfs;
+        s.artifacts_max_files = l.artifacts_max_files;
+        s.artifacts_max_bytes = l.artifacts_max_bytes;
+        s.nofile = l.nofile;
+        s.fsize = l.fsize;
+        self.inputs.max_total_bytes = l.data_max_bytes;
+    }
+
     /// The policy's limits tightened by `requested` (e.g. from command-line
     /// flags): every field is the stricter of the two, so flags can only
     /// tighten. The second value lists each requested loosening that was
