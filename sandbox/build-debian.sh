@@ -23,6 +23,7 @@ trap 'rm -rf "$work"' EXIT
 root="$work/root"
 
 mmdebstrap --variant=essential --mode=root \
+  --aptopt='APT::Install-Recommends "false"' \
   --include=python3,python3-pandas,python3-numpy,python3-matplotlib,tzdata \
   --dpkgopt='path-exclude=/usr/share/man/*' \
   --dpkgopt='path-exclude=/usr/share/doc/*' \

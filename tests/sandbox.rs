@@ -687,3 +687,22 @@ except PermissionError:
     assert!(refused.contains("import of pty"), "{refused}");
     assert!(refused.contains("/etc/hostname"), "{refused}");
 }
+
+#[tokio::test]
+async fn matplotlib_draws_a_chart_into_out() {
+    let code = r#"
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+fig, ax = plt.subplots()
+ax.bar(["a", "b", "c"], [3, 1, 2])
+ax.set_title("conversion")
+fig.savefig("/out/chart.png")
+print("saved")
+"#;
+    let o = run(code, quick()).await;
+    assert_eq!(o.status, RunStatus::Ok, "{o:?}");
+    let png = o.artifacts.iter().find(|a| a.name == "chart.png").expect("chart.png");
+    assert!(png.bytes.starts_with(b"\x89PNG\r\n\x1a\n"), "not a PNG");
+    assert!(png.size > 1000);
+}
