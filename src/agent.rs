@@ -39,6 +39,20 @@ pub struct Request {
     pub schema: Option<Value>,
     /// Further context for the model (e.g. the lines after the command).
     pub context: Option<String>,
+    /// The hex SHA-256 of code a human approved (e.g. `/compute approve` on
+    /// GitHub). When the code to run hashes to exactly this value, an
+    /// `escalate` verdict counts as allowed; a `deny` verdict still denies,
+    /// and any other code (a regenerated one included) is not covered.
+    pub approved_sha256: Option<String>,
+}
+
+impl Request {
+    /// True when `code_sha256` is the hash a human approved.
+    pub fn is_approved(&self, code_sha256: &str) -> bool {
+        self.approved_sha256
+            .as_deref()
+            .is_some_and(|a| a.trim().eq_ignore_ascii_case(code_sha256))
+    }
 }
 
 /// A stage the loop is in, for progress displays.
@@ -225,11 +239,7 @@ impl Agent<'_> {
             verdict: None,
             outcome: None,
             inputs,
-            policy: self
-                .policy
-                .origin
-                .as_ref()
-                .map(|p| p.display().to_string()),
+            policy: self.policy.origin.as_ref().map(|p| p.display().to_string()),
             usage: TokenUsage::default(),
             timings_ms: BTreeMap::new(),
         };
@@ -319,6 +329,13 @@ impl Agent<'_> {
             attempt.verdict = Some(verdict.clone());
             match verdict.decision {
                 Decision::Allow => {}
+                // Exactly the code a human approved: the escalation is settled.
+                Decision::Escalate if req.is_approved(&attempt.code_sha256) => {
+                    tracing::info!(
+                        sha256 = %attempt.code_sha256,
+                        "running escalated code that a human approved"
+                    );
+                }
                 Decision::Escalate => {
                     report.status = ReportStatus::NeedsApproval;
                     report.stop_reason = Some(format!(
@@ -332,10 +349,8 @@ impl Agent<'_> {
                     break;
                 }
                 Decision::Deny => {
-                    let problem = format!(
-                        "the policy denied the code:\n{}",
-                        findings_text(&verdict)
-                    );
+                    let problem =
+                        format!("the policy denied the code:\n{}", findings_text(&verdict));
                     attempt.failure = Some(problem.clone());
                     history.push(RepairNote {
                         code: code.clone(),

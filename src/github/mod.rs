@@ -6,6 +6,8 @@
 //! - [`texts`]: every comment the bot writes, and the hidden markers it reads back.
 //! - [`actions_io`]: `GITHUB_OUTPUT`, the step summary and workflow commands.
 //! - [`flow`]: pure decisions (who may run what) taking plain data.
+//! - [`inputs`]: which workspace files the code gets, checked against the policy.
+//! - [`action`]: `compute-bot action`, the orchestration of all of the above.
 //! - [`tracking`]: the run's one tracking comment, edited through the stages.
 
 pub mod action;
@@ -14,6 +16,7 @@ pub mod client;
 pub mod command;
 pub mod event;
 pub mod flow;
+pub mod inputs;
 pub mod texts;
 pub mod tracking;
 

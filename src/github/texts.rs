@@ -288,6 +288,21 @@ pub fn refused_approval(user: &str, needs: Permission, command: &str) -> String 
     )
 }
 
+/// Refused: the policy lists approvers and the commenter is not one of them.
+/// `verb` is `approve` or `deny`.
+pub fn refused_not_approver(user: &str, verb: &str, command: &str) -> String {
+    format!(
+        "🚫 @{user}, `{command} {verb}` may only be used by the approvers the policy's `escalation` lists. Nothing was run or changed.\n"
+    )
+}
+
+/// Refused: a `deny` by someone the policy's `escalation` does not allow.
+pub fn refused_deny(user: &str, needs: Permission, command: &str) -> String {
+    format!(
+        "🚫 @{user}, `{command} deny` needs someone the policy's `escalation` allows (at least **{needs}** permission). The request stays open.\n"
+    )
+}
+
 /// Ignored (for the log notice; nothing is posted for ignored events).
 pub fn ignored(reason: &str) -> String {
     format!("compute-bot: nothing to do: {reason}")
