@@ -62,7 +62,7 @@ fn normalize(path: &str) -> String {
 /// absolute paths and `..` paths are not taken.
 pub fn mentioned_paths(text: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    let separators = |c: char| c.is_whitespace() || matches!(c, '`' | '"' | '\'' | ',' | ';');
+    let separators = |c: char| c.is_whitespace() || matches!(c, '`' | '"' | '\'' | ',' | ';' | '=');
     for word in text.split(separators) {
         let w = word
             .trim_start_matches(['(', '[', '{', '<'])
@@ -291,9 +291,9 @@ mod tests {
     fn mentions_are_found_and_junk_is_not() {
         assert_eq!(
             mentioned_paths(
-                "mean of `data/sales.csv`, see (./notes.txt). e.g. https://x.io/a.csv /etc/passwd.txt ../up.csv 3.14 v1.2"
+                "mean of `data/sales.csv`, see (./notes.txt) inputs=a.csv. e.g. https://x.io/a.csv /etc/passwd.txt ../up.csv 3.14 v1.2"
             ),
-            vec!["data/sales.csv", "notes.txt"]
+            vec!["data/sales.csv", "notes.txt", "a.csv"]
         );
     }
 
