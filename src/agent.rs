@@ -511,3 +511,63 @@ impl Agent<'_> {
 fn model_stop_reason(e: &ModelError) -> String {
     format!("the model could not be used: {e}")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn escalate_policy() -> Policy {
+        Policy::load(&std::path::PathBuf::from(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/policies/escalate.yml"
+        )))
+        .unwrap()
+    }
+
+    /// Neither path below starts a container: escalate and deny stop at the check.
+    #[tokio::test]
+    async fn an_approval_covers_only_the_approved_code_and_never_a_deny() {
+        let Ok(sandbox) = Sandbox::connect().await else {
+            panic!("these tests need the Docker engine");
+        };
+        let policy = escalate_policy();
+        let agent = Agent {
+            policy: &policy,
+            sandbox: &sandbox,
+            model: None,
+            progress: &|_| {},
+        };
+        let escalating = "import hashlib\nprint('{}')\n";
+        // Approval of other code does not settle this escalation.
+        let report = agent
+            .answer(Request {
+                code: Some(escalating.into()),
+                approved_sha256: Some(sha256_hex(b"print('{}')\n")),
+                ..Request::default()
+            })
+            .await
+            .unwrap();
+        assert_eq!(report.status, ReportStatus::NeedsApproval);
+        assert!(report.outcome.is_none());
+        // A deny stays a deny, approved or not.
+        let denied = "import subprocess\nsubprocess.run(['id'])\n";
+        let report = agent
+            .answer(Request {
+                code: Some(denied.into()),
+                approved_sha256: Some(sha256_hex(denied.as_bytes())),
+                ..Request::default()
+            })
+            .await
+            .unwrap();
+        assert_eq!(report.status, ReportStatus::Failed);
+        assert!(report.outcome.is_none());
+        assert!(report.stop_reason.as_deref().unwrap().contains("denied"));
+        assert!(
+            Request {
+                approved_sha256: Some("ABC".into()),
+                ..Request::default()
+            }
+            .is_approved("abc")
+        );
+    }
+}
