@@ -480,10 +480,18 @@ async fn schedule_without_an_issue_writes_the_summary_only() {
     assert!(run.summary.contains("weekly total") && run.summary.contains("42"));
     assert!(f.gh.requests().is_empty(), "nothing to post");
 
-    // With an issue configured, the result goes there too.
+    // With an issue configured, the result goes there too. This code also
+    // looks for the token and the API key in its environment: they never enter the sandbox.
+    let peek = "import json, os\nvals = ' '.join(os.environ.values())\nprint(json.dumps({'token': 'ghs_' in vals, 'key': 'sk-' in vals, 'n': len(os.environ)}))\n";
     let mut env = f.base_env("schedule", "9008");
     env.insert("INPUT_GOAL".into(), "weekly total".into());
-    env.insert("INPUT_CODE".into(), CODE.into());
+    env.insert("INPUT_CODE".into(), peek.into());
+    let llm = LlmStandin::openai().await;
+    llm.push(Reply::text("No secret was visible."));
+    env.insert("INPUT_MODEL".into(), DEFAULT_MODEL.into());
+    env.insert("INPUT_BASE_URL".into(), llm.base_url());
+    env.insert("INPUT_API_KEY".into(), CANARY_KEY.into());
+    env.insert("OPENAI_API_KEY".into(), CANARY_KEY.into());
     env.insert("INPUT_INPUTS".into(), "data/sales.csv".into());
     env.insert("INPUT_ISSUE".into(), "#7".into());
     let run = f.run_with(env).await;
@@ -491,6 +499,20 @@ async fn schedule_without_an_issue_writes_the_summary_only() {
     let bots = f.bot_comments(7);
     assert_eq!(bots.len(), 1);
     assert!(bots[0].body.contains("<!-- compute-bot:run=9008 -->"));
+    let seen: Value = serde_json::from_str(run.out("result")).unwrap();
+    assert_eq!(
+        (&seen["token"], &seen["key"]),
+        (&json!(false), &json!(false))
+    );
+    assert!(
+        seen["n"].as_u64().unwrap() > 0,
+        "the check saw an environment"
+    );
+    assert!(
+        bots[0].body.contains("No secret was visible."),
+        "the model explained"
+    );
+    assert_no_leak(&f, &run, CANARY_KEY);
 }
 
 fn escalate_policy() -> String {
@@ -764,6 +786,27 @@ async fn unusable_inputs_and_a_missing_model_are_explained_and_nothing_runs() {
         "{body}"
     );
     assert_eq!(f.gh.reactions(cid), vec!["eyes", "confused"]);
+    assert!(
+        run.stdout
+            .lines()
+            .any(|l| l.starts_with("::error::") && l.contains("no model"))
+    );
+
+    // A half-configured model (a key but no model name) is a configuration error.
+    let cid = f.comment(
+        7,
+        "alice",
+        "/compute inputs=data/sales.csv median amount",
+        "created",
+    );
+    let mut env = f.base_env("issue_comment", "9503");
+    env.insert("INPUT_API_KEY".into(), CANARY_KEY.into());
+    let run = f.run_with(env).await;
+    assert_eq!((run.code, run.out("status")), (2, "error"), "{}", run.log());
+    let body = f.bot_comments(7).last().unwrap().body.clone();
+    assert!(body.contains("`model`"), "{body}");
+    assert_eq!(f.gh.reactions(cid), vec!["eyes", "confused"]);
+    assert_no_leak(&f, &run, CANARY_KEY);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -81,10 +81,13 @@ pub const DEFAULT_POLICY_PATHS: [&str; 2] =
 
 /// Where the JSON report goes, relative to the workspace (the one directory a
 /// container action shares with later steps such as `actions/upload-artifact`).
-pub const REPORT_DIR: &str = ".compute-bot";
+pub const REPORT_DIR: &str = "compute-bot-reports";
 
 /// What to tell a commenter when there is a goal but no code and no model.
 pub const NO_MODEL_ACTION_HELP: &str = "No language model is configured for this workflow, so no code can be generated for this goal. Either configure a model — set the action inputs `provider` (`openai` for any OpenAI-compatible endpoint, or `anthropic`), `model` and `api_key` (from a repository secret), and `base_url` if needed — or give the exact code to run in a fenced ```` ```python ```` block in the comment (or the `code` input for workflow_dispatch and schedule runs).";
+
+/// Added to model configuration errors, whose text names the `COMPUTE_BOT_*` variables.
+const MODEL_INPUTS_HINT: &str = "In the workflow, the action inputs `provider`, `model`, `base_url` and `api_key` set these (they win over the `COMPUTE_BOT_*` variables).";
 
 const REQUEST_MARKER_START: &str = "<!-- compute-bot:request=";
 const MARKER_END: &str = " -->";
@@ -872,6 +875,7 @@ impl<'a> Thread<'a> {
     /// Ends the request before anything ran: the reason in the comment and the summary.
     async fn stop(self, ctx: &Ctx<'_>, title: &str, details: &str, status: &str, exit: i32) -> i32 {
         let mut this = self;
+        log_annotation("error", &format!("compute-bot: {title}: {details}"));
         let text = format!(
             "### ❌ compute-bot: {title}\n\n{details}\n\nNothing was run.\n\n<sub>[Workflow run]({})</sub>\n",
             this.run_url
@@ -1087,7 +1091,7 @@ async fn execute(ctx: &Ctx<'_>, job: Job) -> i32 {
                 .stop(
                     ctx,
                     "the model configuration is not usable",
-                    &render::neutralize(&e),
+                    &format!("{}\n\n{MODEL_INPUTS_HINT}", render::neutralize(&e)),
                     "error",
                     EXIT_CONFIG,
                 )
@@ -1113,7 +1117,10 @@ async fn execute(ctx: &Ctx<'_>, job: Job) -> i32 {
                 .stop(
                     ctx,
                     "the model configuration is not usable",
-                    &render::neutralize(&e.to_string()),
+                    &format!(
+                        "{}\n\n{MODEL_INPUTS_HINT}",
+                        render::neutralize(&e.to_string())
+                    ),
                     "error",
                     EXIT_CONFIG,
                 )
