@@ -17,6 +17,8 @@ COPY Cargo.toml Cargo.lock ./
 COPY src ./src
 # Files the crate embeds at compile time (e.g. the in-sandbox runner) live here.
 COPY sandbox ./sandbox
+# Cargo.toml names the benchmark targets; their sources must exist.
+COPY benches ./benches
 RUN cargo build --release --locked --bin compute-bot \
  && strip target/release/compute-bot
 

@@ -376,7 +376,11 @@ fn render_md(report: &Report, ctx: &RenderContext, b: &Budget, cut_note: Option<
             );
         }
     }
-    if let Some(chart) = report.result.as_ref().and_then(chart) {
+    if let Some(chart) = report
+        .result
+        .as_ref()
+        .and_then(|r| chart_for(r, report.goal.as_deref()))
+    {
         s.push('\n');
         s.push_str(&chart);
     }
@@ -512,17 +516,28 @@ fn result_md(result: &Value, b: &Budget) -> String {
             if b.rows == 0 {
                 return json_block(result, b.json);
             }
-            s.push_str("| Key | Value |\n| --- | --- |\n");
-            for (k, v) in map.iter().take(b.rows) {
-                let _ = writeln!(s, "| {} | {} |", escape_cell(k), cell_of(v));
+            // Lists of records get a table of their own below the key/value table.
+            let is_records = |v: &Value| {
+                v.as_array()
+                    .is_some_and(|a| !a.is_empty() && a.iter().all(Value::is_object))
+            };
+            let flat: Vec<(&String, &Value)> = map.iter().filter(|(_, v)| !is_records(v)).collect();
+            if !flat.is_empty() {
+                s.push_str("| Key | Value |\n| --- | --- |\n");
+                for (k, v) in flat.iter().take(b.rows) {
+                    let _ = writeln!(s, "| {} | {} |", escape_cell(k), cell_of(v));
+                }
+                if flat.len() > b.rows {
+                    let _ = writeln!(
+                        s,
+                        "\n_… {} more keys ({} in all)._",
+                        flat.len() - b.rows,
+                        flat.len()
+                    );
+                }
             }
-            if map.len() > b.rows {
-                let _ = writeln!(
-                    s,
-                    "\n_… {} more keys ({} in all)._",
-                    map.len() - b.rows,
-                    map.len()
-                );
+            for (k, v) in map.iter().filter(|(_, v)| is_records(v)).take(4) {
+                let _ = write!(s, "\n**{}**\n\n{}", escape_cell(k), result_md(v, b));
             }
         }
         Value::Array(items) if !items.is_empty() && items.iter().all(Value::is_object) => {
@@ -603,7 +618,7 @@ const LABEL_NUMERIC_KEYS: [&str; 12] = [
     "year", "month", "day", "date", "x", "t", "time", "step", "index", "i", "n", "epoch",
 ];
 
-fn series_of(v: &Value, title: &str) -> Option<Series> {
+fn series_of(v: &Value, title: &str, hint: Option<&str>) -> Option<Series> {
     let items = v.as_array()?;
     if items.len() < 2 {
         return None;
@@ -616,32 +631,47 @@ fn series_of(v: &Value, title: &str) -> Option<Series> {
             labelled: false,
         });
     }
-    // Records with exactly two fields: one label, one number.
+    // Records with one label field and one or more numeric fields.
     let first = items[0].as_object()?;
-    if first.len() != 2 {
+    let keys: Vec<&String> = first.keys().collect();
+    if keys.len() < 2 || keys.len() > 12 {
         return None;
     }
-    let keys: Vec<&String> = first.keys().collect();
     let all = |k: &str, f: fn(&Value) -> bool| {
         items.iter().all(|it| {
             it.as_object()
-                .is_some_and(|m| m.len() == 2 && m.get(k).is_some_and(f))
+                .is_some_and(|m| m.len() == keys.len() && m.get(k).is_some_and(f))
         })
     };
-    let (label, value) = if all(keys[0], Value::is_string) && all(keys[1], Value::is_number) {
-        (keys[0], keys[1])
-    } else if all(keys[1], Value::is_string) && all(keys[0], Value::is_number) {
-        (keys[1], keys[0])
-    } else if all(keys[0], Value::is_number) && all(keys[1], Value::is_number) {
-        let is_label = |k: &str| LABEL_NUMERIC_KEYS.contains(&k.to_ascii_lowercase().as_str());
-        match (is_label(keys[0]), is_label(keys[1])) {
-            (true, false) => (keys[0], keys[1]),
-            (false, true) => (keys[1], keys[0]),
-            _ => return None,
+    let strings: Vec<&String> = keys
+        .iter()
+        .copied()
+        .filter(|k| all(k, Value::is_string))
+        .collect();
+    let numbers: Vec<&String> = keys
+        .iter()
+        .copied()
+        .filter(|k| all(k, Value::is_number))
+        .collect();
+    let is_label = |k: &str| LABEL_NUMERIC_KEYS.contains(&k.to_ascii_lowercase().as_str());
+    let label = match strings.as_slice() {
+        [one] => *one,
+        [] => {
+            let numeric_labels: Vec<&&String> = numbers.iter().filter(|k| is_label(k)).collect();
+            match numeric_labels.as_slice() {
+                [one] => **one,
+                _ => return None,
+            }
         }
-    } else {
-        return None;
+        _ => return None,
     };
+    let candidates: Vec<&String> = numbers.into_iter().filter(|k| *k != label).collect();
+    if candidates.is_empty()
+        || strings.len() + candidates.len() + usize::from(strings.is_empty()) != keys.len()
+    {
+        return None;
+    }
+    let value = pick_value_key(&candidates, hint);
     Some(Series {
         title: if title == "result" {
             value.clone()
@@ -663,17 +693,52 @@ fn series_of(v: &Value, title: &str) -> Option<Series> {
     })
 }
 
+/// Of several numeric fields, the one to chart: named in the goal, else one
+/// that names a measure, else the last.
+fn pick_value_key<'a>(candidates: &[&'a String], hint: Option<&str>) -> &'a String {
+    let hint = hint.unwrap_or("").to_ascii_lowercase();
+    if let Some(k) = candidates
+        .iter()
+        .find(|k| !hint.is_empty() && hint.contains(&k.to_ascii_lowercase().replace('_', " ")))
+    {
+        return k;
+    }
+    const MEASURES: [&str; 9] = [
+        "rate",
+        "ratio",
+        "conversion",
+        "share",
+        "mean",
+        "average",
+        "avg",
+        "total",
+        "value",
+    ];
+    if let Some(k) = candidates.iter().find(|k| {
+        let l = k.to_ascii_lowercase();
+        MEASURES.iter().any(|m| l.contains(m))
+    }) {
+        return k;
+    }
+    candidates[candidates.len() - 1]
+}
+
 /// Finds a numeric series: the result itself (a list of numbers, or of
 /// records with one label and one numeric field), or the first such list
 /// among an object's fields.
 pub fn find_series(result: &Value) -> Option<Series> {
-    if let Some(s) = series_of(result, "result") {
+    find_series_for(result, None)
+}
+
+/// [`find_series`], preferring the numeric field the goal (`hint`) names.
+pub fn find_series_for(result: &Value, hint: Option<&str>) -> Option<Series> {
+    if let Some(s) = series_of(result, "result", hint) {
         return Some(s);
     }
     result
         .as_object()?
         .iter()
-        .find_map(|(k, v)| series_of(v, k))
+        .find_map(|(k, v)| series_of(v, k, hint))
 }
 
 fn chart_text(s: &str) -> String {
@@ -693,7 +758,12 @@ fn num(v: f64) -> String {
 
 /// A mermaid `xychart-beta` block for the result's numeric series, if any.
 pub fn chart(result: &Value) -> Option<String> {
-    let s = find_series(result)?;
+    chart_for(result, None)
+}
+
+/// [`chart`], preferring the numeric field the goal (`hint`) names.
+pub fn chart_for(result: &Value, hint: Option<&str>) -> Option<String> {
+    let s = find_series_for(result, hint)?;
     let total = s.values.len();
     let n = total.min(CHART_MAX_POINTS);
     let title = if total > n {

@@ -131,9 +131,17 @@ fn mutated_corpus_snippets_never_panic_or_hang() {
         .collect();
     seeds.sort();
     let policy = Policy::default();
-    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
     let mut decisions = [0usize; 3];
-    for i in 0..3000 {
+    // POLICY_FUZZ_ITERS raises the count for a longer local run.
+    let iters: usize = std::env::var("POLICY_FUZZ_ITERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3000);
+    let mut rng = Rng(std::env::var("POLICY_FUZZ_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0x9E37_79B9_7F4A_7C15));
+    for i in 0..iters {
         let seed = &seeds[rng.below(seeds.len())];
         let bytes = mutate(&mut rng, seed);
         let code = String::from_utf8_lossy(&bytes);

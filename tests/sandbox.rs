@@ -644,3 +644,46 @@ open("/out/sub/result.json", "w").write('{"ok": true}')
         compute_bot::sandbox::sha256_hex(br#"{"ok": true}"#)
     );
 }
+
+#[tokio::test]
+async fn runtime_rules_refuse_what_the_code_itself_starts_but_not_pandas() {
+    let sb = sandbox().await;
+    let rules = compute_bot::policy::Policy::default().runtime_rules();
+    let code = r#"
+import pandas as pd
+print(pd.DataFrame({"a": [1, 2]}).a.sum())
+for name in ["pty", "socket"]:
+    try:
+        __import__(name)
+        print(name, "IMPORTED")
+    except PermissionError:
+        print(name, "refused")
+try:
+    open("/etc/hostname").read()
+    print("READ")
+except PermissionError:
+    print("open refused")
+"#;
+    let o = sb
+        .run(
+            &cfg(quick()),
+            &Job {
+                code: code.into(),
+                rules,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(o.status, RunStatus::Ok, "{o:?}");
+    let lines: Vec<&str> = o.stdout.lines().collect();
+    assert_eq!(lines[0], "3", "pandas must keep working: {o:?}");
+    assert_eq!(lines[1], "pty refused");
+    // socket was already loaded by pandas: no import event, so no refusal.
+    // This is why the static check comes first and the container is the boundary.
+    assert_eq!(lines[2], "socket IMPORTED");
+    assert_eq!(lines[3], "open refused");
+    let refused = o.audit.refused.join("\n");
+    assert!(refused.contains("import of pty"), "{refused}");
+    assert!(refused.contains("/etc/hostname"), "{refused}");
+}

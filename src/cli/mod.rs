@@ -3,6 +3,7 @@
 //! Exit status everywhere: 0 ok, 1 the code failed or was stopped, 2 usage or
 //! configuration error, 3 needs a human approval.
 
+mod answer;
 mod run;
 
 use std::path::PathBuf;
@@ -27,7 +28,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run code (or answer a goal) in the sandbox and print the outcome.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Policy files: check one, or check code against one.
     #[command(subcommand)]
     Policy(PolicyCommand),
@@ -53,28 +54,53 @@ pub enum PolicyCommand {
     },
 }
 
-/// Output formats of `run`.
+/// Output formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Format {
     /// One JSON object.
     Json,
-    /// A short human-readable summary.
+    /// A short human-readable summary (progress on stderr).
     Text,
+    /// Exactly what would be posted to GitHub (needs the loop: implies it).
+    Markdown,
 }
 
 /// Flags of `compute-bot run`.
+///
+/// With only `--code` it runs the file in the sandbox and prints the sandbox
+/// outcome. With `--goal`, `--policy`, `--schema` or `--format markdown` it
+/// runs the whole loop (plan, generate, check, run, validate, explain) and
+/// prints the report.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// The Python file to run.
+    /// The Python file to run (exactly this code; no generation).
+    #[arg(long, value_name = "FILE", required_unless_present = "goal")]
+    pub code: Option<PathBuf>,
+    /// The question, in words; a ```python block inside it is run as is.
+    #[arg(long, value_name = "TEXT")]
+    pub goal: Option<String>,
+    /// The policy file (default: the built-in data-analysis policy).
     #[arg(long, value_name = "FILE")]
-    pub code: PathBuf,
+    pub policy: Option<PathBuf>,
+    /// A JSON Schema (JSON or YAML file) the result must match.
+    #[arg(long, value_name = "FILE")]
+    pub schema: Option<PathBuf>,
     /// An input file; it appears read-only as /data/<file name>. Repeatable.
     #[arg(long = "input", value_name = "PATH")]
     pub inputs: Vec<PathBuf>,
-    /// Sandbox image (tag or digest).
-    #[arg(long, default_value = crate::sandbox::DEFAULT_IMAGE)]
-    pub image: String,
-    /// Wall-clock limit, e.g. 10s or 1500ms.
+    /// Sandbox image (tag or digest; default: the policy's, else compute-bot-sandbox:python).
+    #[arg(long)]
+    pub image: Option<String>,
+    /// Model provider: openai (any OpenAI-compatible endpoint) or anthropic.
+    #[arg(long)]
+    pub provider: Option<crate::model::Provider>,
+    /// Model name (else COMPUTE_BOT_MODEL).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Provider base URL (else COMPUTE_BOT_BASE_URL).
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// Wall-clock limit, e.g. 10s or 1500ms (with a policy: may only tighten it).
     #[arg(long, value_parser = parse_duration_arg)]
     pub timeout: Option<std::time::Duration>,
     /// Memory limit, e.g. 256MiB (swap is disabled).
@@ -108,7 +134,7 @@ pub async fn main() -> i32 {
         }
     };
     match cli.command {
-        Command::Run(args) => run_command(args).await,
+        Command::Run(args) => run_command(*args).await,
         Command::Policy(PolicyCommand::Check {
             policy,
             code,

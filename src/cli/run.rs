@@ -41,7 +41,8 @@ pub fn read_inputs(paths: &[PathBuf], max_file: u64) -> Result<Vec<InputFile>, S
     Ok(out)
 }
 
-fn read_code(path: &Path) -> Result<String, String> {
+/// Reads a Python file, naming it when it cannot be read.
+pub fn read_code(path: &Path) -> Result<String, String> {
     std::fs::read_to_string(path).map_err(|e| {
         format!(
             "code file `{}` cannot be read: {e}; pass a UTF-8 Python file with --code",
@@ -73,7 +74,17 @@ pub fn write_artifacts(outcome: &Outcome, dir: &Path) -> std::io::Result<()> {
 
 /// Runs `compute-bot run` and returns the exit status.
 pub async fn run_command(args: RunArgs) -> i32 {
-    let code = match read_code(&args.code) {
+    if args.goal.is_some()
+        || args.policy.is_some()
+        || args.schema.is_some()
+        || args.format == Format::Markdown
+    {
+        return super::answer::answer_command(args).await;
+    }
+    let Some(code_path) = args.code.as_deref() else {
+        return usage("give --code FILE, or --goal TEXT");
+    };
+    let code = match read_code(code_path) {
         Ok(c) => c,
         Err(e) => return usage(&e),
     };
@@ -82,7 +93,10 @@ pub async fn run_command(args: RunArgs) -> i32 {
         Err(e) => return usage(&e),
     };
     let mut cfg = SandboxConfig {
-        image: args.image.clone(),
+        image: args
+            .image
+            .clone()
+            .unwrap_or_else(|| crate::sandbox::DEFAULT_IMAGE.to_string()),
         ..Default::default()
     };
     if let Some(t) = args.timeout {
@@ -120,7 +134,7 @@ pub async fn run_command(args: RunArgs) -> i32 {
             "{}",
             serde_json::to_string_pretty(&outcome).expect("outcome serializes")
         ),
-        Format::Text => print!("{}", outcome_text(&outcome)),
+        Format::Text | Format::Markdown => print!("{}", outcome_text(&outcome)),
     }
     if outcome.exit_code == Some(0) && !outcome.timed_out && !outcome.oom_killed {
         0
@@ -146,7 +160,8 @@ pub async fn execute(cfg: &SandboxConfig, job: &Job) -> Result<Outcome, SandboxE
     }
 }
 
-fn usage(msg: &str) -> i32 {
+/// Prints a usage / configuration error and returns exit status 2.
+pub fn usage(msg: &str) -> i32 {
     eprintln!("error: {msg}");
     EXIT_USAGE
 }

@@ -82,6 +82,9 @@ const WRITER_METHODS: &[&str] = &[
     "write_bytes",
 ];
 
+/// matplotlib settings that name executables.
+const RC_EXECUTABLE_KEYS: &[&str] = &["animation.ffmpeg_path", "animation.convert_path"];
+
 /// File name endings of code Python would load.
 const CODE_SUFFIXES: &[&str] = &[".py", ".pyc", ".pyw", ".pth", ".so", ".pyd"];
 
@@ -96,7 +99,12 @@ const OPEN_FUNCTIONS: &[&str] = &["builtins.open", "io.open", "codecs.open", "io
 /// nesting; dropping a very deep tree is recursive). A failure of that
 /// thread is reported as an `internal-error` deny.
 pub fn check_code(policy: &Policy, code: &str) -> Verdict {
-    let max = policy.code.max_bytes.bytes();
+    // Policies built in code are not validated; never go past the hard cap.
+    let max = policy
+        .code
+        .max_bytes
+        .bytes()
+        .min(super::config::MAX_CODE_BYTES_LIMIT.bytes());
     if code.len() as u64 > max {
         let f = raw(
             RuleId::CodeTooLarge,
@@ -1032,13 +1040,15 @@ impl Checker<'_, '_> {
                 if m == "__future__" {
                     return;
                 }
-                // The module itself.
-                let first_sub = i
-                    .names
-                    .first()
-                    .map(|a| format!("{m}.{}", a.name.id.as_str()));
-                let module_ok = self.policy.code.allow_imports.iter().any(|p| allows(p, m));
-                if module_ok || first_sub.is_none() {
+                // The module itself: allowed, or at least one imported name
+                // is an allowed submodule (`from concurrent import futures`).
+                let allow = &self.policy.code.allow_imports;
+                let module_ok = allow.iter().any(|p| allows(p, m));
+                let some_sub_ok = i.names.iter().any(|a| {
+                    let full = format!("{m}.{}", a.name.id.as_str());
+                    allow.iter().any(|p| allows(p, &full))
+                });
+                if module_ok || !some_sub_ok {
                     self.check_import(m, i.range.start(), None);
                 } else if self.check_qualified(m, i.range.start()) {
                     return;
@@ -1066,7 +1076,7 @@ impl Checker<'_, '_> {
                     if self.check_qualified(&full, a.range.start()) {
                         continue;
                     }
-                    if !module_ok {
+                    if !module_ok && some_sub_ok {
                         self.check_import(&full, a.range.start(), Some(m));
                     }
                     self.check_attr_name(n, a.range.start(), false);
@@ -1370,6 +1380,8 @@ impl Checker<'_, '_> {
         }
         self.check_code_file(path);
         match self.env.prefix(path, 0) {
+            // `f"/out/{x}/../../etc"`: the known prefix says nothing
+            Some((_, false)) if has_dotdot(path, 0) => self.report_unknown_open(path.start()),
             Some((p, complete)) => match path_verdict(&p, complete) {
                 PathVerdict::Inside => {}
                 PathVerdict::Outside => self.report(
@@ -1394,7 +1406,52 @@ impl Checker<'_, '_> {
         );
     }
 
+    /// String annotations are evaluated by `typing.get_type_hints` (and so
+    /// by `functools.singledispatch.register`): a call inside one runs code.
+    fn check_annotation_strings(&mut self, expr: &Expr, depth: usize) {
+        if depth > 16 {
+            return;
+        }
+        match expr {
+            Expr::StringLiteral(s) => {
+                if let Ok(parsed) = ruff_python_parser::parse_expression(s.value.to_str())
+                    && annotation_has_code(&parsed.syntax().body, 0)
+                {
+                    self.report(
+                        RuleId::EvalExec,
+                        s.start(),
+                        "this string annotation contains code (a call or similar); typing.get_type_hints and singledispatch evaluate string annotations, so write a plain type such as `\"pd.DataFrame\"`".to_string(),
+                    );
+                }
+            }
+            Expr::Subscript(sub) => {
+                self.check_annotation_strings(&sub.value, depth + 1);
+                self.check_annotation_strings(&sub.slice, depth + 1);
+            }
+            Expr::Tuple(t) => t
+                .elts
+                .iter()
+                .for_each(|e| self.check_annotation_strings(e, depth + 1)),
+            Expr::List(l) => l
+                .elts
+                .iter()
+                .for_each(|e| self.check_annotation_strings(e, depth + 1)),
+            Expr::BinOp(b) => {
+                self.check_annotation_strings(&b.left, depth + 1);
+                self.check_annotation_strings(&b.right, depth + 1);
+            }
+            _ => {}
+        }
+    }
+
     fn scan_string(&mut self, text: &str, offset: TextSize) {
+        if RC_EXECUTABLE_KEYS.iter().any(|k| text.contains(k)) {
+            self.report(
+                RuleId::Process,
+                offset,
+                "this string names a matplotlib setting that points at an executable; leave the sandbox's defaults alone".to_string(),
+            );
+        }
         for name in dunders_in(text) {
             if !SAFE_DUNDERS.contains(&name) && !SAFE_DUNDER_NAMES.contains(&name) {
                 self.report(
@@ -1463,6 +1520,23 @@ fn path_verdict(p: &str, complete: bool) -> PathVerdict {
     }
 }
 
+/// True when any literal piece of a string expression contains `..`.
+fn has_dotdot(e: &Expr, depth: usize) -> bool {
+    if depth > MAX_RESOLVE_DEPTH {
+        return true;
+    }
+    match e {
+        Expr::StringLiteral(s) => s.value.to_str().contains(".."),
+        Expr::FString(f) => f.value.iter().any(|part| match part {
+            ast::FStringPart::Literal(l) => l.value.contains(".."),
+            ast::FStringPart::FString(fs) => fs.elements.literals().any(|l| l.value.contains("..")),
+        }),
+        Expr::BinOp(b) => has_dotdot(&b.left, depth + 1) || has_dotdot(&b.right, depth + 1),
+        Expr::Call(c) => c.arguments.args.iter().any(|a| has_dotdot(a, depth + 1)),
+        _ => false,
+    }
+}
+
 /// The known end of a string expression (for file name suffixes).
 fn literal_suffix(e: &Expr) -> Option<String> {
     match e {
@@ -1476,6 +1550,39 @@ fn literal_suffix(e: &Expr) -> Option<String> {
         },
         Expr::BinOp(b) if matches!(b.op, ast::Operator::Add) => literal_suffix(&b.right),
         _ => None,
+    }
+}
+
+/// True when a (parsed) type expression contains anything but names,
+/// attributes, subscripts, `|`, tuples/lists and literals.
+fn annotation_has_code(e: &Expr, depth: usize) -> bool {
+    if depth > 64 {
+        return true;
+    }
+    match e {
+        Expr::Name(_)
+        | Expr::NoneLiteral(_)
+        | Expr::EllipsisLiteral(_)
+        | Expr::NumberLiteral(_)
+        | Expr::BooleanLiteral(_)
+        | Expr::BytesLiteral(_) => false,
+        Expr::StringLiteral(s) => match ruff_python_parser::parse_expression(s.value.to_str()) {
+            Ok(p) => annotation_has_code(&p.syntax().body, depth + 1),
+            Err(_) => false,
+        },
+        Expr::Attribute(a) => annotation_has_code(&a.value, depth + 1),
+        Expr::Subscript(s) => {
+            annotation_has_code(&s.value, depth + 1) || annotation_has_code(&s.slice, depth + 1)
+        }
+        Expr::Tuple(t) => t.elts.iter().any(|x| annotation_has_code(x, depth + 1)),
+        Expr::List(l) => l.elts.iter().any(|x| annotation_has_code(x, depth + 1)),
+        Expr::BinOp(b) if matches!(b.op, ast::Operator::BitOr) => {
+            annotation_has_code(&b.left, depth + 1) || annotation_has_code(&b.right, depth + 1)
+        }
+        Expr::UnaryOp(u) if matches!(u.op, ast::UnaryOp::USub) => {
+            annotation_has_code(&u.operand, depth + 1)
+        }
+        _ => true,
     }
 }
 
@@ -1496,10 +1603,11 @@ fn dunders_in(text: &str) -> Vec<&str> {
                 j += 1;
             }
             let word = &text[start..j];
-            // trim to the longest `__x__` form
+            // interpreter dunders are lowercase (`__MAIN__` is just text)
             if word.len() > 4
                 && word.ends_with("__")
                 && word[2..word.len() - 2].bytes().any(|c| c != b'_')
+                && !word.bytes().any(|c| c.is_ascii_uppercase())
             {
                 let inner = word.trim_start_matches('_').trim_end_matches('_');
                 if !inner.is_empty() {
@@ -1563,8 +1671,22 @@ impl<'a> Visitor<'a> for Checker<'_, '_> {
             Expr::Attribute(a) => self.check_attribute(a),
             _ => {}
         }
+        // Strings built from pieces (`"{0.__glob" + "als__}"`) are scanned
+        // as a whole, too.
+        if matches!(
+            expr,
+            Expr::BinOp(_) | Expr::FString(_) | Expr::Call(_) | Expr::Subscript(_)
+        ) && let Some(folded) = self.env.fold(expr, 0)
+        {
+            self.scan_string(&folded, expr.start());
+        }
         visitor::walk_expr(self, expr);
         self.depth -= 1;
+    }
+
+    fn visit_annotation(&mut self, expr: &'a Expr) {
+        self.check_annotation_strings(expr, 0);
+        visitor::walk_annotation(self, expr);
     }
 
     fn visit_pattern(&mut self, pattern: &'a Pattern) {

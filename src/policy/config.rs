@@ -138,6 +138,44 @@ impl Default for Who {
     }
 }
 
+impl Who {
+    /// Whether `login` (with `permission` on the repository) may trigger a
+    /// run; `Err` says why not, in words fit for a reply. Logins compare
+    /// case-insensitively, as on GitHub.
+    pub fn permits(
+        &self,
+        login: &str,
+        permission: Permission,
+        is_bot: bool,
+        edited: bool,
+    ) -> Result<(), String> {
+        if is_bot && !self.allow_bots {
+            return Err(format!(
+                "`{login}` is a bot account; the policy does not let bots trigger runs (who.allow_bots)"
+            ));
+        }
+        if edited && !self.allow_edited_comments {
+            return Err(
+                "edited comments do not trigger runs (who.allow_edited_comments); post a new comment"
+                    .to_string(),
+            );
+        }
+        if !self.users.is_empty() && !self.users.iter().any(|u| u.eq_ignore_ascii_case(login)) {
+            return Err(format!(
+                "`{login}` is not in the policy's list of users (who.users)"
+            ));
+        }
+        if permission < self.min_permission {
+            return Err(format!(
+                "`{login}` has {permission:?} permission; the policy needs at least {:?} (who.min_permission)",
+                self.min_permission
+            )
+            .to_lowercase());
+        }
+        Ok(())
+    }
+}
+
 /// The network mode of the sandbox. Only `none` exists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Network {
@@ -701,6 +739,16 @@ impl Default for Escalation {
     }
 }
 
+impl Escalation {
+    /// Whether `login` (with `permission` on the repository) may approve
+    /// escalated code. Logins compare case-insensitively.
+    pub fn may_approve(&self, login: &str, permission: Permission) -> bool {
+        permission >= self.min_permission
+            && (self.approvers.is_empty()
+                || self.approvers.iter().any(|u| u.eq_ignore_ascii_case(login)))
+    }
+}
+
 /// The policy file format version. Only `1` exists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Version;
@@ -896,6 +944,65 @@ impl Policy {
             nofile: s.nofile,
             fsize: s.fsize,
         }
+    }
+
+    /// Sets the sandbox limits (e.g. after [`Policy::tightened_limits`]).
+    pub fn set_limits(&mut self, l: &Limits) {
+        let s = &mut self.sandbox;
+        s.timeout = l.timeout;
+        s.memory = l.memory;
+        s.cpus = l.cpus;
+        s.pids = l.pids;
+        s.stdout_cap = l.stdout_cap;
+        s.stderr_cap = l.stderr_cap;
+        s.tmpfs = l.tmpfs;
+        s.artifacts_max_files = l.artifacts_max_files;
+        s.artifacts_max_bytes = l.artifacts_max_bytes;
+        s.nofile = l.nofile;
+        s.fsize = l.fsize;
+        self.inputs.max_total_bytes = l.data_max_bytes;
+    }
+
+    /// The policy's limits tightened by `requested` (e.g. from command-line
+    /// flags): every field is the stricter of the two, so flags can only
+    /// tighten. The second value lists each requested loosening that was
+    /// ignored, as `field: requested X, policy allows Y`.
+    pub fn tightened_limits(&self, requested: &Limits) -> (Limits, Vec<String>) {
+        let p = self.limits();
+        let mut notes = Vec::new();
+        macro_rules! pick {
+            ($f:ident, $show:expr) => {{
+                if requested.$f > p.$f {
+                    notes.push(format!(
+                        "{}: requested {}, policy allows {}",
+                        stringify!($f),
+                        $show(&requested.$f),
+                        $show(&p.$f)
+                    ));
+                    p.$f
+                } else {
+                    requested.$f
+                }
+            }};
+        }
+        let dur = |d: &Duration| crate::units::format_duration(*d);
+        let size = |b: &ByteSize| b.to_string();
+        let num = |n: &dyn fmt::Display| n.to_string();
+        let out = Limits {
+            timeout: pick!(timeout, dur),
+            memory: pick!(memory, size),
+            cpus: pick!(cpus, |c: &f64| num(c)),
+            pids: pick!(pids, |c: &i64| num(c)),
+            stdout_cap: pick!(stdout_cap, size),
+            stderr_cap: pick!(stderr_cap, size),
+            tmpfs: pick!(tmpfs, size),
+            artifacts_max_files: pick!(artifacts_max_files, |c: &u32| num(c)),
+            artifacts_max_bytes: pick!(artifacts_max_bytes, size),
+            data_max_bytes: pick!(data_max_bytes, size),
+            nofile: pick!(nofile, |c: &u64| num(c)),
+            fsize: pick!(fsize, size),
+        };
+        (out, notes)
     }
 
     /// The sandbox image reference.

@@ -287,6 +287,7 @@ pub(crate) const FAMILIES: &[(RuleId, &[&str])] = &[
             "doctest",
             "logging.config",
             "pandas.eval",
+            "typing.ForwardRef",
             "pydoc",
         ],
     ),
@@ -397,6 +398,9 @@ pub(crate) const DANGEROUS_ATTRIBUTES: &[&str] = &[
     "read_clipboard",
     "read_pickle",
     "_exit",
+    "_get_executable_info",
+    "subprocess_run_for_testing",
+    "subprocess_run_helper",
     // modules reachable as attributes of other modules (`pd.io.common.os`)
     "os",
     "sys",
@@ -545,61 +549,6 @@ pub(crate) const SAFE_DUNDER_NAMES: &[&str] = &[
     "__author__",
     "__match_args__",
     "__type_params__",
-];
-
-/// Modules that pandas, numpy and matplotlib load themselves (measured with
-/// pandas 3.1.1, numpy 2.4.6, matplotlib 3.11.2 on Python 3.11 after
-/// importing all three and running read_csv, groupby, plotting and savefig).
-/// The in-sandbox runner cannot refuse these at run time: it cannot tell
-/// who imports, and an already-loaded module raises no import event. They
-/// stay denied by the static check.
-pub(crate) const PRELOADED_BY_DATA_STACK: &[&str] = &[
-    "ctypes",
-    "_ctypes",
-    "socket",
-    "_socket",
-    "select",
-    "selectors",
-    "subprocess",
-    "_posixsubprocess",
-    "signal",
-    "_signal",
-    "pickle",
-    "_pickle",
-    "marshal",
-    "urllib",
-    "importlib",
-    "inspect",
-    "gc",
-    "platform",
-    "shutil",
-    "tempfile",
-    "concurrent",
-    "threading",
-    "_thread",
-    "posix",
-    "mmap",
-    "uuid",
-    "email",
-    "fcntl",
-    "os",
-    "sys",
-    "builtins",
-    "io",
-    "types",
-    "zipimport",
-    "weakref",
-    "copyreg",
-    "logging",
-    "ast",
-    "dis",
-    "pathlib",
-    "tarfile",
-    "zipfile",
-    "sysconfig",
-    "queue",
-    "warnings",
-    "operator",
 ];
 
 /// Simple glob: `*` matches any run of characters (including dots).

@@ -363,3 +363,28 @@ fn nothing_can_push_the_comment_over_the_limit() {
     assert!(md.chars().count() <= COMMENT_LIMIT);
     assert!(md.contains("explanation was cut at 20000 of 100000 characters"));
 }
+
+#[test]
+fn nested_record_lists_get_their_own_table_and_the_goal_picks_the_charted_field() {
+    let result = json!({
+        "average": 0.5,
+        "by_day": [
+            {"day": "d1", "leads": 100, "paid": 40, "conversion": 0.4},
+            {"day": "d2", "leads": 100, "paid": 60, "conversion": 0.6}
+        ]
+    });
+    let mut b = String::new();
+    b.push_str(&result_md(&result, &COMMENT_BUDGETS[0]));
+    assert!(b.contains("| average | 0.5 |"), "{b}");
+    assert!(b.contains("**by\\_day**"), "{b}");
+    assert!(
+        b.contains("| d1 | 100 | 40 |") || b.contains("| 0.4 | d1 | 100 | 40 |"),
+        "{b}"
+    );
+    let by_goal = chart_for(&result, Some("paid customers per day")).unwrap();
+    assert!(by_goal.contains("bar [40, 60]"), "{by_goal}");
+    let by_measure = chart_for(&result, None).unwrap();
+    assert!(by_measure.contains("bar [0.4, 0.6]"), "{by_measure}");
+    // Two label-like string fields: no chart rather than a guess.
+    assert!(chart(&json!([{"a": "x", "b": "y", "n": 1}, {"a": "z", "b": "w", "n": 2}])).is_none());
+}

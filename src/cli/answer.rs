@@ -1,0 +1,193 @@
+//! `compute-bot run --goal ... | --policy ...`: the whole loop from the terminal.
+
+use std::path::Path;
+
+use crate::agent::{Agent, AgentError, Request, Stage};
+use crate::model::{ModelClient, ModelConfig, ModelOverrides};
+use crate::policy::Policy;
+use crate::render::{self, RenderContext};
+use crate::sandbox::{InputFile, Sandbox};
+
+use super::run::{read_code, read_inputs, usage};
+use super::{Format, RunArgs};
+
+/// Reads a JSON Schema from a JSON or YAML file.
+pub fn read_schema(path: &Path) -> Result<serde_json::Value, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("schema file `{}` cannot be read: {e}", path.display()))?;
+    serde_json::from_str(&text)
+        .or_else(|_| serde_saphyr::from_str::<serde_json::Value>(&text).map_err(|e| e.to_string()))
+        .map_err(|e| {
+            format!(
+                "schema file `{}` is neither JSON nor YAML: {e}",
+                path.display()
+            )
+        })
+}
+
+/// Applies limit flags to the policy; flags may only tighten it, so a
+/// looser flag is an error that says so.
+fn tighten(policy: &mut Policy, args: &RunArgs) -> Result<(), String> {
+    let mut requested = policy.limits();
+    if let Some(t) = args.timeout {
+        requested.timeout = t;
+    }
+    if let Some(m) = args.memory {
+        requested.memory = m;
+    }
+    if let Some(c) = args.cpus {
+        requested.cpus = c;
+    }
+    if let Some(p) = args.pids {
+        requested.pids = p;
+    }
+    let (limits, loosened) = policy.tightened_limits(&requested);
+    if !loosened.is_empty() {
+        return Err(format!(
+            "flags may only tighten the policy: {}",
+            loosened.join("; ")
+        ));
+    }
+    policy.set_limits(&limits);
+    if let Some(image) = &args.image {
+        policy.sandbox.image = image.clone();
+    }
+    Ok(())
+}
+
+fn check_input_policy(policy: &Policy, args: &RunArgs) -> Result<Vec<InputFile>, String> {
+    for p in &args.inputs {
+        let shown = p.to_string_lossy();
+        let rel = if p.is_absolute() {
+            p.file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        } else {
+            shown.trim_start_matches("./").to_string()
+        };
+        if !policy.inputs.is_allowed(&rel) {
+            return Err(format!(
+                "input `{shown}` is not allowed by the policy's inputs.allow globs ({}); add a matching glob to the policy",
+                policy.inputs.allow.join(", ")
+            ));
+        }
+    }
+    let inputs = read_inputs(&args.inputs, policy.inputs.max_file_bytes.bytes())?;
+    let total: u64 = inputs.iter().map(|f| f.bytes.len() as u64).sum();
+    if total > policy.inputs.max_total_bytes.bytes() {
+        return Err(format!(
+            "the inputs total {total} bytes, over the policy's inputs.max_total_bytes ({})",
+            policy.inputs.max_total_bytes
+        ));
+    }
+    Ok(inputs)
+}
+
+fn progress_line(stage: Stage) -> String {
+    match stage {
+        Stage::Generating { attempt, of } => format!("generating code (attempt {attempt} of {of})"),
+        Stage::Checking { attempt } => {
+            format!("checking the code against the policy (attempt {attempt})")
+        }
+        Stage::Running { attempt } => format!("running in the sandbox (attempt {attempt})"),
+        Stage::Validating { attempt } => format!("validating the output (attempt {attempt})"),
+        Stage::Explaining => "explaining the result".to_string(),
+    }
+}
+
+/// Runs the loop for `run` and prints the report; returns the exit status.
+pub async fn answer_command(args: RunArgs) -> i32 {
+    let mut policy = match &args.policy {
+        Some(path) => match Policy::load(path) {
+            Ok(p) => p,
+            Err(e) => return usage(&e.to_string()),
+        },
+        None => Policy::default(),
+    };
+    if let Err(e) = tighten(&mut policy, &args) {
+        return usage(&e);
+    }
+    let schema = match &args.schema {
+        Some(path) => match read_schema(path) {
+            Ok(s) => Some(s),
+            Err(e) => return usage(&e),
+        },
+        None => None,
+    };
+    let code = match &args.code {
+        Some(path) => match read_code(path) {
+            Ok(c) => Some(c),
+            Err(e) => return usage(&e),
+        },
+        None => None,
+    };
+    let inputs = match check_input_policy(&policy, &args) {
+        Ok(i) => i,
+        Err(e) => return usage(&e),
+    };
+    let overrides = ModelOverrides {
+        provider: args.provider,
+        base_url: args.base_url.clone(),
+        model: args.model.clone(),
+        ..Default::default()
+    };
+    let model = match ModelConfig::from_env(&overrides) {
+        Ok(Some(cfg)) => match ModelClient::new(cfg) {
+            Ok(c) => Some(c),
+            Err(e) => return usage(&e.to_string()),
+        },
+        Ok(None) => None,
+        Err(e) => return usage(&e.to_string()),
+    };
+    let sandbox = match Sandbox::connect().await {
+        Ok(s) => s,
+        Err(e) => return usage(&e.to_string()),
+    };
+    if let Err(e) = sandbox.cleanup_leftovers().await {
+        tracing::warn!(error = %e, "could not clean up leftover containers");
+    }
+    let show_progress = args.format == Format::Text;
+    let progress = move |stage: Stage| {
+        if show_progress {
+            eprintln!("compute-bot: {}", progress_line(stage));
+        }
+    };
+    let agent = Agent {
+        policy: &policy,
+        sandbox: &sandbox,
+        model: model.as_ref(),
+        progress: &progress,
+    };
+    let request = Request {
+        goal: args.goal.clone(),
+        code,
+        inputs,
+        schema,
+        context: None,
+    };
+    let result = tokio::select! {
+        r = agent.answer(request) => r,
+        _ = tokio::signal::ctrl_c() => {
+            sandbox.remove_all_live().await;
+            eprintln!("interrupted: the sandbox container was removed");
+            return 130;
+        }
+    };
+    let report = match result {
+        Ok(r) => r,
+        Err(AgentError::Sandbox(e)) if !e.is_configuration() => {
+            eprintln!("error: {e}");
+            return 1;
+        }
+        Err(e) => return usage(&e.to_string()),
+    };
+    match args.format {
+        Format::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&report).expect("report serializes")
+        ),
+        Format::Markdown => print!("{}", render::markdown(&report, &RenderContext::default())),
+        Format::Text => print!("{}", render::text(&report)),
+    }
+    report.status.exit_code()
+}

@@ -1,0 +1,210 @@
+//! `compute-bot run` with a policy, end to end against the real engine:
+//! denied and escalated code never creates a container; allowed code runs;
+//! exit codes and the report say why.
+
+use std::process::{Command, Output};
+
+const BIN: &str = env!("CARGO_BIN_EXE_compute-bot");
+
+fn write(dir: &std::path::Path, name: &str, text: &str) -> std::path::PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// Runs the binary and returns its output plus the containers it created,
+/// read back from the engine's event log by the pid label every container gets.
+fn run_counting(args: &[&str]) -> (Output, usize) {
+    let since = chrono::Utc::now().timestamp() - 1;
+    let child = Command::new(BIN)
+        .args(args)
+        .env_remove("COMPUTE_BOT_PROVIDER")
+        .env_remove("COMPUTE_BOT_MODEL")
+        .env_remove("COMPUTE_BOT_BASE_URL")
+        .env_remove("COMPUTE_BOT_API_KEY")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    let until = chrono::Utc::now().timestamp() + 1;
+    let events = Command::new("docker")
+        .args([
+            "events",
+            "--since",
+            &since.to_string(),
+            "--until",
+            &until.to_string(),
+        ])
+        .args(["--filter", "type=container", "--filter", "event=create"])
+        .args(["--filter", &format!("label=org.compute-bot.pid={pid}")])
+        .args(["--format", "{{.ID}}"])
+        .output()
+        .unwrap();
+    let created = String::from_utf8_lossy(&events.stdout).lines().count();
+    (out, created)
+}
+
+fn json(out: &Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+#[test]
+fn denied_code_never_creates_a_container() {
+    let dir = tempfile::tempdir().unwrap();
+    let code = write(
+        dir.path(),
+        "evil.py",
+        "import subprocess\nprint(subprocess.run(['id'], capture_output=True).stdout)\n",
+    );
+    let (out, created) = run_counting(&[
+        "run",
+        "--policy",
+        "policies/default.yml",
+        "--format",
+        "json",
+        "--code",
+        code.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let r = json(&out);
+    assert_eq!(r["status"], "failed");
+    assert_eq!(r["verdict"]["decision"], "deny");
+    assert!(
+        r["stop_reason"].as_str().unwrap().contains("subprocess"),
+        "{r}"
+    );
+    assert!(r["outcome"].is_null());
+    assert_eq!(created, 0, "a denied script created a container");
+}
+
+#[test]
+fn allowed_code_creates_exactly_one_container_and_validates() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, created) = run_counting(&[
+        "run",
+        "--policy",
+        "policies/default.yml",
+        "--schema",
+        "examples/conversion.schema.json",
+        "--input",
+        "examples/sales.csv",
+        "--format",
+        "json",
+        "--code",
+        "examples/conversion.py",
+    ]);
+    drop(dir);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let r = json(&out);
+    assert_eq!(r["status"], "ok");
+    assert_eq!(r["verdict"]["decision"], "allow");
+    assert_eq!(r["result"]["by_day"].as_array().unwrap().len(), 14);
+    assert_eq!(r["outcome"]["status"], "ok");
+    assert_eq!(created, 1);
+}
+
+#[test]
+fn escalated_code_waits_for_approval_without_running() {
+    let dir = tempfile::tempdir().unwrap();
+    // Outside the escalate policy's allowlist, but not a denied family.
+    let code = write(dir.path(), "w.py", "import wave\nprint('{}')\n");
+    let (out, created) = run_counting(&[
+        "run",
+        "--policy",
+        "policies/escalate.yml",
+        "--format",
+        "json",
+        "--code",
+        code.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    let r = json(&out);
+    assert_eq!(r["status"], "needs_approval");
+    assert_eq!(r["verdict"]["decision"], "escalate");
+    assert_eq!(
+        r["code_sha256"].as_str().unwrap(),
+        compute_bot::sandbox::sha256_hex(b"import wave\nprint('{}')\n")
+    );
+    assert_eq!(created, 0);
+}
+
+#[test]
+fn a_result_that_breaks_the_schema_fails_with_the_instance_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let code = write(
+        dir.path(),
+        "bad.py",
+        "import json\nprint(json.dumps({'by_day': [], 'average_conversion': 'high'}))\n",
+    );
+    let (out, _) = run_counting(&[
+        "run",
+        "--schema",
+        "examples/conversion.schema.json",
+        "--format",
+        "json",
+        "--code",
+        code.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let r = json(&out);
+    assert_eq!(r["status"], "failed");
+    let errors = r["attempts"][0]["validation_errors"].to_string();
+    assert!(errors.contains("/average_conversion"), "{errors}");
+    // Nothing is lost: the code and the output so far are in the report.
+    assert!(r["code"].as_str().unwrap().contains("average_conversion"));
+    assert!(r["outcome"]["stdout"].as_str().unwrap().contains("high"));
+}
+
+#[test]
+fn a_goal_without_a_model_or_code_shows_both_ways_forward() {
+    let (out, created) = run_counting(&["run", "--goal", "average conversion by day"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("COMPUTE_BOT_MODEL"), "{err}");
+    assert!(err.contains("--code") || err.contains("```python"), "{err}");
+    assert_eq!(created, 0);
+}
+
+#[test]
+fn flags_may_only_tighten_the_policy() {
+    let (out, _) = run_counting(&[
+        "run",
+        "--policy",
+        "policies/strict.yml",
+        "--timeout",
+        "60s",
+        "--code",
+        "examples/conversion.py",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("only tighten"));
+}
+
+#[test]
+fn a_broken_policy_file_is_reported_with_line_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(
+        dir.path(),
+        "p.yml",
+        "version: 1\nsandbox:\n  network: bridge\n",
+    );
+    let (out, created) = run_counting(&[
+        "run",
+        "--policy",
+        p.to_str().unwrap(),
+        "--code",
+        "examples/conversion.py",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("p.yml:3:"), "{err}");
+    assert_eq!(created, 0);
+}
