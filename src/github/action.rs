@@ -423,45 +423,51 @@ enum Kind {
     Deny,
 }
 
-/// Whether `user` may do `kind`. A non-empty list (`who.users`,
-/// `escalation.approvers`) is an allowlist that replaces the permission rule
-/// (as the policy file documents); otherwise the permission must reach the
-/// minimum.
-fn authorize(
-    user: &str,
-    has: Option<Permission>,
-    listed: &[String],
-    min: policy::Permission,
-    prefix: &str,
-    kind: Kind,
-) -> Decision {
-    if !listed.is_empty() {
-        if listed.iter().any(|u| u.eq_ignore_ascii_case(user)) {
-            return Decision::Proceed;
-        }
-        return Decision::Refuse(match kind {
-            Kind::Run => texts::refused_not_listed(user, prefix),
-            Kind::Approve => texts::refused_not_approver(user, "approve", prefix),
-            Kind::Deny => texts::refused_not_approver(user, "deny", prefix),
-        });
+/// The policy's permission for a GitHub one; `None` for no access.
+fn policy_permission(p: Permission) -> Option<policy::Permission> {
+    match p {
+        Permission::None => None,
+        Permission::Read => Some(policy::Permission::Read),
+        Permission::Triage => Some(policy::Permission::Triage),
+        Permission::Write => Some(policy::Permission::Write),
+        Permission::Maintain => Some(policy::Permission::Maintain),
+        Permission::Admin => Some(policy::Permission::Admin),
     }
-    let has = has.unwrap_or(Permission::None);
-    let rules = WhoRules {
-        users: Vec::new(),
-        min_permission: permission_of(min),
-        ..WhoRules::default()
+}
+
+/// Whether `user`, who has `has` on the repository, may do `kind`. The
+/// decision is the policy's own ([`policy::Who::permits`] for a run,
+/// [`policy::Escalation::may_approve`] for `approve` / `deny`): at least the
+/// minimum permission and, when the policy lists logins, being listed. The
+/// reply says which of the two is missing. (Bots and edited comments were
+/// screened before.)
+fn authorize(user: &str, has: Permission, policy: &Policy, prefix: &str, kind: Kind) -> Decision {
+    let level = policy_permission(has);
+    let (allowed, listed, min) = match kind {
+        Kind::Run => (
+            level.is_some_and(|l| policy.who.permits(user, l, false, false).is_ok()),
+            &policy.who.users,
+            policy.who.min_permission,
+        ),
+        Kind::Approve | Kind::Deny => (
+            level.is_some_and(|l| policy.escalation.may_approve(user, l)),
+            &policy.escalation.approvers,
+            policy.escalation.min_permission,
+        ),
     };
-    match kind {
-        Kind::Run => flow::decide(user, has, &rules, prefix, false),
-        Kind::Approve => flow::decide(user, has, &rules, prefix, true),
-        Kind::Deny => {
-            if has >= rules.min_permission {
-                Decision::Proceed
-            } else {
-                Decision::Refuse(texts::refused_deny(user, rules.min_permission, prefix))
-            }
-        }
+    if allowed {
+        return Decision::Proceed;
     }
+    let needs = permission_of(min);
+    let unlisted = !listed.is_empty() && !listed.iter().any(|u| u.eq_ignore_ascii_case(user));
+    Decision::Refuse(match (kind, unlisted) {
+        (Kind::Run, true) => texts::refused_not_listed(user, prefix),
+        (Kind::Run, false) => texts::refused_permission(user, has, needs, prefix),
+        (Kind::Approve, true) => texts::refused_not_approver(user, "approve", prefix),
+        (Kind::Approve, false) => texts::refused_approval(user, needs, prefix),
+        (Kind::Deny, true) => texts::refused_not_approver(user, "deny", prefix),
+        (Kind::Deny, false) => texts::refused_deny(user, needs, prefix),
+    })
 }
 
 async fn on_comment(
@@ -471,44 +477,27 @@ async fn on_comment(
     command: Command,
     author: &str,
 ) -> i32 {
-    let (kind, listed, min) = match &command {
-        Command::Run { .. } => (
-            Kind::Run,
-            &ctx.policy.who.users,
-            ctx.policy.who.min_permission,
-        ),
-        Command::Approve => (
-            Kind::Approve,
-            &ctx.policy.escalation.approvers,
-            ctx.policy.escalation.min_permission,
-        ),
-        Command::Deny => (
-            Kind::Deny,
-            &ctx.policy.escalation.approvers,
-            ctx.policy.escalation.min_permission,
-        ),
+    let kind = match &command {
+        Command::Run { .. } => Kind::Run,
+        Command::Approve => Kind::Approve,
+        Command::Deny => Kind::Deny,
     };
-    // The permission only matters when no allowlist is set.
-    let has = if listed.is_empty() {
-        match ctx.gh.permission(author).await {
-            Ok(p) => Some(p),
-            // GitHub answers 404 for users who are not collaborators of a private repository.
-            Err(e) if e.status() == Some(404) => Some(Permission::None),
-            Err(e) => {
-                log_annotation("error", &format!("compute-bot: {e}"));
-                return conclude(
-                    ctx.env,
-                    Ending::status("error", EXIT_FAILED).with_summary(format!(
-                        "### 💥 compute-bot could not check who asked\n\n{}\n",
-                        render::neutralize(&e.to_string())
-                    )),
-                );
-            }
+    let has = match ctx.gh.permission(author).await {
+        Ok(p) => p,
+        // GitHub answers 404 for users who are not collaborators of a private repository.
+        Err(e) if e.status() == Some(404) => Permission::None,
+        Err(e) => {
+            log_annotation("error", &format!("compute-bot: {e}"));
+            return conclude(
+                ctx.env,
+                Ending::status("error", EXIT_FAILED).with_summary(format!(
+                    "### 💥 compute-bot could not check who asked\n\n{}\n",
+                    render::neutralize(&e.to_string())
+                )),
+            );
         }
-    } else {
-        None
     };
-    if let Decision::Refuse(text) = authorize(author, has, listed, min, ctx.prefix, kind) {
+    if let Decision::Refuse(text) = authorize(author, has, ctx.policy, ctx.prefix, kind) {
         return refuse(ctx, issue, comment_id, &text).await;
     }
     match command {
@@ -640,40 +629,48 @@ pub(crate) fn report_post_errors(errors: &[GitHubError], summary: &mut String, e
 mod tests {
     use super::*;
 
+    fn policy(yaml: &str) -> Policy {
+        Policy::from_yaml_str(yaml, "test.yml").unwrap()
+    }
+
     #[test]
-    fn allowlists_replace_the_permission_rule() {
-        use policy::Permission as P;
-        let listed = vec!["Alice".to_string()];
+    fn a_listed_user_still_needs_the_permission_and_the_reply_says_what_is_missing() {
+        let p = policy(
+            "version: 1\nwho:\n  users: [Alice]\n  min_permission: write\nescalation:\n  approvers: [maint]\n",
+        );
+        let run = |u: &str, has| authorize(u, has, &p, "/compute", Kind::Run);
+        assert_eq!(run("alice", Permission::Write), Decision::Proceed);
+        assert!(
+            matches!(run("alice", Permission::Read), Decision::Refuse(t) if t.contains("**write**") && t.contains("**read**"))
+        );
+        assert!(
+            matches!(run("bob", Permission::Admin), Decision::Refuse(t) if t.contains("lists"))
+        );
+        assert!(
+            matches!(run("alice", Permission::None), Decision::Refuse(t) if t.contains("**none**"))
+        );
+        let esc = |u: &str, has, k| authorize(u, has, &p, "/compute", k);
         assert_eq!(
-            authorize("alice", None, &listed, P::Write, "/compute", Kind::Run),
+            esc("MAINT", Permission::Maintain, Kind::Approve),
             Decision::Proceed
         );
-        assert!(matches!(
-            authorize("bob", Some(Permission::Admin), &listed, P::Write, "/compute", Kind::Run),
-            Decision::Refuse(t) if t.contains("lists")
-        ));
-        assert!(matches!(
-            authorize("bob", Some(Permission::Admin), &listed, P::Maintain, "/compute", Kind::Approve),
-            Decision::Refuse(t) if t.contains("approve")
-        ));
+        assert!(
+            matches!(esc("maint", Permission::Write, Kind::Approve), Decision::Refuse(t) if t.contains("approve") && t.contains("maintain"))
+        );
+        assert!(
+            matches!(esc("admin", Permission::Admin, Kind::Approve), Decision::Refuse(t) if t.contains("approvers"))
+        );
+        assert!(
+            matches!(esc("maint", Permission::Write, Kind::Deny), Decision::Refuse(t) if t.contains("deny") && t.contains("maintain"))
+        );
+        let open = policy("version: 1\n");
         assert_eq!(
-            authorize(
-                "bob",
-                Some(Permission::Maintain),
-                &[],
-                P::Maintain,
-                "/compute",
-                Kind::Approve
-            ),
+            authorize("x", Permission::Admin, &open, "/c", Kind::Deny),
             Decision::Proceed
         );
-        assert!(matches!(
-            authorize("bob", Some(Permission::Write), &[], P::Maintain, "/compute", Kind::Deny),
-            Decision::Refuse(t) if t.contains("deny") && t.contains("maintain")
-        ));
-        assert!(matches!(
-            authorize("bob", None, &[], P::Read, "/compute", Kind::Run),
-            Decision::Refuse(_)
-        ));
+        assert_eq!(
+            authorize("x", Permission::Write, &open, "/c", Kind::Run),
+            Decision::Proceed
+        );
     }
 }
