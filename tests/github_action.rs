@@ -849,3 +849,62 @@ async fn configuration_errors_exit_2_and_name_the_culprit() {
     assert!(run.summary.contains(".github/compute-bot.yml:3:"));
     assert!(f.gh.requests().is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_workspace_policy_decides_who_and_whether_edits_count() {
+    let f = Fixture::new().await;
+    f.policy(
+        "version: 1\nwho:\n  users: [alice, rita]\n  min_permission: write\n  allow_edited_comments: true\n",
+    );
+    // Listed but only read permission: refused, naming the permission.
+    let cid = f.comment(
+        7,
+        "rita",
+        &format!("/compute inputs=data/sales.csv total\n{}", fenced(CODE)),
+        "created",
+    );
+    let run = f.run("issue_comment", "9701").await;
+    assert_eq!(
+        (run.code, run.out("status")),
+        (0, "refused"),
+        "{}",
+        run.log()
+    );
+    assert_eq!(f.gh.reactions(cid), vec!["-1"]);
+    assert!(f.bot_comments(7)[0].body.contains("**write**"));
+    // Write permission but not listed: refused.
+    f.gh.set_permission(REPO, "wendy", "write");
+    let cid = f.comment(
+        7,
+        "wendy",
+        &format!("/compute inputs=data/sales.csv total\n{}", fenced(CODE)),
+        "created",
+    );
+    let run = f.run("issue_comment", "9702").await;
+    assert_eq!(
+        (run.code, run.out("status")),
+        (0, "refused"),
+        "{}",
+        run.log()
+    );
+    assert_eq!(f.gh.reactions(cid), vec!["-1"]);
+    assert!(
+        f.bot_comments(7)
+            .last()
+            .unwrap()
+            .body
+            .contains("users the policy's `who` lists")
+    );
+    // Listed with write, and this policy lets edited comments count.
+    let cid = f.comment(
+        7,
+        "alice",
+        &format!("/compute inputs=data/sales.csv total\n{}", fenced(CODE)),
+        "edited",
+    );
+    let run = f.run("issue_comment", "9703").await;
+    assert_eq!((run.code, run.out("status")), (0, "ok"), "{}", run.log());
+    assert_eq!(f.gh.reactions(cid), vec!["eyes", "rocket"]);
+    let report = report_at(&f, &run);
+    assert_eq!(report["policy"], ".github/compute-bot.yml");
+}
