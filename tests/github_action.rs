@@ -582,7 +582,36 @@ async fn escalated_code_runs_only_when_an_allowed_approver_approves() {
     );
 
     // A maintainer approves: exactly the shown code runs.
-    let ok = f.comment(7, "maint", "/compute approve", "created");
+    // An approval that names another hash is not carried out, and the request stays open.
+    let wrong = f.comment(7, "maint", "/compute approve 00000000", "created");
+    let run = f.run("issue_comment", "9105").await;
+    assert_eq!(
+        (run.code, run.out("status")),
+        (1, "failed"),
+        "{}",
+        run.log()
+    );
+    assert_eq!(f.gh.reactions(wrong), vec!["confused"]);
+    assert!(
+        f.bot_comments(7)
+            .last()
+            .unwrap()
+            .body
+            .contains("approval names sha256 `00000000")
+    );
+    assert_eq!(
+        f.gh.comment(pending.id).unwrap().body,
+        pending.body,
+        "still open"
+    );
+
+    // A maintainer approves, naming the hash shown: exactly the shown code runs.
+    let ok = f.comment(
+        7,
+        "maint",
+        &format!("/compute approve {}", &sha256(ESCALATING)[..12]),
+        "created",
+    );
     let run = f.run("issue_comment", "9103").await;
     assert_eq!(run.code, 0, "{}", run.log());
     assert_eq!(run.out("status"), "ok");
@@ -659,6 +688,38 @@ async fn deny_closes_the_request_and_tampered_code_is_not_approved() {
             .contains("does not match its sha256")
     );
     assert!(!run.stdout.contains("::stop-commands::"), "nothing ran");
+
+    // A consistent swap (code and hash marker both rewritten) passes the hash
+    // check, but not an approval that names the hash the approver read.
+    let swapped_code = ESCALATING.replace("hashlib.sha256(b\"x\")", "hashlib.md5(b\"x\")");
+    let swapped = pending
+        .body
+        .replace(ESCALATING, &swapped_code)
+        .replace(&sha256(ESCALATING), &sha256(&swapped_code));
+    assert!(swapped.contains(&sha256(&swapped_code)) && swapped.contains("md5"));
+    assert!(patch_comment(&f, pending.id, &swapped).await);
+    let a = f.comment(
+        7,
+        "maint",
+        &format!("/compute approve {}", &sha256(ESCALATING)[..12]),
+        "created",
+    );
+    let run = f.run("issue_comment", "9204").await;
+    assert_eq!(
+        (run.code, run.out("status")),
+        (1, "failed"),
+        "{}",
+        run.log()
+    );
+    assert_eq!(f.gh.reactions(a), vec!["confused"]);
+    assert!(!run.stdout.contains("::stop-commands::"), "nothing ran");
+    assert!(
+        !f.gh
+            .comment(pending.id)
+            .unwrap()
+            .body
+            .contains("compute-bot:closed")
+    );
 
     // Deny closes it.
     let d = f.comment(7, "maint", "/compute deny", "created");

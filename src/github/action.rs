@@ -38,15 +38,16 @@
 //!
 //! A `needs_approval` result shows the code, its sha256 and the findings
 //! (the pending marker of [`texts::approval_block`]) plus a hidden request
-//! marker with the goal and the inputs (paths and sha256). `/compute approve`
-//! by someone the policy's `escalation` allows reads the code back from the
-//! newest open pending comment written by a bot account, checks the hash
-//! ([`texts::read_pending`]), marks that comment closed (so a second
-//! approval cannot run it again), checks that the inputs still have the
-//! hashes shown, and runs exactly that code with
-//! [`crate::agent::Request::approved_sha256`] set: the escalation is settled, a `deny`
-//! verdict (say, from a stricter policy since) still denies. `/compute deny`
-//! closes the request.
+//! marker with the goal and the inputs (paths and sha256). An approval
+//! (`/compute approve`, optionally followed by a sha256 prefix) by someone
+//! the policy's `escalation` allows reads the code back from the newest open
+//! pending comment written by a bot account, checks the hash
+//! ([`texts::read_pending`]) and the prefix when one is given, marks that
+//! comment closed (so a second approval cannot run it again), checks that
+//! the inputs still have the hashes shown, and runs exactly that code with
+//! [`crate::agent::Request::approved_sha256`] set: the escalation is
+//! settled, a `deny` verdict (say, from a stricter policy since) still
+//! denies. `/compute deny` closes the request.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -479,7 +480,7 @@ async fn on_comment(
 ) -> i32 {
     let kind = match &command {
         Command::Run { .. } => Kind::Run,
-        Command::Approve => Kind::Approve,
+        Command::Approve { .. } => Kind::Approve,
         Command::Deny => Kind::Deny,
     };
     let has = match ctx.gh.permission(author).await {
@@ -549,7 +550,9 @@ async fn on_comment(
             };
             execute(ctx, job).await
         }
-        Command::Approve => approve(ctx, issue, comment_id, author).await,
+        Command::Approve { sha256_prefix } => {
+            approve(ctx, issue, comment_id, author, sha256_prefix.as_deref()).await
+        }
         Command::Deny => deny(ctx, issue, comment_id, author).await,
     }
 }

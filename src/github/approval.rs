@@ -67,7 +67,15 @@ async fn find_pending(
     Ok(None)
 }
 
-pub(crate) async fn approve(ctx: &Ctx<'_>, issue: u64, comment_id: u64, author: &str) -> i32 {
+/// `/compute approve [<sha256 prefix>]`: runs the newest open pending code,
+/// if its hash still matches (and starts with `sha256_prefix` when given).
+pub(crate) async fn approve(
+    ctx: &Ctx<'_>,
+    issue: u64,
+    comment_id: u64,
+    author: &str,
+    sha256_prefix: Option<&str>,
+) -> i32 {
     let pending = match find_pending(ctx.gh, issue).await {
         Ok(p) => p,
         Err(e) => {
@@ -103,6 +111,24 @@ pub(crate) async fn approve(ctx: &Ctx<'_>, issue: u64, comment_id: u64, author: 
         }
         Some((c, Ok(code))) => (c, code),
     };
+    if let Some(prefix) = sha256_prefix
+        && !code.sha256.starts_with(prefix)
+    {
+        let reason = format!(
+            "the approval names sha256 `{prefix}…`, but the code waiting for approval has sha256 `{}` (was the comment edited?); read the code again and approve it with its current hash",
+            code.sha256
+        );
+        return reply(
+            ctx,
+            issue,
+            comment_id,
+            &texts::approval_invalid(&reason),
+            Reaction::Confused,
+            "failed",
+            EXIT_FAILED,
+        )
+        .await;
+    }
     let request = read_request_marker(&comment.body).unwrap_or_default();
     // Close the request before running, so a second approval cannot run it again.
     let closed = format!(
@@ -132,6 +158,7 @@ pub(crate) async fn approve(ctx: &Ctx<'_>, issue: u64, comment_id: u64, author: 
     execute(ctx, job).await
 }
 
+/// `/compute deny`: closes the newest open pending request; nothing runs.
 pub(crate) async fn deny(ctx: &Ctx<'_>, issue: u64, comment_id: u64, author: &str) -> i32 {
     let pending = match find_pending(ctx.gh, issue).await {
         Ok(p) => p,

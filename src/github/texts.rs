@@ -178,7 +178,8 @@ pub fn approval_block(code: &str, sha256: &str, findings: &[Finding], command: &
     }
     let _ = write!(
         s,
-        "\nTo run exactly this code (sha256 `{sha256}`), someone the policy's `escalation` allows comments `{command} approve`; `{command} deny` closes the request. The code is never regenerated: the bot reads it back from this comment and checks the hash.\n\n<details open><summary>Code waiting for approval · sha256 <code>{}</code></summary>\n\n{}\n",
+        "\nTo run exactly this code (sha256 `{sha256}`), someone the policy's `escalation` allows comments `{command} approve {}` (or just `{command} approve`); `{command} deny` closes the request. The code is never regenerated: the bot reads it back from this comment and checks the hash; with the hash prefix, only this code can run even if the comment is edited meanwhile.\n\n<details open><summary>Code waiting for approval · sha256 <code>{}</code></summary>\n\n{}\n",
+        &sha256[..sha256.len().min(12)],
         &sha256[..sha256.len().min(12)],
         pending_marker(sha256)
     );
