@@ -39,6 +39,20 @@ pub struct Request {
     pub schema: Option<Value>,
     /// Further context for the model (e.g. the lines after the command).
     pub context: Option<String>,
+    /// The hex SHA-256 of code a human approved (e.g. `/compute approve` on
+    /// GitHub). When the code to run hashes to exactly this value, an
+    /// `escalate` verdict counts as allowed; a `deny` verdict still denies,
+    /// and any other code (a regenerated one included) is not covered.
+    pub approved_sha256: Option<String>,
+}
+
+impl Request {
+    /// True when `code_sha256` is the hash a human approved.
+    pub fn is_approved(&self, code_sha256: &str) -> bool {
+        self.approved_sha256
+            .as_deref()
+            .is_some_and(|a| a.trim().eq_ignore_ascii_case(code_sha256))
+    }
 }
 
 /// A stage the loop is in, for progress displays.
@@ -315,6 +329,13 @@ impl Agent<'_> {
             attempt.verdict = Some(verdict.clone());
             match verdict.decision {
                 Decision::Allow => {}
+                // Exactly the code a human approved: the escalation is settled.
+                Decision::Escalate if req.is_approved(&attempt.code_sha256) => {
+                    tracing::info!(
+                        sha256 = %attempt.code_sha256,
+                        "running escalated code that a human approved"
+                    );
+                }
                 Decision::Escalate => {
                     report.status = ReportStatus::NeedsApproval;
                     report.stop_reason = Some(format!(
@@ -489,4 +510,64 @@ impl Agent<'_> {
 
 fn model_stop_reason(e: &ModelError) -> String {
     format!("the model could not be used: {e}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn escalate_policy() -> Policy {
+        Policy::load(&std::path::PathBuf::from(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/policies/escalate.yml"
+        )))
+        .unwrap()
+    }
+
+    /// Neither path below starts a container: escalate and deny stop at the check.
+    #[tokio::test]
+    async fn an_approval_covers_only_the_approved_code_and_never_a_deny() {
+        let Ok(sandbox) = Sandbox::connect().await else {
+            panic!("these tests need the Docker engine");
+        };
+        let policy = escalate_policy();
+        let agent = Agent {
+            policy: &policy,
+            sandbox: &sandbox,
+            model: None,
+            progress: &|_| {},
+        };
+        let escalating = "import hashlib\nprint('{}')\n";
+        // Approval of other code does not settle this escalation.
+        let report = agent
+            .answer(Request {
+                code: Some(escalating.into()),
+                approved_sha256: Some(sha256_hex(b"print('{}')\n")),
+                ..Request::default()
+            })
+            .await
+            .unwrap();
+        assert_eq!(report.status, ReportStatus::NeedsApproval);
+        assert!(report.outcome.is_none());
+        // A deny stays a deny, approved or not.
+        let denied = "import subprocess\nsubprocess.run(['id'])\n";
+        let report = agent
+            .answer(Request {
+                code: Some(denied.into()),
+                approved_sha256: Some(sha256_hex(denied.as_bytes())),
+                ..Request::default()
+            })
+            .await
+            .unwrap();
+        assert_eq!(report.status, ReportStatus::Failed);
+        assert!(report.outcome.is_none());
+        assert!(report.stop_reason.as_deref().unwrap().contains("denied"));
+        assert!(
+            Request {
+                approved_sha256: Some("ABC".into()),
+                ..Request::default()
+            }
+            .is_approved("abc")
+        );
+    }
 }

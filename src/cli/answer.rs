@@ -164,6 +164,8 @@ pub async fn answer_command(args: RunArgs) -> i32 {
         inputs,
         schema,
         context: None,
+        // The terminal has no approval step: escalated code stops (exit 3).
+        approved_sha256: None,
     };
     let result = tokio::select! {
         r = agent.answer(request) => r,

@@ -1,7 +1,679 @@
-//! `compute-bot action`: the GitHub Action entry point (being built).
+//! `compute-bot action`: the GitHub Action entry point.
+//!
+//! Order of a run (each step only when the previous one says go on):
+//!
+//! 1. Mask the secrets (`::add-mask::`), read the Actions environment and the
+//!    event. Other events, and comments without the command, end here
+//!    (exit 0, a notice, nothing posted).
+//! 2. Load the policy (`policy` input, else `.github/compute-bot.yml` or
+//!    `.github/compute-policy.yml` when present, else the built-in default).
+//! 3. Authorize: bots and edited comments are ignored unless the policy
+//!    allows them; the commenter's permission (raw collaborator-permission
+//!    endpoint) is compared with the policy's `who` (or `escalation` for
+//!    `approve` / `deny`). Refused users get a short reply and a 👎; nothing
+//!    is generated or run.
+//! 4. 👀 on the comment; one tracking comment per workflow run (hidden run
+//!    marker, run link), edited through the stages and finally replaced by
+//!    the result; then 🚀 (ok) or 😕 (failed).
+//! 5. In [`crate::github::request`]: inputs from the workspace
+//!    ([`crate::github::inputs`]), the model from the `provider` / `model` /
+//!    `base_url` / `api_key` inputs and the environment, then
+//!    [`crate::agent::Agent::answer`] in the real sandbox.
+//! 6. Outputs (`status`, `result`, `comment_id`, `code_sha256`,
+//!    `report_path`), the step summary, the sandbox's stdout/stderr echoed
+//!    between `::stop-commands::` markers.
+//!
+//! # Exit status
+//!
+//! | exit | when | `status` output |
+//! |------|------|-----------------|
+//! | 0 | the result is validated | `ok` |
+//! | 0 | the code waits for approval (the workflow is not red while it waits) | `needs_approval` |
+//! | 0 | ignored event/comment, refused user, denied request, usage reply | `ignored` / `refused` / `denied` |
+//! | 1 | no valid result; unusable inputs; no model and no code; an approval that cannot be honoured | `failed` |
+//! | 1 | the result could not be posted (e.g. 403: missing `permissions:`); the summary still has it | the run's status |
+//! | 2 | configuration: a missing variable, a malformed event file, a bad policy file, a bad model setting, no Docker | `error` |
+//!
+//! # Approval
+//!
+//! A `needs_approval` result shows the code, its sha256 and the findings
+//! (the pending marker of [`texts::approval_block`]) plus a hidden request
+//! marker with the goal and the inputs (paths and sha256). An approval
+//! (`/compute approve`, optionally followed by a sha256 prefix) by someone
+//! the policy's `escalation` allows reads the code back from the newest open
+//! pending comment written by a bot account, checks the hash
+//! ([`texts::read_pending`]) and the prefix when one is given, marks that
+//! comment closed (so a second approval cannot run it again), checks that
+//! the inputs still have the hashes shown, and runs exactly that code with
+//! [`crate::agent::Request::approved_sha256`] set: the escalation is
+//! settled, a `deny` verdict (say, from a stricter policy since) still
+//! denies. `/compute deny` closes the request.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::github::actions_io::{self, Outputs};
+use crate::github::approval::{approve, deny};
+use crate::github::client::{GitHub, GitHubError, Permission, Reaction};
+use crate::github::command::{self, Command};
+use crate::github::event::{ActionEnv, Trigger};
+use crate::github::flow::{self, Decision, Screened, WhoRules};
+use crate::github::request::{Job, execute};
+use crate::github::texts;
+use crate::policy::{self, Policy, PolicyError};
+use crate::render;
+
+/// Exit status: done (ok, waiting for approval, ignored, refused, denied).
+pub const EXIT_OK: i32 = 0;
+/// Exit status: the request failed, or its result could not be posted.
+pub const EXIT_FAILED: i32 = 1;
+/// Exit status: configuration (environment, event file, policy, model, Docker).
+pub const EXIT_CONFIG: i32 = 2;
+
+/// Policy files looked for (in this order) when the `policy` input is empty.
+pub const DEFAULT_POLICY_PATHS: [&str; 2] =
+    [".github/compute-bot.yml", ".github/compute-policy.yml"];
 
 /// Runs the action from the process environment; returns the exit status.
+/// SIGINT / SIGTERM (a cancelled job) stop the run and remove its sandbox
+/// containers.
 pub async fn run_from_process_env() -> i32 {
-    eprintln!("error: `compute-bot action` is not available in this build yet");
-    2
+    let vars: BTreeMap<String, String> = std::env::vars().collect();
+    let work = run(&vars);
+    tokio::pin!(work);
+    #[cfg(unix)]
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    #[cfg(unix)]
+    let terminated = async {
+        match term.as_mut() {
+            Some(t) => {
+                t.recv().await;
+            }
+            None => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminated = std::future::pending::<()>();
+    tokio::select! {
+        code = &mut work => code,
+        _ = tokio::signal::ctrl_c() => interrupted(),
+        _ = terminated => interrupted(),
+    }
+    // Dropping `work` removes the sandbox containers still alive.
+}
+
+fn interrupted() -> i32 {
+    log_annotation(
+        "error",
+        "compute-bot was interrupted (the job was cancelled); its sandbox containers are removed",
+    );
+    130
+}
+
+// ------------------------------------------------------------ workflow log
+
+pub(crate) fn log_annotation(level: &str, message: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = actions_io::annotation(&mut out, level, message);
+    let _ = out.flush();
+}
+
+fn escape_property(s: &str) -> String {
+    actions_io::escape_data(s)
+        .replace(':', "%3A")
+        .replace(',', "%2C")
+}
+
+/// Masks every secret the run can see before anything else is printed.
+fn mask_secrets(vars: &BTreeMap<String, String>) {
+    let mut out = std::io::stdout().lock();
+    for name in [
+        "INPUT_GITHUB_TOKEN",
+        "INPUT_API_KEY",
+        crate::model::ENV_API_KEY,
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "GITHUB_TOKEN",
+    ] {
+        if let Some(v) = vars.get(name).filter(|v| !v.trim().is_empty()) {
+            let _ = actions_io::add_mask(&mut out, v);
+        }
+    }
+    let _ = out.flush();
+}
+
+/// What the run ends with: outputs, summary and exit status.
+#[derive(Debug, Default)]
+pub(crate) struct Ending {
+    pub(crate) outputs: Outputs,
+    pub(crate) summary: Option<String>,
+    pub(crate) exit: i32,
+}
+
+impl Ending {
+    pub(crate) fn status(status: &str, exit: i32) -> Ending {
+        Ending {
+            outputs: Outputs {
+                status: status.to_string(),
+                ..Outputs::default()
+            },
+            summary: None,
+            exit,
+        }
+    }
+
+    pub(crate) fn with_summary(mut self, text: impl Into<String>) -> Ending {
+        self.summary = Some(text.into());
+        self
+    }
+
+    pub(crate) fn with_comment(mut self, id: Option<u64>) -> Ending {
+        self.outputs.comment_id = id;
+        self
+    }
+}
+
+/// Writes the outputs and the summary (when the runner gave the files).
+pub(crate) fn conclude(env: &ActionEnv, end: Ending) -> i32 {
+    if let Some(path) = &env.output
+        && let Err(e) = actions_io::write_outputs(path, &end.outputs.pairs())
+    {
+        log_annotation("warning", &format!("compute-bot: {e}"));
+    }
+    if let (Some(path), Some(text)) = (&env.step_summary, &end.summary)
+        && let Err(e) = actions_io::append_summary(path, text)
+    {
+        log_annotation("warning", &format!("compute-bot: {e}"));
+    }
+    end.exit
+}
+
+/// Best effort when the environment itself is broken: the outputs and
+/// summary files may still be named.
+fn conclude_raw(vars: &BTreeMap<String, String>, message: &str) -> i32 {
+    log_annotation("error", message);
+    let get = |n: &str| {
+        vars.get(n)
+            .filter(|v| !v.trim().is_empty())
+            .map(PathBuf::from)
+    };
+    if let Some(p) = get("GITHUB_OUTPUT") {
+        let outputs = Outputs {
+            status: "error".into(),
+            ..Outputs::default()
+        };
+        let _ = actions_io::write_outputs(&p, &outputs.pairs());
+    }
+    if let Some(p) = get("GITHUB_STEP_SUMMARY") {
+        let _ = actions_io::append_summary(
+            &p,
+            &format!(
+                "### 💥 compute-bot could not start\n\n{}\n",
+                render::neutralize(message)
+            ),
+        );
+    }
+    EXIT_CONFIG
+}
+
+// ------------------------------------------------------------ entry
+
+/// Runs the action with the variables in `vars` (the process environment in
+/// production); returns the exit status. Workflow commands go to stdout.
+pub async fn run(vars: &BTreeMap<String, String>) -> i32 {
+    mask_secrets(vars);
+    let env = match ActionEnv::from_map(vars) {
+        Ok(e) => e,
+        Err(e) => return conclude_raw(vars, &format!("compute-bot: {e}")),
+    };
+    let trigger = match Trigger::from_env(&env) {
+        Ok(t) => t,
+        Err(e) => {
+            log_annotation("error", &format!("compute-bot: {e}"));
+            return conclude(
+                &env,
+                Ending::status("error", EXIT_CONFIG).with_summary(format!(
+                    "### 💥 compute-bot could not start\n\n{}\n",
+                    render::neutralize(&e.to_string())
+                )),
+            );
+        }
+    };
+    let prefix = env.inputs.command.clone();
+    // Cheap exits first: a broken policy must not turn every comment red.
+    match &trigger {
+        Trigger::Ignored { reason } => return ignore(&env, reason),
+        Trigger::Comment { body, .. } if command::parse(body, &prefix).is_none() => {
+            return ignore(&env, &format!("the comment does not start with `{prefix}`"));
+        }
+        _ => {}
+    }
+    let policy = match load_policy(&env) {
+        Ok(p) => p,
+        Err(e) => return policy_error(&env, &e),
+    };
+    let who = WhoRules {
+        users: policy.who.users.clone(),
+        min_permission: permission_of(policy.who.min_permission),
+        allow_bots: policy.who.allow_bots,
+        allow_edited_comments: policy.who.allow_edited_comments,
+    };
+    let screened = flow::screen(&trigger, &prefix, &who);
+    if let Screened::Ignore(reason) = &screened {
+        return ignore(&env, reason);
+    }
+    let token = match env.token() {
+        Ok(t) => t.clone(),
+        Err(e) => return config_error(&env, &e.to_string()),
+    };
+    let repo = match &trigger {
+        Trigger::Comment { repo, .. } => repo.clone(),
+        _ => env.repository.clone(),
+    };
+    let gh = match GitHub::new(&env.api_url, &token, repo) {
+        Ok(gh) => gh,
+        Err(e) => return config_error(&env, &e.to_string()),
+    };
+    let ctx = Ctx {
+        env: &env,
+        vars,
+        policy: &policy,
+        gh: &gh,
+        prefix: &prefix,
+    };
+    match (trigger, screened) {
+        (
+            Trigger::Comment {
+                issue_number,
+                comment_id,
+                ..
+            },
+            Screened::Comment { command, author },
+        ) => on_comment(&ctx, issue_number, comment_id, command, &author).await,
+        (
+            Trigger::Dispatch {
+                goal,
+                code,
+                inputs,
+                issue,
+            }
+            | Trigger::Schedule {
+                goal,
+                code,
+                inputs,
+                issue,
+            },
+            _,
+        ) => {
+            let job = Job {
+                goal,
+                code,
+                inputs,
+                issue,
+                ..Job::default()
+            };
+            execute(&ctx, job).await
+        }
+        (_, _) => ignore(&env, "nothing to do"),
+    }
+}
+
+fn ignore(env: &ActionEnv, reason: &str) -> i32 {
+    log_annotation("notice", &texts::ignored(reason));
+    conclude(env, Ending::status("ignored", EXIT_OK))
+}
+
+fn config_error(env: &ActionEnv, message: &str) -> i32 {
+    log_annotation("error", &format!("compute-bot: {message}"));
+    conclude(
+        env,
+        Ending::status("error", EXIT_CONFIG).with_summary(format!(
+            "### 💥 compute-bot could not start\n\n{}\n",
+            render::neutralize(message)
+        )),
+    )
+}
+
+fn policy_error(env: &ActionEnv, e: &PolicyError) -> i32 {
+    let file = Path::new(&e.file)
+        .strip_prefix(&env.workspace)
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| e.file.clone());
+    let shown = PolicyError {
+        file: file.clone(),
+        ..e.clone()
+    };
+    let mut out = std::io::stdout().lock();
+    let position = if e.line > 0 {
+        format!(",line={},col={}", e.line, e.column.max(1))
+    } else {
+        String::new()
+    };
+    let _ = writeln!(
+        out,
+        "::error file={}{position},title=compute-bot policy::{}",
+        escape_property(&file),
+        actions_io::escape_data(&shown.to_string())
+    );
+    let _ = out.flush();
+    drop(out);
+    conclude(
+        env,
+        Ending::status("error", EXIT_CONFIG).with_summary(format!(
+            "### 💥 compute-bot: the policy file is not usable\n\n```text\n{}\n```\n\nNothing was posted or run. Fix the file (`compute-bot policy check {file}` shows the same message locally).\n",
+            shown.to_string().replace("```", "'''")
+        )),
+    )
+}
+
+/// Loads the policy named by the `policy` input (relative to the workspace),
+/// else the first of [`DEFAULT_POLICY_PATHS`] that exists, else the default.
+pub fn load_policy(env: &ActionEnv) -> Result<Policy, PolicyError> {
+    let (path, shown) = match &env.inputs.policy {
+        Some(p) => {
+            let given = Path::new(p.trim());
+            let full = if given.is_absolute() {
+                given.to_path_buf()
+            } else {
+                env.workspace.join(given)
+            };
+            (full, p.trim().to_string())
+        }
+        None => match DEFAULT_POLICY_PATHS
+            .iter()
+            .map(|p| (env.workspace.join(p), p.to_string()))
+            .find(|(full, _)| full.is_file())
+        {
+            Some(found) => found,
+            None => {
+                tracing::info!("no policy file; using the built-in default policy");
+                return Ok(Policy::default());
+            }
+        },
+    };
+    let mut p = Policy::load(&path)?;
+    p.origin = Some(PathBuf::from(shown));
+    Ok(p)
+}
+
+fn permission_of(p: policy::Permission) -> Permission {
+    match p {
+        policy::Permission::Read => Permission::Read,
+        policy::Permission::Triage => Permission::Triage,
+        policy::Permission::Write => Permission::Write,
+        policy::Permission::Maintain => Permission::Maintain,
+        policy::Permission::Admin => Permission::Admin,
+    }
+}
+
+// ------------------------------------------------------------ comments
+
+pub(crate) struct Ctx<'a> {
+    pub(crate) env: &'a ActionEnv,
+    pub(crate) vars: &'a BTreeMap<String, String>,
+    pub(crate) policy: &'a Policy,
+    pub(crate) gh: &'a GitHub,
+    pub(crate) prefix: &'a str,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Run,
+    Approve,
+    Deny,
+}
+
+/// The policy's permission for a GitHub one; `None` for no access.
+fn policy_permission(p: Permission) -> Option<policy::Permission> {
+    match p {
+        Permission::None => None,
+        Permission::Read => Some(policy::Permission::Read),
+        Permission::Triage => Some(policy::Permission::Triage),
+        Permission::Write => Some(policy::Permission::Write),
+        Permission::Maintain => Some(policy::Permission::Maintain),
+        Permission::Admin => Some(policy::Permission::Admin),
+    }
+}
+
+/// Whether `user`, who has `has` on the repository, may do `kind`. The
+/// decision is the policy's own ([`policy::Who::permits`] for a run,
+/// [`policy::Escalation::may_approve`] for `approve` / `deny`): at least the
+/// minimum permission and, when the policy lists logins, being listed. The
+/// reply says which of the two is missing. (Bots and edited comments were
+/// screened before.)
+fn authorize(user: &str, has: Permission, policy: &Policy, prefix: &str, kind: Kind) -> Decision {
+    let level = policy_permission(has);
+    let (allowed, listed, min) = match kind {
+        Kind::Run => (
+            level.is_some_and(|l| policy.who.permits(user, l, false, false).is_ok()),
+            &policy.who.users,
+            policy.who.min_permission,
+        ),
+        Kind::Approve | Kind::Deny => (
+            level.is_some_and(|l| policy.escalation.may_approve(user, l)),
+            &policy.escalation.approvers,
+            policy.escalation.min_permission,
+        ),
+    };
+    if allowed {
+        return Decision::Proceed;
+    }
+    let needs = permission_of(min);
+    let unlisted = !listed.is_empty() && !listed.iter().any(|u| u.eq_ignore_ascii_case(user));
+    Decision::Refuse(match (kind, unlisted) {
+        (Kind::Run, true) => texts::refused_not_listed(user, prefix),
+        (Kind::Run, false) => texts::refused_permission(user, has, needs, prefix),
+        (Kind::Approve, true) => texts::refused_not_approver(user, "approve", prefix),
+        (Kind::Approve, false) => texts::refused_approval(user, needs, prefix),
+        (Kind::Deny, true) => texts::refused_not_approver(user, "deny", prefix),
+        (Kind::Deny, false) => texts::refused_deny(user, needs, prefix),
+    })
+}
+
+async fn on_comment(
+    ctx: &Ctx<'_>,
+    issue: u64,
+    comment_id: u64,
+    command: Command,
+    author: &str,
+) -> i32 {
+    let kind = match &command {
+        Command::Run { .. } => Kind::Run,
+        Command::Approve { .. } => Kind::Approve,
+        Command::Deny => Kind::Deny,
+    };
+    let has = match ctx.gh.permission(author).await {
+        Ok(p) => p,
+        // GitHub answers 404 for users who are not collaborators of a private repository.
+        Err(e) if e.status() == Some(404) => Permission::None,
+        Err(e) => {
+            log_annotation("error", &format!("compute-bot: {e}"));
+            return conclude(
+                ctx.env,
+                Ending::status("error", EXIT_FAILED).with_summary(format!(
+                    "### 💥 compute-bot could not check who asked\n\n{}\n",
+                    render::neutralize(&e.to_string())
+                )),
+            );
+        }
+    };
+    if let Decision::Refuse(text) = authorize(author, has, ctx.policy, ctx.prefix, kind) {
+        return refuse(ctx, issue, comment_id, &text).await;
+    }
+    match command {
+        Command::Run {
+            options,
+            goal,
+            context,
+            code,
+        } => {
+            let code = code.filter(|c| !c.trim().is_empty());
+            if goal.trim().is_empty() && code.is_none() {
+                return reply(
+                    ctx,
+                    issue,
+                    comment_id,
+                    &texts::usage(ctx.prefix),
+                    Reaction::Confused,
+                    "ignored",
+                    EXIT_OK,
+                )
+                .await;
+            }
+            let unknown: Vec<&String> = options.keys().filter(|k| *k != "inputs").collect();
+            if !unknown.is_empty() {
+                log_annotation(
+                    "warning",
+                    &format!(
+                        "compute-bot: unknown options ignored: {}",
+                        unknown
+                            .iter()
+                            .map(|s| s.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                );
+            }
+            let inputs = options
+                .get("inputs")
+                .map(|v| crate::github::event::split_list(v))
+                .unwrap_or_default();
+            let job = Job {
+                goal: Some(goal).filter(|g| !g.trim().is_empty()),
+                code,
+                context: Some(context).filter(|c| !c.trim().is_empty()),
+                inputs,
+                issue: Some(issue),
+                reply_to: Some(comment_id),
+                ..Job::default()
+            };
+            execute(ctx, job).await
+        }
+        Command::Approve { sha256_prefix } => {
+            approve(ctx, issue, comment_id, author, sha256_prefix.as_deref()).await
+        }
+        Command::Deny => deny(ctx, issue, comment_id, author).await,
+    }
+}
+
+/// A refused command: a short reply, a 👎, nothing run.
+async fn refuse(ctx: &Ctx<'_>, issue: u64, comment_id: u64, text: &str) -> i32 {
+    log_annotation(
+        "notice",
+        &format!("compute-bot refused the request: {text}"),
+    );
+    reply(
+        ctx,
+        issue,
+        comment_id,
+        text,
+        Reaction::MinusOne,
+        "refused",
+        EXIT_OK,
+    )
+    .await
+}
+
+/// Posts a short reply and a reaction; a failure to post makes the run fail.
+pub(crate) async fn reply(
+    ctx: &Ctx<'_>,
+    issue: u64,
+    comment_id: u64,
+    text: &str,
+    reaction: Reaction,
+    status: &str,
+    exit: i32,
+) -> i32 {
+    let mut errors = Vec::new();
+    if let Err(e) = ctx.gh.add_reaction(comment_id, reaction).await {
+        errors.push(e);
+    }
+    let id = match ctx.gh.create_comment(issue, text).await {
+        Ok(id) => Some(id),
+        Err(e) => {
+            errors.push(e);
+            None
+        }
+    };
+    let mut summary = format!("### compute-bot\n\n{}\n", text.trim());
+    let exit = report_post_errors(&errors, &mut summary, exit);
+    conclude(
+        ctx.env,
+        Ending::status(status, exit)
+            .with_summary(summary)
+            .with_comment(id),
+    )
+}
+
+/// Logs GitHub errors as annotations and notes them in the summary; any
+/// error makes the exit status [`EXIT_FAILED`].
+pub(crate) fn report_post_errors(errors: &[GitHubError], summary: &mut String, exit: i32) -> i32 {
+    if errors.is_empty() {
+        return exit;
+    }
+    let mut note = String::from(
+        "> [!CAUTION]\n> compute-bot could not post to GitHub, so the thread does not show this:\n",
+    );
+    for e in errors {
+        log_annotation("error", &format!("compute-bot: {e}"));
+        note.push_str(&format!("> - {}\n", render::neutralize(&e.to_string())));
+    }
+    note.push('\n');
+    summary.insert_str(0, &note);
+    if exit == EXIT_OK {
+        EXIT_FAILED
+    } else {
+        exit.max(EXIT_FAILED)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy(yaml: &str) -> Policy {
+        Policy::from_yaml_str(yaml, "test.yml").unwrap()
+    }
+
+    #[test]
+    fn a_listed_user_still_needs_the_permission_and_the_reply_says_what_is_missing() {
+        let p = policy(
+            "version: 1\nwho:\n  users: [Alice]\n  min_permission: write\nescalation:\n  approvers: [maint]\n",
+        );
+        let run = |u: &str, has| authorize(u, has, &p, "/compute", Kind::Run);
+        assert_eq!(run("alice", Permission::Write), Decision::Proceed);
+        assert!(
+            matches!(run("alice", Permission::Read), Decision::Refuse(t) if t.contains("**write**") && t.contains("**read**"))
+        );
+        assert!(
+            matches!(run("bob", Permission::Admin), Decision::Refuse(t) if t.contains("lists"))
+        );
+        assert!(
+            matches!(run("alice", Permission::None), Decision::Refuse(t) if t.contains("**none**"))
+        );
+        let esc = |u: &str, has, k| authorize(u, has, &p, "/compute", k);
+        assert_eq!(
+            esc("MAINT", Permission::Maintain, Kind::Approve),
+            Decision::Proceed
+        );
+        assert!(
+            matches!(esc("maint", Permission::Write, Kind::Approve), Decision::Refuse(t) if t.contains("approve") && t.contains("maintain"))
+        );
+        assert!(
+            matches!(esc("admin", Permission::Admin, Kind::Approve), Decision::Refuse(t) if t.contains("approvers"))
+        );
+        assert!(
+            matches!(esc("maint", Permission::Write, Kind::Deny), Decision::Refuse(t) if t.contains("deny") && t.contains("maintain"))
+        );
+        let open = policy("version: 1\n");
+        assert_eq!(
+            authorize("x", Permission::Admin, &open, "/c", Kind::Deny),
+            Decision::Proceed
+        );
+        assert_eq!(
+            authorize("x", Permission::Write, &open, "/c", Kind::Run),
+            Decision::Proceed
+        );
+    }
 }

@@ -18,7 +18,7 @@ pub fn random_token() -> String {
 /// The step outputs the action declares.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Outputs {
-    /// `ok`, `failed`, `needs_approval`, `refused` or `ignored`.
+    /// `ok`, `failed`, `needs_approval`, `refused`, `denied`, `ignored` or `error`.
     pub status: String,
     /// The result as JSON (`null` when there is none).
     pub result: Option<serde_json::Value>,

@@ -17,8 +17,14 @@ pub enum Command {
         /// The first fenced python block anywhere in the comment.
         code: Option<String>,
     },
-    /// `/compute approve`: approve the pending code.
-    Approve,
+    /// `/compute approve [<sha256 prefix>]`: approve the pending code. With a
+    /// hex prefix (at least 8 digits, as shown next to the code), only code
+    /// whose sha256 starts with it is approved, so the approval is bound to
+    /// what the approver read even if the comment is edited meanwhile.
+    Approve {
+        /// The lower-case sha256 prefix written after `approve`, if any.
+        sha256_prefix: Option<String>,
+    },
     /// `/compute deny`: close the pending request.
     Deny,
 }
@@ -36,7 +42,8 @@ impl Command {
     }
 }
 
-/// Parses a comment body. `approve` / `deny` alone on the first line are
+/// Parses a comment body. `approve` (optionally followed by a sha256 prefix
+/// of 8 to 64 hex digits) / `deny` alone on the first line are
 /// [`Command::Approve`] / [`Command::Deny`] (later lines are a remark).
 /// Returns `None` unless the first non-blank line starts
 /// with `prefix` followed by whitespace or the end of the line (so `/computer`
@@ -56,9 +63,23 @@ pub fn parse(body: &str, prefix: &str) -> Option<Command> {
     let after = after.trim();
     let (options, goal) = parse_options(after);
     if options.is_empty() {
-        match goal.to_ascii_lowercase().as_str() {
-            "approve" => return Some(Command::Approve),
-            "deny" => return Some(Command::Deny),
+        let lower = goal.to_ascii_lowercase();
+        let words: Vec<&str> = lower.split_whitespace().collect();
+        match words.as_slice() {
+            ["approve"] => {
+                return Some(Command::Approve {
+                    sha256_prefix: None,
+                });
+            }
+            ["approve", hash]
+                if (8..=64).contains(&hash.len())
+                    && hash.chars().all(|c| c.is_ascii_hexdigit()) =>
+            {
+                return Some(Command::Approve {
+                    sha256_prefix: Some(hash.to_string()),
+                });
+            }
+            ["deny"] => return Some(Command::Deny),
             _ => {}
         }
     }
@@ -270,15 +291,25 @@ mod tests {
 
     #[test]
     fn approve_and_deny() {
-        assert_eq!(
-            parse("/compute approve", "/compute"),
-            Some(Command::Approve)
-        );
+        let plain = Some(Command::Approve {
+            sha256_prefix: None,
+        });
+        assert_eq!(parse("/compute approve", "/compute"), plain);
         assert_eq!(parse("/compute Deny\r\n", "/compute"), Some(Command::Deny));
         assert_eq!(
             parse("/compute approve\nlooks fine to me", "/compute"),
-            Some(Command::Approve)
+            plain
         );
+        assert_eq!(
+            parse("/compute approve 7F722B92796C", "/compute"),
+            Some(Command::Approve {
+                sha256_prefix: Some("7f722b92796c".into())
+            })
+        );
+        // Too short to identify code, or not hex: an ordinary goal.
+        for body in ["/compute approve 7f72", "/compute approve budget12"] {
+            assert!(matches!(parse(body, "/compute"), Some(Command::Run { .. })));
+        }
         assert!(matches!(
             parse("/compute approve the budget", "/compute"),
             Some(Command::Run { .. })

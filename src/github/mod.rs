@@ -6,14 +6,20 @@
 //! - [`texts`]: every comment the bot writes, and the hidden markers it reads back.
 //! - [`actions_io`]: `GITHUB_OUTPUT`, the step summary and workflow commands.
 //! - [`flow`]: pure decisions (who may run what) taking plain data.
+//! - [`inputs`]: which workspace files the code gets, checked against the policy.
+//! - [`action`]: `compute-bot action`, the orchestration of all of the above;
+//!   [`request`] runs one request, [`approval`] handles `approve` / `deny`.
 //! - [`tracking`]: the run's one tracking comment, edited through the stages.
 
 pub mod action;
 pub mod actions_io;
+pub mod approval;
 pub mod client;
 pub mod command;
 pub mod event;
 pub mod flow;
+pub mod inputs;
+pub mod request;
 pub mod texts;
 pub mod tracking;
 

@@ -178,7 +178,8 @@ pub fn approval_block(code: &str, sha256: &str, findings: &[Finding], command: &
     }
     let _ = write!(
         s,
-        "\nTo run exactly this code (sha256 `{sha256}`), someone the policy's `escalation` allows comments `{command} approve`; `{command} deny` closes the request. The code is never regenerated: the bot reads it back from this comment and checks the hash.\n\n<details open><summary>Code waiting for approval · sha256 <code>{}</code></summary>\n\n{}\n",
+        "\nTo run exactly this code (sha256 `{sha256}`), someone the policy's `escalation` allows comments `{command} approve {}` (or just `{command} approve`); `{command} deny` closes the request. The code is never regenerated: the bot reads it back from this comment and checks the hash; with the hash prefix, only this code can run even if the comment is edited meanwhile.\n\n<details open><summary>Code waiting for approval · sha256 <code>{}</code></summary>\n\n{}\n",
+        &sha256[..sha256.len().min(12)],
         &sha256[..sha256.len().min(12)],
         pending_marker(sha256)
     );
@@ -285,6 +286,21 @@ pub fn refused_not_listed(user: &str, command: &str) -> String {
 pub fn refused_approval(user: &str, needs: Permission, command: &str) -> String {
     format!(
         "🚫 @{user}, `{command} approve` needs someone the policy's `escalation` allows (at least **{needs}** permission). The code was not run.\n"
+    )
+}
+
+/// Refused: the policy lists approvers and the commenter is not one of them.
+/// `verb` is `approve` or `deny`.
+pub fn refused_not_approver(user: &str, verb: &str, command: &str) -> String {
+    format!(
+        "🚫 @{user}, `{command} {verb}` may only be used by the approvers the policy's `escalation` lists. Nothing was run or changed.\n"
+    )
+}
+
+/// Refused: a `deny` by someone the policy's `escalation` does not allow.
+pub fn refused_deny(user: &str, needs: Permission, command: &str) -> String {
+    format!(
+        "🚫 @{user}, `{command} deny` needs someone the policy's `escalation` allows (at least **{needs}** permission). The request stays open.\n"
     )
 }
 

@@ -1,0 +1,971 @@
+//! End-to-end tests of `compute-bot action`: the real binary as a process,
+//! with the Actions environment set, `GITHUB_API_URL` pointing at the
+//! stateful GitHub stand-in, real-shaped event payloads, and the real sandbox.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use support::github_standin::GitHubStandIn;
+use support::llm_standin::{CANARY_KEY, DEFAULT_MODEL, LlmStandin, Reply};
+
+const REPO: &str = "octo-org/data";
+const TOKEN: &str = "ghs_standin_token_8c1d7e";
+const CSV: &str = "region,amount\nnorth,10\nsouth,32\n";
+
+/// Exact code as a comment's fenced block yields it (every line ends with `\n`).
+const CODE: &str = "import json\nimport pandas as pd\ndf = pd.read_csv(\"/data/sales.csv\")\nprint(\"rows:\", len(df))\nprint(json.dumps({\"total\": int(df[\"amount\"].sum()), \"rows\": len(df)}))\n";
+
+fn sha256(s: &str) -> String {
+    hex::encode(Sha256::digest(s.as_bytes()))
+}
+
+fn fenced(code: &str) -> String {
+    format!("```python\n{code}```")
+}
+
+struct Fixture {
+    gh: GitHubStandIn,
+    dir: tempfile::TempDir,
+}
+
+/// What one run of the binary left behind.
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+    outputs: BTreeMap<String, String>,
+    summary: String,
+}
+
+impl Run {
+    fn out(&self, name: &str) -> &str {
+        self.outputs
+            .get(name)
+            .map(String::as_str)
+            .unwrap_or_else(|| panic!("no output {name} in {:?}\n{}", self.outputs, self.log()))
+    }
+
+    fn log(&self) -> String {
+        format!(
+            "exit {}\n--- stdout\n{}\n--- stderr\n{}",
+            self.code, self.stdout, self.stderr
+        )
+    }
+}
+
+/// Parses a `GITHUB_OUTPUT` file (`name=value` and `name<<DELIM` blocks).
+fn parse_outputs(text: &str) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        if let Some((name, delim)) = line.split_once("<<") {
+            let mut v = Vec::new();
+            for l in lines.by_ref() {
+                if l == delim {
+                    break;
+                }
+                v.push(l);
+            }
+            out.insert(name.to_string(), v.join("\n"));
+        } else if let Some((name, value)) = line.split_once('=') {
+            out.insert(name.to_string(), value.to_string());
+        }
+    }
+    out
+}
+
+impl Fixture {
+    async fn new() -> Fixture {
+        let gh = GitHubStandIn::start().await;
+        gh.add_repo(REPO);
+        gh.add_issue(REPO, 7);
+        gh.add_pull_request(REPO, 8);
+        gh.set_permission(REPO, "alice", "write");
+        gh.set_permission(REPO, "maint", "maintain");
+        gh.set_permission(REPO, "rita", "read");
+        gh.set_permission(REPO, "dependabot[bot]", "write");
+        gh.require_token(TOKEN);
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("ws/data")).unwrap();
+        std::fs::write(dir.path().join("ws/data/sales.csv"), CSV).unwrap();
+        Fixture { gh, dir }
+    }
+
+    fn ws(&self) -> PathBuf {
+        self.dir.path().join("ws")
+    }
+
+    fn event_path(&self) -> PathBuf {
+        self.dir.path().join("event.json")
+    }
+
+    fn write_event(&self, v: &Value) {
+        std::fs::write(self.event_path(), serde_json::to_vec_pretty(v).unwrap()).unwrap();
+    }
+
+    /// Seeds a comment by `author` and writes its `issue_comment` event.
+    fn comment(&self, issue: u64, author: &str, body: &str, action: &str) -> u64 {
+        let id = self.gh.seed_comment(REPO, issue, author, body);
+        self.write_event(&self.gh.issue_comment_event(id, action));
+        id
+    }
+
+    fn policy(&self, yaml: &str) {
+        std::fs::create_dir_all(self.ws().join(".github")).unwrap();
+        std::fs::write(self.ws().join(".github/compute-bot.yml"), yaml).unwrap();
+    }
+
+    fn base_env(&self, event: &str, run_id: &str) -> BTreeMap<String, String> {
+        let mut env: BTreeMap<String, String> = [
+            ("GITHUB_EVENT_NAME", event.to_string()),
+            ("GITHUB_EVENT_PATH", self.event_path().display().to_string()),
+            ("GITHUB_REPOSITORY", REPO.to_string()),
+            ("GITHUB_API_URL", self.gh.uri()),
+            ("GITHUB_SERVER_URL", "https://github.example".to_string()),
+            ("GITHUB_RUN_ID", run_id.to_string()),
+            ("GITHUB_RUN_ATTEMPT", "1".to_string()),
+            ("GITHUB_WORKSPACE", self.ws().display().to_string()),
+            ("INPUT_GITHUB_TOKEN", TOKEN.to_string()),
+            ("INPUT_COMMAND", "/compute".to_string()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        for k in ["PATH", "DOCKER_HOST", "HOME"] {
+            if let Ok(v) = std::env::var(k) {
+                env.insert(k.to_string(), v);
+            }
+        }
+        env
+    }
+
+    async fn run_with(&self, env: BTreeMap<String, String>) -> Run {
+        let outputs = self.dir.path().join("github_output");
+        let summary = self.dir.path().join("step_summary.md");
+        let _ = std::fs::remove_file(&outputs);
+        let _ = std::fs::remove_file(&summary);
+        let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_compute-bot"))
+            .arg("action")
+            .env_clear()
+            .envs(&env)
+            .env("GITHUB_OUTPUT", &outputs)
+            .env("GITHUB_STEP_SUMMARY", &summary)
+            .current_dir(self.ws())
+            .output()
+            .await
+            .expect("the binary starts");
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            outputs: parse_outputs(&std::fs::read_to_string(&outputs).unwrap_or_default()),
+            summary: std::fs::read_to_string(&summary).unwrap_or_default(),
+        }
+    }
+
+    async fn run(&self, event: &str, run_id: &str) -> Run {
+        self.run_with(self.base_env(event, run_id)).await
+    }
+
+    /// Comments on `issue` written by the bot.
+    fn bot_comments(&self, issue: u64) -> Vec<support::github_standin::StoredComment> {
+        self.gh
+            .comments(REPO, issue)
+            .into_iter()
+            .filter(|c| c.author == support::github_standin::DEFAULT_APP_LOGIN)
+            .collect()
+    }
+}
+
+/// The secrets never reach comments, the summary or the outputs, and the
+/// log shows them only in `::add-mask::` lines.
+fn assert_no_leak(f: &Fixture, run: &Run, secret: &str) {
+    for c in
+        f.gh.comments(REPO, 7)
+            .iter()
+            .chain(f.gh.comments(REPO, 8).iter())
+    {
+        assert!(!c.body.contains(secret), "secret in comment {}", c.id);
+    }
+    assert!(!run.summary.contains(secret));
+    assert!(!run.outputs.values().any(|v| v.contains(secret)));
+    for line in run.stdout.lines().chain(run.stderr.lines()) {
+        if line.contains(secret) {
+            assert!(line.starts_with("::add-mask::"), "secret in log: {line}");
+        }
+    }
+    assert!(
+        run.stdout.contains(&format!("::add-mask::{secret}")),
+        "the secret was not masked\n{}",
+        run.log()
+    );
+}
+
+fn report_at(f: &Fixture, run: &Run) -> Value {
+    let rel = run.out("report_path");
+    assert!(!rel.is_empty(), "{}", run.log());
+    let p = if Path::new(rel).is_absolute() {
+        PathBuf::from(rel)
+    } else {
+        f.ws().join(rel)
+    };
+    serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn comment_on_an_issue_runs_the_fenced_code_and_posts_result_code_and_audit() {
+    let f = Fixture::new().await;
+    let body = format!(
+        "/compute inputs=data/sales.csv total amount\r\nSum the amount column.\r\n{}\r\n",
+        fenced(CODE).replace('\n', "\r\n")
+    );
+    let cid = f.comment(7, "alice", &body, "created");
+    let run = f.run("issue_comment", "9001").await;
+    assert_eq!(run.code, 0, "{}", run.log());
+
+    let bots = f.bot_comments(7);
+    assert_eq!(bots.len(), 1, "one tracking comment");
+    let c = &bots[0];
+    assert!(c.body.contains("<!-- compute-bot:run=9001 -->"));
+    assert!(c.body.contains("✅ compute-bot: result"), "{}", c.body);
+    assert!(c.body.contains("| total | 42 |"), "{}", c.body);
+    // The exact code, line by line, and its full hash in the report.
+    for line in CODE.lines() {
+        assert!(c.body.contains(line), "missing code line {line}");
+    }
+    assert!(c.body.contains("Executed code"));
+    assert!(c.body.contains(&format!("sha256: `{}`", sha256(CODE))));
+    assert!(c.body.contains("**Audit**") && c.body.contains("/data/sales.csv"));
+    assert!(
+        c.body
+            .contains("https://github.example/octo-org/data/actions/runs/9001")
+    );
+    // Acknowledged, then edited in place (stages, result).
+    assert!(c.edits >= 2, "edits: {}", c.edits);
+    assert_eq!(f.gh.reactions(cid), vec!["eyes", "rocket"]);
+
+    assert_eq!(run.out("status"), "ok");
+    let result: Value = serde_json::from_str(run.out("result")).unwrap();
+    assert_eq!(result, json!({"total": 42, "rows": 2}));
+    assert_eq!(run.out("comment_id"), c.id.to_string());
+    assert_eq!(run.out("code_sha256"), sha256(CODE));
+    let report = report_at(&f, &run);
+    assert_eq!(report["status"], "ok");
+    assert_eq!(report["code"], CODE);
+    assert_eq!(report["inputs"][0]["name"], "sales.csv");
+    assert!(run.summary.contains("compute-bot: result") && run.summary.contains("42"));
+    assert!(!run.summary.contains("<!-- compute-bot:run="));
+    // The sandbox's stdout reaches the log only between stop-commands markers.
+    let start = run.stdout.find("::stop-commands::").expect("stop-commands");
+    let token = run.stdout[start + 17..start + 17 + 32].to_string();
+    let end = run.stdout.find(&format!("::{token}::")).expect("resume");
+    assert!(run.stdout[start..end].contains("rows: 2"));
+    assert!(!run.stdout[..start].contains("rows: 2"));
+    // Every call carried the token; no request failed.
+    let reqs = f.gh.requests();
+    assert!(reqs.iter().all(|r| r.status < 400), "{reqs:?}");
+    assert_no_leak(&f, &run, TOKEN);
+
+    // A re-run of the same workflow run edits its own comment.
+    let mut env = f.base_env("issue_comment", "9001");
+    env.insert("GITHUB_RUN_ATTEMPT".into(), "2".into());
+    let again = f.run_with(env).await;
+    assert_eq!(again.code, 0, "{}", again.log());
+    let bots = f.bot_comments(7);
+    assert_eq!(bots.len(), 1, "a re-run adds no comment");
+    assert!(bots[0].edits > c.edits);
+    assert_eq!(again.out("comment_id"), c.id.to_string());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn comment_on_a_pull_request_takes_inputs_mentioned_in_the_goal() {
+    let f = Fixture::new().await;
+    let code = "import json\nimport pandas as pd\nprint(json.dumps({\"mean\": float(pd.read_csv(\"/data/sales.csv\")[\"amount\"].mean())}))\n";
+    let cid = f.comment(
+        8,
+        "alice",
+        &format!("/compute mean amount in data/sales.csv\n{}", fenced(code)),
+        "created",
+    );
+    let run = f.run("issue_comment", "9002").await;
+    assert_eq!(run.code, 0, "{}", run.log());
+    assert!(f.bot_comments(7).is_empty());
+    let bots = f.bot_comments(8);
+    assert_eq!(bots.len(), 1);
+    assert!(bots[0].body.contains("21"), "{}", bots[0].body);
+    assert_eq!(
+        serde_json::from_str::<Value>(run.out("result")).unwrap(),
+        json!({"mean": 21.0})
+    );
+    assert_eq!(f.gh.reactions(cid), vec!["eyes", "rocket"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_goal_is_answered_with_code_from_the_model() {
+    let f = Fixture::new().await;
+    let llm = LlmStandin::openai().await;
+    let code = "import json\nimport pandas as pd\ndf = pd.read_csv('/data/sales.csv')\nprint(json.dumps({'max_region': df.loc[df['amount'].idxmax(), 'region']}))";
+    llm.push(Reply::code(
+        "Read the CSV and take the row with the largest amount.",
+        code,
+    ));
+    llm.push(Reply::text("South has the largest amount."));
+    let cid = f.comment(
+        7,
+        "alice",
+        "/compute inputs=data/sales.csv which region has the largest amount?",
+        "created",
+    );
+    let mut env = f.base_env("issue_comment", "9003");
+    env.insert("INPUT_PROVIDER".into(), "openai".into());
+    env.insert("INPUT_MODEL".into(), DEFAULT_MODEL.into());
+    env.insert("INPUT_BASE_URL".into(), llm.base_url());
+    env.insert("INPUT_API_KEY".into(), CANARY_KEY.into());
+    let run = f.run_with(env).await;
+    assert_eq!(run.code, 0, "{}", run.log());
+    assert_eq!(
+        serde_json::from_str::<Value>(run.out("result")).unwrap(),
+        json!({"max_region": "south"})
+    );
+    let reqs = llm.requests();
+    assert_eq!(reqs.len(), 2, "generate + explain");
+    let (_, user) = &reqs[0].messages()[0];
+    assert!(user.contains("which region has the largest amount"));
+    assert!(user.contains("sales.csv"), "the prompt previews the input");
+    for r in &reqs {
+        assert!(!r.everything_but_auth().contains(CANARY_KEY));
+    }
+    let c = &f.bot_comments(7)[0];
+    assert!(c.body.contains("idxmax"), "the generated code is shown");
+    assert!(c.body.contains("South has the largest amount."));
+    let report = report_at(&f, &run);
+    assert!(report["code"].as_str().unwrap().contains("idxmax"));
+    assert_eq!(
+        run.out("code_sha256"),
+        sha256(report["code"].as_str().unwrap())
+    );
+    assert_eq!(f.gh.reactions(cid), vec!["eyes", "rocket"]);
+    assert_no_leak(&f, &run, CANARY_KEY);
+    assert_no_leak(&f, &run, TOKEN);
+}
+
+/// Events the bot must not act on: nothing posted, no reaction, no API call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn edited_comments_comments_without_the_command_and_bots_are_ignored() {
+    let f = Fixture::new().await;
+    let cases = [
+        (
+            "alice",
+            "/compute total\n```python\nprint('{}')\n```",
+            "edited",
+            "edited",
+        ),
+        (
+            "alice",
+            "Thanks, /compute looks great!",
+            "created",
+            "does not start",
+        ),
+        ("alice", "/computer total", "created", "does not start"),
+        (
+            "dependabot[bot]",
+            "/compute total\n```python\nprint('{}')\n```",
+            "created",
+            "bots",
+        ),
+    ];
+    for (author, body, action, why) in cases {
+        let cid = f.comment(7, author, body, action);
+        let run = f.run("issue_comment", "9004").await;
+        assert_eq!(run.code, 0, "{body}: {}", run.log());
+        assert_eq!(run.out("status"), "ignored");
+        assert!(
+            run.stdout
+                .lines()
+                .any(|l| l.starts_with("::notice::") && l.contains(why)),
+            "{body}: {}",
+            run.log()
+        );
+        assert!(f.gh.reactions(cid).is_empty());
+    }
+    assert!(f.bot_comments(7).is_empty());
+    assert!(f.gh.requests().is_empty(), "{:?}", f.gh.requests());
+
+    // Other events are ignored too.
+    f.write_event(&json!({"action": "opened"}));
+    let run = f.run("pull_request", "9004").await;
+    assert_eq!((run.code, run.out("status")), (0, "ignored"));
+    assert!(run.stdout.contains("pull_request"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_user_is_refused_and_nothing_runs() {
+    let f = Fixture::new().await;
+    let cid = f.comment(
+        7,
+        "rita",
+        &format!("/compute inputs=data/sales.csv total\n{}", fenced(CODE)),
+        "created",
+    );
+    let run = f.run("issue_comment", "9005").await;
+    assert_eq!(run.code, 0, "{}", run.log());
+    assert_eq!(run.out("status"), "refused");
+    assert_eq!(f.gh.reactions(cid), vec!["-1"]);
+    let bots = f.bot_comments(7);
+    assert_eq!(bots.len(), 1);
+    assert!(bots[0].body.contains("@rita") && bots[0].body.contains("**write**"));
+    assert!(bots[0].body.contains("Nothing was generated or run"));
+    assert!(
+        !bots[0].body.contains("compute-bot:run="),
+        "no tracking comment"
+    );
+    assert!(run.out("report_path").is_empty(), "nothing ran, no report");
+    assert!(!run.stdout.contains("::stop-commands::"));
+    assert_eq!(
+        f.gh.count("GET", "/collaborators/rita/permission"),
+        1,
+        "the raw permission endpoint decides"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workflow_dispatch_posts_to_the_issue_input() {
+    let f = Fixture::new().await;
+    f.write_event(&json!({
+        "inputs": {"goal": "total amount", "code": CODE, "inputs": "data/sales.csv", "issue": "7"},
+        "ref": "refs/heads/main",
+        "repository": {"full_name": REPO},
+        "sender": f.gh.user_json("alice"),
+        "workflow": ".github/workflows/compute-dispatch.yml"
+    }));
+    let run = f.run("workflow_dispatch", "9006").await;
+    assert_eq!(run.code, 0, "{}", run.log());
+    let bots = f.bot_comments(7);
+    assert_eq!(bots.len(), 1);
+    assert!(bots[0].body.contains("**Goal:** total amount"));
+    assert!(bots[0].body.contains("42"));
+    assert_eq!(run.out("comment_id"), bots[0].id.to_string());
+    assert_eq!(
+        serde_json::from_str::<Value>(run.out("result")).unwrap()["total"],
+        42
+    );
+    assert_eq!(
+        f.gh.count("POST", "/reactions"),
+        0,
+        "no comment to react to"
+    );
+    assert_eq!(
+        f.gh.count("GET", "/permission"),
+        0,
+        "starting the workflow is the authorization"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn schedule_without_an_issue_writes_the_summary_only() {
+    let f = Fixture::new().await;
+    f.write_event(&json!({"schedule": "0 6 * * 1"}));
+    let mut env = f.base_env("schedule", "9007");
+    env.insert("INPUT_GOAL".into(), "weekly total".into());
+    env.insert("INPUT_CODE".into(), CODE.into());
+    env.insert("INPUT_INPUTS".into(), "data/sales.csv".into());
+    let run = f.run_with(env).await;
+    assert_eq!(run.code, 0, "{}", run.log());
+    assert_eq!(run.out("status"), "ok");
+    assert_eq!(run.out("comment_id"), "");
+    assert!(run.summary.contains("weekly total") && run.summary.contains("42"));
+    assert!(f.gh.requests().is_empty(), "nothing to post");
+
+    // With an issue configured, the result goes there too. This code also
+    // looks for the token and the API key in its environment: they never enter the sandbox.
+    let peek = "import json, os\nvals = ' '.join(os.environ.values())\nprint(json.dumps({'token': 'ghs_' in vals, 'key': 'sk-' in vals, 'n': len(os.environ)}))\n";
+    let mut env = f.base_env("schedule", "9008");
+    env.insert("INPUT_GOAL".into(), "weekly total".into());
+    env.insert("INPUT_CODE".into(), peek.into());
+    let llm = LlmStandin::openai().await;
+    llm.push(Reply::text("No secret was visible."));
+    env.insert("INPUT_MODEL".into(), DEFAULT_MODEL.into());
+    env.insert("INPUT_BASE_URL".into(), llm.base_url());
+    env.insert("INPUT_API_KEY".into(), CANARY_KEY.into());
+    env.insert("OPENAI_API_KEY".into(), CANARY_KEY.into());
+    env.insert("INPUT_INPUTS".into(), "data/sales.csv".into());
+    env.insert("INPUT_ISSUE".into(), "#7".into());
+    let run = f.run_with(env).await;
+    assert_eq!(run.code, 0, "{}", run.log());
+    let bots = f.bot_comments(7);
+    assert_eq!(bots.len(), 1);
+    assert!(bots[0].body.contains("<!-- compute-bot:run=9008 -->"));
+    let seen: Value = serde_json::from_str(run.out("result")).unwrap();
+    assert_eq!(
+        (&seen["token"], &seen["key"]),
+        (&json!(false), &json!(false))
+    );
+    assert!(
+        seen["n"].as_u64().unwrap() > 0,
+        "the check saw an environment"
+    );
+    assert!(
+        bots[0].body.contains("No secret was visible."),
+        "the model explained"
+    );
+    assert_no_leak(&f, &run, CANARY_KEY);
+}
+
+fn escalate_policy() -> String {
+    std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/policies/escalate.yml"
+    ))
+    .unwrap()
+}
+
+/// `hashlib` is outside the escalate policy's allowlist: it escalates.
+const ESCALATING: &str = "import hashlib\nimport json\nimport pandas as pd\ndf = pd.read_csv(\"/data/sales.csv\")\nprint(json.dumps({\"digest\": hashlib.sha256(b\"x\").hexdigest()[:8], \"total\": int(df[\"amount\"].sum())}))\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn escalated_code_runs_only_when_an_allowed_approver_approves() {
+    let f = Fixture::new().await;
+    f.policy(&escalate_policy());
+    let ask = f.comment(
+        7,
+        "alice",
+        &format!(
+            "/compute inputs=data/sales.csv total with a digest\n{}",
+            fenced(ESCALATING)
+        ),
+        "created",
+    );
+    let run = f.run("issue_comment", "9101").await;
+    assert_eq!(
+        run.code,
+        0,
+        "needs_approval does not fail the workflow\n{}",
+        run.log()
+    );
+    assert_eq!(run.out("status"), "needs_approval");
+    assert_eq!(run.out("code_sha256"), sha256(ESCALATING));
+    assert_eq!(run.out("result"), "null");
+    let pending = f.bot_comments(7)[0].clone();
+    assert!(pending.body.contains(&format!(
+        "<!-- compute-bot:pending sha256={} -->",
+        sha256(ESCALATING)
+    )));
+    assert!(
+        pending.body.contains("`/compute approve`") && pending.body.contains("import-not-allowed")
+    );
+    assert!(!run.stdout.contains("::stop-commands::"), "nothing ran");
+    assert_eq!(f.gh.reactions(ask), vec!["eyes"]);
+
+    // A read-only user cannot approve.
+    let fake = f.comment(7, "rita", "/compute approve", "created");
+    let run = f.run("issue_comment", "9102").await;
+    assert_eq!(
+        (run.code, run.out("status")),
+        (0, "refused"),
+        "{}",
+        run.log()
+    );
+    assert_eq!(f.gh.reactions(fake), vec!["-1"]);
+    let refusal = f.bot_comments(7).last().unwrap().body.clone();
+    assert!(
+        refusal.contains("@rita") && refusal.contains("maintain"),
+        "{refusal}"
+    );
+    assert_eq!(
+        f.gh.comment(pending.id).unwrap().body,
+        pending.body,
+        "still open"
+    );
+
+    // A maintainer approves: exactly the shown code runs.
+    // An approval that names another hash is not carried out, and the request stays open.
+    let wrong = f.comment(7, "maint", "/compute approve 00000000", "created");
+    let run = f.run("issue_comment", "9105").await;
+    assert_eq!(
+        (run.code, run.out("status")),
+        (1, "failed"),
+        "{}",
+        run.log()
+    );
+    assert_eq!(f.gh.reactions(wrong), vec!["confused"]);
+    assert!(
+        f.bot_comments(7)
+            .last()
+            .unwrap()
+            .body
+            .contains("approval names sha256 `00000000")
+    );
+    assert_eq!(
+        f.gh.comment(pending.id).unwrap().body,
+        pending.body,
+        "still open"
+    );
+
+    // A maintainer approves, naming the hash shown: exactly the shown code runs.
+    let ok = f.comment(
+        7,
+        "maint",
+        &format!("/compute approve {}", &sha256(ESCALATING)[..12]),
+        "created",
+    );
+    let run = f.run("issue_comment", "9103").await;
+    assert_eq!(run.code, 0, "{}", run.log());
+    assert_eq!(run.out("status"), "ok");
+    assert_eq!(run.out("code_sha256"), sha256(ESCALATING));
+    let result: Value = serde_json::from_str(run.out("result")).unwrap();
+    assert_eq!(result["total"], 42);
+    assert_eq!(result["digest"], "2d711642");
+    assert_eq!(f.gh.reactions(ok), vec!["eyes", "rocket"]);
+    let closed = f.gh.comment(pending.id).unwrap().body;
+    assert!(
+        closed.contains("<!-- compute-bot:closed -->") && closed.contains("Approved by @maint")
+    );
+    let answer = f.bot_comments(7).last().unwrap().clone();
+    assert!(answer.body.contains("<!-- compute-bot:run=9103 -->"));
+    assert!(answer.body.contains("Approved by @maint"));
+    assert!(answer.body.contains("Executed code") && answer.body.contains("hashlib.sha256"));
+    assert_eq!(report_at(&f, &run)["code"], ESCALATING);
+
+    // The request is closed: approving again runs nothing.
+    let again = f.comment(7, "maint", "/compute approve", "created");
+    let run = f.run("issue_comment", "9104").await;
+    assert_eq!(
+        (run.code, run.out("status")),
+        (0, "ignored"),
+        "{}",
+        run.log()
+    );
+    assert!(
+        f.bot_comments(7)
+            .last()
+            .unwrap()
+            .body
+            .contains("nothing on this thread waits")
+    );
+    assert_eq!(f.gh.reactions(again), vec!["confused"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deny_closes_the_request_and_tampered_code_is_not_approved() {
+    let f = Fixture::new().await;
+    f.policy(&escalate_policy());
+    f.comment(
+        7,
+        "alice",
+        &format!(
+            "/compute inputs=data/sales.csv digest\n{}",
+            fenced(ESCALATING)
+        ),
+        "created",
+    );
+    let run = f.run("issue_comment", "9201").await;
+    assert_eq!(run.out("status"), "needs_approval", "{}", run.log());
+    let pending = f.bot_comments(7)[0].clone();
+
+    // Someone edits the bot's comment to swap the code: the hash no longer matches.
+    let tampered = pending
+        .body
+        .replace("hashlib.sha256(b\"x\")", "hashlib.md5(b\"x\")");
+    assert_ne!(tampered, pending.body);
+    assert!(patch_comment(&f, pending.id, &tampered).await);
+    f.comment(7, "maint", "/compute approve", "created");
+    let run = f.run("issue_comment", "9202").await;
+    assert_eq!(
+        (run.code, run.out("status")),
+        (1, "failed"),
+        "{}",
+        run.log()
+    );
+    assert!(
+        f.bot_comments(7)
+            .last()
+            .unwrap()
+            .body
+            .contains("does not match its sha256")
+    );
+    assert!(!run.stdout.contains("::stop-commands::"), "nothing ran");
+
+    // A consistent swap (code and hash marker both rewritten) passes the hash
+    // check, but not an approval that names the hash the approver read.
+    let swapped_code = ESCALATING.replace("hashlib.sha256(b\"x\")", "hashlib.md5(b\"x\")");
+    let swapped = pending
+        .body
+        .replace(ESCALATING, &swapped_code)
+        .replace(&sha256(ESCALATING), &sha256(&swapped_code));
+    assert!(swapped.contains(&sha256(&swapped_code)) && swapped.contains("md5"));
+    assert!(patch_comment(&f, pending.id, &swapped).await);
+    let a = f.comment(
+        7,
+        "maint",
+        &format!("/compute approve {}", &sha256(ESCALATING)[..12]),
+        "created",
+    );
+    let run = f.run("issue_comment", "9204").await;
+    assert_eq!(
+        (run.code, run.out("status")),
+        (1, "failed"),
+        "{}",
+        run.log()
+    );
+    assert_eq!(f.gh.reactions(a), vec!["confused"]);
+    assert!(!run.stdout.contains("::stop-commands::"), "nothing ran");
+    assert!(
+        !f.gh
+            .comment(pending.id)
+            .unwrap()
+            .body
+            .contains("compute-bot:closed")
+    );
+
+    // Deny closes it.
+    let d = f.comment(7, "maint", "/compute deny", "created");
+    let run = f.run("issue_comment", "9203").await;
+    assert_eq!(
+        (run.code, run.out("status")),
+        (0, "denied"),
+        "{}",
+        run.log()
+    );
+    assert_eq!(f.gh.reactions(d), vec!["+1"]);
+    let closed = f.gh.comment(pending.id).unwrap().body;
+    assert!(closed.contains("<!-- compute-bot:closed -->") && closed.contains("Denied by @maint"));
+}
+
+/// Edits a comment through the stand-in's REST API (as a maintainer could on the web).
+async fn patch_comment(f: &Fixture, id: u64, body: &str) -> bool {
+    let url = format!("{}/repos/{REPO}/issues/comments/{id}", f.gh.uri());
+    reqwest::Client::new()
+        .patch(url)
+        .bearer_auth(TOKEN)
+        .json(&json!({ "body": body }))
+        .send()
+        .await
+        .map(|r| r.status().is_success())
+        .unwrap_or(false)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn github_5xx_is_retried() {
+    let f = Fixture::new().await;
+    f.gh.fail_next(Some("POST"), "/issues/7/comments", 502, 1);
+    f.gh.fail_next(Some("POST"), "/reactions", 503, 1);
+    let cid = f.comment(
+        7,
+        "alice",
+        &format!("/compute inputs=data/sales.csv total\n{}", fenced(CODE)),
+        "created",
+    );
+    let run = f.run("issue_comment", "9301").await;
+    assert_eq!(run.code, 0, "{}", run.log());
+    assert_eq!(f.bot_comments(7).len(), 1);
+    let posts: Vec<u16> =
+        f.gh.requests()
+            .iter()
+            .filter(|r| r.method == "POST" && r.path.ends_with("/issues/7/comments"))
+            .map(|r| r.status)
+            .collect();
+    assert_eq!(posts, vec![502, 201]);
+    assert_eq!(f.gh.reactions(cid), vec!["eyes", "rocket"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forbidden_commenting_fails_with_the_permission_to_add_and_keeps_the_result_in_the_summary()
+{
+    let f = Fixture::new().await;
+    f.gh.fail_next(Some("POST"), "/issues/7/comments", 403, 10);
+    f.comment(
+        7,
+        "alice",
+        &format!("/compute inputs=data/sales.csv total\n{}", fenced(CODE)),
+        "created",
+    );
+    let run = f.run("issue_comment", "9401").await;
+    assert_eq!(run.code, 1, "{}", run.log());
+    assert!(f.bot_comments(7).is_empty());
+    let err = run
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("::error::") && l.contains("403"))
+        .unwrap_or_else(|| panic!("{}", run.log()));
+    assert!(err.contains("permissions: issues: write"), "{err}");
+    assert_eq!(run.out("status"), "ok");
+    assert_eq!(run.out("comment_id"), "");
+    assert!(run.summary.contains("could not post") && run.summary.contains("42"));
+    assert!(run.summary.contains("issues: write"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unusable_inputs_and_a_missing_model_are_explained_and_nothing_runs() {
+    let f = Fixture::new().await;
+    std::fs::write(f.ws().join("secret.env"), "TOKEN=x\n").unwrap();
+    let cid = f.comment(
+        7,
+        "alice",
+        &format!(
+            "/compute inputs=data/nope.csv,secret.env total\n{}",
+            fenced(CODE)
+        ),
+        "created",
+    );
+    let run = f.run("issue_comment", "9501").await;
+    assert_eq!(
+        (run.code, run.out("status")),
+        (1, "failed"),
+        "{}",
+        run.log()
+    );
+    let body = f.bot_comments(7)[0].body.clone();
+    assert!(body.contains("`data/nope.csv` does not exist"), "{body}");
+    assert!(
+        body.contains("`secret.env` does not match the policy's `inputs.allow`"),
+        "{body}"
+    );
+    assert!(body.contains("Nothing was run"));
+    assert_eq!(f.gh.reactions(cid), vec!["eyes", "confused"]);
+    assert!(!run.stdout.contains("::stop-commands::"));
+
+    let cid = f.comment(
+        7,
+        "alice",
+        "/compute inputs=data/sales.csv median amount",
+        "created",
+    );
+    let run = f.run("issue_comment", "9502").await;
+    assert_eq!(
+        (run.code, run.out("status")),
+        (1, "failed"),
+        "{}",
+        run.log()
+    );
+    let body = f.bot_comments(7).last().unwrap().body.clone();
+    assert!(
+        body.contains("`provider`") && body.contains("```python"),
+        "{body}"
+    );
+    assert_eq!(f.gh.reactions(cid), vec!["eyes", "confused"]);
+    assert!(
+        run.stdout
+            .lines()
+            .any(|l| l.starts_with("::error::") && l.contains("no model"))
+    );
+
+    // A half-configured model (a key but no model name) is a configuration error.
+    let cid = f.comment(
+        7,
+        "alice",
+        "/compute inputs=data/sales.csv median amount",
+        "created",
+    );
+    let mut env = f.base_env("issue_comment", "9503");
+    env.insert("INPUT_API_KEY".into(), CANARY_KEY.into());
+    let run = f.run_with(env).await;
+    assert_eq!((run.code, run.out("status")), (2, "error"), "{}", run.log());
+    let body = f.bot_comments(7).last().unwrap().body.clone();
+    assert!(body.contains("`model`"), "{body}");
+    assert_eq!(f.gh.reactions(cid), vec!["eyes", "confused"]);
+    assert_no_leak(&f, &run, CANARY_KEY);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn configuration_errors_exit_2_and_name_the_culprit() {
+    let f = Fixture::new().await;
+    // A malformed event file.
+    std::fs::write(f.event_path(), "{\"action\": \"created\", \"comment\": ").unwrap();
+    let run = f.run("issue_comment", "9601").await;
+    assert_eq!(run.code, 2, "{}", run.log());
+    let err = run
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("::error::"))
+        .unwrap();
+    assert!(
+        err.contains("GITHUB_EVENT_PATH") && err.contains("not valid JSON"),
+        "{err}"
+    );
+    assert_eq!(run.out("status"), "error");
+
+    // A missing variable.
+    f.comment(7, "alice", "/compute total", "created");
+    let mut env = f.base_env("issue_comment", "9602");
+    env.remove("GITHUB_RUN_ID");
+    let run = f.run_with(env).await;
+    assert_eq!(run.code, 2, "{}", run.log());
+    assert!(run.stdout.contains("GITHUB_RUN_ID"), "{}", run.log());
+    assert!(run.summary.contains("GITHUB_RUN_ID"));
+
+    // A broken policy file: file:line:column, nothing posted.
+    f.policy("version: 1\nwho:\n  min_permision: write\n");
+    let run = f.run("issue_comment", "9603").await;
+    assert_eq!(run.code, 2, "{}", run.log());
+    let err = run
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("::error file=.github/compute-bot.yml,line=3"))
+        .unwrap_or_else(|| panic!("{}", run.log()));
+    assert!(err.contains("min_permision"), "{err}");
+    assert!(run.summary.contains(".github/compute-bot.yml:3:"));
+    assert!(f.gh.requests().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_workspace_policy_decides_who_and_whether_edits_count() {
+    let f = Fixture::new().await;
+    f.policy(
+        "version: 1\nwho:\n  users: [alice, rita]\n  min_permission: write\n  allow_edited_comments: true\n",
+    );
+    // Listed but only read permission: refused, naming the permission.
+    let cid = f.comment(
+        7,
+        "rita",
+        &format!("/compute inputs=data/sales.csv total\n{}", fenced(CODE)),
+        "created",
+    );
+    let run = f.run("issue_comment", "9701").await;
+    assert_eq!(
+        (run.code, run.out("status")),
+        (0, "refused"),
+        "{}",
+        run.log()
+    );
+    assert_eq!(f.gh.reactions(cid), vec!["-1"]);
+    assert!(f.bot_comments(7)[0].body.contains("**write**"));
+    // Write permission but not listed: refused.
+    f.gh.set_permission(REPO, "wendy", "write");
+    let cid = f.comment(
+        7,
+        "wendy",
+        &format!("/compute inputs=data/sales.csv total\n{}", fenced(CODE)),
+        "created",
+    );
+    let run = f.run("issue_comment", "9702").await;
+    assert_eq!(
+        (run.code, run.out("status")),
+        (0, "refused"),
+        "{}",
+        run.log()
+    );
+    assert_eq!(f.gh.reactions(cid), vec!["-1"]);
+    assert!(
+        f.bot_comments(7)
+            .last()
+            .unwrap()
+            .body
+            .contains("users the policy's `who` lists")
+    );
+    // Listed with write, and this policy lets edited comments count.
+    let cid = f.comment(
+        7,
+        "alice",
+        &format!("/compute inputs=data/sales.csv total\n{}", fenced(CODE)),
+        "edited",
+    );
+    let run = f.run("issue_comment", "9703").await;
+    assert_eq!((run.code, run.out("status")), (0, "ok"), "{}", run.log());
+    assert_eq!(f.gh.reactions(cid), vec!["eyes", "rocket"]);
+    let report = report_at(&f, &run);
+    assert_eq!(report["policy"], ".github/compute-bot.yml");
+}
