@@ -8,7 +8,7 @@
 //! Generated code only ever runs through the policy check and the sandbox.
 
 use std::collections::BTreeMap;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -225,11 +225,7 @@ impl Agent<'_> {
             verdict: None,
             outcome: None,
             inputs,
-            policy: self
-                .policy
-                .origin
-                .as_ref()
-                .map(|p| p.display().to_string()),
+            policy: self.policy.origin.as_ref().map(|p| p.display().to_string()),
             usage: TokenUsage::default(),
             timings_ms: BTreeMap::new(),
         };
@@ -253,8 +249,11 @@ impl Agent<'_> {
             None
         };
         let mut history: Vec<RepairNote> = Vec::new();
-        let mut model_ms = 0u64;
-        let mut sandbox_ms = 0u64;
+        // Time spent waiting on the model and on the sandbox (container
+        // preparation, execution, removal); the loop's own overhead is the
+        // rest of the total.
+        let mut model_time = Duration::ZERO;
+        let mut sandbox_time = Duration::ZERO;
 
         for number in 1..=attempts_allowed {
             let mut attempt = Attempt {
@@ -269,11 +268,11 @@ impl Agent<'_> {
                         attempt: number,
                         of: attempts_allowed,
                     });
-                    let t = Instant::now();
                     let model = self.model.expect("checked above");
                     let request = prompt::generation_request(&ctx, &history);
+                    let t = Instant::now();
                     let reply = model.complete(&request).await;
-                    model_ms += t.elapsed().as_millis() as u64;
+                    model_time += t.elapsed();
                     clock.add("generate", t);
                     match reply {
                         Ok(reply) => {
@@ -332,10 +331,8 @@ impl Agent<'_> {
                     break;
                 }
                 Decision::Deny => {
-                    let problem = format!(
-                        "the policy denied the code:\n{}",
-                        findings_text(&verdict)
-                    );
+                    let problem =
+                        format!("the policy denied the code:\n{}", findings_text(&verdict));
                     attempt.failure = Some(problem.clone());
                     history.push(RepairNote {
                         code: code.clone(),
@@ -353,6 +350,7 @@ impl Agent<'_> {
                 Some(handle) => handle.await.expect("prepare task"),
                 None => self.sandbox.prepare(&self.sandbox_config()).await,
             };
+            sandbox_time += t.elapsed();
             let prepared = match prepared {
                 Ok(p) => p,
                 Err(e) if e.is_configuration() => return Err(e.into()),
@@ -363,10 +361,6 @@ impl Agent<'_> {
                     break;
                 }
             };
-            // The next attempt gets a fresh container, started now.
-            if fixed_code.is_none() && number < attempts_allowed {
-                pending = Some(self.start_prepare());
-            }
             let job = Job {
                 code: code.clone(),
                 inputs: req.inputs.clone(),
@@ -374,7 +368,7 @@ impl Agent<'_> {
             };
             let started = Instant::now();
             let outcome = prepared.execute(&job).await;
-            sandbox_ms += started.elapsed().as_millis() as u64;
+            sandbox_time += started.elapsed();
             clock.add("execute", t);
             let outcome = match outcome {
                 Ok(o) => o,
@@ -386,7 +380,14 @@ impl Agent<'_> {
                 }
             };
             attempt.outcome = Some(outcome.clone());
+            // A repair follows unless this attempt succeeds: start its
+            // container now, while the model writes the fix. A successful
+            // run then never waits for a container it does not use.
+            let may_repair = fixed_code.is_none() && number < attempts_allowed;
             if let Some(problem) = outcome_problem(&outcome) {
+                if may_repair {
+                    pending = Some(self.start_prepare());
+                }
                 attempt.failure = Some(problem.clone());
                 history.push(RepairNote {
                     code: code.clone(),
@@ -412,6 +413,9 @@ impl Agent<'_> {
                 let problem = validation
                     .problem()
                     .unwrap_or_else(|| "the output did not match the schema".to_string());
+                if may_repair {
+                    pending = Some(self.start_prepare());
+                }
                 attempt.failure = Some(problem.clone());
                 history.push(RepairNote {
                     code: code.clone(),
@@ -427,9 +431,11 @@ impl Agent<'_> {
         }
         if let Some(handle) = pending.take() {
             // An unused container: remove it now rather than on drop.
+            let t = Instant::now();
             if let Ok(Ok(p)) = handle.await {
                 let _ = p.discard().await;
             }
+            sandbox_time += t.elapsed();
         }
 
         // The final code, verdict and outcome are those of the last attempt.
@@ -461,7 +467,11 @@ impl Agent<'_> {
             let t = Instant::now();
             let explanation = match (self.policy.explain, self.model) {
                 (true, Some(model)) => {
-                    match explain::explain(model, goal.as_deref().unwrap_or(""), result).await {
+                    let called = Instant::now();
+                    let reply =
+                        explain::explain(model, goal.as_deref().unwrap_or(""), result).await;
+                    model_time += called.elapsed();
+                    match reply {
                         Ok((text, usage)) => {
                             report.usage.add(usage);
                             text
@@ -474,19 +484,17 @@ impl Agent<'_> {
                 }
                 _ => explain::template_explanation(goal.as_deref(), result),
             };
-            model_ms += if self.policy.explain && self.model.is_some() {
-                t.elapsed().as_millis() as u64
-            } else {
-                0
-            };
             clock.add("explain", t);
             report.explanation = Some(explanation);
         }
-        let total_ms = total.elapsed().as_millis() as u64;
-        clock.timings.insert("total".into(), total_ms);
+        let total = total.elapsed();
+        let ms = |d: Duration| d.as_millis() as u64;
+        clock.timings.insert("total".into(), ms(total));
+        clock.timings.insert("model".into(), ms(model_time));
+        clock.timings.insert("sandbox".into(), ms(sandbox_time));
         clock.timings.insert(
             "loop_overhead".into(),
-            total_ms.saturating_sub(model_ms + sandbox_ms),
+            ms(total.saturating_sub(model_time + sandbox_time)),
         );
         report.timings_ms = clock.timings;
         Ok(report)
