@@ -139,6 +139,20 @@ pub fn outcome_problem(o: &Outcome) -> Option<String> {
     }
 }
 
+/// Why a run whose stdout was cut at the cap gave no readable result: the
+/// JSON on the last line was lost with the rest. `None` when stdout was not
+/// cut or the result came from `/out/result.json`.
+pub fn truncated_output_problem(o: &Outcome, has_result_file: bool) -> Option<String> {
+    (o.stdout_truncated && !has_result_file).then(|| {
+        format!(
+            "the code printed more than the {} stdout limit, so stdout was cut and the JSON result \
+             on its last line was lost; print less (no large tables or per-row output), or write \
+             the result to /out/{RESULT_FILE}",
+            o.limits.stdout_cap
+        )
+    })
+}
+
 /// Findings as text lines for a repair request or a stop reason.
 pub fn findings_text(v: &Verdict) -> String {
     v.findings
@@ -410,9 +424,12 @@ impl Agent<'_> {
             attempt.result = validation.value.clone();
             attempt.validation_errors = validation.errors.clone();
             if !validation.is_valid() {
-                let problem = validation
-                    .problem()
-                    .unwrap_or_else(|| "the output did not match the schema".to_string());
+                let problem = match truncated_output_problem(&outcome, result_file.is_some()) {
+                    Some(cut) => cut,
+                    None => validation
+                        .problem()
+                        .unwrap_or_else(|| "the output did not match the schema".to_string()),
+                };
                 if may_repair {
                     pending = Some(self.start_prepare());
                 }

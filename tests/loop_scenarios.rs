@@ -885,6 +885,29 @@ async fn an_oom_is_repaired_with_the_limit_named() {
 }
 
 #[tokio::test]
+async fn too_much_stdout_is_reported_as_such() {
+    let llm = LlmStandin::openai().await;
+    let chatty = "import json\nfor i in range(20000):\n    print('row', i, 'x' * 20)\nprint(json.dumps({'total': 6}))\n";
+    llm.push(Reply::code("Print everything.", chatty));
+    llm.push(Reply::code("Add.", GOOD));
+    let model = client(&llm);
+    let policy = policy(2, "10s", "256MiB", false);
+    let run = answer(&policy, Some(&model), goal("Add 1, 2 and 3.")).await;
+    let r = &run.report;
+
+    assert_eq!(r.status, ReportStatus::Ok, "{r:#?}");
+    let o = r.attempts[0].outcome.as_ref().unwrap();
+    assert!(o.stdout_truncated, "{o:?}");
+    let reason = run.failure(0);
+    assert!(reason.contains("stdout"), "{reason}");
+    assert!(
+        reason.contains(&policy.limits().stdout_cap.to_string()),
+        "{reason}"
+    );
+    assert!(reason.contains("/out/result.json"), "{reason}");
+}
+
+#[tokio::test]
 async fn non_finite_numbers_are_named_with_their_path() {
     let llm = LlmStandin::openai().await;
     llm.push(Reply::code(
