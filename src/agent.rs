@@ -194,10 +194,11 @@ impl Agent<'_> {
             timings: BTreeMap::new(),
         };
         let goal = req.goal.as_deref().map(prompt::sanitize_goal);
-        // A fenced python block in the goal is exact code to run.
+        // A fenced python block in the goal is exact code to run — taken
+        // from the sanitized goal, so a block hidden in an HTML comment (or
+        // behind invisible characters) is not run unseen by a reader.
         let fixed_code = req.code.clone().or_else(|| {
-            req.goal
-                .as_deref()
+            goal.as_deref()
                 .and_then(prompt::extract_fenced_code)
                 .filter(|c| !c.trim().is_empty())
         });
