@@ -119,6 +119,16 @@ fn tail(text: &str, n: usize) -> String {
 pub fn outcome_problem(o: &Outcome) -> Option<String> {
     match o.status {
         RunStatus::Ok | RunStatus::OutputLimit => None,
+        // stderr keeps its head: after a flood of warnings the traceback
+        // at the end is gone, and the model must be told so.
+        RunStatus::Error if o.stderr_truncated => Some(format!(
+            "the code failed (exit code {}), but it wrote more than the {} stderr limit, so stderr \
+             was cut and the error at its end was lost; write less to stderr (silence warnings, no \
+             per-row logging) so the traceback shows. The last lines that were kept:\n{}",
+            o.exit_code.unwrap_or(-1),
+            o.limits.stderr_cap,
+            tail(&o.stderr, 5)
+        )),
         RunStatus::Error => Some(format!(
             "the code failed (exit code {}). The end of stderr:\n{}",
             o.exit_code.unwrap_or(-1),

@@ -936,6 +936,28 @@ async fn too_much_stdout_is_reported_as_such() {
 }
 
 #[tokio::test]
+async fn a_crash_after_too_much_stderr_says_the_error_was_cut_off() {
+    let llm = LlmStandin::openai().await;
+    let noisy = "import sys\nfor i in range(20000):\n    print('warning: row', i, 'looks odd', file=sys.stderr)\nraise ValueError('boom')\n";
+    llm.push(Reply::code("Warn a lot.", noisy));
+    llm.push(Reply::code("Add.", GOOD));
+    let model = client(&llm);
+    let policy = policy(2, "10s", "256MiB", false);
+    let run = answer(&policy, Some(&model), goal("Add 1, 2 and 3.")).await;
+    let r = &run.report;
+
+    assert_eq!(r.status, ReportStatus::Ok, "{r:#?}");
+    let o = r.attempts[0].outcome.as_ref().unwrap();
+    assert_eq!(o.status, RunStatus::Error);
+    assert!(o.stderr_truncated, "{o:?}");
+    let reason = run.failure(0);
+    assert!(
+        reason.contains("stderr") && reason.contains(&policy.limits().stderr_cap.to_string()),
+        "the model is told the end of stderr (the error) was cut off: {reason}"
+    );
+}
+
+#[tokio::test]
 async fn non_finite_numbers_are_named_with_their_path() {
     let llm = LlmStandin::openai().await;
     llm.push(Reply::code(
