@@ -695,6 +695,33 @@ async fn unauthorized_names_the_key_setting_and_never_the_key() {
     }
 }
 
+#[tokio::test]
+async fn forbidden_and_unknown_model_name_the_setting_to_fix() {
+    let llm = LlmStandin::anthropic().await;
+    llm.push(Reply::forbidden());
+    let model = client(&llm);
+    let run = answer(&quick_policy(), Some(&model), goal("Add 1, 2 and 3.")).await;
+    assert_eq!(run.report.status, ReportStatus::Failed);
+    assert!(
+        run.stop_reason().contains("HTTP 403"),
+        "{}",
+        run.stop_reason()
+    );
+    assert!(run.stop_reason().contains("ANTHROPIC_API_KEY"));
+
+    let llm = LlmStandin::openai().await;
+    llm.push(Reply::model_not_found());
+    let model = client(&llm);
+    let run = answer(&quick_policy(), Some(&model), goal("Add 1, 2 and 3.")).await;
+    assert_eq!(run.report.status, ReportStatus::Failed);
+    let stop = run.stop_reason();
+    assert!(stop.contains("HTTP 404"), "{stop}");
+    assert!(stop.contains("standin-model-1"), "{stop}");
+    assert!(stop.contains("COMPUTE_BOT_MODEL"), "{stop}");
+    assert_eq!(run.executions(), 0);
+    assert_eq!(llm.requests().len(), 1, "404 is not retried");
+}
+
 // ---------------------------------------------------------------------------
 // Exact code, no model, escalation
 // ---------------------------------------------------------------------------
