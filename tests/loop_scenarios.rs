@@ -722,6 +722,63 @@ async fn forbidden_and_unknown_model_name_the_setting_to_fix() {
     assert_eq!(llm.requests().len(), 1, "404 is not retried");
 }
 
+/// A `tracing` writer into a shared buffer.
+#[derive(Clone)]
+struct LogBuf(std::sync::Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for LogBuf {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn the_key_never_reaches_the_logs() {
+    let buf = LogBuf(Default::default());
+    let writer = buf.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
+    // The test runtime is single-threaded: everything the run does logs here.
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let llm = LlmStandin::openai().await;
+    llm.push(Reply::rate_limited(0));
+    llm.push(Reply::server_error());
+    llm.push(Reply::code("Add.", GOOD));
+    llm.push(Reply::unauthorized()); // the explanation call fails → template
+    let model = client(&llm);
+    let run = answer(&quick_policy(), Some(&model), goal("Add 1, 2 and 3.")).await;
+    assert_eq!(run.report.status, ReportStatus::Ok, "{:#?}", run.report);
+    assert!(
+        run.report
+            .explanation
+            .as_deref()
+            .unwrap()
+            .contains("total = 6"),
+        "the template stands in for a failed explanation"
+    );
+
+    let logs = String::from_utf8_lossy(&buf.0.lock().unwrap()).to_string();
+    assert!(logs.contains("retrying"), "the retries were logged: {logs}");
+    assert!(logs.contains("explanation failed"), "{logs}");
+    assert!(!logs.contains(CANARY_KEY), "the key is in the logs");
+    assert!(
+        !logs.contains(&CANARY_KEY[..8]),
+        "a masked key is in the logs"
+    );
+    assert!(
+        !logs.contains(&CANARY_KEY[CANARY_KEY.len() - 6..]),
+        "the end of the key is in the logs"
+    );
+}
+
 // ---------------------------------------------------------------------------
 // Exact code, no model, escalation
 // ---------------------------------------------------------------------------
