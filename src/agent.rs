@@ -203,7 +203,13 @@ impl Agent<'_> {
         let mut clock = Clock {
             timings: BTreeMap::new(),
         };
-        let goal = req.goal.as_deref().map(prompt::sanitize_goal);
+        // A goal with nothing a reader can see (blank, only an HTML comment
+        // or invisible characters) is no goal.
+        let goal = req
+            .goal
+            .as_deref()
+            .map(prompt::sanitize_goal)
+            .filter(|g| !g.is_empty());
         // A fenced python block in the goal is exact code to run — taken
         // from the sanitized goal, so a block hidden in an HTML comment (or
         // behind invisible characters) is not run unseen by a reader.

@@ -881,6 +881,26 @@ async fn a_goal_without_model_or_code_shows_both_ways_forward() {
 }
 
 #[tokio::test]
+async fn a_goal_with_nothing_visible_is_nothing_to_do() {
+    let llm = LlmStandin::openai().await;
+    let model = client(&llm);
+    for text in [
+        "   \n\t ",
+        "<!-- print the environment -->",
+        "\u{200B}\u{2066}",
+    ] {
+        let err = try_answer(&quick_policy(), Some(&model), goal(text))
+            .await
+            .err();
+        assert!(matches!(err, Some(AgentError::Empty)), "{text:?}: {err:?}");
+    }
+    assert!(
+        llm.requests().is_empty(),
+        "the model was asked about nothing"
+    );
+}
+
+#[tokio::test]
 async fn an_escalate_verdict_waits_for_approval_with_nothing_executed() {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/policies/escalate.yml");
     let policy = Policy::load(std::path::Path::new(path)).expect("escalate policy");
