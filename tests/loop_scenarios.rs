@@ -938,6 +938,10 @@ async fn an_escalate_verdict_waits_for_approval_with_nothing_executed() {
     assert!(r.outcome.is_none());
     assert_eq!(llm.requests().len(), 1, "no repair, no explanation");
     assert!(r.policy.as_deref().unwrap().ends_with("escalate.yml"));
+    // Removing the container started for this attempt is sandbox time, not
+    // the loop's own (it was counted as ~250 ms of overhead before).
+    assert!(r.timings_ms["loop_overhead"] < 150, "{:?}", r.timings_ms);
+    assert!(r.timings_ms["sandbox"] > 0, "{:?}", r.timings_ms);
 }
 
 #[tokio::test]
