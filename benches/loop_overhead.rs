@@ -14,6 +14,11 @@
 //!
 //! Run with: `cargo bench --bench loop_overhead` (add `-- 50` for 50 runs
 //! per scenario; at least 30 are used).
+//!
+//! Measured 2026-11-29 on the 2-core dev box, release, n=40 per scenario
+//! (wall-clock figures; the report's whole-millisecond figures are lower):
+//! (a) median 2.2 ms, p95 5.4 ms per attempt; (b) median 1.2 ms, p95 2.6 ms.
+//! A run is ~0.43 s (a) / ~0.93 s (b), nearly all of it sandbox time.
 
 #[path = "../tests/support/llm_standin.rs"]
 mod llm_standin;
