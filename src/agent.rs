@@ -8,7 +8,7 @@
 //! Generated code only ever runs through the policy check and the sandbox.
 
 use std::collections::BTreeMap;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -133,6 +133,16 @@ fn tail(text: &str, n: usize) -> String {
 pub fn outcome_problem(o: &Outcome) -> Option<String> {
     match o.status {
         RunStatus::Ok | RunStatus::OutputLimit => None,
+        // stderr keeps its head: after a flood of warnings the traceback
+        // at the end is gone, and the model must be told so.
+        RunStatus::Error if o.stderr_truncated => Some(format!(
+            "the code failed (exit code {}), but it wrote more than the {} stderr limit, so stderr \
+             was cut and the error at its end was lost; write less to stderr (silence warnings, no \
+             per-row logging) so the traceback shows. The last lines that were kept:\n{}",
+            o.exit_code.unwrap_or(-1),
+            o.limits.stderr_cap,
+            tail(&o.stderr, 5)
+        )),
         RunStatus::Error => Some(format!(
             "the code failed (exit code {}). The end of stderr:\n{}",
             o.exit_code.unwrap_or(-1),
@@ -151,6 +161,20 @@ pub fn outcome_problem(o: &Outcome) -> Option<String> {
             o.signal.unwrap_or(0)
         )),
     }
+}
+
+/// Why a run whose stdout was cut at the cap gave no readable result: the
+/// JSON on the last line was lost with the rest. `None` when stdout was not
+/// cut or the result came from `/out/result.json`.
+pub fn truncated_output_problem(o: &Outcome, has_result_file: bool) -> Option<String> {
+    (o.stdout_truncated && !has_result_file).then(|| {
+        format!(
+            "the code printed more than the {} stdout limit, so stdout was cut and the JSON result \
+             on its last line was lost; print less (no large tables or per-row output), or write \
+             the result to /out/{RESULT_FILE}",
+            o.limits.stdout_cap
+        )
+    })
 }
 
 /// Findings as text lines for a repair request or a stop reason.
@@ -193,11 +217,18 @@ impl Agent<'_> {
         let mut clock = Clock {
             timings: BTreeMap::new(),
         };
-        let goal = req.goal.as_deref().map(prompt::sanitize_goal);
-        // A fenced python block in the goal is exact code to run.
+        // A goal with nothing a reader can see (blank, only an HTML comment
+        // or invisible characters) is no goal.
+        let goal = req
+            .goal
+            .as_deref()
+            .map(prompt::sanitize_goal)
+            .filter(|g| !g.is_empty());
+        // A fenced python block in the goal is exact code to run — taken
+        // from the sanitized goal, so a block hidden in an HTML comment (or
+        // behind invisible characters) is not run unseen by a reader.
         let fixed_code = req.code.clone().or_else(|| {
-            req.goal
-                .as_deref()
+            goal.as_deref()
                 .and_then(prompt::extract_fenced_code)
                 .filter(|c| !c.trim().is_empty())
         });
@@ -263,8 +294,11 @@ impl Agent<'_> {
             None
         };
         let mut history: Vec<RepairNote> = Vec::new();
-        let mut model_ms = 0u64;
-        let mut sandbox_ms = 0u64;
+        // Time spent waiting on the model and on the sandbox (container
+        // preparation, execution, removal); the loop's own overhead is the
+        // rest of the total.
+        let mut model_time = Duration::ZERO;
+        let mut sandbox_time = Duration::ZERO;
 
         for number in 1..=attempts_allowed {
             let mut attempt = Attempt {
@@ -279,11 +313,11 @@ impl Agent<'_> {
                         attempt: number,
                         of: attempts_allowed,
                     });
-                    let t = Instant::now();
                     let model = self.model.expect("checked above");
                     let request = prompt::generation_request(&ctx, &history);
+                    let t = Instant::now();
                     let reply = model.complete(&request).await;
-                    model_ms += t.elapsed().as_millis() as u64;
+                    model_time += t.elapsed();
                     clock.add("generate", t);
                     match reply {
                         Ok(reply) => {
@@ -368,6 +402,7 @@ impl Agent<'_> {
                 Some(handle) => handle.await.expect("prepare task"),
                 None => self.sandbox.prepare(&self.sandbox_config()).await,
             };
+            sandbox_time += t.elapsed();
             let prepared = match prepared {
                 Ok(p) => p,
                 Err(e) if e.is_configuration() => return Err(e.into()),
@@ -378,10 +413,6 @@ impl Agent<'_> {
                     break;
                 }
             };
-            // The next attempt gets a fresh container, started now.
-            if fixed_code.is_none() && number < attempts_allowed {
-                pending = Some(self.start_prepare());
-            }
             let job = Job {
                 code: code.clone(),
                 inputs: req.inputs.clone(),
@@ -389,7 +420,7 @@ impl Agent<'_> {
             };
             let started = Instant::now();
             let outcome = prepared.execute(&job).await;
-            sandbox_ms += started.elapsed().as_millis() as u64;
+            sandbox_time += started.elapsed();
             clock.add("execute", t);
             let outcome = match outcome {
                 Ok(o) => o,
@@ -401,7 +432,14 @@ impl Agent<'_> {
                 }
             };
             attempt.outcome = Some(outcome.clone());
+            // A repair follows unless this attempt succeeds: start its
+            // container now, while the model writes the fix. A successful
+            // run then never waits for a container it does not use.
+            let may_repair = fixed_code.is_none() && number < attempts_allowed;
             if let Some(problem) = outcome_problem(&outcome) {
+                if may_repair {
+                    pending = Some(self.start_prepare());
+                }
                 attempt.failure = Some(problem.clone());
                 history.push(RepairNote {
                     code: code.clone(),
@@ -424,9 +462,15 @@ impl Agent<'_> {
             attempt.result = validation.value.clone();
             attempt.validation_errors = validation.errors.clone();
             if !validation.is_valid() {
-                let problem = validation
-                    .problem()
-                    .unwrap_or_else(|| "the output did not match the schema".to_string());
+                let problem = match truncated_output_problem(&outcome, result_file.is_some()) {
+                    Some(cut) => cut,
+                    None => validation
+                        .problem()
+                        .unwrap_or_else(|| "the output did not match the schema".to_string()),
+                };
+                if may_repair {
+                    pending = Some(self.start_prepare());
+                }
                 attempt.failure = Some(problem.clone());
                 history.push(RepairNote {
                     code: code.clone(),
@@ -442,9 +486,11 @@ impl Agent<'_> {
         }
         if let Some(handle) = pending.take() {
             // An unused container: remove it now rather than on drop.
+            let t = Instant::now();
             if let Ok(Ok(p)) = handle.await {
                 let _ = p.discard().await;
             }
+            sandbox_time += t.elapsed();
         }
 
         // The final code, verdict and outcome are those of the last attempt.
@@ -476,7 +522,11 @@ impl Agent<'_> {
             let t = Instant::now();
             let explanation = match (self.policy.explain, self.model) {
                 (true, Some(model)) => {
-                    match explain::explain(model, goal.as_deref().unwrap_or(""), result).await {
+                    let called = Instant::now();
+                    let reply =
+                        explain::explain(model, goal.as_deref().unwrap_or(""), result).await;
+                    model_time += called.elapsed();
+                    match reply {
                         Ok((text, usage)) => {
                             report.usage.add(usage);
                             text
@@ -489,19 +539,17 @@ impl Agent<'_> {
                 }
                 _ => explain::template_explanation(goal.as_deref(), result),
             };
-            model_ms += if self.policy.explain && self.model.is_some() {
-                t.elapsed().as_millis() as u64
-            } else {
-                0
-            };
             clock.add("explain", t);
             report.explanation = Some(explanation);
         }
-        let total_ms = total.elapsed().as_millis() as u64;
-        clock.timings.insert("total".into(), total_ms);
+        let total = total.elapsed();
+        let ms = |d: Duration| d.as_millis() as u64;
+        clock.timings.insert("total".into(), ms(total));
+        clock.timings.insert("model".into(), ms(model_time));
+        clock.timings.insert("sandbox".into(), ms(sandbox_time));
         clock.timings.insert(
             "loop_overhead".into(),
-            total_ms.saturating_sub(model_ms + sandbox_ms),
+            ms(total.saturating_sub(model_time + sandbox_time)),
         );
         report.timings_ms = clock.timings;
         Ok(report)

@@ -417,11 +417,21 @@ pub fn generation_request(ctx: &PromptContext, history: &[RepairNote]) -> ChatRe
 
     let mut messages = vec![Message::user(user)];
     for (i, note) in history.iter().enumerate() {
-        messages.push(Message::assistant(format!(
-            "Attempt {}:\n\n```python\n{}\n```",
-            i + 1,
-            note.code.trim_end()
-        )));
+        // A reply without usable code is not shown as an empty program: the
+        // model would read that it sent one. The problem quotes the reply.
+        let turn = if note.code.trim().is_empty() {
+            format!(
+                "Attempt {}: (the reply held no usable ```python block)",
+                i + 1
+            )
+        } else {
+            format!(
+                "Attempt {}:\n\n```python\n{}\n```",
+                i + 1,
+                note.code.trim_end()
+            )
+        };
+        messages.push(Message::assistant(turn));
         messages.push(Message::user(format!(
             "That program did not work:\n\n{}\n\nFix the problem and reply again in the same format: \
 a short `Plan:` and exactly one complete ```python block. Keep to the rules and the output contract.",
@@ -718,6 +728,20 @@ mod tests {
                 .content
                 .contains("line 1: import of `requests`")
         );
+    }
+
+    #[test]
+    fn a_reply_without_code_is_not_shown_as_an_empty_program() {
+        let notes = vec![RepairNote {
+            code: String::new(),
+            problem: "the reply contains no ```python code block (it starts: \"The answer is 6\")"
+                .into(),
+        }];
+        let req = generation_request(&ctx(), &notes);
+        let said = &req.messages[1].content;
+        assert!(!said.contains("```python\n\n```"), "{said}");
+        assert!(said.contains("no usable"), "{said}");
+        assert!(req.messages[2].content.contains("The answer is 6"));
     }
 
     #[test]

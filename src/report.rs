@@ -99,6 +99,11 @@ pub struct Report {
     pub policy: Option<String>,
     /// Tokens used in all model calls.
     pub usage: TokenUsage,
-    /// Milliseconds spent per stage (`plan`, `generate`, `check`, `execute`, ...).
+    /// Milliseconds spent per stage (`generate`, `check`, `execute`,
+    /// `validate`, `explain`), in all (`total`), waiting on the model
+    /// (`model`: the calls, retries included) and on the sandbox (`sandbox`:
+    /// container preparation not hidden behind generation, execution,
+    /// removal), and the loop's own time, `loop_overhead` = total − model −
+    /// sandbox, summed over the attempts.
     pub timings_ms: BTreeMap<String, u64>,
 }
