@@ -702,7 +702,11 @@ print("saved")
 "#;
     let o = run(code, quick()).await;
     assert_eq!(o.status, RunStatus::Ok, "{o:?}");
-    let png = o.artifacts.iter().find(|a| a.name == "chart.png").expect("chart.png");
+    let png = o
+        .artifacts
+        .iter()
+        .find(|a| a.name == "chart.png")
+        .expect("chart.png");
     assert!(png.bytes.starts_with(b"\x89PNG\r\n\x1a\n"), "not a PNG");
     assert!(png.size > 1000);
 }
