@@ -509,16 +509,14 @@ fn is_python_info(info: &str) -> bool {
     matches!(lang.as_str(), "python" | "python3" | "py" | "py3")
 }
 
-/// The first ```python block of `text` (or, when there is none, the first
-/// block without a language), without its fences. `None` when there is no
-/// closed block of either kind.
+/// The first closed ```python block of `text` (a goal or a comment), without
+/// its fences: exact code to run. A block without a language is not code
+/// (people paste data and logs that way), so it never runs.
 pub fn extract_fenced_code(text: &str) -> Option<String> {
-    let all = fences(text);
-    let pick = all
+    fences(text)
         .iter()
         .find(|f| is_python_info(f.info) && f.body.is_some())
-        .or_else(|| all.iter().find(|f| f.info.is_empty() && f.body.is_some()))?;
-    pick.body.clone()
+        .and_then(|f| f.body.clone())
 }
 
 /// Splits a model reply into its plan and its code: the first ```python
@@ -813,6 +811,12 @@ mod tests {
         );
         assert_eq!(extract_fenced_code("no code here"), None);
         assert_eq!(extract_fenced_code("```sh\nls\n```"), None);
+        // Pasted data in a bare block is not code.
+        assert_eq!(extract_fenced_code("```\na,b\n1,2\n```"), None);
+        assert_eq!(
+            extract_fenced_code("```\na,b\n```\n```py\nprint(1)\n```").as_deref(),
+            Some("print(1)")
+        );
         assert_eq!(extract_fenced_code("```python\nunclosed"), None);
     }
 }

@@ -3,13 +3,13 @@
 //! sections onto [`WhoRules`].
 //!
 //! Order for a comment: [`screen`] first (no API call: is it a command, is the
-//! author a bot, is it an edit?), then fetch the author's permission and call
-//! [`decide`]. Approvals use [`decide`] with the escalation rules.
+//! author a bot, is it an edit?); then the orchestration fetches the author's
+//! permission and decides with the policy's own rules (`policy::Who::permits`,
+//! `policy::Escalation::may_approve`) — one source of truth for who may do what.
 
 use crate::github::client::Permission;
 use crate::github::command::{self, Command};
 use crate::github::event::Trigger;
-use crate::github::texts;
 
 /// Who may trigger the bot (or approve), as plain data.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,27 +97,6 @@ pub fn screen(trigger: &Trigger, prefix: &str, who: &WhoRules) -> Screened {
     }
 }
 
-/// Decides whether `user` with `permission` may go on under `who`. The
-/// refusal text names the permission needed. `approval` selects the
-/// approval wording (for `/compute approve`).
-pub fn decide(
-    user: &str,
-    permission: Permission,
-    who: &WhoRules,
-    prefix: &str,
-    approval: bool,
-) -> Decision {
-    let listed = who.users.iter().any(|u| u.eq_ignore_ascii_case(user));
-    if listed || permission >= who.min_permission {
-        return Decision::Proceed;
-    }
-    Decision::Refuse(if approval {
-        texts::refused_approval(user, who.min_permission, prefix)
-    } else {
-        texts::refused_permission(user, permission, who.min_permission, prefix)
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -180,37 +159,5 @@ mod tests {
             ),
             Screened::Workflow
         );
-    }
-
-    #[test]
-    fn decide_by_permission_or_listing() {
-        let who = WhoRules {
-            users: vec!["Alice".into()],
-            ..WhoRules::default()
-        };
-        assert_eq!(
-            decide("bob", Permission::Write, &who, "/compute", false),
-            Decision::Proceed
-        );
-        assert_eq!(
-            decide("bob", Permission::Admin, &who, "/compute", false),
-            Decision::Proceed
-        );
-        assert_eq!(
-            decide("alice", Permission::Read, &who, "/compute", false),
-            Decision::Proceed
-        );
-        match decide("bob", Permission::Triage, &who, "/compute", false) {
-            Decision::Refuse(t) => assert!(t.contains("**write**") && t.contains("**triage**")),
-            other => panic!("{other:?}"),
-        }
-        let esc = WhoRules {
-            min_permission: Permission::Maintain,
-            ..WhoRules::default()
-        };
-        match decide("bob", Permission::Write, &esc, "/compute", true) {
-            Decision::Refuse(t) => assert!(t.contains("approve") && t.contains("maintain")),
-            other => panic!("{other:?}"),
-        }
     }
 }
