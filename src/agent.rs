@@ -330,12 +330,13 @@ impl Agent<'_> {
                                 }
                                 Err(e) => {
                                     let problem = e.to_string();
-                                    attempt.failure = Some(problem.clone());
-                                    history.push(RepairNote {
-                                        code: String::new(),
+                                    repairable(
+                                        &mut report,
+                                        &mut history,
+                                        attempt,
+                                        String::new(),
                                         problem,
-                                    });
-                                    report.attempts.push(attempt);
+                                    );
                                     continue;
                                 }
                             }
@@ -385,12 +386,7 @@ impl Agent<'_> {
                 Decision::Deny => {
                     let problem =
                         format!("the policy denied the code:\n{}", findings_text(&verdict));
-                    attempt.failure = Some(problem.clone());
-                    history.push(RepairNote {
-                        code: code.clone(),
-                        problem,
-                    });
-                    report.attempts.push(attempt);
+                    repairable(&mut report, &mut history, attempt, code.clone(), problem);
                     continue;
                 }
             }
@@ -440,12 +436,7 @@ impl Agent<'_> {
                 if may_repair {
                     pending = Some(self.start_prepare());
                 }
-                attempt.failure = Some(problem.clone());
-                history.push(RepairNote {
-                    code: code.clone(),
-                    problem,
-                });
-                report.attempts.push(attempt);
+                repairable(&mut report, &mut history, attempt, code.clone(), problem);
                 continue;
             }
 
@@ -471,12 +462,7 @@ impl Agent<'_> {
                 if may_repair {
                     pending = Some(self.start_prepare());
                 }
-                attempt.failure = Some(problem.clone());
-                history.push(RepairNote {
-                    code: code.clone(),
-                    problem,
-                });
-                report.attempts.push(attempt);
+                repairable(&mut report, &mut history, attempt, code.clone(), problem);
                 continue;
             }
             report.status = ReportStatus::Ok;
@@ -554,6 +540,19 @@ impl Agent<'_> {
         report.timings_ms = clock.timings;
         Ok(report)
     }
+}
+
+/// Records a failed attempt whose reason goes back to the model for a repair.
+fn repairable(
+    report: &mut Report,
+    history: &mut Vec<RepairNote>,
+    mut attempt: Attempt,
+    code: String,
+    problem: String,
+) {
+    attempt.failure = Some(problem.clone());
+    history.push(RepairNote { code, problem });
+    report.attempts.push(attempt);
 }
 
 fn model_stop_reason(e: &ModelError) -> String {
