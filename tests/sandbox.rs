@@ -536,6 +536,15 @@ fn cli_reports_configuration_errors_with_exit_2() {
 
 #[test]
 fn ctrl_c_removes_the_running_container() {
+    a_stop_signal_removes_the_running_container(libc::SIGINT);
+}
+
+#[test]
+fn sigterm_removes_the_running_container() {
+    a_stop_signal_removes_the_running_container(libc::SIGTERM);
+}
+
+fn a_stop_signal_removes_the_running_container(signal: i32) {
     let dir = tempfile::tempdir().unwrap();
     let code = dir.path().join("sleep.py");
     std::fs::write(
@@ -568,10 +577,10 @@ fn ctrl_c_removes_the_running_container() {
     }
     assert!(found, "the run never created its container");
     std::thread::sleep(Duration::from_millis(500));
-    unsafe { libc::kill(pid as i32, libc::SIGINT) };
+    unsafe { libc::kill(pid as i32, signal) };
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130));
-    assert_eq!(list(), "", "the container outlived Ctrl-C");
+    assert_eq!(list(), "", "the container outlived signal {signal}");
 }
 
 #[tokio::test]

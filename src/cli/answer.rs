@@ -169,7 +169,7 @@ pub async fn answer_command(args: RunArgs) -> i32 {
     };
     let result = tokio::select! {
         r = agent.answer(request) => r,
-        _ = tokio::signal::ctrl_c() => {
+        _ = super::stop_signal() => {
             sandbox.remove_all_live().await;
             eprintln!("interrupted: the sandbox container was removed");
             return 130;

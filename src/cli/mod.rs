@@ -120,6 +120,30 @@ pub struct RunArgs {
     pub format: Format,
 }
 
+/// Resolves when the process is asked to stop: Ctrl-C (SIGINT) or SIGTERM
+/// (a cancelled CI job). Callers then remove their sandbox containers.
+pub async fn stop_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
 fn parse_duration_arg(s: &str) -> Result<std::time::Duration, String> {
     crate::units::parse_duration(s).map_err(|e| e.to_string())
 }

@@ -143,7 +143,7 @@ pub async fn run_command(args: RunArgs) -> i32 {
     }
 }
 
-/// Connects, removes leftovers, runs; Ctrl-C removes the container before exiting.
+/// Connects, removes leftovers, runs; Ctrl-C or SIGTERM removes the container before exiting.
 pub async fn execute(cfg: &SandboxConfig, job: &Job) -> Result<Outcome, SandboxError> {
     let sandbox = Sandbox::connect().await?;
     if let Err(e) = sandbox.cleanup_leftovers().await {
@@ -152,7 +152,7 @@ pub async fn execute(cfg: &SandboxConfig, job: &Job) -> Result<Outcome, SandboxE
     let run = sandbox.run(cfg, job);
     tokio::select! {
         r = run => r,
-        _ = tokio::signal::ctrl_c() => {
+        _ = super::stop_signal() => {
             sandbox.remove_all_live().await;
             eprintln!("interrupted: the sandbox container was removed");
             std::process::exit(130);

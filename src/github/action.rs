@@ -81,24 +81,9 @@ pub const DEFAULT_POLICY_PATHS: [&str; 2] =
 pub async fn run_from_process_env() -> i32 {
     let vars: BTreeMap<String, String> = std::env::vars().collect();
     let work = run(&vars);
-    tokio::pin!(work);
-    #[cfg(unix)]
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-    #[cfg(unix)]
-    let terminated = async {
-        match term.as_mut() {
-            Some(t) => {
-                t.recv().await;
-            }
-            None => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let terminated = std::future::pending::<()>();
     tokio::select! {
-        code = &mut work => code,
-        _ = tokio::signal::ctrl_c() => interrupted(),
-        _ = terminated => interrupted(),
+        code = work => code,
+        _ = crate::cli::stop_signal() => interrupted(),
     }
     // Dropping `work` removes the sandbox containers still alive.
 }
