@@ -719,3 +719,21 @@ print("saved")
     assert!(png.bytes.starts_with(b"\x89PNG\r\n\x1a\n"), "not a PNG");
     assert!(png.size > 1000);
 }
+
+#[tokio::test]
+async fn audit_paths_survive_tabs_newlines_and_backslashes() {
+    let o = run(
+        "open('/tmp/a\\tb\\nc\\\\d', 'w').write('x')\nprint('ok')\n",
+        quick(),
+    )
+    .await;
+    assert_eq!(o.stdout.trim(), "ok", "{o:?}");
+    assert!(
+        o.audit
+            .files_opened
+            .iter()
+            .any(|f| f.path == "/tmp/a\tb\nc\\d" && f.mode == "w"),
+        "{:?}",
+        o.audit.files_opened
+    );
+}

@@ -123,6 +123,7 @@ pub fn container_body(cfg: &SandboxConfig, labels: HashMap<String, String>) -> C
         cmd: Some(vec![
             "python3".into(),
             "-I".into(),
+            "-S".into(),
             "-c".into(),
             RUNNER.into(),
             IDLE_SECONDS.to_string(),

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::types::{Audit, InputFile, Job, Limits, RuntimeRules};
 
-/// The runner's source, passed as `python3 -I -c <RUNNER>`.
+/// The runner's source, passed as `python3 -I -S -c <RUNNER>`.
 pub const RUNNER: &str = include_str!("runner.py");
 
 /// The longest frame line accepted; longer lines are treated as noise.

@@ -1,4 +1,5 @@
-# compute-bot sandbox runner. Runs inside the container as `python3 -I -c <this>`.
+# compute-bot sandbox runner. Runs inside the container as `python3 -I -S -c <this>`
+# (no site: it needs only the standard library, and starts faster).
 #
 # It starts a fresh child interpreter (CHILD below) that waits for the code,
 # then reads one job from stdin: a JSON header line, the code, the input files.
@@ -9,24 +10,23 @@
 #
 # This is telemetry and convenience: the container (no network, read-only
 # root, no capabilities, cgroup limits) is the enforcement.
-import base64, hashlib, json, os, select, subprocess, sys, threading, time
+import binascii, json, os, select, sys, threading, time
 
 CHILD = r'''
-import json, os, sys, traceback, linecache, builtins, fnmatch
+import os, sys, builtins
 rd = os.fdopen(int(sys.argv[1]), "rb")
-hdr = json.loads(rd.readline())
-src = rd.read(hdr["code_len"]).decode("utf-8", "replace")
+code_len, flags, denied = rd.readline().decode().rstrip("\n").split("\t")
+src = rd.read(int(code_len)).decode("utf-8", "replace")
 rd.close()
 try:
     with open("/proc/self/oom_score_adj", "w") as f:
         f.write("1000")
 except OSError:
     pass
-rules = hdr.get("rules") or {}
-deny_imports = list(rules.get("deny_imports") or [])
-restrict = bool(rules.get("restrict_files"))
-deny_sub = bool(rules.get("deny_subprocess"))
-deny_net = bool(rules.get("deny_network"))
+deny_imports = [d for d in denied.split(",") if d]
+restrict = "f" in flags
+deny_sub = "s" in flags
+deny_net = "n" in flags
 AUD = int(sys.argv[2])
 quiet = ("/usr/lib/python3", "/usr/local/lib/python3", "/usr/share/matplotlib",
          "/usr/share/fonts", "/usr/share/zoneinfo", "/usr/share/fonts-", "/opt/compute-bot",
@@ -37,15 +37,17 @@ read_ok = ("/data/", "/tmp/", "/out/", "/usr/", "/opt/compute-bot/", "/etc/local
 write_ok = ("/tmp/", "/out/", "/dev/null/")
 seen = set()
 count = [0]
-def send(kind, value):
+def esc(v):
+    return str(v).replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n")
+def send(kind, *values):
     if count[0] >= 400:
         if count[0] == 400:
-            os.write(AUD, b'{"k":"truncated"}\n')
+            os.write(AUD, b"truncated\n")
             count[0] += 1
         return
     count[0] += 1
     try:
-        os.write(AUD, (json.dumps({"k": kind, "v": value}) + "\n").encode())
+        os.write(AUD, ("\t".join([kind] + [esc(v) for v in values]) + "\n").encode("utf-8", "replace"))
     except OSError:
         pass
 def norm(p):
@@ -70,7 +72,7 @@ def denied_module(name):
         if pat.endswith(".*"):
             if name == pat[:-2] or name.startswith(pat[:-1]):
                 return True
-        elif top == pat or name == pat or fnmatch.fnmatchcase(name, pat):
+        elif top == pat or name == pat:
             return True
     return False
 def user_initiated(skip):
@@ -106,7 +108,7 @@ def hook(event, args):
                 bad = not ((path + "/").startswith(read_ok) or path.startswith(read_ok))
         if key not in seen:
             seen.add(key)
-            send("open", {"path": path, "mode": mode, "denied": bad})
+            send("open", path, mode, "1" if bad else "0")
         if bad:
             refuse("opening " + path + " (mode " + mode + ")")
     elif event == "import":
@@ -144,11 +146,14 @@ def hook(event, args):
         p = norm(args[0]) if args else None
         if restrict and p and p.startswith("/data"):
             refuse(event + " on " + p)
-lines = src.splitlines(True)
-linecache.cache["main.py"] = (len(src), None, lines, "main.py")
+def show_source():
+    import linecache
+    linecache.cache["main.py"] = (len(src), None, src.splitlines(True), "main.py")
 try:
     code = compile(src, "main.py", "exec")
 except SyntaxError:
+    import traceback
+    show_source()
     traceback.print_exc(limit=0)
     sys.exit(1)
 sys.stdout.reconfigure(line_buffering=True)
@@ -163,6 +168,8 @@ except SystemExit as e:
     if not isinstance(c, int) and c is not None:
         print(c, file=sys.stderr)
 except BaseException as e:
+    import traceback
+    show_source()
     tb = e.__traceback__
     while tb is not None and tb.tb_frame.f_code.co_filename != "main.py":
         tb = tb.tb_next
@@ -181,7 +188,7 @@ out_lock = threading.Lock()
 
 
 def frame(nonce, kind, payload):
-    line = nonce + b":" + kind + b":" + base64.b64encode(payload) + b"\n"
+    line = nonce + b":" + kind + b":" + binascii.b2a_base64(payload, newline=False) + b"\n"
     with out_lock:
         out.write(line)
         out.flush()
@@ -219,7 +226,36 @@ def read_exact(stream, n):
     return bytes(buf)
 
 
+def spawn_child():
+    # The child interpreter starts now and waits for its code on a pipe, so
+    # its start-up overlaps ours and the wait for the job.
+    env = dict(os.environ)
+    env["MPLCONFIGDIR"] = "/tmp/mpl"
+    env.setdefault("MPLBACKEND", "Agg")
+    code_r, code_w = os.pipe()
+    aud_r, aud_w = os.pipe()
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    null = os.open("/dev/null", os.O_RDONLY)
+    os.set_inheritable(code_r, True)
+    os.set_inheritable(aud_w, True)
+    pid = os.posix_spawn(
+        sys.executable,
+        [sys.executable, "-I", "-c", CHILD, str(code_r), str(aud_w)],
+        env,
+        file_actions=[
+            (os.POSIX_SPAWN_DUP2, null, 0),
+            (os.POSIX_SPAWN_DUP2, out_w, 1),
+            (os.POSIX_SPAWN_DUP2, err_w, 2),
+        ],
+    )
+    for fd in (code_r, aud_w, out_w, err_w, null):
+        os.close(fd)
+    return pid, code_w, aud_r, out_r, err_r
+
+
 def main():
+    pid, code_w, aud_r, out_r, err_r = spawn_child()
     nondumpable()
     os.makedirs("/tmp/mpl", exist_ok=True)
     try:
@@ -228,24 +264,12 @@ def main():
                 d.write(s.read())
     except OSError:
         pass
-    env = dict(os.environ)
-    env["MPLCONFIGDIR"] = "/tmp/mpl"
-    env.setdefault("MPLBACKEND", "Agg")
-    code_r, code_w = os.pipe()
-    aud_r, aud_w = os.pipe()
-    child = subprocess.Popen(
-        [sys.executable, "-I", "-c", CHILD, str(code_r), str(aud_w)],
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        pass_fds=(code_r, aud_w), env=env, cwd="/tmp",
-    )
-    os.close(code_r)
-    os.close(aud_w)
 
     stdin = sys.stdin.buffer
     idle = float(sys.argv[1]) if len(sys.argv) > 1 else 900.0
     ready, _, _ = select.select([stdin], [], [], idle)
     if not ready:
-        child.kill()
+        os.kill(pid, 9)
         sys.exit(0)
     header = json.loads(stdin.readline())
     nonce = header["nonce"].encode()
@@ -272,7 +296,10 @@ def main():
     caps = header.get("caps", {})
     oom_before = oom_kills()
     started = time.monotonic()
-    os.write(code_w, (json.dumps({"code_len": len(src), "rules": header.get("rules", {})}) + "\n").encode())
+    rules = header.get("rules") or {}
+    flags = ("f" if rules.get("restrict_files") else "") + ("s" if rules.get("deny_subprocess") else "") + ("n" if rules.get("deny_network") else "")
+    denied = ",".join(m for m in rules.get("deny_imports") or [] if "," not in m and "\t" not in m)
+    os.write(code_w, ("%d\t%s\t%s\n" % (len(src), flags, denied)).encode())
     # The pipe holds 64 KiB; write the rest from a thread so a huge script cannot block us.
     def feed():
         try:
@@ -288,11 +315,11 @@ def main():
 
     totals = {b"o": 0, b"e": 0}
 
-    def pump(stream, kind, cap):
+    def pump(fd, kind, cap):
         sent = 0
         while True:
             try:
-                chunk = os.read(stream.fileno(), 1 << 15)
+                chunk = os.read(fd, 1 << 15)
             except OSError:
                 break
             if not chunk:
@@ -306,35 +333,39 @@ def main():
 
     audit = {"files_opened": [], "network_attempts": [], "subprocess_attempts": [], "imports": [], "refused": [], "truncated": False}
 
+    def unesc(v):
+        out, i = [], 0
+        while i < len(v):
+            c = v[i]
+            if c == "\\" and i + 1 < len(v):
+                out.append({"t": "\t", "n": "\n"}.get(v[i + 1], v[i + 1]))
+                i += 2
+            else:
+                out.append(c)
+                i += 1
+        return "".join(out)
+
     def pump_audit():
+        lists = {"net": "network_attempts", "sub": "subprocess_attempts", "import": "imports", "refused": "refused"}
         with os.fdopen(aud_r, "rb") as f:
             for line in f:
-                try:
-                    ev = json.loads(line)
-                except ValueError:
-                    continue
-                k, v = ev.get("k"), ev.get("v")
-                if k == "open" and isinstance(v, dict):
-                    audit["files_opened"].append({"path": str(v.get("path")), "mode": str(v.get("mode")), "denied": bool(v.get("denied"))})
-                elif k == "net":
-                    audit["network_attempts"].append(str(v))
-                elif k == "sub":
-                    audit["subprocess_attempts"].append(str(v))
-                elif k == "import":
-                    audit["imports"].append(str(v))
-                elif k == "refused":
-                    audit["refused"].append(str(v))
+                parts = [unesc(x) for x in line.decode("utf-8", "replace").rstrip("\n").split("\t")]
+                k = parts[0]
+                if k == "open" and len(parts) == 4:
+                    audit["files_opened"].append({"path": parts[1], "mode": parts[2], "denied": parts[3] == "1"})
+                elif k in lists and len(parts) == 2:
+                    audit[lists[k]].append(parts[1])
                 elif k == "truncated":
                     audit["truncated"] = True
 
     threads = [
-        threading.Thread(target=pump, args=(child.stdout, b"o", caps.get("stdout", 65536)), daemon=True),
-        threading.Thread(target=pump, args=(child.stderr, b"e", caps.get("stderr", 65536)), daemon=True),
+        threading.Thread(target=pump, args=(out_r, b"o", caps.get("stdout", 65536)), daemon=True),
+        threading.Thread(target=pump, args=(err_r, b"e", caps.get("stderr", 65536)), daemon=True),
         threading.Thread(target=pump_audit, daemon=True),
     ]
     for t in threads:
         t.start()
-    _, status, ru = os.wait4(child.pid, 0)
+    _, status, ru = os.wait4(pid, 0)
     ended = time.monotonic()
     # A grandchild may keep the pipes open; do not wait for it.
     for t in threads:
@@ -378,6 +409,7 @@ def main():
             frame(nonce, b"a", json.dumps({"name": rel, "size": len(data)}).encode())
             for i in range(0, len(data), 3072):
                 frame(nonce, b"c", data[i:i + 3072])
+            import hashlib  # only when there are artifacts: it loads OpenSSL
             report["artifacts"].append({"name": rel, "size": len(data), "sha256": hashlib.sha256(data).hexdigest()})
     frame(nonce, b"r", json.dumps(report).encode())
     out.flush()
