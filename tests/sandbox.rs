@@ -737,3 +737,23 @@ async fn audit_paths_survive_tabs_newlines_and_backslashes() {
         o.audit.files_opened
     );
 }
+
+#[tokio::test]
+async fn the_code_cannot_reach_into_the_runner_through_proc() {
+    // The runner holds the frame nonce; it makes itself non-dumpable so the
+    // same-uid code can neither read its memory nor write to its stdout fd.
+    let code = r#"
+import os
+ppid = os.getppid()
+for what, mode in (("mem", "rb"), ("environ", "rb"), ("fd/1", "wb")):
+    try:
+        open("/proc/%d/%s" % (ppid, what), mode)
+        print(what, "OPENED")
+    except OSError as e:
+        print(what, "denied", e.errno)
+"#;
+    let o = run(code, quick()).await;
+    assert_eq!(o.status, RunStatus::Ok, "{o:?}");
+    assert!(!o.stdout.contains("OPENED"), "{}", o.stdout);
+    assert_eq!(o.stdout.matches("denied").count(), 3, "{}", o.stdout);
+}
