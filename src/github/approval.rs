@@ -67,6 +67,38 @@ async fn find_pending(
     Ok(None)
 }
 
+/// The newest open pending request for `approve` / `deny`; when there is
+/// none, or the thread cannot be read, the user is told and the exit status
+/// comes back as the error.
+async fn open_request(
+    ctx: &Ctx<'_>,
+    issue: u64,
+    comment_id: u64,
+    author: &str,
+) -> Result<(CommentInfo, Result<PendingCode, PendingError>), i32> {
+    match find_pending(ctx.gh, issue).await {
+        Ok(Some(pending)) => Ok(pending),
+        Ok(None) => Err(reply(
+            ctx,
+            issue,
+            comment_id,
+            &texts::nothing_pending(author, ctx.prefix),
+            Reaction::Confused,
+            "ignored",
+            EXIT_OK,
+        )
+        .await),
+        Err(e) => {
+            let mut summary = String::from("### compute-bot could not read the thread\n");
+            let exit = report_post_errors(&[e], &mut summary, EXIT_FAILED);
+            Err(conclude(
+                ctx.env,
+                Ending::status("error", exit).with_summary(summary),
+            ))
+        }
+    }
+}
+
 /// `/compute approve [<sha256 prefix>]`: runs the newest open pending code,
 /// if its hash still matches (and starts with `sha256_prefix` when given).
 pub(crate) async fn approve(
@@ -76,28 +108,9 @@ pub(crate) async fn approve(
     author: &str,
     sha256_prefix: Option<&str>,
 ) -> i32 {
-    let pending = match find_pending(ctx.gh, issue).await {
-        Ok(p) => p,
-        Err(e) => {
-            let mut summary = String::from("### compute-bot could not read the thread\n");
-            let exit = report_post_errors(&[e], &mut summary, EXIT_FAILED);
-            return conclude(ctx.env, Ending::status("error", exit).with_summary(summary));
-        }
-    };
-    let (comment, code) = match pending {
-        None => {
-            return reply(
-                ctx,
-                issue,
-                comment_id,
-                &texts::nothing_pending(author, ctx.prefix),
-                Reaction::Confused,
-                "ignored",
-                EXIT_OK,
-            )
-            .await;
-        }
-        Some((_, Err(e))) => {
+    let (comment, code) = match open_request(ctx, issue, comment_id, author).await {
+        Err(exit) => return exit,
+        Ok((_, Err(e))) => {
             return reply(
                 ctx,
                 issue,
@@ -109,7 +122,7 @@ pub(crate) async fn approve(
             )
             .await;
         }
-        Some((c, Ok(code))) => (c, code),
+        Ok((c, Ok(code))) => (c, code),
     };
     if let Some(prefix) = sha256_prefix
         && !code.sha256.starts_with(prefix)
@@ -160,25 +173,9 @@ pub(crate) async fn approve(
 
 /// `/compute deny`: closes the newest open pending request; nothing runs.
 pub(crate) async fn deny(ctx: &Ctx<'_>, issue: u64, comment_id: u64, author: &str) -> i32 {
-    let pending = match find_pending(ctx.gh, issue).await {
-        Ok(p) => p,
-        Err(e) => {
-            let mut summary = String::from("### compute-bot could not read the thread\n");
-            let exit = report_post_errors(&[e], &mut summary, EXIT_FAILED);
-            return conclude(ctx.env, Ending::status("error", exit).with_summary(summary));
-        }
-    };
-    let Some((comment, _)) = pending else {
-        return reply(
-            ctx,
-            issue,
-            comment_id,
-            &texts::nothing_pending(author, ctx.prefix),
-            Reaction::Confused,
-            "ignored",
-            EXIT_OK,
-        )
-        .await;
+    let comment = match open_request(ctx, issue, comment_id, author).await {
+        Ok((comment, _)) => comment,
+        Err(exit) => return exit,
     };
     let mut errors = Vec::new();
     let closed = format!("{}{}", comment.body, texts::denied(author));
