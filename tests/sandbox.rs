@@ -586,25 +586,31 @@ fn a_stop_signal_removes_the_running_container(signal: i32) {
 #[tokio::test]
 async fn leftovers_of_dead_bots_are_removed_at_start() {
     let sb = sandbox().await;
-    // A container labelled as made by a bot process on this host that no longer exists.
-    let dead_pid = 4_000_000u32; // above pid_max: never alive
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
-    let name = format!("compute-bot-leftover-{}", std::process::id());
-    let status = Command::new("docker")
-        .args(["create", "--name", &name, "--network", "none"])
-        .args(["--label", &format!("{LABEL_MANAGED}=true")])
-        .args(["--label", &format!("org.compute-bot.pid={dead_pid}")])
-        .args(["--label", &format!("org.compute-bot.host={}", host.trim())])
-        .args(["--label", "org.compute-bot.expires=99999999999"])
-        .args([compute_bot::sandbox::DEFAULT_IMAGE, "true"])
-        .output()
-        .unwrap();
-    assert!(status.status.success(), "{status:?}");
-    // A live one of ours (this process) must survive the cleanup.
+    let create = |name: &str, pid: u32, expires: &str| {
+        let status = Command::new("docker")
+            .args(["create", "--name", name, "--network", "none"])
+            .args(["--label", &format!("{LABEL_MANAGED}=true")])
+            .args(["--label", &format!("org.compute-bot.pid={pid}")])
+            .args(["--label", &format!("org.compute-bot.host={}", host.trim())])
+            .args(["--label", &format!("org.compute-bot.expires={expires}")])
+            .args([compute_bot::sandbox::DEFAULT_IMAGE, "true"])
+            .output()
+            .unwrap();
+        assert!(status.status.success(), "{status:?}");
+    };
+    // Made by a bot process on this host that no longer exists.
+    let dead = format!("compute-bot-leftover-dead-{}", std::process::id());
+    create(&dead, 4_000_000, "99999999999"); // above pid_max: never alive
+    // Made by a live process (this one), but past its expiry.
+    let expired = format!("compute-bot-leftover-expired-{}", std::process::id());
+    create(&expired, std::process::id(), "1");
+    // A live, unexpired one of ours must survive the cleanup.
     let prepared = sb.prepare(&cfg(quick())).await.unwrap();
     let removed = sb.cleanup_leftovers().await.unwrap();
-    assert!(removed >= 1);
-    assert_gone(&sb, &name).await;
+    assert!(removed >= 2);
+    assert_gone(&sb, &dead).await;
+    assert_gone(&sb, &expired).await;
     assert!(
         sb.docker()
             .inspect_container(prepared.name(), None)
@@ -613,6 +619,32 @@ async fn leftovers_of_dead_bots_are_removed_at_start() {
     );
     let o = prepared.execute(&job("print('still here')")).await.unwrap();
     assert_eq!(o.stdout.trim(), "still here");
+}
+
+#[tokio::test]
+async fn a_run_dropped_midway_removes_its_container() {
+    // A cancelled future or a panic drops the run without finishing it.
+    let sb = sandbox().await;
+    let prepared = sb.prepare(&cfg(quick())).await.unwrap();
+    let name = prepared.name().to_string();
+    assert!(sb.docker().inspect_container(&name, None).await.is_ok());
+    drop(prepared);
+    assert_gone(&sb, &name).await;
+    // Cancelled while the code runs.
+    let (config, sleeper) = (cfg(quick()), job("import time\ntime.sleep(60)\n"));
+    let run = sb.run(&config, &sleeper);
+    let cancelled = tokio::time::timeout(Duration::from_secs(3), run).await;
+    assert!(cancelled.is_err(), "the run should still have been going");
+    let left = Command::new("docker")
+        .args(["ps", "-aq", "--filter"])
+        .arg(format!("label=org.compute-bot.pid={}", std::process::id()))
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&left.stdout).trim(),
+        "",
+        "a cancelled run left its container"
+    );
 }
 
 #[tokio::test]
