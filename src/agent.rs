@@ -193,13 +193,10 @@ pub fn findings_text(v: &Verdict) -> String {
 
 impl Agent<'_> {
     fn sandbox_config(&self) -> SandboxConfig {
-        let mut limits = self.policy.limits();
-        limits.data_max_bytes = limits
-            .data_max_bytes
-            .max(self.policy.inputs.max_total_bytes);
+        // The policy's limits already size /data by `inputs.max_total_bytes`.
         SandboxConfig {
             image: self.policy.image().to_string(),
-            limits,
+            limits: self.policy.limits(),
             ..Default::default()
         }
     }
