@@ -270,6 +270,7 @@ impl Agent<'_> {
             policy: self.policy.origin.as_ref().map(|p| p.display().to_string()),
             usage: TokenUsage::default(),
             timings_ms: BTreeMap::new(),
+            record: None,
         };
         let ctx = PromptContext {
             goal: goal.clone().unwrap_or_default(),
@@ -462,6 +463,29 @@ impl Agent<'_> {
                 repairable(&mut report, &mut history, attempt, code.clone(), problem);
                 continue;
             }
+            // Repeat runs, output checks, independent verification (src/verify.rs).
+            let confirmed = crate::verify::confirm(crate::verify::ConfirmInput {
+                policy: self.policy,
+                sandbox: self.sandbox,
+                model: self.model,
+                config: self.sandbox_config(),
+                job: &job,
+                validator: &validator,
+                prompt: &ctx,
+                result: validation
+                    .value
+                    .as_ref()
+                    .expect("a valid result has a value"),
+                approved: req.is_approved(&attempt.code_sha256),
+            })
+            .await;
+            let stop = confirmed.keep_in(&mut report, &outcome, &mut sandbox_time, &mut model_time);
+            if let Some((status, reason)) = stop {
+                report.status = status;
+                report.stop_reason = Some(reason);
+                report.attempts.push(attempt);
+                break;
+            }
             report.status = ReportStatus::Ok;
             report.result = validation.value;
             report.attempts.push(attempt);
@@ -535,6 +559,7 @@ impl Agent<'_> {
             ms(total.saturating_sub(model_time + sandbox_time)),
         );
         report.timings_ms = clock.timings;
+        crate::record::attach(&mut report, self.policy, self.sandbox).await;
         Ok(report)
     }
 }

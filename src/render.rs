@@ -340,6 +340,11 @@ fn render_md(report: &Report, ctx: &RenderContext, b: &Budget, cut_note: Option<
         s.push_str(m);
         s.push('\n');
     }
+    // The run record, hidden and first, so that no cut can lose it.
+    if let Some(r) = &report.record {
+        s.push_str(&r.marker(report.result.as_ref()));
+        s.push('\n');
+    }
     let _ = writeln!(s, "### {}\n", status_heading(report));
     s.push_str(&status_line(report));
     s.push('\n');
@@ -413,6 +418,9 @@ fn render_md(report: &Report, ctx: &RenderContext, b: &Budget, cut_note: Option<
     if report.attempts.len() > 1 {
         s.push('\n');
         s.push_str(&attempts_md(&report.attempts));
+    }
+    if report.record.is_some() {
+        s.push_str(&crate::record::reproduce_line(command));
     }
     s.push_str("\n---\n");
     let mut foot = Vec::new();

@@ -106,4 +106,8 @@ pub struct Report {
     /// removal), and the loop's own time, `loop_overhead` = total − model −
     /// sandbox, summed over the attempts.
     pub timings_ms: BTreeMap<String, u64>,
+    /// What determines the final run's result and hashes of what came out
+    /// (`None` when no code ran); `compute-bot replay` repeats it.
+    #[serde(default)]
+    pub record: Option<crate::record::RunRecord>,
 }

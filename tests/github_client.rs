@@ -273,6 +273,7 @@ fn needs_approval_report(code: &str) -> compute_bot::report::Report {
         policy: None,
         usage: Default::default(),
         timings_ms: Default::default(),
+        record: None,
     }
 }
 

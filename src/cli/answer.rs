@@ -52,6 +52,12 @@ fn tighten(policy: &mut Policy, args: &RunArgs) -> Result<(), String> {
     if let Some(image) = &args.image {
         policy.sandbox.image = image.clone();
     }
+    // More runs only make the policy stricter.
+    if let Some(r) = args.repeat.and_then(crate::policy::Repeat::new)
+        && r.get() > policy.output.repeat.get()
+    {
+        policy.output.repeat = r;
+    }
     Ok(())
 }
 
@@ -175,7 +181,7 @@ pub async fn answer_command(args: RunArgs) -> i32 {
             return 130;
         }
     };
-    let report = match result {
+    let mut report = match result {
         Ok(r) => r,
         Err(AgentError::Sandbox(e)) if !e.is_configuration() => {
             eprintln!("error: {e}");
@@ -183,6 +189,17 @@ pub async fn answer_command(args: RunArgs) -> i32 {
         }
         Err(e) => return usage(&e.to_string()),
     };
+    let paths: Vec<(String, String)> = args
+        .inputs
+        .iter()
+        .filter_map(|p| {
+            Some((
+                p.file_name()?.to_string_lossy().into_owned(),
+                p.display().to_string(),
+            ))
+        })
+        .collect();
+    crate::record::set_input_paths(&mut report, &paths);
     match args.format {
         Format::Json => println!(
             "{}",

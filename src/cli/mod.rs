@@ -4,6 +4,7 @@
 //! configuration error, 3 needs a human approval.
 
 mod answer;
+mod replay;
 mod run;
 
 use std::path::PathBuf;
@@ -34,6 +35,10 @@ pub enum Command {
     Policy(PolicyCommand),
     /// Run as a GitHub Action: read the event, answer, post the result.
     Action,
+    /// Repeat a recorded run (from a JSON report or a posted comment) and
+    /// say whether it reproduced (exit 0), differs (1) or cannot be
+    /// replayed because the code, an input or the image changed (2).
+    Replay(Box<replay::ReplayArgs>),
 }
 
 /// `compute-bot policy ...`
@@ -112,6 +117,10 @@ pub struct RunArgs {
     /// Maximum number of processes and threads.
     #[arg(long)]
     pub pids: Option<i64>,
+    /// Run the code N times in all, each in a fresh container, and flag a
+    /// result that changes (raises the policy's `output.repeat`).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=10))]
+    pub repeat: Option<u8>,
     /// Write the files the code left in /out into this directory.
     #[arg(long, value_name = "DIR")]
     pub artifacts: Option<PathBuf>,
@@ -165,5 +174,6 @@ pub async fn main() -> i32 {
             format,
         }) => crate::policy::cli::check_command(&policy, code.as_deref(), format == Format::Json),
         Command::Action => crate::github::action::run_from_process_env().await,
+        Command::Replay(args) => replay::replay_command(*args).await,
     }
 }

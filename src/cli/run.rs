@@ -77,6 +77,7 @@ pub async fn run_command(args: RunArgs) -> i32 {
     if args.goal.is_some()
         || args.policy.is_some()
         || args.schema.is_some()
+        || args.repeat.is_some()
         || args.format == Format::Markdown
     {
         return super::answer::answer_command(args).await;

@@ -89,5 +89,6 @@ pub use config::{
     Escalation, Inputs, Language, MAX_ATTEMPTS, MAX_CODE_BYTES_LIMIT, Network, Output, Permission,
     Policy, PolicyError, SandboxPolicy, Version, Who,
 };
+pub use config::{MAX_REPEAT, OnCheckFailure, Repeat, VerifyMode};
 pub use rules::RuleId;
 pub use verdict::{Decision, Finding, Severity, Verdict};

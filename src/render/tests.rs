@@ -74,6 +74,7 @@ fn report(result: serde_json::Value, code: &str) -> Report {
         policy: Some(".github/compute-policy.yml".into()),
         usage: TokenUsage::default(),
         timings_ms: BTreeMap::new(),
+        record: None,
     }
 }
 

@@ -26,6 +26,20 @@ pub const LABEL_PID: &str = "org.compute-bot.pid";
 /// Label with the unix time after which the container is certainly abandoned.
 pub const LABEL_EXPIRES: &str = "org.compute-bot.expires";
 
+/// The fixed environment every sandbox gets (before what the run names).
+/// `PYTHONHASHSEED`, `TZ` and the locale make runs repeatable: set ordering,
+/// `time.localtime` and locale-dependent formatting do not vary by run or host.
+pub const BASE_ENV: &[(&str, &str)] = &[
+    ("HOME", "/tmp"),
+    ("LANG", "C.UTF-8"),
+    ("LC_ALL", "C.UTF-8"),
+    ("TZ", "UTC"),
+    ("PYTHONHASHSEED", "0"),
+    ("MPLBACKEND", "Agg"),
+    ("PYTHONDONTWRITEBYTECODE", "1"),
+    ("PATH", "/usr/local/bin:/usr/bin:/bin"),
+];
+
 /// Seconds a prepared container waits for its code before its runner exits.
 pub const IDLE_SECONDS: u64 = 900;
 
@@ -92,13 +106,7 @@ pub fn container_body(cfg: &SandboxConfig, labels: HashMap<String, String>) -> C
     let mem = l.memory.bytes() as i64;
     let period: i64 = 100_000;
     let quota = ((l.cpus.max(0.01)) * period as f64).round() as i64;
-    let mut env: Vec<String> = vec![
-        "HOME=/tmp".into(),
-        "LANG=C.UTF-8".into(),
-        "MPLBACKEND=Agg".into(),
-        "PYTHONDONTWRITEBYTECODE=1".into(),
-        "PATH=/usr/local/bin:/usr/bin:/bin".into(),
-    ];
+    let mut env: Vec<String> = BASE_ENV.iter().map(|(k, v)| format!("{k}={v}")).collect();
     env.extend(cfg.env.iter().map(|(k, v)| format!("{k}={v}")));
     let tmpfs: HashMap<String, String> = [
         ("/tmp".to_string(), tmpfs_opts(l.tmpfs.bytes(), false)),

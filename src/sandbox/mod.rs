@@ -31,7 +31,8 @@ use sha2::{Digest, Sha256};
 use tokio::io::AsyncWriteExt;
 
 pub use docker::{
-    LABEL_EXPIRES, LABEL_HOST, LABEL_MANAGED, LABEL_PID, LABEL_RUN, SANDBOX_USER, docker_host,
+    BASE_ENV, LABEL_EXPIRES, LABEL_HOST, LABEL_MANAGED, LABEL_PID, LABEL_RUN, SANDBOX_USER,
+    docker_host,
 };
 pub use error::SandboxError;
 pub use types::*;

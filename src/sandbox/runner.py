@@ -229,7 +229,11 @@ def read_exact(stream, n):
 def spawn_child():
     # The child interpreter starts now and waits for its code on a pipe, so
     # its start-up overlaps ours and the wait for the job.
-    env = dict(os.environ)
+    # -I would ignore PYTHONHASHSEED: isolate with -s -P and an environment
+    # without PYTHON* variables other than the fixed hash seed instead.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    env["PYTHONHASHSEED"] = os.environ.get("PYTHONHASHSEED", "0")
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
     env["MPLCONFIGDIR"] = "/tmp/mpl"
     env.setdefault("MPLBACKEND", "Agg")
     code_r, code_w = os.pipe()
@@ -241,7 +245,7 @@ def spawn_child():
     os.set_inheritable(aud_w, True)
     pid = os.posix_spawn(
         sys.executable,
-        [sys.executable, "-I", "-c", CHILD, str(code_r), str(aud_w)],
+        [sys.executable, "-s", "-P", "-c", CHILD, str(code_r), str(aud_w)],
         env,
         file_actions=[
             (os.POSIX_SPAWN_DUP2, null, 0),

@@ -1,0 +1,386 @@
+//! The run record: everything that determines a result, in one small value
+//! that goes into every report and (compactly) into every posted comment, so
+//! that `compute-bot replay` can repeat the run and check the answer.
+//!
+//! Hashes are hex SHA-256: of the exact code, of each input's bytes, of the
+//! captured stdout (UTF-8 text) and of the result in canonical JSON (object
+//! keys sorted, no whitespace; see [`canonical_json`]). The policy hash is of
+//! the effective policy (`compute-bot policy check` prints it), so two files
+//! that differ only in comments or defaults hash alike.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::policy::Policy;
+use crate::report::Report;
+use crate::sandbox::{BASE_ENV, Limits, Outcome, RunStatus, RuntimeRules, Sandbox, sha256_hex};
+use crate::verify::{CheckOutcome, RepeatRun, Verification};
+
+/// The record format version.
+pub const RECORD_VERSION: u32 = 1;
+
+/// Start of the hidden marker that carries the record in a comment.
+pub const RECORD_MARKER_START: &str = "<!-- compute-bot:record ";
+/// End of the hidden record marker.
+pub const RECORD_MARKER_END: &str = " -->";
+
+/// One input file as the code saw it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordedInput {
+    /// Name under `/data`.
+    pub name: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// Hex SHA-256 of the bytes.
+    pub sha256: String,
+    /// Where the file came from (relative to the working directory or the
+    /// GitHub workspace), when the front end knows it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+}
+
+/// The image the code ran in.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordedImage {
+    /// The reference asked for (tag or digest).
+    pub reference: String,
+    /// The image id (`sha256:...`) the engine resolved it to.
+    pub id: String,
+    /// Repository digests (empty for a locally built image).
+    #[serde(default)]
+    pub digests: Vec<String>,
+}
+
+/// The runtime: interpreter, engine and how the run went.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Runtime {
+    /// The Python version, from the image's `org.compute-bot.python` label.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub python: Option<String>,
+    /// The Docker engine version and API version (`20.10.24 (API 1.41)`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<String>,
+    /// How the run ended (`ok`, `error`, ...).
+    pub status: String,
+    /// Exit code of the code's process.
+    #[serde(default)]
+    pub exit_code: Option<i64>,
+    /// Milliseconds the code ran.
+    pub duration_ms: u64,
+}
+
+/// Everything that determines one run's result, and hashes of what came out.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// Record format version ([`RECORD_VERSION`]).
+    pub version: u32,
+    /// The compute-bot version that ran it.
+    pub bot_version: String,
+    /// Hex SHA-256 of the exact code.
+    pub code_sha256: String,
+    /// The input files, in the order given.
+    pub inputs: Vec<RecordedInput>,
+    /// The image.
+    pub image: RecordedImage,
+    /// Interpreter, engine, status and duration.
+    pub runtime: Runtime,
+    /// The limits the sandbox enforced.
+    pub limits: Limits,
+    /// The runtime rules the runner applied.
+    pub rules: RuntimeRules,
+    /// Hex SHA-256 of the effective policy, when a policy was in force.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy_sha256: Option<String>,
+    /// The environment given to the code (the sandbox's fixed environment
+    /// plus what the run named; nothing of the bot's own).
+    pub env: BTreeMap<String, String>,
+    /// Hex SHA-256 of the captured stdout.
+    pub stdout_sha256: String,
+    /// Hex SHA-256 of the result in canonical JSON, when a result was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_sha256: Option<String>,
+    /// Further runs of the same code (`output.repeat`), in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub repeats: Vec<RepeatRun>,
+    /// The policy's `output.checks` and how each went.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<CheckOutcome>,
+    /// The independent second program (`output.verify: independent`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verification: Option<Verification>,
+    /// The result itself, only in a comment's marker and only when small
+    /// (so that a replay can show a diff); the report has it in `result`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<Value>,
+}
+
+/// Largest result (canonical JSON characters) carried in a comment marker.
+pub const MARKER_RESULT_MAX: usize = 4_000;
+
+/// Hex SHA-256 of the effective policy.
+pub fn policy_sha256(policy: &Policy) -> String {
+    sha256_hex(policy.to_effective_yaml().as_bytes())
+}
+
+/// A JSON value with every object's keys sorted (recursively).
+fn sorted(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => {
+            let s: BTreeMap<&String, Value> = m.iter().map(|(k, v)| (k, sorted(v))).collect();
+            let mut out = serde_json::Map::new();
+            for (k, v) in s {
+                out.insert(k.clone(), v);
+            }
+            Value::Object(out)
+        }
+        Value::Array(a) => Value::Array(a.iter().map(sorted).collect()),
+        _ => v.clone(),
+    }
+}
+
+/// Canonical JSON text of a result: keys sorted, no whitespace. The result
+/// hash is taken over these bytes.
+pub fn canonical_json(v: &Value) -> String {
+    let s = sorted(v);
+    // serde_json may keep insertion order (feature `preserve_order`); the
+    // keys were inserted sorted, so the text is canonical either way.
+    serde_json::to_string(&s).unwrap_or_default()
+}
+
+/// Hex SHA-256 of a result in canonical JSON.
+pub fn result_sha256(v: &Value) -> String {
+    sha256_hex(canonical_json(v).as_bytes())
+}
+
+/// The environment the code is given: the sandbox's fixed environment plus `extra`.
+pub fn code_env(extra: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    let mut env: BTreeMap<String, String> = BASE_ENV
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    env.extend(extra.iter().map(|(k, v)| (k.clone(), v.clone())));
+    env
+}
+
+/// The engine's version, as `20.10.24 (API 1.41)`; `None` when it cannot be asked.
+pub async fn engine_version(sandbox: &Sandbox) -> Option<String> {
+    let v = sandbox.docker().version().await.ok()?;
+    Some(format!(
+        "{} (API {})",
+        v.version.unwrap_or_default(),
+        v.api_version.unwrap_or_default()
+    ))
+}
+
+impl RunRecord {
+    /// The record of one finished run of `code_sha256` with these inputs.
+    pub fn of_outcome(
+        outcome: &Outcome,
+        inputs: &[RecordedInput],
+        rules: &RuntimeRules,
+        env: &BTreeMap<String, String>,
+        result: Option<&Value>,
+    ) -> RunRecord {
+        RunRecord {
+            version: RECORD_VERSION,
+            bot_version: env!("CARGO_PKG_VERSION").to_string(),
+            code_sha256: outcome.code_sha256.clone(),
+            inputs: inputs.to_vec(),
+            image: RecordedImage {
+                reference: outcome.image.reference.clone(),
+                id: outcome.image.id.clone(),
+                digests: outcome.image.digests.clone(),
+            },
+            runtime: Runtime {
+                python: outcome.image.labels.get("org.compute-bot.python").cloned(),
+                engine: None,
+                status: outcome.status.as_str().to_string(),
+                exit_code: outcome.exit_code,
+                duration_ms: outcome.duration_ms,
+            },
+            limits: outcome.limits.clone(),
+            rules: rules.clone(),
+            policy_sha256: None,
+            env: env.clone(),
+            stdout_sha256: sha256_hex(outcome.stdout.as_bytes()),
+            result_sha256: result.map(result_sha256),
+            repeats: Vec::new(),
+            checks: Vec::new(),
+            verification: None,
+            result: None,
+        }
+    }
+
+    /// The record of a report's final run, or `None` when no code ran.
+    /// The result hash is of the validated result, else of the last
+    /// attempt's parsed (invalid) result.
+    pub fn of_report(report: &Report, policy: &Policy) -> Option<RunRecord> {
+        let outcome = report.outcome.as_ref()?;
+        let inputs: Vec<RecordedInput> = report
+            .inputs
+            .iter()
+            .map(|i| RecordedInput {
+                name: i.name.clone(),
+                size: i.size,
+                sha256: i.sha256.clone(),
+                path: None,
+            })
+            .collect();
+        let result = report
+            .result
+            .as_ref()
+            .or_else(|| report.attempts.last().and_then(|a| a.result.as_ref()));
+        let mut r = RunRecord::of_outcome(
+            outcome,
+            &inputs,
+            &policy.runtime_rules(),
+            &code_env(&BTreeMap::new()),
+            result,
+        );
+        r.policy_sha256 = Some(policy_sha256(policy));
+        Some(r)
+    }
+
+    /// The same record without the bulky parts (the verification program's
+    /// code and result), for a comment's hidden marker.
+    pub fn compact(&self) -> RunRecord {
+        let mut r = self.clone();
+        if let Some(v) = r.verification.as_mut() {
+            v.code = None;
+            v.result = None;
+        }
+        for c in &mut r.checks {
+            c.error = c.error.as_ref().map(|e| e.chars().take(300).collect());
+        }
+        r
+    }
+
+    /// The hidden comment marker carrying the compact record (and `result`
+    /// when small) as JSON. `<`
+    /// and `>` are written as JSON escapes, so the marker cannot be closed
+    /// early or open HTML.
+    pub fn marker(&self, result: Option<&Value>) -> String {
+        let mut r = self.compact();
+        r.result = result
+            .filter(|v| canonical_json(v).chars().count() <= MARKER_RESULT_MAX)
+            .cloned();
+        let json = serde_json::to_string(&r).unwrap_or_default();
+        let json = json.replace('<', "\\u003c").replace('>', "\\u003e");
+        format!("{RECORD_MARKER_START}{json}{RECORD_MARKER_END}")
+    }
+
+    /// Reads the record from a comment body's hidden marker.
+    pub fn from_comment(body: &str) -> Result<RunRecord, String> {
+        let start = body.find(RECORD_MARKER_START).ok_or_else(|| {
+            "the comment has no run record (no `<!-- compute-bot:record ... -->` marker); \
+             only result comments of compute-bot 0.1 or later carry one"
+                .to_string()
+        })? + RECORD_MARKER_START.len();
+        let rest = &body[start..];
+        let end = rest
+            .find(RECORD_MARKER_END)
+            .ok_or("the comment's run record marker is not closed (`-->` missing)")?;
+        serde_json::from_str(&rest[..end])
+            .map_err(|e| format!("the comment's run record is not readable: {e}"))
+    }
+
+    /// True when the run ended with a usable status (`ok` or `output_limit`).
+    pub fn ran_ok(&self) -> bool {
+        self.runtime.status == RunStatus::Ok.as_str()
+            || self.runtime.status == RunStatus::OutputLimit.as_str()
+    }
+}
+
+/// The visible one-line "Reproduce" under a result: the command that
+/// replays it (`command` is the comment command, e.g. `/compute`).
+pub fn reproduce_line(command: &str) -> String {
+    format!(
+        "\n**Reproduce:** `compute-bot replay --comment <this comment's link>` with the inputs \
+         at this commit, or comment `{} replay` here.\n",
+        command.replace('`', "'")
+    )
+}
+
+/// Attaches the record of the report's final run, with the engine version
+/// (one engine call). Called once at the end of the loop.
+pub async fn attach(report: &mut Report, policy: &Policy, sandbox: &Sandbox) {
+    if let Some(mut r) = RunRecord::of_report(report, policy) {
+        r.runtime.engine = engine_version(sandbox).await;
+        // Keep repeat/check/verification results gathered during the loop.
+        if let Some(old) = report.record.take() {
+            r.repeats = old.repeats;
+            r.checks = old.checks;
+            r.verification = old.verification;
+        }
+        report.record = Some(r);
+    }
+}
+
+/// Fills in where each input came from, matching by file name (front ends
+/// know the paths; the loop only sees names).
+pub fn set_input_paths(report: &mut Report, paths: &[(String, String)]) {
+    if let Some(r) = report.record.as_mut() {
+        for i in &mut r.inputs {
+            if let Some((_, p)) = paths.iter().find(|(n, _)| *n == i.name) {
+                i.path = Some(p.clone());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn canonical_json_sorts_keys_at_every_level() {
+        let a: Value =
+            serde_json::from_str(r#"{"b":1,"a":{"y":[1,{"d":2,"c":3}],"x":null}}"#).unwrap();
+        assert_eq!(
+            canonical_json(&a),
+            r#"{"a":{"x":null,"y":[1,{"c":3,"d":2}]},"b":1}"#
+        );
+        let b: Value =
+            serde_json::from_str(r#"{"a":{"x":null,"y":[1,{"c":3,"d":2}]},"b":1}"#).unwrap();
+        assert_eq!(result_sha256(&a), result_sha256(&b));
+        let c: Value =
+            serde_json::from_str(r#"{"a":{"x":null,"y":[1,{"c":3,"d":3}]},"b":1}"#).unwrap();
+        assert_ne!(result_sha256(&a), result_sha256(&c));
+    }
+
+    #[test]
+    fn the_marker_survives_a_round_trip_and_cannot_be_closed_early() {
+        let r = RunRecord {
+            version: RECORD_VERSION,
+            bot_version: "0.1.0".into(),
+            code_sha256: "ab".repeat(32),
+            inputs: vec![RecordedInput {
+                name: "x-->y<script>.csv".into(),
+                size: 3,
+                sha256: "cd".repeat(32),
+                path: Some("data/x-->y<script>.csv".into()),
+            }],
+            image: RecordedImage::default(),
+            runtime: Runtime::default(),
+            limits: Limits::default(),
+            rules: RuntimeRules::default(),
+            policy_sha256: None,
+            env: code_env(&BTreeMap::new()),
+            stdout_sha256: "ef".repeat(32),
+            result_sha256: None,
+            repeats: Vec::new(),
+            checks: Vec::new(),
+            verification: None,
+            result: None,
+        };
+        let m = r.marker(None);
+        assert_eq!(m.matches("-->").count(), 1, "{m}");
+        assert!(!m.contains("<script"));
+        let body = format!("hello\n{m}\n### result");
+        assert_eq!(RunRecord::from_comment(&body).unwrap(), r);
+        let err = RunRecord::from_comment("no marker").unwrap_err();
+        assert!(err.contains("no run record"), "{err}");
+    }
+}

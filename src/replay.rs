@@ -1,0 +1,474 @@
+//! Replaying a recorded run: check the preconditions (the code, every input
+//! and the image hash to what the record says), re-run exactly the recorded
+//! code with the recorded limits, rules and environment, and compare the
+//! stdout and result hashes.
+//!
+//! Used by `compute-bot replay` (src/cli/replay.rs) and by `/compute replay`
+//! in a GitHub thread (src/github/replay.rs).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::record::{RunRecord, result_sha256};
+use crate::report::Report;
+use crate::sandbox::{
+    BASE_ENV, InputFile, Job, Outcome, Sandbox, SandboxConfig, SandboxError, sha256_hex,
+};
+use crate::verify::differences;
+
+/// Exit status: the run reproduced.
+pub const EXIT_REPRODUCED: i32 = 0;
+/// Exit status: the run gave a different result or stdout.
+pub const EXIT_DIFFERS: i32 = 1;
+/// Exit status: a precondition does not hold (code, input, image) or usage error.
+pub const EXIT_MISMATCH: i32 = 2;
+
+/// A recorded run to replay: the record, the exact code and, when known,
+/// the original result (for a readable diff).
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    /// The record.
+    pub record: RunRecord,
+    /// The code as found (its hash is checked against the record).
+    pub code: String,
+    /// The original result, when the source carries it.
+    pub result: Option<Value>,
+    /// Where it came from, for messages (`report.json`, a comment URL).
+    pub source: String,
+}
+
+impl Recorded {
+    /// Reads a JSON report written by `compute-bot run --format json` or the
+    /// action's `report_path`.
+    pub fn from_report_file(path: &Path) -> Result<Recorded, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("report `{}` cannot be read: {e}", path.display()))?;
+        let report: Report = serde_json::from_str(&text).map_err(|e| {
+            format!(
+                "report `{}` is not a compute-bot JSON report ({e}); write one with `compute-bot run ... --format json`",
+                path.display()
+            )
+        })?;
+        let source = path.display().to_string();
+        let record = report.record.clone().ok_or_else(|| {
+            format!("report `{source}` has no run record: no code ran in it (status {:?}), so there is nothing to replay", report.status)
+        })?;
+        let code = report
+            .code
+            .clone()
+            .ok_or_else(|| format!("report `{source}` has no code"))?;
+        let result = report
+            .result
+            .clone()
+            .or_else(|| report.attempts.last().and_then(|a| a.result.clone()));
+        Ok(Recorded {
+            record,
+            code,
+            result,
+            source,
+        })
+    }
+
+    /// Reads the record from a posted comment's hidden marker and the code
+    /// from its code block (the one whose sha256 the record names).
+    pub fn from_comment_body(body: &str, source: &str) -> Result<Recorded, String> {
+        let record = RunRecord::from_comment(body)?;
+        let blocks = python_blocks(body);
+        let matching = blocks.iter().find_map(|b| {
+            [b.clone(), b.replace("\r\n", "\n")]
+                .into_iter()
+                .find(|c| sha256_hex(c.as_bytes()) == record.code_sha256)
+        });
+        // A block that matches nothing is tampered code: hand it on so the
+        // code-hash precondition names both hashes.
+        let code = match (matching, blocks.into_iter().next()) {
+            (Some(c), _) => c,
+            (None, Some(first)) => first.replace("\r\n", "\n"),
+            (None, None) => {
+                return Err(format!(
+                    "the comment {source} shows no code (it was left out to fit GitHub's limit); \
+                     replay the JSON report instead (the action's `report_path` output)"
+                ));
+            }
+        };
+        let result = record.result.clone();
+        Ok(Recorded {
+            record,
+            code,
+            result,
+            source: source.to_string(),
+        })
+    }
+}
+
+/// The contents of every ```` ```python ```` fenced block, in order.
+pub fn python_blocks(body: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut open: Option<(String, String)> = None;
+    for line in body.split_inclusive('\n') {
+        let t = line.trim_end_matches(['\n', '\r']);
+        match &mut open {
+            None => {
+                let ticks: String = t.chars().take_while(|c| *c == '`').collect();
+                if ticks.len() >= 3 && t[ticks.len()..].trim() == "python" {
+                    open = Some((ticks, String::new()));
+                }
+            }
+            Some((fence, buf)) => {
+                if t.trim_end() == fence.as_str() {
+                    out.push(std::mem::take(buf));
+                    open = None;
+                } else {
+                    buf.push_str(line);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Checks the code's hash against the record.
+pub fn code_mismatch(rec: &Recorded) -> Option<String> {
+    let actual = sha256_hex(rec.code.as_bytes());
+    (actual != rec.record.code_sha256).then(|| {
+        format!(
+            "code: its sha256 is {actual}, the record says {}; the code was changed after the run \
+             (or the record belongs to other code), so this is not the run that was recorded",
+            rec.record.code_sha256
+        )
+    })
+}
+
+/// Finds each recorded input: a `--input` with the same file name, else the
+/// recorded path under `workspace`, else `workspace/<name>`; checks its size
+/// and sha256. Returns the files in recorded order, or every mismatch.
+pub fn resolve_inputs(
+    record: &RunRecord,
+    given: &[PathBuf],
+    workspace: &Path,
+) -> Result<Vec<InputFile>, Vec<String>> {
+    let mut problems = Vec::new();
+    let mut files = Vec::new();
+    for g in given {
+        let name = g.file_name().map(|n| n.to_string_lossy().into_owned());
+        if !record.inputs.iter().any(|i| Some(&i.name) == name.as_ref()) {
+            problems.push(format!(
+                "input `{}`: the recorded run had no input named `{}` (it had: {})",
+                g.display(),
+                name.unwrap_or_default(),
+                names(record)
+            ));
+        }
+    }
+    for i in &record.inputs {
+        let mut tried: Vec<PathBuf> = given
+            .iter()
+            .filter(|g| g.file_name().is_some_and(|n| n.to_string_lossy() == i.name))
+            .cloned()
+            .collect();
+        if tried.is_empty() {
+            if let Some(p) = &i.path {
+                tried.push(workspace.join(p));
+            }
+            tried.push(workspace.join(&i.name));
+        }
+        let Some((path, bytes)) = tried
+            .iter()
+            .find_map(|p| std::fs::read(p).ok().map(|b| (p.clone(), b)))
+        else {
+            problems.push(format!(
+                "input `{}` is missing: tried {}; pass the recorded file with --input PATH",
+                i.name,
+                tried
+                    .iter()
+                    .map(|p| format!("`{}`", p.display()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+            continue;
+        };
+        let sha = sha256_hex(&bytes);
+        if sha != i.sha256 {
+            problems.push(format!(
+                "input `{}` (`{}`): its sha256 is {sha} ({} bytes), the record says {} ({} bytes); \
+                 the file changed since the run — restore the recorded version (e.g. git checkout \
+                 of the commit that ran) or pass it with --input",
+                i.name,
+                path.display(),
+                bytes.len(),
+                i.sha256,
+                i.size
+            ));
+            continue;
+        }
+        files.push(InputFile {
+            name: i.name.clone(),
+            bytes,
+        });
+    }
+    if problems.is_empty() {
+        Ok(files)
+    } else {
+        Err(problems)
+    }
+}
+
+fn names(record: &RunRecord) -> String {
+    if record.inputs.is_empty() {
+        return "none".into();
+    }
+    record
+        .inputs
+        .iter()
+        .map(|i| format!("`{}`", i.name))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Checks that the image (the recorded reference, or `image` when given)
+/// has the recorded id. Returns the reference to run.
+pub async fn check_image(
+    sandbox: &Sandbox,
+    record: &RunRecord,
+    image: Option<&str>,
+) -> Result<String, String> {
+    let reference = image.unwrap_or(&record.image.reference).to_string();
+    match sandbox.image_info(&reference).await {
+        Ok(info) if info.id == record.image.id => Ok(reference),
+        Ok(info) => Err(format!(
+            "image `{reference}`: its id is {}, the record says {}; the image changed since the run \
+             (rebuilt or re-tagged). Load the recorded image (`docker load`, or pull {}) and name \
+             it with --image",
+            info.id,
+            record.image.id,
+            record
+                .image
+                .digests
+                .first()
+                .map(String::as_str)
+                .unwrap_or("its recorded digest")
+        )),
+        Err(e) => Err(format!("image `{reference}`: {e}")),
+    }
+}
+
+/// The verdict of one replay.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReplayVerdict {
+    /// True when status, stdout and result hashes all match the record.
+    pub reproduced: bool,
+    /// `reproduced` or `differs`.
+    pub verdict: &'static str,
+    /// Where the record came from.
+    pub source: String,
+    /// What differs: hashes, status, and the result diff.
+    pub differences: Vec<String>,
+    /// Notes that do not decide the verdict (environment, engine, bot version).
+    pub notes: Vec<String>,
+    /// The recorded stdout sha256.
+    pub recorded_stdout_sha256: String,
+    /// The replay's stdout sha256.
+    pub stdout_sha256: String,
+    /// The recorded result sha256.
+    pub recorded_result_sha256: Option<String>,
+    /// The replay's result sha256.
+    pub result_sha256: Option<String>,
+    /// The replay's result.
+    pub result: Option<Value>,
+    /// Milliseconds the original code ran.
+    pub recorded_duration_ms: u64,
+    /// Milliseconds the replayed code ran.
+    pub duration_ms: u64,
+    /// Milliseconds the whole replay took (container start to removal).
+    pub total_ms: u64,
+    /// The replay's sandbox outcome.
+    pub outcome: Outcome,
+}
+
+/// Why a replay could not be judged.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    /// A precondition does not hold (exit 2); one line per problem.
+    #[error("cannot replay: {}", .0.join("\n"))]
+    Mismatch(Vec<String>),
+    /// The sandbox failed.
+    #[error(transparent)]
+    Sandbox(#[from] SandboxError),
+}
+
+/// The result a run printed (`/out/result.json` or the last stdout line), if
+/// it is JSON.
+fn read_result(o: &Outcome) -> Option<Value> {
+    let v = crate::validate::Validator::new(&Value::Bool(true)).ok()?;
+    let file = o
+        .artifacts
+        .iter()
+        .find(|a| a.name == crate::agent::RESULT_FILE)
+        .map(|a| a.bytes.as_slice());
+    v.validate_output(&o.stdout, file).value
+}
+
+/// Checks the preconditions, re-runs the recorded code and compares.
+pub async fn replay(
+    sandbox: &Sandbox,
+    rec: &Recorded,
+    inputs: Vec<InputFile>,
+    image: Option<&str>,
+) -> Result<ReplayVerdict, ReplayError> {
+    let record = &rec.record;
+    let mut problems: Vec<String> = code_mismatch(rec).into_iter().collect();
+    let image = match check_image(sandbox, record, image).await {
+        Ok(i) => Some(i),
+        Err(e) => {
+            problems.push(e);
+            None
+        }
+    };
+    let Some(image) = image.filter(|_| problems.is_empty()) else {
+        return Err(ReplayError::Mismatch(problems));
+    };
+    let mut notes = Vec::new();
+    let mut extra_env = BTreeMap::new();
+    for (k, v) in &record.env {
+        match BASE_ENV.iter().find(|(b, _)| b == k) {
+            Some((_, base)) if base == v => {}
+            Some((_, base)) => notes.push(format!(
+                "environment: the run had {k}={v}, this compute-bot sets {k}={base}"
+            )),
+            None => {
+                extra_env.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    if record.bot_version != env!("CARGO_PKG_VERSION") {
+        notes.push(format!(
+            "compute-bot {} recorded the run; this is {}",
+            record.bot_version,
+            env!("CARGO_PKG_VERSION")
+        ));
+    }
+    let cfg = SandboxConfig {
+        image,
+        limits: record.limits.clone(),
+        env: extra_env,
+        ..Default::default()
+    };
+    let job = Job {
+        code: rec.code.clone(),
+        inputs,
+        rules: record.rules.clone(),
+    };
+    let t = Instant::now();
+    let outcome = sandbox.run(&cfg, &job).await?;
+    let total_ms = t.elapsed().as_millis() as u64;
+    if let Some(engine) = &record.runtime.engine
+        && let Some(now) = crate::record::engine_version(sandbox).await
+        && &now != engine
+    {
+        notes.push(format!(
+            "engine: the run used Docker {engine}, this is {now}"
+        ));
+    }
+    Ok(judge(rec, outcome, notes, total_ms))
+}
+
+fn judge(rec: &Recorded, outcome: Outcome, notes: Vec<String>, total_ms: u64) -> ReplayVerdict {
+    let record = &rec.record;
+    let stdout_sha256 = sha256_hex(outcome.stdout.as_bytes());
+    let result = read_result(&outcome);
+    let result_sha = result.as_ref().map(result_sha256);
+    let mut diffs = Vec::new();
+    if outcome.status.as_str() != record.runtime.status {
+        diffs.push(format!(
+            "status: the run ended `{}`, the replay `{}`",
+            record.runtime.status,
+            outcome.status.as_str()
+        ));
+    }
+    if result_sha != record.result_sha256 {
+        diffs.push(format!(
+            "result sha256: recorded {}, replay {}",
+            record.result_sha256.as_deref().unwrap_or("(no result)"),
+            result_sha.as_deref().unwrap_or("(no result)")
+        ));
+        match (&rec.result, &result) {
+            (Some(a), Some(b)) => diffs.extend(differences(a, b, 0.0)),
+            (None, Some(b)) => diffs.push(format!(
+                "the replay's result: {}",
+                crate::render::cut_chars(&serde_json::to_string(b).unwrap_or_default(), 2000)
+            )),
+            _ => {}
+        }
+    }
+    if stdout_sha256 != record.stdout_sha256 {
+        diffs.push(format!(
+            "stdout sha256: recorded {}, replay {}",
+            record.stdout_sha256, stdout_sha256
+        ));
+    }
+    let reproduced = diffs.is_empty();
+    ReplayVerdict {
+        reproduced,
+        verdict: if reproduced { "reproduced" } else { "differs" },
+        source: rec.source.clone(),
+        differences: diffs,
+        notes,
+        recorded_stdout_sha256: record.stdout_sha256.clone(),
+        stdout_sha256,
+        recorded_result_sha256: record.result_sha256.clone(),
+        result_sha256: result_sha,
+        result,
+        recorded_duration_ms: record.runtime.duration_ms,
+        duration_ms: outcome.duration_ms,
+        total_ms,
+        outcome,
+    }
+}
+
+impl ReplayVerdict {
+    /// The exit status: 0 reproduced, 1 differs.
+    pub fn exit_code(&self) -> i32 {
+        if self.reproduced {
+            EXIT_REPRODUCED
+        } else {
+            EXIT_DIFFERS
+        }
+    }
+
+    /// A short human-readable verdict (Markdown-safe plain text).
+    pub fn text(&self) -> String {
+        let mut s = if self.reproduced {
+            format!(
+                "reproduced: same result and stdout (result sha256 {}, stdout sha256 {}); the code ran {} ms (recorded {} ms)\n",
+                self.result_sha256.as_deref().unwrap_or("(no result)"),
+                self.stdout_sha256,
+                self.duration_ms,
+                self.recorded_duration_ms
+            )
+        } else {
+            format!("differs:\n{}\n", self.differences.join("\n"))
+        };
+        for n in &self.notes {
+            s.push_str(&format!("note: {n}\n"));
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn python_blocks_respects_longer_fences() {
+        let body = "x\n````python\na = '```'\n```\nb\n````\n```text\nno\n```\n```python\nc\n```\n";
+        assert_eq!(
+            python_blocks(body),
+            vec!["a = '```'\n```\nb\n".to_string(), "c\n".to_string()]
+        );
+    }
+}
