@@ -467,6 +467,8 @@ async fn on_comment(
         Command::Run { .. } => Kind::Run,
         Command::Approve { .. } => Kind::Approve,
         Command::Deny => Kind::Deny,
+        // Whoever may run code may replay a result.
+        Command::Replay => Kind::Run,
     };
     let has = match ctx.gh.permission(author).await {
         Ok(p) => p,
@@ -539,6 +541,7 @@ async fn on_comment(
             approve(ctx, issue, comment_id, author, sha256_prefix.as_deref()).await
         }
         Command::Deny => deny(ctx, issue, comment_id, author).await,
+        Command::Replay => super::replay::replay_in_thread(ctx, issue, comment_id).await,
     }
 }
 

@@ -27,6 +27,8 @@ pub enum Command {
     },
     /// `/compute deny`: close the pending request.
     Deny,
+    /// `/compute replay`: replay the newest result in the thread and post the verdict.
+    Replay,
 }
 
 impl Command {
@@ -80,6 +82,7 @@ pub fn parse(body: &str, prefix: &str) -> Option<Command> {
                 });
             }
             ["deny"] => return Some(Command::Deny),
+            ["replay"] => return Some(Command::Replay),
             _ => {}
         }
     }

@@ -19,6 +19,7 @@ pub mod command;
 pub mod event;
 pub mod flow;
 pub mod inputs;
+pub mod replay;
 pub mod request;
 pub mod texts;
 pub mod tracking;

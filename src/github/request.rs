@@ -428,6 +428,12 @@ pub(crate) async fn execute(ctx: &Ctx<'_>, job: Job) -> i32 {
     };
 
     // Post.
+    let mut report = report;
+    let paths: Vec<(String, String)> = resolved
+        .iter()
+        .map(|r| (r.file.name.clone(), r.path.clone()))
+        .collect();
+    crate::record::set_input_paths(&mut report, &paths);
     let report_path = write_report(env, &report);
     if let Some(o) = &report.outcome {
         let mut out = std::io::stdout().lock();

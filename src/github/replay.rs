@@ -1,0 +1,192 @@
+//! `/compute replay` in a thread: replays the newest result the bot posted
+//! there (its hidden run record and the exact code shown) against the
+//! workspace's files and the sandbox image, and posts the verdict.
+//!
+//! Only the bot's own comments count (as for the tracking comment), the
+//! code is checked against the workspace policy again (a deny or an
+//! escalation is not replayed), and the same preconditions as
+//! `compute-bot replay` apply: code, input and image hashes must match.
+
+use crate::github::action::{Ctx, EXIT_FAILED, EXIT_OK, reply};
+use crate::github::client::Reaction;
+use crate::policy::{Decision, check_code};
+use crate::record::RECORD_MARKER_START;
+use crate::render;
+use crate::replay::{Recorded, ReplayError, code_mismatch, replay, resolve_inputs};
+use crate::sandbox::Sandbox;
+
+/// The verdict comment for a precondition that does not hold.
+fn cannot(source: &str, problems: &[String]) -> String {
+    let lines: Vec<String> = problems
+        .iter()
+        .map(|p| format!("- {}", render::neutralize(p)))
+        .collect();
+    format!(
+        "### ⛔ compute-bot: cannot replay\n\nThe [result]({source}) cannot be replayed as recorded:\n\n{}\n",
+        lines.join("\n")
+    )
+}
+
+/// Replays the newest result in `issue` and posts the verdict in reply to
+/// `comment_id`. Exit status: 0 reproduced (or nothing to replay), 1 differs
+/// or cannot be replayed.
+pub(crate) async fn replay_in_thread(ctx: &Ctx<'_>, issue: u64, comment_id: u64) -> i32 {
+    let found = match ctx
+        .gh
+        .find_tracking_comment(issue, RECORD_MARKER_START)
+        .await
+    {
+        Ok(f) => f,
+        Err(e) => {
+            let text = format!(
+                "### 💥 compute-bot: cannot read this thread\n\n{}\n",
+                render::neutralize(&e.to_string())
+            );
+            return reply(
+                ctx,
+                issue,
+                comment_id,
+                &text,
+                Reaction::Confused,
+                "error",
+                EXIT_FAILED,
+            )
+            .await;
+        }
+    };
+    let Some((result_id, body)) = found else {
+        let text = format!(
+            "Nothing to replay: this thread has no compute-bot result with a run record. Ask with `{} <goal>` first.",
+            ctx.prefix
+        );
+        return reply(
+            ctx,
+            issue,
+            comment_id,
+            &text,
+            Reaction::Confused,
+            "ignored",
+            EXIT_OK,
+        )
+        .await;
+    };
+    let source = format!(
+        "{}/{}/{}/issues/{issue}#issuecomment-{result_id}",
+        ctx.env.server_url.trim_end_matches('/'),
+        ctx.env.repository.owner,
+        ctx.env.repository.name
+    );
+    let rec = match Recorded::from_comment_body(&body, &source) {
+        Ok(r) => r,
+        Err(e) => {
+            let text = cannot(&source, &[e]);
+            return reply(
+                ctx,
+                issue,
+                comment_id,
+                &text,
+                Reaction::Confused,
+                "failed",
+                EXIT_FAILED,
+            )
+            .await;
+        }
+    };
+    let mut problems: Vec<String> = code_mismatch(&rec).into_iter().collect();
+    let verdict = check_code(ctx.policy, &rec.code);
+    if verdict.decision != Decision::Allow {
+        problems.push(format!(
+            "the workspace policy does not allow this code now ({}); ask again with `{}`",
+            if verdict.decision == Decision::Deny {
+                "deny"
+            } else {
+                "it needs an approval"
+            },
+            ctx.prefix
+        ));
+    }
+    let inputs = match resolve_inputs(&rec.record, &[], &ctx.env.workspace) {
+        Ok(i) => i,
+        Err(p) => {
+            problems.extend(p);
+            Vec::new()
+        }
+    };
+    if !problems.is_empty() {
+        let text = cannot(&source, &problems);
+        return reply(
+            ctx,
+            issue,
+            comment_id,
+            &text,
+            Reaction::MinusOne,
+            "failed",
+            EXIT_FAILED,
+        )
+        .await;
+    }
+    let sandbox = match Sandbox::connect().await {
+        Ok(s) => s,
+        Err(e) => {
+            let text = cannot(&source, &[e.to_string()]);
+            return reply(
+                ctx,
+                issue,
+                comment_id,
+                &text,
+                Reaction::Confused,
+                "error",
+                EXIT_FAILED,
+            )
+            .await;
+        }
+    };
+    let (text, reaction, status, exit) = match replay(&sandbox, &rec, inputs, None).await {
+        Ok(v) if v.reproduced => (
+            format!(
+                "### ✅ compute-bot: reproduced\n\nThe [result]({source}) was replayed: the same code \
+                 (sha256 `{}`) on the same inputs and image gave the same result and stdout \
+                 (result sha256 `{}`). The code ran {} ms (recorded: {} ms).\n{}",
+                rec.record.code_sha256,
+                v.result_sha256.as_deref().unwrap_or("(no result)"),
+                v.duration_ms,
+                v.recorded_duration_ms,
+                notes_md(&v.notes)
+            ),
+            Reaction::PlusOne,
+            "ok",
+            EXIT_OK,
+        ),
+        Ok(v) => (
+            format!(
+                "### ⚠️ compute-bot: differs\n\nThe [result]({source}) was replayed with the same \
+                 code, inputs and image, and came out different, so it is not reproducible:\n\n{}\n{}",
+                render::fenced("text", &v.differences.join("\n")),
+                notes_md(&v.notes)
+            ),
+            Reaction::Confused,
+            "failed",
+            EXIT_FAILED,
+        ),
+        Err(ReplayError::Mismatch(p)) => (
+            cannot(&source, &p),
+            Reaction::MinusOne,
+            "failed",
+            EXIT_FAILED,
+        ),
+        Err(ReplayError::Sandbox(e)) => (
+            cannot(&source, &[e.to_string()]),
+            Reaction::Confused,
+            "error",
+            EXIT_FAILED,
+        ),
+    };
+    reply(ctx, issue, comment_id, &text, reaction, status, exit).await
+}
+
+fn notes_md(notes: &[String]) -> String {
+    notes
+        .iter()
+        .map(|n| format!("\n_Note: {}_\n", render::neutralize(n)))
+        .collect()
+}
