@@ -134,6 +134,9 @@ async fn prepared_container_has_every_hardening_setting() {
                 "MPLBACKEND",
                 "PYTHONDONTWRITEBYTECODE",
                 "PATH",
+                "LC_ALL",
+                "TZ",
+                "PYTHONHASHSEED",
                 "ALLOWED_VAR"
             ]
             .contains(&key)
