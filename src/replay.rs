@@ -7,7 +7,7 @@
 //! in a GitHub thread (src/github/replay.rs).
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 use std::time::Instant;
 
 use serde::Serialize;
@@ -143,16 +143,25 @@ pub fn code_mismatch(rec: &Recorded) -> Option<String> {
     })
 }
 
+/// A recorded path that may be looked up: relative, without `..`.
+fn safe_relative(p: &str) -> bool {
+    let p = Path::new(p);
+    !p.is_absolute()
+        && p.components()
+            .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
+}
+
 /// Finds each recorded input: a `--input` with the same file name, else the
-/// recorded path under `workspace`, else `workspace/<name>`; checks its size
-/// and sha256. Returns the files in recorded order, or every mismatch.
+/// recorded path under `workspace` (only a relative path without `..`), else
+/// `workspace/<name>`; checks its size and sha256. Returns the files in
+/// recorded order, or every mismatch.
 pub fn resolve_inputs(
     record: &RunRecord,
     given: &[PathBuf],
     workspace: &Path,
 ) -> Result<Vec<InputFile>, Vec<String>> {
     let mut problems = Vec::new();
-    let mut files = Vec::new();
+    let mut found = Vec::new();
     for g in given {
         let name = g.file_name().map(|n| n.to_string_lossy().into_owned());
         if !record.inputs.iter().any(|i| Some(&i.name) == name.as_ref()) {
@@ -171,16 +180,25 @@ pub fn resolve_inputs(
             .cloned()
             .collect();
         if tried.is_empty() {
-            if let Some(p) = &i.path {
+            if let Some(p) = i.path.as_deref().filter(|p| safe_relative(p)) {
                 tried.push(workspace.join(p));
             }
-            tried.push(workspace.join(&i.name));
+            if safe_relative(&i.name) {
+                tried.push(workspace.join(&i.name));
+            }
         }
-        let Some((path, bytes)) = tried
+        match tried
             .iter()
             .find_map(|p| std::fs::read(p).ok().map(|b| (p.clone(), b)))
-        else {
-            problems.push(format!(
+        {
+            Some((path, bytes)) => found.push((
+                path.display().to_string(),
+                InputFile {
+                    name: i.name.clone(),
+                    bytes,
+                },
+            )),
+            None => problems.push(format!(
                 "input `{}` is missing: tried {}; pass the recorded file with --input PATH",
                 i.name,
                 tried
@@ -188,27 +206,46 @@ pub fn resolve_inputs(
                     .map(|p| format!("`{}`", p.display()))
                     .collect::<Vec<_>>()
                     .join(", ")
-            ));
+            )),
+        }
+    }
+    match (compare_inputs(record, found), problems.is_empty()) {
+        (Ok(files), true) => Ok(files),
+        (Ok(_), false) => Err(problems),
+        (Err(more), _) => {
+            problems.extend(more);
+            Err(problems)
+        }
+    }
+}
+
+/// Compares found files (`(where it was found, file)`) with the recorded
+/// inputs of the same name: size and sha256. Returns the files in recorded
+/// order, or every mismatch with both hashes.
+pub fn compare_inputs(
+    record: &RunRecord,
+    found: Vec<(String, InputFile)>,
+) -> Result<Vec<InputFile>, Vec<String>> {
+    let mut problems = Vec::new();
+    let mut files = Vec::new();
+    for i in &record.inputs {
+        let Some((path, file)) = found.iter().find(|(_, f)| f.name == i.name) else {
             continue;
         };
-        let sha = sha256_hex(&bytes);
+        let sha = sha256_hex(&file.bytes);
         if sha != i.sha256 {
             problems.push(format!(
-                "input `{}` (`{}`): its sha256 is {sha} ({} bytes), the record says {} ({} bytes); \
-                 the file changed since the run — restore the recorded version (e.g. git checkout \
-                 of the commit that ran) or pass it with --input",
+                "input `{}` (`{path}`): its sha256 is {sha} ({} bytes), the record says {} ({} bytes); \
+                 the file changed since the run — restore the recorded version (check out the commit \
+                 that ran)",
                 i.name,
-                path.display(),
-                bytes.len(),
+                file.bytes.len(),
                 i.sha256,
                 i.size
             ));
             continue;
         }
-        files.push(InputFile {
-            name: i.name.clone(),
-            bytes,
-        });
+        files.push(file.clone());
     }
     if problems.is_empty() {
         Ok(files)

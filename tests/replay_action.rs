@@ -143,6 +143,32 @@ async fn compute_replay_posts_the_verdict_for_the_newest_result() {
     assert!(cannot.body.contains("input `sales.csv`"), "{}", cannot.body);
     std::fs::write(&ws_csv, CSV).unwrap();
 
+    // A forged record (a bot comment edited to name a file outside the
+    // checkout) reads nothing there and reveals nothing about it.
+    let secret = "not for the sandbox\n";
+    std::fs::write(f.dir.path().join("outside.csv"), secret).unwrap();
+    let forged = result
+        .body
+        .replace(r#""path":"data/sales.csv""#, r#""path":"../outside.csv""#);
+    assert_ne!(forged, result.body);
+    f.gh.seed_comment(REPO, 7, DEFAULT_APP_LOGIN, &forged);
+    let (code, refused, log) = f.comment("alice", "/compute replay", "106").await;
+    assert_eq!(code, 1, "{log}");
+    assert!(refused.body.contains("cannot replay"), "{}", refused.body);
+    assert!(refused.body.contains("../outside.csv"), "{}", refused.body);
+    assert!(
+        refused
+            .body
+            .contains("not a path inside the repository checkout"),
+        "{}",
+        refused.body
+    );
+    assert!(
+        !refused
+            .body
+            .contains(&compute_bot::sandbox::sha256_hex(secret.as_bytes()))
+    );
+
     // A result that is not reproducible replays as `differs`, with the diff.
     let random = "import json, random\nprint(json.dumps({'total': random.random()}))\n";
     let (code, _, log) = f.comment("alice", &ask(random), "104").await;

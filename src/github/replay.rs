@@ -9,10 +9,11 @@
 
 use crate::github::action::{Ctx, EXIT_FAILED, EXIT_OK, reply};
 use crate::github::client::Reaction;
+use crate::github::inputs;
 use crate::policy::{Decision, check_code};
 use crate::record::RECORD_MARKER_START;
 use crate::render;
-use crate::replay::{Recorded, ReplayError, code_mismatch, replay, resolve_inputs};
+use crate::replay::{Recorded, ReplayError, code_mismatch, compare_inputs, replay};
 use crate::sandbox::Sandbox;
 
 /// The verdict comment for a precondition that does not hold.
@@ -105,10 +106,24 @@ pub(crate) async fn replay_in_thread(ctx: &Ctx<'_>, issue: u64, comment_id: u64)
             ctx.prefix
         ));
     }
-    let inputs = match resolve_inputs(&rec.record, &[], &ctx.env.workspace) {
-        Ok(i) => i,
+    // The recorded paths go through the same confinement as any request's
+    // inputs (inside the checkout, no `..` or symlink out, the policy's globs).
+    let paths: Vec<String> = rec
+        .record
+        .inputs
+        .iter()
+        .map(|i| i.path.clone().unwrap_or_else(|| i.name.clone()))
+        .collect();
+    let inputs = match inputs::resolve(&ctx.env.workspace, &paths, "", &ctx.policy.inputs) {
+        Ok(found) => {
+            let found = found.into_iter().map(|r| (r.path, r.file)).collect();
+            compare_inputs(&rec.record, found).unwrap_or_else(|p| {
+                problems.extend(p);
+                Vec::new()
+            })
+        }
         Err(p) => {
-            problems.extend(p);
+            problems.extend(p.iter().map(|p| format!("input {p}")));
             Vec::new()
         }
     };
