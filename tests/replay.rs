@@ -293,3 +293,25 @@ async fn replay_reads_the_record_from_a_posted_comment() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no run record"));
 }
+
+#[test]
+fn the_record_survives_a_comment_cut_to_the_size_limit() {
+    let (_dir, report) = recorded_run(CODE);
+    let mut r: compute_bot::report::Report =
+        serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    r.outcome.as_mut().unwrap().stdout = "x\n".repeat(100_000);
+    let rows: Vec<Value> = (0..5000)
+        .map(|i| serde_json::json!({"i": i, "v": "y".repeat(20)}))
+        .collect();
+    r.result = Some(serde_json::json!({ "rows": rows }));
+    let body = compute_bot::render::markdown(&r, &Default::default());
+    assert!(body.chars().count() <= compute_bot::render::COMMENT_LIMIT);
+    let rec = compute_bot::record::RunRecord::from_comment(&body).unwrap();
+    assert_eq!(&rec, r.record.as_ref().unwrap());
+    assert!(
+        rec.result.is_none(),
+        "a large result stays out of the marker"
+    );
+    let replayable = compute_bot::replay::Recorded::from_comment_body(&body, "test").unwrap();
+    assert!(compute_bot::replay::code_mismatch(&replayable).is_none());
+}

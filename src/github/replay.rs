@@ -13,7 +13,8 @@ use crate::github::inputs;
 use crate::policy::{Decision, check_code};
 use crate::record::RECORD_MARKER_START;
 use crate::render;
-use crate::replay::{Recorded, ReplayError, code_mismatch, compare_inputs, replay};
+use crate::replay::{Recorded, ReplayError, ReplayVerdict, code_mismatch, compare_inputs, replay};
+use crate::sandbox::InputFile;
 use crate::sandbox::Sandbox;
 
 /// The verdict comment for a precondition that does not hold.
@@ -28,10 +29,18 @@ fn cannot(source: &str, problems: &[String]) -> String {
     )
 }
 
+/// What the reply says: text, reaction, status output, exit status.
+type Answer = (String, Reaction, &'static str, i32);
+
 /// Replays the newest result in `issue` and posts the verdict in reply to
 /// `comment_id`. Exit status: 0 reproduced (or nothing to replay), 1 differs
 /// or cannot be replayed.
 pub(crate) async fn replay_in_thread(ctx: &Ctx<'_>, issue: u64, comment_id: u64) -> i32 {
+    let (text, reaction, status, exit) = answer(ctx, issue).await;
+    reply(ctx, issue, comment_id, &text, reaction, status, exit).await
+}
+
+async fn answer(ctx: &Ctx<'_>, issue: u64) -> Answer {
     let found = match ctx
         .gh
         .find_tracking_comment(issue, RECORD_MARKER_START)
@@ -43,16 +52,7 @@ pub(crate) async fn replay_in_thread(ctx: &Ctx<'_>, issue: u64, comment_id: u64)
                 "### 💥 compute-bot: cannot read this thread\n\n{}\n",
                 render::neutralize(&e.to_string())
             );
-            return reply(
-                ctx,
-                issue,
-                comment_id,
-                &text,
-                Reaction::Confused,
-                "error",
-                EXIT_FAILED,
-            )
-            .await;
+            return (text, Reaction::Confused, "error", EXIT_FAILED);
         }
     };
     let Some((result_id, body)) = found else {
@@ -60,16 +60,7 @@ pub(crate) async fn replay_in_thread(ctx: &Ctx<'_>, issue: u64, comment_id: u64)
             "Nothing to replay: this thread has no compute-bot result with a run record. Ask with `{} <goal>` first.",
             ctx.prefix
         );
-        return reply(
-            ctx,
-            issue,
-            comment_id,
-            &text,
-            Reaction::Confused,
-            "ignored",
-            EXIT_OK,
-        )
-        .await;
+        return (text, Reaction::Confused, "ignored", EXIT_OK);
     };
     let source = format!(
         "{}/{}/{}/issues/{issue}#issuecomment-{result_id}",
@@ -80,20 +71,40 @@ pub(crate) async fn replay_in_thread(ctx: &Ctx<'_>, issue: u64, comment_id: u64)
     let rec = match Recorded::from_comment_body(&body, &source) {
         Ok(r) => r,
         Err(e) => {
-            let text = cannot(&source, &[e]);
-            return reply(
-                ctx,
-                issue,
-                comment_id,
-                &text,
+            return (
+                cannot(&source, &[e]),
                 Reaction::Confused,
                 "failed",
                 EXIT_FAILED,
-            )
-            .await;
+            );
         }
     };
-    let mut problems: Vec<String> = code_mismatch(&rec).into_iter().collect();
+    let inputs = match preconditions(ctx, &rec) {
+        Ok(i) => i,
+        Err(p) => {
+            return (
+                cannot(&source, &p),
+                Reaction::MinusOne,
+                "failed",
+                EXIT_FAILED,
+            );
+        }
+    };
+    let sandbox = match Sandbox::connect().await {
+        Ok(s) => s,
+        Err(e) => {
+            let text = cannot(&source, &[e.to_string()]);
+            return (text, Reaction::Confused, "error", EXIT_FAILED);
+        }
+    };
+    verdict(&source, &rec, replay(&sandbox, &rec, inputs, None).await)
+}
+
+/// The code hash, the current policy's verdict on the code, and the inputs
+/// (through the same confinement as any request's: inside the checkout, no
+/// `..` or symlink out, the policy's globs) with their recorded hashes.
+fn preconditions(ctx: &Ctx<'_>, rec: &Recorded) -> Result<Vec<InputFile>, Vec<String>> {
+    let mut problems: Vec<String> = code_mismatch(rec).into_iter().collect();
     let verdict = check_code(ctx.policy, &rec.code);
     if verdict.decision != Decision::Allow {
         problems.push(format!(
@@ -106,15 +117,13 @@ pub(crate) async fn replay_in_thread(ctx: &Ctx<'_>, issue: u64, comment_id: u64)
             ctx.prefix
         ));
     }
-    // The recorded paths go through the same confinement as any request's
-    // inputs (inside the checkout, no `..` or symlink out, the policy's globs).
     let paths: Vec<String> = rec
         .record
         .inputs
         .iter()
         .map(|i| i.path.clone().unwrap_or_else(|| i.name.clone()))
         .collect();
-    let inputs = match inputs::resolve(&ctx.env.workspace, &paths, "", &ctx.policy.inputs) {
+    let files = match inputs::resolve(&ctx.env.workspace, &paths, "", &ctx.policy.inputs) {
         Ok(found) => {
             let found = found.into_iter().map(|r| (r.path, r.file)).collect();
             compare_inputs(&rec.record, found).unwrap_or_else(|p| {
@@ -127,36 +136,15 @@ pub(crate) async fn replay_in_thread(ctx: &Ctx<'_>, issue: u64, comment_id: u64)
             Vec::new()
         }
     };
-    if !problems.is_empty() {
-        let text = cannot(&source, &problems);
-        return reply(
-            ctx,
-            issue,
-            comment_id,
-            &text,
-            Reaction::MinusOne,
-            "failed",
-            EXIT_FAILED,
-        )
-        .await;
+    if problems.is_empty() {
+        Ok(files)
+    } else {
+        Err(problems)
     }
-    let sandbox = match Sandbox::connect().await {
-        Ok(s) => s,
-        Err(e) => {
-            let text = cannot(&source, &[e.to_string()]);
-            return reply(
-                ctx,
-                issue,
-                comment_id,
-                &text,
-                Reaction::Confused,
-                "error",
-                EXIT_FAILED,
-            )
-            .await;
-        }
-    };
-    let (text, reaction, status, exit) = match replay(&sandbox, &rec, inputs, None).await {
+}
+
+fn verdict(source: &str, rec: &Recorded, v: Result<ReplayVerdict, ReplayError>) -> Answer {
+    match v {
         Ok(v) if v.reproduced => (
             format!(
                 "### ✅ compute-bot: reproduced\n\nThe [result]({source}) was replayed: the same code \
@@ -184,19 +172,18 @@ pub(crate) async fn replay_in_thread(ctx: &Ctx<'_>, issue: u64, comment_id: u64)
             EXIT_FAILED,
         ),
         Err(ReplayError::Mismatch(p)) => (
-            cannot(&source, &p),
+            cannot(source, &p),
             Reaction::MinusOne,
             "failed",
             EXIT_FAILED,
         ),
         Err(ReplayError::Sandbox(e)) => (
-            cannot(&source, &[e.to_string()]),
+            cannot(source, &[e.to_string()]),
             Reaction::Confused,
             "error",
             EXIT_FAILED,
         ),
-    };
-    reply(ctx, issue, comment_id, &text, reaction, status, exit).await
+    }
 }
 
 fn notes_md(notes: &[String]) -> String {
