@@ -445,125 +445,41 @@ a short `Plan:` and exactly one complete ```python block. Keep to the rules and 
     }
 }
 
-/// One fenced block found in a text.
-struct Fence<'a> {
-    info: &'a str,
-    body: Option<String>,
-}
-
-/// Finds the fenced blocks of a Markdown text, in order. A fence is a line
-/// starting (after at most 3 spaces) with 3 or more backticks or tildes; it
-/// closes on a line of the same character, at least as long, with nothing
-/// else. An unclosed fence has `body: None`.
-fn fences(text: &str) -> Vec<Fence<'_>> {
-    let mut out = Vec::new();
-    let mut lines = text.lines();
-    while let Some(line) = lines.next() {
-        let Some((ch, len, info)) = fence_open(line) else {
-            continue;
-        };
-        let mut body: Vec<&str> = Vec::new();
-        let mut closed = false;
-        for l in lines.by_ref() {
-            let t = l.trim_start_matches(' ');
-            let indent = l.len() - t.len();
-            let run = t.chars().take_while(|c| *c == ch).count();
-            if indent <= 3 && run >= len && t[run * ch.len_utf8()..].trim().is_empty() {
-                closed = true;
-                break;
-            }
-            body.push(l);
-        }
-        out.push(Fence {
-            info,
-            body: closed.then(|| body.join("\n")),
-        });
-    }
-    out
-}
-
-fn fence_open(line: &str) -> Option<(char, usize, &str)> {
-    let t = line.trim_start_matches(' ');
-    if line.len() - t.len() > 3 {
-        return None;
-    }
-    let ch = t.chars().next().filter(|c| *c == '`' || *c == '~')?;
-    let len = t.chars().take_while(|c| *c == ch).count();
-    if len < 3 {
-        return None;
-    }
-    let info = t[len..].trim();
-    if ch == '`' && info.contains('`') {
-        return None;
-    }
-    Some((ch, len, info))
-}
-
-fn is_python_info(info: &str) -> bool {
-    let lang = info
-        .split(|c: char| c.is_whitespace() || c == '{' || c == ',')
-        .next()
-        .unwrap_or("")
-        .trim_start_matches('.')
-        .to_ascii_lowercase();
-    matches!(lang.as_str(), "python" | "python3" | "py" | "py3")
-}
-
-/// The first closed ```python block of `text` (a goal or a comment), without
-/// its fences: exact code to run. A block without a language is not code
+/// The first python block of `text` (a goal or a comment), without its
+/// fences: exact code to run, by the same rules as a `/compute` comment
+/// ([`crate::markdown::exact_code`]). A block without a language is not code
 /// (people paste data and logs that way), so it never runs.
 pub fn extract_fenced_code(text: &str) -> Option<String> {
-    fences(text)
-        .iter()
-        .find(|f| is_python_info(f.info) && f.body.is_some())
-        .and_then(|f| f.body.clone())
+    crate::markdown::exact_code(text).map(|b| b.code)
 }
 
-/// Splits a model reply into its plan and its code: the first ```python
-/// block (or bare ``` block when there is no python one) is the code; the
-/// text after `Plan:` before the block (or all prose before it) is the plan.
+/// Splits a model reply into its plan and its code: the last complete
+/// python block outside `<think>` sections (a bare fence when there is no
+/// python block) is the code ([`crate::markdown::reply_code`]); the text
+/// after `Plan:` before that block (or all prose before it) is the plan.
 pub fn parse_reply(text: &str) -> Result<Generated, PromptError> {
+    use crate::markdown::ReplyProblem;
     let text = text.replace("\r\n", "\n");
-    let all = fences(&text);
-    let python = all.iter().find(|f| is_python_info(f.info));
-    let chosen = match python {
-        Some(f) => f,
-        None => match all.iter().find(|f| f.info.is_empty()) {
-            Some(f) => f,
-            None => {
-                return Err(PromptError::NoCode {
-                    excerpt: excerpt(text.trim(), 120),
-                });
-            }
+    let found = crate::markdown::reply_code(&text).map_err(|p| match p {
+        ReplyProblem::NoCode => PromptError::NoCode {
+            excerpt: excerpt(crate::markdown::mask_think(&text).trim(), 120),
         },
-    };
-    let Some(body) = &chosen.body else {
-        return Err(PromptError::Unclosed);
-    };
-    let code = body.trim_matches('\n').to_string();
-    if code.trim().is_empty() {
-        return Err(PromptError::EmptyCode);
-    }
+        ReplyProblem::Unclosed => PromptError::Unclosed,
+        ReplyProblem::Empty => PromptError::EmptyCode,
+    })?;
+    let code = found.block.code.trim_matches('\n');
     Ok(Generated {
-        plan: plan_before_code(&text),
+        plan: plan_of(&found.prose),
         code: format!("{}\n", code.trim_end()),
     })
 }
 
-/// The plan: text before the first fence, after a `Plan:` marker if present.
-fn plan_before_code(text: &str) -> Option<String> {
-    let mut before = Vec::new();
-    for line in text.lines() {
-        if fence_open(line).is_some() {
-            break;
-        }
-        before.push(line);
-    }
-    let prose = before.join("\n");
+/// The plan in the prose before the code: after a `Plan:` marker if present.
+pub(crate) fn plan_of(prose: &str) -> Option<String> {
     let lower = prose.to_ascii_lowercase();
     let plan = match lower.find("plan:") {
         Some(i) => &prose[i + "plan:".len()..],
-        None => prose.as_str(),
+        None => prose,
     };
     let plan = plan
         .trim()
@@ -760,10 +676,15 @@ mod tests {
     }
 
     #[test]
-    fn parse_reply_takes_plan_and_first_python_block() {
-        let reply = "Plan:\n1. read csv\n2. mean\n\n```bash\nls\n```\n```python\nimport json\nprint(json.dumps({'mean': 1}))\n```\n```python\nsecond()\n```";
+    fn parse_reply_takes_plan_and_last_python_block() {
+        let reply = "Plan:\n1. read csv\n2. mean\n\n```bash\nls\n```\n```python\ndf.head()\n```\nThe program:\n```python\nimport json\nprint(json.dumps({'mean': 1}))\n```";
         let g = parse_reply(reply).unwrap();
-        assert_eq!(g.plan.as_deref(), Some("1. read csv\n2. mean"));
+        assert!(
+            g.plan
+                .as_deref()
+                .unwrap()
+                .starts_with("1. read csv\n2. mean")
+        );
         assert_eq!(g.code, "import json\nprint(json.dumps({'mean': 1}))\n");
     }
 
@@ -807,7 +728,7 @@ mod tests {
         let goal = "Please run this:\n\n```python\nprint(sum(range(10)))\n```\nthanks";
         assert_eq!(
             extract_fenced_code(goal).as_deref(),
-            Some("print(sum(range(10)))")
+            Some("print(sum(range(10)))\n")
         );
         assert_eq!(extract_fenced_code("no code here"), None);
         assert_eq!(extract_fenced_code("```sh\nls\n```"), None);
@@ -815,8 +736,21 @@ mod tests {
         assert_eq!(extract_fenced_code("```\na,b\n1,2\n```"), None);
         assert_eq!(
             extract_fenced_code("```\na,b\n```\n```py\nprint(1)\n```").as_deref(),
-            Some("print(1)")
+            Some("print(1)\n")
         );
-        assert_eq!(extract_fenced_code("```python\nunclosed"), None);
+        // An unclosed fence runs to the end (CommonMark; GitHub shows it as code),
+        // the same rule as a `/compute` comment.
+        assert_eq!(
+            extract_fenced_code("```python\nunclosed").as_deref(),
+            Some("unclosed\n")
+        );
+        let comment = "/compute x\n```py\nprint(2)\n";
+        assert_eq!(
+            extract_fenced_code(comment),
+            match crate::github::command::parse(comment, "/compute") {
+                Some(crate::github::command::Command::Run { code, .. }) => code,
+                _ => None,
+            }
+        );
     }
 }
