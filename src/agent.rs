@@ -271,18 +271,15 @@ impl Agent<'_> {
             usage: TokenUsage::default(),
             timings_ms: BTreeMap::new(),
         };
-        let ctx = PromptContext {
-            goal: goal.clone().unwrap_or_default(),
-            allowed_modules: self.policy.code.allow_imports.clone(),
-            limits: self.policy.limits(),
-            inputs: req
-                .inputs
-                .iter()
-                .map(|f| prompt::preview_input(&f.name, &f.bytes))
-                .collect(),
-            schema: schema.clone(),
-            extra_context: req.context.clone(),
-        };
+        // The image's library versions are not wired yet: hook
+        // `PromptContext::with_library_versions` once the sandbox exposes them.
+        let ctx = PromptContext::for_request(
+            self.policy,
+            goal.as_deref().unwrap_or_default(),
+            &req.inputs,
+            &schema,
+            req.context.clone(),
+        );
         // Start a container while the model writes code (generated code only:
         // exact code is checked before any container exists).
         let mut pending = if fixed_code.is_none() {
@@ -320,7 +317,7 @@ impl Agent<'_> {
                         Ok(reply) => {
                             attempt.usage = reply.usage;
                             report.usage.add(reply.usage);
-                            match prompt::parse_reply(&reply.text) {
+                            match prompt::parse_generated(&reply) {
                                 Ok(g) => {
                                     attempt.plan = g.plan;
                                     g.code
@@ -506,8 +503,13 @@ impl Agent<'_> {
             let explanation = match (self.policy.explain, self.model) {
                 (true, Some(model)) => {
                     let called = Instant::now();
-                    let reply =
-                        explain::explain(model, goal.as_deref().unwrap_or(""), result).await;
+                    let reply = explain::explain(
+                        model,
+                        goal.as_deref().unwrap_or(""),
+                        result,
+                        self.policy.model.data,
+                    )
+                    .await;
                     model_time += called.elapsed();
                     match reply {
                         Ok((text, usage)) => {

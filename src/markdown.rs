@@ -117,7 +117,7 @@ fn lang_of(info: &str) -> String {
 fn fence_shape(src: &str) -> (bool, String) {
     let strip = |line: &str| -> String {
         line.trim_end_matches(['\n', '\r'])
-            .trim_start_matches(|c: char| c == ' ' || c == '\t' || c == '>')
+            .trim_start_matches([' ', '\t', '>'])
             .trim_end()
             .to_string()
     };

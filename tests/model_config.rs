@@ -39,7 +39,7 @@ fn model_alone_defaults_to_openai_with_its_key_variable() {
     assert_eq!(cfg.model, "gpt-4o-mini");
     assert_eq!(cfg.api_key, Some(Secret::new("sk-openai-1")));
     assert_eq!(cfg.timeout, Duration::from_secs(60));
-    assert_eq!(cfg.max_tokens, 2000);
+    assert_eq!(cfg.max_tokens, 4096);
     assert_eq!(cfg.temperature, 0.0);
     assert_eq!(cfg.max_retries, 4);
     assert_eq!(cfg.max_retry_time, Duration::from_secs(120));
