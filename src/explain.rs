@@ -240,4 +240,19 @@ mod tests {
         assert!(req.system.contains("only source of facts"));
         assert_eq!(req.max_tokens, Some(EXPLAIN_MAX_TOKENS));
     }
+
+    #[test]
+    fn explanation_sends_only_what_the_data_level_allows() {
+        let r = json!({"top_customer": "Alice", "total": 12.5, "rows": [{"x": 1}]});
+        let schema = explanation_request_at("g", &r, DataLevel::Schema).unwrap();
+        let user = &schema.messages[0].content;
+        assert!(!user.contains("Alice") && !user.contains("12.5"), "{user}");
+        assert!(
+            user.contains("top_customer: text") && user.contains("total: number"),
+            "{user}"
+        );
+        assert!(explanation_request_at("g", &r, DataLevel::None).is_none());
+        let preview = explanation_request_at("g", &r, DataLevel::Preview).unwrap();
+        assert!(preview.messages[0].content.contains("Alice"));
+    }
 }

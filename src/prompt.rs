@@ -1120,4 +1120,109 @@ mod tests {
             }
         );
     }
+    #[test]
+    fn data_levels_decide_what_of_an_input_leaves() {
+        let csv = b"name,amount,day\nAlice,12.5,2024-01-02\nBob,7,2024-01-03\n";
+        let p = preview_input_at("sales.csv", csv, DataLevel::Preview);
+        assert!(p.contains("Alice"), "{p}");
+        let s = preview_input_at("sales.csv", csv, DataLevel::Schema);
+        assert!(
+            s.contains("name (text), amount (number), day (date/time)"),
+            "{s}"
+        );
+        assert!(!s.contains("Alice") && !s.contains("12.5"), "{s}");
+        let n = preview_input_at("sales.csv", csv, DataLevel::None);
+        assert!(
+            n.contains("`/data/sales.csv`") && !n.contains("amount"),
+            "{n}"
+        );
+        let j = preview_input_at("d.json", br#"{"secret": "v"}"#, DataLevel::Schema);
+        assert!(j.contains("secret (string)") && !j.contains("\"v\""), "{j}");
+    }
+
+    #[test]
+    fn repair_problems_follow_the_data_level() {
+        let problem = "the code failed (exit code 1). The end of stderr:\nname,amount\nAlice,12.5\nTraceback (most recent call last):\n  File \"/tmp/code.py\", line 3, in <module>\nValueError: could not convert string to float: 'Alice'";
+        let p = problem_at(problem, DataLevel::Preview);
+        assert!(p.contains("Alice,12.5"));
+        let s = problem_at(problem, DataLevel::Schema);
+        assert!(!s.contains("Alice,12.5"), "{s}");
+        assert!(s.contains("line 3") && s.contains("ValueError"), "{s}");
+        let n = problem_at(problem, DataLevel::None);
+        assert!(!n.contains("Alice") && n.contains("ValueError"), "{n}");
+        let long = format!("x\n{}", "row,1\n".repeat(3000));
+        assert!(
+            problem_at(&long, DataLevel::Preview).chars().count() < PROBLEM_PREVIEW_CHARS + 100
+        );
+    }
+
+    #[test]
+    fn repairs_name_data_paths_and_keep_the_policy() {
+        let mut c = ctx();
+        c.input_names = vec!["sales.csv".into()];
+        let notes = vec![
+            RepairNote {
+                code: "open('sales.csv')".into(),
+                problem: "the code failed (exit code 1). The end of stderr:\nFileNotFoundError: [Errno 2] No such file or directory: 'sales.csv'".into(),
+            },
+            RepairNote {
+                code: "import requests".into(),
+                problem: "the policy denied the code:\nline 1:1 [import] import of `requests` is not allowed — `import requests`".into(),
+            },
+        ];
+        let req = generation_request(&c, &notes);
+        assert!(
+            req.messages[2].content.contains("/data/sales.csv"),
+            "{}",
+            req.messages[2].content
+        );
+        let denial = &req.messages[4].content;
+        assert!(
+            denial.contains("will not be changed") && denial.contains("new code"),
+            "{denial}"
+        );
+        assert!(!denial.to_lowercase().contains("extend the policy"));
+    }
+
+    #[test]
+    fn prompt_states_versions_json_conversion_and_offers_the_tool() {
+        let mut c = ctx();
+        c.library_versions = [("pandas", "2.2.3"), ("python", "3.11.2")]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let req = generation_request(&c, &[]);
+        assert!(
+            req.system.contains("pandas 2.2.3, python 3.11.2"),
+            "{}",
+            req.system
+        );
+        for needle in [
+            ".item()",
+            ".tolist()",
+            "Timestamp",
+            ".isoformat()",
+            "run_python",
+        ] {
+            assert!(req.system.contains(needle), "{needle}");
+        }
+        assert_eq!(req.tool.as_ref().unwrap().name, RUN_PYTHON_TOOL);
+        assert!(
+            !generation_request(&ctx(), &[])
+                .system
+                .contains("Installed in the sandbox")
+        );
+    }
+
+    #[test]
+    fn fences_inside_a_tool_argument_are_removed() {
+        let reply = ChatReply {
+            tool_call: Some((
+                RUN_PYTHON_TOOL.into(),
+                json!({"plan": "p", "code": "```python\nprint(1)\n```"}),
+            )),
+            ..ChatReply::default()
+        };
+        assert_eq!(parse_generated(&reply).unwrap().code, "print(1)\n");
+    }
 }

@@ -600,15 +600,13 @@ impl Responder {
                 ));
             }
         }
-        if mode.azure.is_some() {
-            if let Some(key) = &self.key {
-                if rec.header("api-key") != Some(key.as_str()) {
-                    return Some(ResponseTemplate::new(401).set_body_raw(
-                        json!({"error": {"code": "401", "message": "Access denied due to invalid subscription key or wrong API endpoint. Make sure to provide a valid key for an active subscription and use a correct regional API endpoint for your resource."}}).to_string(),
-                        "application/json",
-                    ));
-                }
-            }
+        if let Some(key) = self.key.as_ref().filter(|_| mode.azure.is_some())
+            && rec.header("api-key") != Some(key.as_str())
+        {
+            return Some(ResponseTemplate::new(401).set_body_raw(
+                json!({"error": {"code": "401", "message": "Access denied due to invalid subscription key or wrong API endpoint. Make sure to provide a valid key for an active subscription and use a correct regional API endpoint for your resource."}}).to_string(),
+                "application/json",
+            ));
         }
         if rec.method != "POST" || rec.path != expected_path {
             let msg = match self.provider {
