@@ -271,15 +271,25 @@ impl Agent<'_> {
             usage: TokenUsage::default(),
             timings_ms: BTreeMap::new(),
         };
-        // The image's library versions are not wired yet: hook
-        // `PromptContext::with_library_versions` once the sandbox exposes them.
+        // The prompt states the image's library versions (its labels; the
+        // lookup is cached and also serves the container start).
+        let versions = match &fixed_code {
+            None => self
+                .sandbox
+                .image_info(self.policy.image())
+                .await
+                .map(|i| prompt::library_versions(&i.labels))
+                .unwrap_or_default(),
+            Some(_) => BTreeMap::new(),
+        };
         let ctx = PromptContext::for_request(
             self.policy,
             goal.as_deref().unwrap_or_default(),
             &req.inputs,
             &schema,
             req.context.clone(),
-        );
+        )
+        .with_library_versions(versions);
         // Start a container while the model writes code (generated code only:
         // exact code is checked before any container exists).
         let mut pending = if fixed_code.is_none() {

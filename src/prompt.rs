@@ -89,6 +89,21 @@ impl PromptContext {
     }
 }
 
+/// The library versions in an image's labels: `org.compute-bot.python=3.11.2`
+/// becomes `python → 3.11.2` (the image's own bookkeeping labels are left out).
+pub fn library_versions(labels: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    labels
+        .iter()
+        .filter_map(|(k, v)| {
+            let lib = k.strip_prefix("org.compute-bot.")?;
+            let bookkeeping = matches!(lib, "sandbox" | "recipe" | "managed")
+                || lib.contains('.')
+                || v.trim().is_empty();
+            (!bookkeeping).then(|| (lib.to_string(), v.trim().to_string()))
+        })
+        .collect()
+}
+
 /// The tool the model is made to call: `run_python {plan, code}`.
 pub fn run_python_tool() -> Tool {
     Tool {
@@ -1212,6 +1227,24 @@ mod tests {
                 .system
                 .contains("Installed in the sandbox")
         );
+    }
+
+    #[test]
+    fn library_versions_come_from_the_image_labels() {
+        let labels: BTreeMap<String, String> = [
+            ("org.compute-bot.sandbox", "python"),
+            ("org.compute-bot.recipe", "debian-bookworm"),
+            ("org.compute-bot.python", "3.11.2"),
+            ("org.compute-bot.pandas", "1.5.3"),
+            ("maintainer", "x"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let v = library_versions(&labels);
+        assert_eq!(v.len(), 2, "{v:?}");
+        assert_eq!(v["pandas"], "1.5.3");
+        assert_eq!(v["python"], "3.11.2");
     }
 
     #[test]

@@ -395,3 +395,111 @@ async fn the_explanation_gives_up_at_its_deadline() {
     assert!(r.is_err());
     assert_eq!(llm.requests().len(), 1);
 }
+
+// ---------------------------------------------------------------------------
+// Through the whole loop (real sandbox)
+// ---------------------------------------------------------------------------
+
+async fn run_loop(
+    policy_yaml: &str,
+    llm: &LlmStandin,
+    goal: &str,
+    csv: &[u8],
+) -> compute_bot::report::Report {
+    let policy = compute_bot::policy::Policy::from_yaml_str(policy_yaml, "inline").unwrap();
+    let sandbox = compute_bot::sandbox::Sandbox::connect()
+        .await
+        .expect("the Docker engine must be running");
+    let model = client(llm);
+    let agent = compute_bot::agent::Agent {
+        policy: &policy,
+        sandbox: &sandbox,
+        model: Some(&model),
+        progress: &|_| {},
+    };
+    agent
+        .answer(compute_bot::agent::Request {
+            goal: Some(goal.into()),
+            inputs: vec![compute_bot::sandbox::InputFile {
+                name: "sales.csv".into(),
+                bytes: csv.to_vec(),
+            }],
+            ..Default::default()
+        })
+        .await
+        .expect("answer")
+}
+
+const SUM: &str = "import csv, json\nrows = list(csv.DictReader(open('/data/sales.csv')))\nprint(json.dumps({'total': sum(float(r['amount']) for r in rows)}))\n";
+
+#[tokio::test]
+async fn the_loop_runs_the_tool_calls_code_states_versions_and_repairs_a_cut_reply() {
+    let llm = LlmStandin::openai().await;
+    llm.push(Reply::cut("", 4096)); // reasoning used the budget: resent larger at once
+    llm.push(Reply::cut("Plan: sum\n```python\nimport csv", 0)); // cut with text: a repair
+    llm.push(Reply::tool_call("sum the amounts", SUM));
+    llm.push(Reply::text("The total is 19.5."));
+    let r = run_loop(
+        "version: 1\nattempts: 3\n",
+        &llm,
+        "total amount",
+        b"name,amount\nAlice,12.5\nBob,7\n",
+    )
+    .await;
+    assert_eq!(r.result, Some(serde_json::json!({"total": 19.5})), "{r:#?}");
+    assert_eq!(r.attempts.len(), 2, "{r:#?}");
+    assert!(
+        r.attempts[0]
+            .failure
+            .as_deref()
+            .unwrap()
+            .contains("cut off"),
+        "{r:#?}"
+    );
+    assert_eq!(r.plan.as_deref(), Some("sum the amounts"));
+    let reqs = llm.requests();
+    let budget = |i: usize| reqs[i].json.as_ref().unwrap()["max_tokens"].clone();
+    assert_eq!(
+        (budget(0), budget(1), budget(2)),
+        (4096.into(), 8192.into(), 16384.into())
+    );
+    let system = reqs[0].system_prompt().unwrap();
+    assert!(
+        system.contains("Installed in the sandbox:") && system.contains("pandas "),
+        "{system}"
+    );
+    // Usage as the responses said, the cut replies included.
+    assert!(r.usage.output_tokens >= 4096, "{:?}", r.usage);
+}
+
+#[tokio::test]
+async fn model_data_schema_keeps_values_out_of_every_request() {
+    let llm = LlmStandin::openai().await;
+    // A program that prints the raw rows to stderr and fails, then a fix.
+    llm.push(Reply::tool_call(
+        "show",
+        "import sys\nprint(open('/data/sales.csv').read(), file=sys.stderr)\nraise ValueError('bad')\n",
+    ));
+    llm.push(Reply::tool_call("sum", SUM));
+    llm.push(Reply::text("Done."));
+    let r = run_loop(
+        "version: 1\nattempts: 2\nmodel:\n  data: schema\n",
+        &llm,
+        "total amount",
+        b"name,amount\nSecretCustomerZed,12.5\nBob,7\n",
+    )
+    .await;
+    assert_eq!(r.result, Some(serde_json::json!({"total": 19.5})), "{r:#?}");
+    let reqs = llm.requests();
+    assert_eq!(reqs.len(), 3);
+    for req in &reqs {
+        assert!(!req.body.contains("SecretCustomerZed"), "{}", req.body);
+        assert!(
+            !req.body.contains("19.5"),
+            "a value reached the model: {}",
+            req.body
+        );
+    }
+    assert!(reqs[0].body.contains("amount (number)"), "{}", reqs[0].body);
+    assert!(reqs[1].body.contains("ValueError"), "{}", reqs[1].body);
+}
