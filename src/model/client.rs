@@ -417,36 +417,7 @@ impl ModelClient {
                     });
                     continue;
                 }
-                Failure::Status {
-                    status,
-                    message,
-                    retry_after,
-                } => (
-                    ModelError::Unavailable {
-                        status,
-                        message,
-                        attempts,
-                        elapsed: start.elapsed(),
-                        retry_after: None,
-                    },
-                    retry_after,
-                ),
-                Failure::Timeout => (
-                    ModelError::Timeout {
-                        timeout: self.cfg.timeout,
-                        attempts,
-                        url: self.url.clone(),
-                    },
-                    None,
-                ),
-                Failure::Connect(detail) => (
-                    ModelError::Connect {
-                        url: self.url.clone(),
-                        detail,
-                        attempts,
-                    },
-                    None,
-                ),
+                other => self.retryable(other, attempts, start),
             };
             if retries >= self.cfg.max_retries {
                 tracing::warn!(attempts, "model request failed; no retries left");
@@ -460,22 +431,7 @@ impl ModelClient {
                     budget_ms = self.cfg.max_retry_time.as_millis() as u64,
                     "model request failed; waiting again would exceed the retry time budget"
                 );
-                return Err(match final_err {
-                    ModelError::Unavailable {
-                        status,
-                        message,
-                        attempts,
-                        elapsed,
-                        ..
-                    } => ModelError::Unavailable {
-                        status,
-                        message,
-                        attempts,
-                        elapsed,
-                        retry_after,
-                    },
-                    other => other,
-                });
+                return Err(final_err.with_retry_after(retry_after));
             }
             tracing::warn!(
                 attempt = attempts,
@@ -485,6 +441,56 @@ impl ModelClient {
             );
             retries += 1;
             tokio::time::sleep(delay).await;
+        }
+    }
+
+    /// The error a retryable failure becomes when no retry follows, and the
+    /// wait the server asked for.
+    fn retryable(
+        &self,
+        failure: Failure,
+        attempts: u32,
+        start: Instant,
+    ) -> (ModelError, Option<Duration>) {
+        match failure {
+            Failure::Status {
+                status,
+                message,
+                retry_after,
+            } => (
+                ModelError::Unavailable {
+                    status,
+                    message,
+                    attempts,
+                    elapsed: start.elapsed(),
+                    retry_after: None,
+                },
+                retry_after,
+            ),
+            Failure::Timeout => (
+                ModelError::Timeout {
+                    timeout: self.cfg.timeout,
+                    attempts,
+                    url: self.url.clone(),
+                },
+                None,
+            ),
+            Failure::Connect(detail) => (
+                ModelError::Connect {
+                    url: self.url.clone(),
+                    detail,
+                    attempts,
+                },
+                None,
+            ),
+            Failure::Fatal(e) => (e, None),
+            Failure::Adapt(_, message) => (
+                ModelError::Rejected {
+                    status: 400,
+                    message,
+                },
+                None,
+            ),
         }
     }
 

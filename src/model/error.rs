@@ -166,6 +166,27 @@ fn asked(retry_after: &Option<Duration>) -> String {
 }
 
 impl ModelError {
+    /// An [`ModelError::Unavailable`] that says what the server asked for
+    /// (`Retry-After`) when that was beyond the retry budget.
+    pub(crate) fn with_retry_after(self, asked: Option<Duration>) -> ModelError {
+        match self {
+            ModelError::Unavailable {
+                status,
+                message,
+                attempts,
+                elapsed,
+                ..
+            } => ModelError::Unavailable {
+                status,
+                message,
+                attempts,
+                elapsed,
+                retry_after: asked,
+            },
+            other => other,
+        }
+    }
+
     /// True for errors a person must fix in the configuration (key, model
     /// name, base URL, account billing), not failed computations: front ends
     /// map these to exit 2 (CLI) / status `error` (action).
