@@ -272,18 +272,25 @@ impl Agent<'_> {
             timings_ms: BTreeMap::new(),
             record: None,
         };
-        let ctx = PromptContext {
-            goal: goal.clone().unwrap_or_default(),
-            allowed_modules: self.policy.code.allow_imports.clone(),
-            limits: self.policy.limits(),
-            inputs: req
-                .inputs
-                .iter()
-                .map(|f| prompt::preview_input(&f.name, &f.bytes))
-                .collect(),
-            schema: schema.clone(),
-            extra_context: req.context.clone(),
+        // The prompt states the image's library versions (its labels; the
+        // lookup is cached and also serves the container start).
+        let versions = match &fixed_code {
+            None => self
+                .sandbox
+                .image_info(self.policy.image())
+                .await
+                .map(|i| prompt::library_versions(&i.labels))
+                .unwrap_or_default(),
+            Some(_) => BTreeMap::new(),
         };
+        let ctx = PromptContext::for_request(
+            self.policy,
+            goal.as_deref().unwrap_or_default(),
+            &req.inputs,
+            &schema,
+            req.context.clone(),
+        )
+        .with_library_versions(versions);
         // Start a container while the model writes code (generated code only:
         // exact code is checked before any container exists).
         let mut pending = if fixed_code.is_none() {
@@ -321,7 +328,7 @@ impl Agent<'_> {
                         Ok(reply) => {
                             attempt.usage = reply.usage;
                             report.usage.add(reply.usage);
-                            match prompt::parse_reply(&reply.text) {
+                            match prompt::parse_generated(&reply) {
                                 Ok(g) => {
                                     attempt.plan = g.plan;
                                     g.code
@@ -530,8 +537,13 @@ impl Agent<'_> {
             let explanation = match (self.policy.explain, self.model) {
                 (true, Some(model)) => {
                     let called = Instant::now();
-                    let reply =
-                        explain::explain(model, goal.as_deref().unwrap_or(""), result).await;
+                    let reply = explain::explain(
+                        model,
+                        goal.as_deref().unwrap_or(""),
+                        result,
+                        self.policy.model.data,
+                    )
+                    .await;
                     model_time += called.elapsed();
                     match reply {
                         Ok((text, usage)) => {

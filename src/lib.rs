@@ -8,6 +8,7 @@ pub mod agent;
 pub mod cli;
 pub mod explain;
 pub mod github;
+pub mod markdown;
 pub mod model;
 pub mod policy;
 pub mod prompt;

@@ -6,11 +6,17 @@
 //! are described by host-side previews ([`preview_input`]), never by the
 //! model reading files it was not given.
 
-use serde_json::Value;
+use std::collections::BTreeMap;
 
-use crate::model::{ChatRequest, Message, excerpt};
-use crate::sandbox::Limits;
+use serde_json::{Value, json};
+
+use crate::model::{ChatReply, ChatRequest, Finish, Message, Tool, excerpt};
+use crate::policy::{DataLevel, Policy};
+use crate::sandbox::{InputFile, Limits};
 use crate::units::format_duration;
+
+/// The name of the tool the model is made to call with its plan and code.
+pub const RUN_PYTHON_TOOL: &str = "run_python";
 
 /// Most bytes of one input preview.
 pub const PREVIEW_MAX_BYTES: usize = 2048;
@@ -18,8 +24,6 @@ pub const PREVIEW_MAX_BYTES: usize = 2048;
 const PREVIEW_LINE_CHARS: usize = 160;
 /// Most characters of the schema in the prompt.
 const SCHEMA_MAX_CHARS: usize = 16_000;
-/// Most characters of a repair problem in the prompt (head and tail kept).
-const PROBLEM_MAX_CHARS: usize = 6_000;
 /// Most characters of extra context in the prompt.
 const EXTRA_CONTEXT_MAX_CHARS: usize = 8_000;
 /// Most characters of a plan kept from a reply.
@@ -40,6 +44,84 @@ pub struct PromptContext {
     pub schema: Value,
     /// More untrusted context (e.g. the issue thread), if any.
     pub extra_context: Option<String>,
+    /// How much of the data may leave for the model (the policy's `model.data`).
+    pub data: DataLevel,
+    /// The names of the input files (for repairs that name `/data/<name>`).
+    pub input_names: Vec<String>,
+    /// Library versions of the sandbox image (`python`, `pandas`, `numpy`,
+    /// ...), from its labels; empty when unknown. Stated in the prompt.
+    pub library_versions: BTreeMap<String, String>,
+}
+
+impl PromptContext {
+    /// The context for one request under `policy`: inputs previewed at the
+    /// policy's `model.data` level, the allowed modules and the limits.
+    /// Library versions start empty; add them with
+    /// [`PromptContext::with_library_versions`].
+    pub fn for_request(
+        policy: &Policy,
+        goal: &str,
+        inputs: &[InputFile],
+        schema: &Value,
+        extra_context: Option<String>,
+    ) -> PromptContext {
+        let data = policy.model.data;
+        PromptContext {
+            goal: goal.to_string(),
+            allowed_modules: policy.code.allow_imports.clone(),
+            limits: policy.limits(),
+            inputs: inputs
+                .iter()
+                .map(|f| preview_input_at(&f.name, &f.bytes, data))
+                .collect(),
+            schema: schema.clone(),
+            extra_context,
+            data,
+            input_names: inputs.iter().map(|f| f.name.clone()).collect(),
+            library_versions: BTreeMap::new(),
+        }
+    }
+
+    /// Sets the sandbox image's library versions (e.g. from its labels).
+    pub fn with_library_versions(mut self, versions: BTreeMap<String, String>) -> Self {
+        self.library_versions = versions;
+        self
+    }
+}
+
+/// The library versions in an image's labels: `org.compute-bot.python=3.11.2`
+/// becomes `python → 3.11.2` (the image's own bookkeeping labels are left out).
+pub fn library_versions(labels: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    labels
+        .iter()
+        .filter_map(|(k, v)| {
+            let lib = k.strip_prefix("org.compute-bot.")?;
+            let bookkeeping = matches!(lib, "sandbox" | "recipe" | "managed")
+                || lib.contains('.')
+                || v.trim().is_empty();
+            (!bookkeeping).then(|| (lib.to_string(), v.trim().to_string()))
+        })
+        .collect()
+}
+
+/// The tool the model is made to call: `run_python {plan, code}`.
+pub fn run_python_tool() -> Tool {
+    Tool {
+        name: RUN_PYTHON_TOOL.to_string(),
+        description: "Run one complete, self-contained Python 3 program in the sandbox. \
+`plan`: at most 5 short lines on how the program computes the answer. \
+`code`: the whole program, plain Python source without Markdown fences."
+            .to_string(),
+        parameters: json!({
+            "type": "object",
+            "properties": {
+                "plan": {"type": "string", "description": "A short plan, at most 5 lines."},
+                "code": {"type": "string", "description": "The complete Python program."}
+            },
+            "required": ["plan", "code"],
+            "additionalProperties": false
+        }),
+    }
 }
 
 /// A failed attempt fed back to the model for a repair.
@@ -84,6 +166,29 @@ pub enum PromptError {
         "the ```python code block is empty; put the complete program inside the ```python block"
     )]
     EmptyCode,
+    /// The reply was cut at the token budget (reasoning may have used it up).
+    #[error(
+        "the reply was cut off at the token limit ({budget} tokens) before the program was complete; the next attempt gets a larger budget — keep the plan short and send the complete program"
+    )]
+    Cut {
+        /// The budget of the cut request.
+        budget: u32,
+    },
+    /// The model refused.
+    #[error(
+        "the model declined: {0}. The task is a routine data computation on the given files; write the program"
+    )]
+    Refused(String),
+    /// The model called a tool other than `run_python`.
+    #[error(
+        "the reply called a tool named `{0}`, which does not exist; call `run_python` with `plan` and `code`"
+    )]
+    WrongTool(String),
+    /// The reply was empty.
+    #[error(
+        "the reply was empty; send a short plan and the complete program (call `run_python`, or a ```python block)"
+    )]
+    Empty,
 }
 
 /// Removes what a reader of the goal cannot see, so the model reads exactly
@@ -140,6 +245,118 @@ fn strip_invisible(s: &str) -> String {
 /// the first lines of other text, or the kind of a binary file. Lines are
 /// cut to a sane width and the whole is at most [`PREVIEW_MAX_BYTES`].
 pub fn preview_input(name: &str, bytes: &[u8]) -> String {
+    preview_input_at(name, bytes, DataLevel::Preview)
+}
+
+/// [`preview_input`] at a data level: `preview` shows rows and lines,
+/// `schema` column names with inferred types (JSON keys with value kinds),
+/// `none` the file's name and size only.
+pub fn preview_input_at(name: &str, bytes: &[u8], level: DataLevel) -> String {
+    match level {
+        DataLevel::Preview => preview_rows(name, bytes),
+        DataLevel::Schema => preview_schema(name, bytes),
+        DataLevel::None => format!(
+            "`/data/{}` ({}); contents not shown (policy model.data: none)",
+            shown_name(name),
+            human_size(bytes.len() as u64)
+        ),
+    }
+}
+
+fn shown_name(name: &str) -> String {
+    excerpt(&strip_invisible(name).replace(['\n', '`'], " "), 120)
+}
+
+/// Column names and inferred types of a CSV/TSV; JSON shape; for other
+/// text only the line count.
+fn preview_schema(name: &str, bytes: &[u8]) -> String {
+    let mut out = format!(
+        "`/data/{}` ({})",
+        shown_name(name),
+        human_size(bytes.len() as u64)
+    );
+    if let Some(kind) = binary_kind(bytes) {
+        out.push_str(&format!(", binary: {kind}; contents not shown"));
+        return cap_preview(out);
+    }
+    let head = String::from_utf8_lossy(&bytes[..bytes.len().min(64 * 1024)]).replace("\r\n", "\n");
+    let ext = name.to_ascii_lowercase();
+    let ext = ext.rsplit_once('.').map(|(_, e)| e).unwrap_or("");
+    let delimiter = match ext {
+        "csv" => Some(','),
+        "tsv" | "tab" => Some('\t'),
+        _ => None,
+    };
+    if let Some(d) = delimiter {
+        let mut lines = head.lines();
+        let header: Vec<String> = lines
+            .next()
+            .unwrap_or("")
+            .trim_start_matches('\u{feff}')
+            .split(d)
+            .map(|c| excerpt(&strip_invisible(c.trim().trim_matches('"')), 60))
+            .collect();
+        let rows: Vec<Vec<&str>> = lines.take(50).map(|l| l.split(d).collect()).collect();
+        let cols: Vec<String> = header
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                format!(
+                    "{c} ({})",
+                    infer_kind(rows.iter().filter_map(|r| r.get(i).copied()))
+                )
+            })
+            .collect();
+        out.push_str(&format!(
+            ", {}, {} data row(s); columns (values not shown): {}",
+            if d == ',' { "CSV" } else { "TSV" },
+            count_lines(bytes).saturating_sub(1),
+            cols.join(", ")
+        ));
+        return cap_preview(out);
+    }
+    if bytes.len() <= 32 * 1024 * 1024
+        && let Ok(v) = serde_json::from_slice::<Value>(bytes)
+    {
+        out.push_str(", JSON: ");
+        out.push_str(&json_shape(&v));
+        return cap_preview(out);
+    }
+    out.push_str(&format!(
+        ", text, {} line(s); contents not shown",
+        count_lines(bytes)
+    ));
+    cap_preview(out)
+}
+
+/// `integer`, `number`, `date/time`, `boolean`, `text` or `empty` for a column's values.
+fn infer_kind<'a>(values: impl Iterator<Item = &'a str>) -> &'static str {
+    let vals: Vec<&str> = values
+        .map(|v| v.trim().trim_matches('"'))
+        .filter(|v| !v.is_empty())
+        .collect();
+    if vals.is_empty() {
+        "empty"
+    } else if vals.iter().all(|v| v.parse::<i64>().is_ok()) {
+        "integer"
+    } else if vals.iter().all(|v| v.parse::<f64>().is_ok()) {
+        "number"
+    } else if vals
+        .iter()
+        .all(|v| matches!(v.to_ascii_lowercase().as_str(), "true" | "false"))
+    {
+        "boolean"
+    } else if vals.iter().all(|v| {
+        let b = v.as_bytes();
+        b.len() >= 10 && b[4] == b'-' && b[7] == b'-' && b[..4].iter().all(u8::is_ascii_digit)
+    }) {
+        "date/time"
+    } else {
+        "text"
+    }
+}
+
+fn preview_rows(name: &str, bytes: &[u8]) -> String {
     let shown_name = excerpt(&strip_invisible(name).replace(['\n', '`'], " "), 120);
     let mut out = format!("`/data/{shown_name}` ({})", human_size(bytes.len() as u64));
     let lower = name.to_ascii_lowercase();
@@ -348,10 +565,16 @@ no indent), or write it to /out/result.json. Anything printed before that line i
 {schema}
 ```
 - All numbers must be finite: convert NaN or infinity to null (json.dumps(..., allow_nan=False) catches them).
+- json.dumps does not take numpy or pandas values: convert them first — numpy scalars with .item() \
+(or int()/float()), arrays and Series with .tolist(), DataFrames with .to_dict(orient=\"records\") \
+after converting their values, pandas Timestamps and datetimes with .isoformat() (or str()), \
+missing values (NaN, NaT, None) to null; or pass default=str only for dates.
 - Compute every value in the program; do not hard-code answers.
-
-Reply format: a short `Plan:` section (at most 5 lines), then exactly one ```python fenced block \
-with the complete program. Nothing after the code block.",
+{versions}
+Reply format: call the `run_python` tool with `plan` (at most 5 short lines) and `code` (the complete \
+program, no Markdown fences). If no tool is offered, reply with a short `Plan:` section (at most 5 \
+lines), then exactly one ```python fenced block with the complete program, and nothing after it.",
+        versions = versions_line(&ctx.library_versions),
         tmpfs = l.tmpfs,
         art_files = l.artifacts_max_files,
         art_bytes = l.artifacts_max_bytes,
@@ -359,6 +582,21 @@ with the complete program. Nothing after the code block.",
         memory = l.memory,
         cpus = l.cpus,
         stdout = l.stdout_cap,
+    )
+}
+
+/// `Installed versions: python 3.11.2, pandas 2.2.3.` or nothing when unknown.
+fn versions_line(v: &BTreeMap<String, String>) -> String {
+    if v.is_empty() {
+        return String::new();
+    }
+    let list: Vec<String> = v
+        .iter()
+        .map(|(k, ver)| format!("{} {}", excerpt(k, 40), excerpt(ver, 40)))
+        .collect();
+    format!(
+        "- Installed in the sandbox: {}. Write code for exactly these versions (no newer APIs).\n",
+        list.join(", ")
     )
 }
 
@@ -413,7 +651,9 @@ pub fn generation_request(ctx: &PromptContext, history: &[RepairNote]) -> ChatRe
         ));
         user.push('\n');
     }
-    user.push_str("\nWrite the program. Reply with `Plan:` and then exactly one ```python block.");
+    user.push_str(
+        "\nWrite the program: call `run_python` with `plan` and `code` (or, without tools, reply with `Plan:` and then exactly one ```python block).",
+    );
 
     let mut messages = vec![Message::user(user)];
     for (i, note) in history.iter().enumerate() {
@@ -433,137 +673,192 @@ pub fn generation_request(ctx: &PromptContext, history: &[RepairNote]) -> ChatRe
         };
         messages.push(Message::assistant(turn));
         messages.push(Message::user(format!(
-            "That program did not work:\n\n{}\n\nFix the problem and reply again in the same format: \
-a short `Plan:` and exactly one complete ```python block. Keep to the rules and the output contract.",
-            head_tail(note.problem.trim(), PROBLEM_MAX_CHARS)
+            "That program did not work:\n\n{}{}\n\nFix the problem and reply again in the same format \
+(`run_python` with `plan` and `code`, or a short `Plan:` and exactly one complete ```python block). \
+Keep to the rules and the output contract.",
+            problem_at(note.problem.trim(), ctx.data),
+            repair_hint(&note.problem, &ctx.input_names)
         )));
     }
     ChatRequest {
         system: system_prompt(ctx),
         messages,
         max_tokens: None,
+        tool: Some(run_python_tool()),
     }
 }
 
-/// One fenced block found in a text.
-struct Fence<'a> {
-    info: &'a str,
-    body: Option<String>,
+/// Most characters of a repair problem at `preview` (the end of stderr is
+/// where the error is).
+const PROBLEM_PREVIEW_CHARS: usize = 2_000;
+
+/// A repair problem cut to what the data level lets leave: `preview` keeps
+/// head and tail up to 2,000 characters; `schema` keeps the bot's own first
+/// line, traceback frames and exception lines (each at most 200 characters),
+/// no printed data; `none` keeps the first line and the exception type only.
+pub fn problem_at(problem: &str, level: DataLevel) -> String {
+    match level {
+        DataLevel::Preview => head_tail(problem, PROBLEM_PREVIEW_CHARS),
+        DataLevel::Schema | DataLevel::None => {
+            let mut lines = problem.lines();
+            let mut out = vec![excerpt(lines.next().unwrap_or(""), 300)];
+            for line in lines {
+                let t = line.trim_start();
+                let frame = t.starts_with("File \"") || t.starts_with("Traceback (");
+                let exception = exception_type(t);
+                let finding = t.starts_with("line ") && t.contains('[');
+                if level == DataLevel::Schema && (frame || exception.is_some() || finding) {
+                    out.push(excerpt(line, 200));
+                } else if let Some(ty) = exception {
+                    out.push(ty.to_string());
+                } else if finding {
+                    out.push(excerpt(line, 200));
+                }
+            }
+            let cut = out.join("\n");
+            format!(
+                "{cut}\n(other output is not shown: policy model.data: {})",
+                match level {
+                    DataLevel::Schema => "schema",
+                    _ => "none",
+                }
+            )
+        }
+    }
 }
 
-/// Finds the fenced blocks of a Markdown text, in order. A fence is a line
-/// starting (after at most 3 spaces) with 3 or more backticks or tildes; it
-/// closes on a line of the same character, at least as long, with nothing
-/// else. An unclosed fence has `body: None`.
-fn fences(text: &str) -> Vec<Fence<'_>> {
-    let mut out = Vec::new();
-    let mut lines = text.lines();
-    while let Some(line) = lines.next() {
-        let Some((ch, len, info)) = fence_open(line) else {
-            continue;
-        };
-        let mut body: Vec<&str> = Vec::new();
-        let mut closed = false;
-        for l in lines.by_ref() {
-            let t = l.trim_start_matches(' ');
-            let indent = l.len() - t.len();
-            let run = t.chars().take_while(|c| *c == ch).count();
-            if indent <= 3 && run >= len && t[run * ch.len_utf8()..].trim().is_empty() {
-                closed = true;
-                break;
-            }
-            body.push(l);
+/// `ValueError` for `ValueError: bad value` (also dotted names).
+fn exception_type(line: &str) -> Option<&str> {
+    let name = line.split(':').next()?;
+    let last = name.rsplit('.').next()?;
+    (line.contains(':')
+        && !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_alphanumeric() || c == '_' || c == '.')
+        && (last.ends_with("Error")
+            || last.ends_with("Exception")
+            || last.ends_with("Warning")
+            || last == "StopIteration"))
+        .then_some(name)
+}
+
+/// What to add to a problem so the model can act on it: for a missing
+/// file, where the inputs are; for a policy denial, that the policy stays.
+fn repair_hint(problem: &str, input_names: &[String]) -> String {
+    let mut hint = String::new();
+    if problem.contains("FileNotFoundError") || problem.contains("No such file or directory") {
+        if input_names.is_empty() {
+            hint.push_str("\n\nThere are no input files: compute without reading any file.");
+        } else {
+            let paths: Vec<String> = input_names
+                .iter()
+                .map(|n| format!("/data/{}", shown_name(n)))
+                .collect();
+            hint.push_str(&format!(
+                "\n\nThe input files are only at these paths: {}. Open them by exactly these paths.",
+                paths.join(", ")
+            ));
         }
-        out.push(Fence {
-            info,
-            body: closed.then(|| body.join("\n")),
+    }
+    if problem.starts_with("the policy denied") {
+        hint.push_str(
+            "\n\nThe policy is fixed and will not be changed. Write new code that does without \
+the denied imports and calls, using only the allowed modules.",
+        );
+    }
+    hint
+}
+
+/// The plan and code of a model reply: the arguments of its `run_python`
+/// call, or (without tools) the fenced block [`parse_reply`] picks. Cut
+/// replies, refusals, other tools and empty replies are errors whose text
+/// goes back to the model for a repair.
+pub fn parse_generated(reply: &ChatReply) -> Result<Generated, PromptError> {
+    let cut = reply.finish == Finish::Length;
+    let cut_err = || PromptError::Cut {
+        budget: reply.max_tokens,
+    };
+    if let Some((name, args)) = &reply.tool_call {
+        let code = args.get("code").and_then(Value::as_str);
+        if name != RUN_PYTHON_TOOL && code.is_none() {
+            return Err(if cut {
+                cut_err()
+            } else {
+                PromptError::WrongTool(excerpt(name, 60))
+            });
+        }
+        let Some(code) = code.filter(|c| !c.trim().is_empty()) else {
+            return Err(if cut {
+                cut_err()
+            } else {
+                PromptError::EmptyCode
+            });
+        };
+        // Some models put Markdown fences inside the argument anyway.
+        let code = match crate::markdown::reply_code(code) {
+            Ok(found) => found.block.code,
+            Err(_) => code.to_string(),
+        };
+        let plan = args
+            .get("plan")
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .map(|p| excerpt(p, PLAN_MAX_CHARS));
+        return Ok(Generated {
+            plan,
+            code: format!("{}\n", code.trim_matches('\n').trim_end()),
         });
     }
-    out
+    if !reply.text.trim().is_empty() {
+        return parse_reply(&reply.text).map_err(|e| match e {
+            PromptError::Unclosed if cut => cut_err(),
+            PromptError::NoCode { .. } if cut => cut_err(),
+            other => other,
+        });
+    }
+    if let Some(r) = &reply.refusal {
+        return Err(PromptError::Refused(excerpt(r, 300)));
+    }
+    Err(if cut { cut_err() } else { PromptError::Empty })
 }
 
-fn fence_open(line: &str) -> Option<(char, usize, &str)> {
-    let t = line.trim_start_matches(' ');
-    if line.len() - t.len() > 3 {
-        return None;
-    }
-    let ch = t.chars().next().filter(|c| *c == '`' || *c == '~')?;
-    let len = t.chars().take_while(|c| *c == ch).count();
-    if len < 3 {
-        return None;
-    }
-    let info = t[len..].trim();
-    if ch == '`' && info.contains('`') {
-        return None;
-    }
-    Some((ch, len, info))
-}
-
-fn is_python_info(info: &str) -> bool {
-    let lang = info
-        .split(|c: char| c.is_whitespace() || c == '{' || c == ',')
-        .next()
-        .unwrap_or("")
-        .trim_start_matches('.')
-        .to_ascii_lowercase();
-    matches!(lang.as_str(), "python" | "python3" | "py" | "py3")
-}
-
-/// The first closed ```python block of `text` (a goal or a comment), without
-/// its fences: exact code to run. A block without a language is not code
+/// The first python block of `text` (a goal or a comment), without its
+/// fences: exact code to run, by the same rules as a `/compute` comment
+/// ([`crate::markdown::exact_code`]). A block without a language is not code
 /// (people paste data and logs that way), so it never runs.
 pub fn extract_fenced_code(text: &str) -> Option<String> {
-    fences(text)
-        .iter()
-        .find(|f| is_python_info(f.info) && f.body.is_some())
-        .and_then(|f| f.body.clone())
+    crate::markdown::exact_code(text).map(|b| b.code)
 }
 
-/// Splits a model reply into its plan and its code: the first ```python
-/// block (or bare ``` block when there is no python one) is the code; the
-/// text after `Plan:` before the block (or all prose before it) is the plan.
+/// Splits a model reply into its plan and its code: the last complete
+/// python block outside `<think>` sections (a bare fence when there is no
+/// python block) is the code ([`crate::markdown::reply_code`]); the text
+/// after `Plan:` before that block (or all prose before it) is the plan.
 pub fn parse_reply(text: &str) -> Result<Generated, PromptError> {
+    use crate::markdown::ReplyProblem;
     let text = text.replace("\r\n", "\n");
-    let all = fences(&text);
-    let python = all.iter().find(|f| is_python_info(f.info));
-    let chosen = match python {
-        Some(f) => f,
-        None => match all.iter().find(|f| f.info.is_empty()) {
-            Some(f) => f,
-            None => {
-                return Err(PromptError::NoCode {
-                    excerpt: excerpt(text.trim(), 120),
-                });
-            }
+    let found = crate::markdown::reply_code(&text).map_err(|p| match p {
+        ReplyProblem::NoCode => PromptError::NoCode {
+            excerpt: excerpt(crate::markdown::mask_think(&text).trim(), 120),
         },
-    };
-    let Some(body) = &chosen.body else {
-        return Err(PromptError::Unclosed);
-    };
-    let code = body.trim_matches('\n').to_string();
-    if code.trim().is_empty() {
-        return Err(PromptError::EmptyCode);
-    }
+        ReplyProblem::Unclosed => PromptError::Unclosed,
+        ReplyProblem::Empty => PromptError::EmptyCode,
+    })?;
+    let code = found.block.code.trim_matches('\n');
     Ok(Generated {
-        plan: plan_before_code(&text),
+        plan: plan_of(&found.prose),
         code: format!("{}\n", code.trim_end()),
     })
 }
 
-/// The plan: text before the first fence, after a `Plan:` marker if present.
-fn plan_before_code(text: &str) -> Option<String> {
-    let mut before = Vec::new();
-    for line in text.lines() {
-        if fence_open(line).is_some() {
-            break;
-        }
-        before.push(line);
-    }
-    let prose = before.join("\n");
+/// The plan in the prose before the code: after a `Plan:` marker if present.
+pub(crate) fn plan_of(prose: &str) -> Option<String> {
     let lower = prose.to_ascii_lowercase();
     let plan = match lower.find("plan:") {
         Some(i) => &prose[i + "plan:".len()..],
-        None => prose.as_str(),
+        None => prose,
     };
     let plan = plan
         .trim()
@@ -662,6 +957,9 @@ mod tests {
             inputs: vec![preview_input("sales.csv", b"id,value\n1,2\n")],
             schema: json!({"type": "object", "required": ["mean"], "properties": {"mean": {"type": "number"}}}),
             extra_context: None,
+            data: DataLevel::Preview,
+            input_names: vec!["sales.csv".into()],
+            library_versions: BTreeMap::new(),
         }
     }
 
@@ -756,14 +1054,19 @@ mod tests {
         let m = &req.messages[2].content;
         assert!(m.contains("Traceback (most recent call last)"));
         assert!(m.contains("ZeroDivisionError: division by zero"));
-        assert!(m.chars().count() < PROBLEM_MAX_CHARS + 500);
+        assert!(m.chars().count() < PROBLEM_PREVIEW_CHARS + 800);
     }
 
     #[test]
-    fn parse_reply_takes_plan_and_first_python_block() {
-        let reply = "Plan:\n1. read csv\n2. mean\n\n```bash\nls\n```\n```python\nimport json\nprint(json.dumps({'mean': 1}))\n```\n```python\nsecond()\n```";
+    fn parse_reply_takes_plan_and_last_python_block() {
+        let reply = "Plan:\n1. read csv\n2. mean\n\n```bash\nls\n```\n```python\ndf.head()\n```\nThe program:\n```python\nimport json\nprint(json.dumps({'mean': 1}))\n```";
         let g = parse_reply(reply).unwrap();
-        assert_eq!(g.plan.as_deref(), Some("1. read csv\n2. mean"));
+        assert!(
+            g.plan
+                .as_deref()
+                .unwrap()
+                .starts_with("1. read csv\n2. mean")
+        );
         assert_eq!(g.code, "import json\nprint(json.dumps({'mean': 1}))\n");
     }
 
@@ -807,7 +1110,7 @@ mod tests {
         let goal = "Please run this:\n\n```python\nprint(sum(range(10)))\n```\nthanks";
         assert_eq!(
             extract_fenced_code(goal).as_deref(),
-            Some("print(sum(range(10)))")
+            Some("print(sum(range(10)))\n")
         );
         assert_eq!(extract_fenced_code("no code here"), None);
         assert_eq!(extract_fenced_code("```sh\nls\n```"), None);
@@ -815,8 +1118,144 @@ mod tests {
         assert_eq!(extract_fenced_code("```\na,b\n1,2\n```"), None);
         assert_eq!(
             extract_fenced_code("```\na,b\n```\n```py\nprint(1)\n```").as_deref(),
-            Some("print(1)")
+            Some("print(1)\n")
         );
-        assert_eq!(extract_fenced_code("```python\nunclosed"), None);
+        // An unclosed fence runs to the end (CommonMark; GitHub shows it as code),
+        // the same rule as a `/compute` comment.
+        assert_eq!(
+            extract_fenced_code("```python\nunclosed").as_deref(),
+            Some("unclosed\n")
+        );
+        let comment = "/compute x\n```py\nprint(2)\n";
+        assert_eq!(
+            extract_fenced_code(comment),
+            match crate::github::command::parse(comment, "/compute") {
+                Some(crate::github::command::Command::Run { code, .. }) => code,
+                _ => None,
+            }
+        );
+    }
+    #[test]
+    fn data_levels_decide_what_of_an_input_leaves() {
+        let csv = b"name,amount,day\nAlice,12.5,2024-01-02\nBob,7,2024-01-03\n";
+        let p = preview_input_at("sales.csv", csv, DataLevel::Preview);
+        assert!(p.contains("Alice"), "{p}");
+        let s = preview_input_at("sales.csv", csv, DataLevel::Schema);
+        assert!(
+            s.contains("name (text), amount (number), day (date/time)"),
+            "{s}"
+        );
+        assert!(!s.contains("Alice") && !s.contains("12.5"), "{s}");
+        let n = preview_input_at("sales.csv", csv, DataLevel::None);
+        assert!(
+            n.contains("`/data/sales.csv`") && !n.contains("amount"),
+            "{n}"
+        );
+        let j = preview_input_at("d.json", br#"{"secret": "v"}"#, DataLevel::Schema);
+        assert!(j.contains("secret (string)") && !j.contains("\"v\""), "{j}");
+    }
+
+    #[test]
+    fn repair_problems_follow_the_data_level() {
+        let problem = "the code failed (exit code 1). The end of stderr:\nname,amount\nAlice,12.5\nTraceback (most recent call last):\n  File \"/tmp/code.py\", line 3, in <module>\nValueError: could not convert string to float: 'Alice'";
+        let p = problem_at(problem, DataLevel::Preview);
+        assert!(p.contains("Alice,12.5"));
+        let s = problem_at(problem, DataLevel::Schema);
+        assert!(!s.contains("Alice,12.5"), "{s}");
+        assert!(s.contains("line 3") && s.contains("ValueError"), "{s}");
+        let n = problem_at(problem, DataLevel::None);
+        assert!(!n.contains("Alice") && n.contains("ValueError"), "{n}");
+        let long = format!("x\n{}", "row,1\n".repeat(3000));
+        assert!(
+            problem_at(&long, DataLevel::Preview).chars().count() < PROBLEM_PREVIEW_CHARS + 100
+        );
+    }
+
+    #[test]
+    fn repairs_name_data_paths_and_keep_the_policy() {
+        let mut c = ctx();
+        c.input_names = vec!["sales.csv".into()];
+        let notes = vec![
+            RepairNote {
+                code: "open('sales.csv')".into(),
+                problem: "the code failed (exit code 1). The end of stderr:\nFileNotFoundError: [Errno 2] No such file or directory: 'sales.csv'".into(),
+            },
+            RepairNote {
+                code: "import requests".into(),
+                problem: "the policy denied the code:\nline 1:1 [import] import of `requests` is not allowed — `import requests`".into(),
+            },
+        ];
+        let req = generation_request(&c, &notes);
+        assert!(
+            req.messages[2].content.contains("/data/sales.csv"),
+            "{}",
+            req.messages[2].content
+        );
+        let denial = &req.messages[4].content;
+        assert!(
+            denial.contains("will not be changed") && denial.contains("new code"),
+            "{denial}"
+        );
+        assert!(!denial.to_lowercase().contains("extend the policy"));
+    }
+
+    #[test]
+    fn prompt_states_versions_json_conversion_and_offers_the_tool() {
+        let mut c = ctx();
+        c.library_versions = [("pandas", "2.2.3"), ("python", "3.11.2")]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let req = generation_request(&c, &[]);
+        assert!(
+            req.system.contains("pandas 2.2.3, python 3.11.2"),
+            "{}",
+            req.system
+        );
+        for needle in [
+            ".item()",
+            ".tolist()",
+            "Timestamp",
+            ".isoformat()",
+            "run_python",
+        ] {
+            assert!(req.system.contains(needle), "{needle}");
+        }
+        assert_eq!(req.tool.as_ref().unwrap().name, RUN_PYTHON_TOOL);
+        assert!(
+            !generation_request(&ctx(), &[])
+                .system
+                .contains("Installed in the sandbox")
+        );
+    }
+
+    #[test]
+    fn library_versions_come_from_the_image_labels() {
+        let labels: BTreeMap<String, String> = [
+            ("org.compute-bot.sandbox", "python"),
+            ("org.compute-bot.recipe", "debian-bookworm"),
+            ("org.compute-bot.python", "3.11.2"),
+            ("org.compute-bot.pandas", "1.5.3"),
+            ("maintainer", "x"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let v = library_versions(&labels);
+        assert_eq!(v.len(), 2, "{v:?}");
+        assert_eq!(v["pandas"], "1.5.3");
+        assert_eq!(v["python"], "3.11.2");
+    }
+
+    #[test]
+    fn fences_inside_a_tool_argument_are_removed() {
+        let reply = ChatReply {
+            tool_call: Some((
+                RUN_PYTHON_TOOL.into(),
+                json!({"plan": "p", "code": "```python\nprint(1)\n```"}),
+            )),
+            ..ChatReply::default()
+        };
+        assert_eq!(parse_generated(&reply).unwrap().code, "print(1)\n");
     }
 }

@@ -792,9 +792,11 @@ async fn exact_code_in_the_goal_runs_without_a_model() {
 
     assert_eq!(r.status, ReportStatus::Ok, "{r:#?}");
     assert_eq!(r.attempts.len(), 1);
+    // Exact code as the one Markdown reader gives it (every line ends with
+    // a newline), the same as a `/compute` comment with this block.
     assert_eq!(
         r.attempts[0].code,
-        "import json\nprint(json.dumps({'total': sum([1, 2, 3])}))"
+        "import json\nprint(json.dumps({'total': sum([1, 2, 3])}))\n"
     );
     assert_eq!(r.result, Some(json!({"total": 6})));
     assert_eq!(

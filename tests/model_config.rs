@@ -39,7 +39,7 @@ fn model_alone_defaults_to_openai_with_its_key_variable() {
     assert_eq!(cfg.model, "gpt-4o-mini");
     assert_eq!(cfg.api_key, Some(Secret::new("sk-openai-1")));
     assert_eq!(cfg.timeout, Duration::from_secs(60));
-    assert_eq!(cfg.max_tokens, 2000);
+    assert_eq!(cfg.max_tokens, 4096);
     assert_eq!(cfg.temperature, 0.0);
     assert_eq!(cfg.max_retries, 4);
     assert_eq!(cfg.max_retry_time, Duration::from_secs(120));
@@ -158,4 +158,111 @@ fn secret_never_prints() {
         s.redact(&format!("got {key} and sk-canar****6789.")),
         "got *** and ***"
     );
+}
+
+#[test]
+fn a_providers_own_key_never_goes_to_another_host() {
+    // OPENAI_API_KEY with a foreign base URL: not sent.
+    let cfg = load(&[
+        ("COMPUTE_BOT_MODEL", "llama3"),
+        ("COMPUTE_BOT_BASE_URL", "https://proxy.example.net/v1"),
+        ("OPENAI_API_KEY", "sk-openai-home-only-123"),
+    ])
+    .unwrap()
+    .unwrap();
+    assert_eq!(cfg.api_key, None);
+    assert!(cfg.key_setting().starts_with("COMPUTE_BOT_API_KEY"));
+    assert!(
+        cfg.key_setting()
+            .contains("only sent to https://api.openai.com")
+    );
+    // ANTHROPIC_API_KEY likewise.
+    let cfg = load(&[
+        ("COMPUTE_BOT_PROVIDER", "anthropic"),
+        ("COMPUTE_BOT_MODEL", "claude"),
+        ("COMPUTE_BOT_BASE_URL", "http://127.0.0.1:9/"),
+        ("ANTHROPIC_API_KEY", "sk-ant-home-only-123"),
+    ])
+    .unwrap()
+    .unwrap();
+    assert_eq!(cfg.api_key, None);
+    // Its own host gets it; COMPUTE_BOT_API_KEY goes wherever configured.
+    let cfg = load(&[
+        ("COMPUTE_BOT_MODEL", "gpt-4o"),
+        ("COMPUTE_BOT_BASE_URL", "https://api.openai.com/v1/"),
+        ("OPENAI_API_KEY", "sk-openai-home-only-123"),
+    ])
+    .unwrap()
+    .unwrap();
+    assert_eq!(cfg.api_key, Some(Secret::new("sk-openai-home-only-123")));
+    let cfg = load(&[
+        ("COMPUTE_BOT_MODEL", "llama3"),
+        ("COMPUTE_BOT_BASE_URL", "https://proxy.example.net/v1"),
+        ("COMPUTE_BOT_API_KEY", "bot-key"),
+        ("OPENAI_API_KEY", "sk-openai-home-only-123"),
+    ])
+    .unwrap()
+    .unwrap();
+    assert_eq!(cfg.api_key, Some(Secret::new("bot-key")));
+}
+
+#[test]
+fn anthropic_temperature_is_checked_against_its_range() {
+    let e = load(&[
+        ("COMPUTE_BOT_PROVIDER", "anthropic"),
+        ("COMPUTE_BOT_MODEL", "claude"),
+        ("COMPUTE_BOT_TEMPERATURE", "1.5"),
+    ])
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("between 0 and 1") && e.contains("COMPUTE_BOT_TEMPERATURE"),
+        "{e}"
+    );
+    // OpenAI accepts up to 2.
+    assert!(
+        load(&[
+            ("COMPUTE_BOT_MODEL", "gpt-4o"),
+            ("COMPUTE_BOT_TEMPERATURE", "1.5")
+        ])
+        .unwrap()
+        .is_some()
+    );
+    // A directly built configuration is checked by the client too.
+    let mut cfg = ModelConfig::new(Provider::Anthropic, "https://api.anthropic.com", "c", None);
+    cfg.temperature = 1.5;
+    assert!(compute_bot::model::ModelClient::new(cfg).is_err());
+}
+
+#[test]
+fn retry_budget_and_token_budget_are_settings() {
+    let cfg = load(&[
+        ("COMPUTE_BOT_MODEL", "gpt-4o"),
+        ("COMPUTE_BOT_MODEL_RETRIES", "0"),
+        ("COMPUTE_BOT_MODEL_RETRY_TIME", "5m"),
+        ("COMPUTE_BOT_MAX_TOKENS", "12000"),
+    ])
+    .unwrap()
+    .unwrap();
+    assert_eq!(cfg.max_retries, 0);
+    assert_eq!(cfg.max_retry_time, Duration::from_secs(300));
+    assert_eq!(cfg.max_tokens, 12000);
+    let e = load(&[
+        ("COMPUTE_BOT_MODEL", "gpt-4o"),
+        ("COMPUTE_BOT_MODEL_RETRIES", "lots"),
+    ])
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("COMPUTE_BOT_MODEL_RETRIES"), "{e}");
+    // Reasoning models get the larger default budget.
+    for (model, budget) in [
+        ("o3-mini", 16_384),
+        ("gpt-5", 16_384),
+        ("openai/o4-mini", 16_384),
+        ("deepseek-r1:7b", 16_384),
+        ("gpt-4o-mini", 4096),
+    ] {
+        let cfg = load(&[("COMPUTE_BOT_MODEL", model)]).unwrap().unwrap();
+        assert_eq!(cfg.max_tokens, budget, "{model}");
+    }
 }

@@ -19,6 +19,7 @@ fn request() -> ChatRequest {
         system: "You write Python. No network.".into(),
         messages: vec![Message::user("Sum 1..10")],
         max_tokens: None,
+        tool: None,
     }
 }
 
@@ -64,7 +65,7 @@ async fn openai_success_at_once_records_usage_and_sends_key_only_in_auth_header(
     assert_no_key(&r.everything_but_auth());
     let body = r.json.as_ref().unwrap();
     assert_eq!(body["model"], DEFAULT_MODEL);
-    assert_eq!(body["max_tokens"], 2000);
+    assert_eq!(body["max_tokens"], 4096);
     assert_eq!(body["temperature"], 0.0);
     assert_eq!(body["messages"][0]["role"], "system");
     assert_eq!(
@@ -482,7 +483,7 @@ async fn openai_models_that_want_max_completion_tokens_are_adapted_to() {
     let reqs = llm.requests();
     assert_eq!(reqs.len(), 2);
     let second = reqs[1].json.as_ref().unwrap();
-    assert_eq!(second["max_completion_tokens"], 2000);
+    assert_eq!(second["max_completion_tokens"], 4096);
     assert!(second.get("max_tokens").is_none());
 }
 
@@ -514,6 +515,9 @@ async fn generation_prompt_reaches_the_wire_with_constraints_and_no_secret() {
         inputs: vec![],
         schema: json!({"type": "object"}),
         extra_context: None,
+        data: compute_bot::policy::DataLevel::Preview,
+        input_names: vec![],
+        library_versions: Default::default(),
     };
     client(&llm)
         .complete(&generation_request(&ctx, &[]))
@@ -543,10 +547,14 @@ async fn generation_prompt_reaches_the_wire_with_constraints_and_no_secret() {
 async fn explanation_is_a_small_grounded_call() {
     let llm = LlmStandin::openai().await;
     llm.push(Reply::text("  The mean is 2.5.  ").with_usage(50, 7));
-    let (text, usage) =
-        compute_bot::explain::explain(&client(&llm), "mean of x", &json!({"mean": 2.5}))
-            .await
-            .unwrap();
+    let (text, usage) = compute_bot::explain::explain(
+        &client(&llm),
+        "mean of x",
+        &json!({"mean": 2.5}),
+        compute_bot::policy::DataLevel::Preview,
+    )
+    .await
+    .unwrap();
     assert_eq!(text, "The mean is 2.5.");
     assert_eq!(usage.output_tokens, 7);
     let r = &llm.requests()[0];

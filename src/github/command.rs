@@ -164,73 +164,14 @@ struct Block {
     code: String,
 }
 
-/// An opening fence: (fence char, length, info string).
-fn opening_fence(line: &str) -> Option<(char, usize, &str)> {
-    let indent = line.len() - line.trim_start_matches(' ').len();
-    if indent > 3 {
-        return None;
-    }
-    let l = &line[indent..];
-    let c = l.chars().next().filter(|c| *c == '`' || *c == '~')?;
-    let n = l.chars().take_while(|x| *x == c).count();
-    if n < 3 {
-        return None;
-    }
-    let info = l[n..].trim();
-    if c == '`' && info.contains('`') {
-        return None;
-    }
-    Some((c, n, info))
-}
-
-fn is_closing(line: &str, c: char, n: usize) -> bool {
-    let t = line.trim();
-    let indent = line.len() - line.trim_start_matches(' ').len();
-    indent <= 3 && t.chars().count() >= n && t.chars().all(|x| x == c)
-}
-
-/// Finds the first fenced block whose info string starts with `python` or `py`.
-/// The code is the lines between the fences, each ending with a newline.
+/// The exact code of a comment: the first python block (see
+/// [`crate::markdown::exact_code`] for the rules, shared with goals).
 fn find_python_block(text: &str) -> Option<Block> {
-    let mut offset = 0;
-    let lines: Vec<&str> = text.split_inclusive('\n').collect();
-    let mut i = 0;
-    while i < lines.len() {
-        let line = lines[i].trim_end_matches('\n');
-        if let Some((c, n, info)) = opening_fence(line) {
-            let lang = info
-                .split(|ch: char| ch.is_whitespace() || ch == '{')
-                .next()
-                .unwrap_or("")
-                .to_ascii_lowercase();
-            let start = offset;
-            let mut code = String::new();
-            let mut j = i + 1;
-            let mut end = text.len();
-            let mut off = offset + lines[i].len();
-            while j < lines.len() {
-                let l = lines[j].trim_end_matches('\n');
-                if is_closing(l, c, n) {
-                    end = off + lines[j].len();
-                    break;
-                }
-                code.push_str(l);
-                code.push('\n');
-                off += lines[j].len();
-                j += 1;
-            }
-            if lang == "python" || lang == "py" || lang == "python3" {
-                return Some(Block { start, end, code });
-            }
-            // Skip the whole non-python block.
-            offset = end.min(text.len());
-            i = j + 1;
-            continue;
-        }
-        offset += lines[i].len();
-        i += 1;
-    }
-    None
+    crate::markdown::exact_code(text).map(|b| Block {
+        start: b.span.start,
+        end: b.span.end,
+        code: b.code,
+    })
 }
 
 #[cfg(test)]

@@ -130,28 +130,12 @@ pub fn read_pending(body: &str) -> Result<PendingCode, PendingError> {
     })
 }
 
-/// The content of the first backtick-fenced block in `text` (lines kept with
-/// their line ends, CR included).
+/// The content of the first fenced block in `text`, exactly as written
+/// (line ends kept, CR included), read by [`crate::markdown::first_fenced`].
 fn first_fenced_block(text: &str) -> Option<String> {
-    let mut lines = text.split_inclusive('\n');
-    let fence = loop {
-        let line = lines.next()?;
-        let t = line.trim_end_matches(['\n', '\r']);
-        let ticks = t.chars().take_while(|c| *c == '`').count();
-        if ticks >= 3 {
-            break ticks;
-        }
-    };
-    let mut out = String::new();
-    for line in lines {
-        let t = line.trim_end_matches(['\n', '\r']);
-        if t.len() >= fence && t.chars().all(|c| c == '`') {
-            // The line end before the closing fence belongs to the fence.
-            return Some(out);
-        }
-        out.push_str(line);
-    }
-    None
+    crate::markdown::first_fenced(text)
+        .filter(|b| b.closed)
+        .map(|b| b.raw)
 }
 
 /// The approval part of a needs-approval comment: findings, hash, how to

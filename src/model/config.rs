@@ -21,6 +21,41 @@ pub const ENV_TIMEOUT: &str = "COMPUTE_BOT_MODEL_TIMEOUT";
 pub const ENV_MAX_TOKENS: &str = "COMPUTE_BOT_MAX_TOKENS";
 /// Environment variable with the sampling temperature.
 pub const ENV_TEMPERATURE: &str = "COMPUTE_BOT_TEMPERATURE";
+/// Environment variable with the number of retries after the first request.
+pub const ENV_RETRIES: &str = "COMPUTE_BOT_MODEL_RETRIES";
+/// Environment variable with the total time retries may take (`120s`, `5m`).
+pub const ENV_RETRY_TIME: &str = "COMPUTE_BOT_MODEL_RETRY_TIME";
+
+/// The default completion budget of ordinary models.
+pub const DEFAULT_MAX_TOKENS: u32 = 4096;
+/// The default completion budget of reasoning models, whose hidden
+/// reasoning tokens count against it.
+pub const DEFAULT_REASONING_MAX_TOKENS: u32 = 16_384;
+
+/// True for OpenAI's reasoning families (o1, o3, o4, gpt-5), which take
+/// `max_completion_tokens` and only the default temperature. The name may
+/// carry a router prefix (`openai/o3-mini`).
+pub fn is_openai_reasoning_model(model: &str) -> bool {
+    let name = model
+        .rsplit('/')
+        .next()
+        .unwrap_or(model)
+        .to_ascii_lowercase();
+    ["o1", "o3", "o4", "gpt-5"].iter().any(|p| {
+        name == *p || name.starts_with(&format!("{p}-")) || name.starts_with(&format!("{p}."))
+    })
+}
+
+/// True for models that reason before they answer (OpenAI's reasoning
+/// families, DeepSeek R1, QwQ, names saying `reasoning`/`thinking`): they
+/// get the larger default budget.
+pub fn is_reasoning_model(model: &str) -> bool {
+    let lower = model.to_ascii_lowercase();
+    is_openai_reasoning_model(model)
+        || ["deepseek-r1", "qwq", "reasoning", "thinking", "-r1"]
+            .iter()
+            .any(|k| lower.contains(k))
+}
 
 /// What to tell a user who gave a goal but configured no model: both ways forward.
 pub const NO_MODEL_HELP: &str = "no language model is configured, so the code for this goal cannot be \
@@ -183,6 +218,10 @@ pub struct ModelOverrides {
     pub max_tokens: Option<u32>,
     /// `--temperature`.
     pub temperature: Option<f32>,
+    /// Retries after the first request (`COMPUTE_BOT_MODEL_RETRIES`).
+    pub retries: Option<u32>,
+    /// Total time retries may take (`COMPUTE_BOT_MODEL_RETRY_TIME`).
+    pub retry_time: Option<Duration>,
 }
 
 /// Where configuration values come from. The process environment in
@@ -243,7 +282,8 @@ pub struct ModelConfig {
     pub api_key: Option<Secret>,
     /// Deadline of one HTTP request.
     pub timeout: Duration,
-    /// Completion budget when a request does not set its own.
+    /// Completion budget when a request does not set its own (reasoning
+    /// tokens count against it); a cut reply raises it up to 4×.
     pub max_tokens: u32,
     /// Sampling temperature.
     pub temperature: f32,
@@ -254,21 +294,26 @@ pub struct ModelConfig {
 }
 
 impl ModelConfig {
-    /// A configuration with the defaults (60 s timeout, 2000 tokens,
-    /// temperature 0, 4 retries within 120 s).
+    /// A configuration with the defaults (60 s timeout, 4096 tokens — 16384
+    /// for reasoning models —, temperature 0, 4 retries within 120 s).
     pub fn new(
         provider: Provider,
         base_url: impl Into<String>,
         model: impl Into<String>,
         api_key: Option<Secret>,
     ) -> Self {
+        let model = model.into();
         ModelConfig {
             provider,
             base_url: base_url.into(),
-            model: model.into(),
+            max_tokens: if is_reasoning_model(&model) {
+                DEFAULT_REASONING_MAX_TOKENS
+            } else {
+                DEFAULT_MAX_TOKENS
+            },
+            model,
             api_key,
             timeout: Duration::from_secs(60),
-            max_tokens: 2000,
             temperature: 0.0,
             max_retries: 4,
             max_retry_time: Duration::from_secs(120),
@@ -335,7 +380,20 @@ impl ModelConfig {
             provider,
             base_url.as_deref().unwrap_or(provider.default_base_url()),
         )?;
-        let api_key = bot_key.or_else(|| get(provider.key_var()).map(Secret::new));
+        // A provider's own key goes only to that provider's host; another
+        // base URL needs COMPUTE_BOT_API_KEY.
+        let provider_key = get(provider.key_var()).map(Secret::new).filter(|_| {
+            let home = same_host(&base_url, provider.default_base_url());
+            if !home {
+                tracing::warn!(
+                    variable = provider.key_var(),
+                    base_url = %base_url,
+                    "not sending the provider's key to another host; set COMPUTE_BOT_API_KEY for this endpoint"
+                );
+            }
+            home
+        });
+        let api_key = bot_key.or(provider_key);
 
         let mut cfg = ModelConfig::new(provider, base_url, model.trim(), api_key);
         if let Some(t) = overrides.timeout {
@@ -362,29 +420,78 @@ impl ModelConfig {
                 ))
             })?;
         }
-        if cfg.timeout.is_zero() {
+        if let Some(n) = overrides.retries {
+            cfg.max_retries = n;
+        } else if let Some(v) = get(ENV_RETRIES) {
+            cfg.max_retries = v.trim().parse().map_err(|_| {
+                ModelError::Config(format!(
+                    "{ENV_RETRIES}=`{v}` is not a whole number; write e.g. `4` (0 turns retries off)"
+                ))
+            })?;
+        }
+        if let Some(t) = overrides.retry_time {
+            cfg.max_retry_time = t;
+        } else if let Some(v) = get(ENV_RETRY_TIME) {
+            cfg.max_retry_time = crate::units::parse_duration(&v)
+                .map_err(|e| ModelError::Config(format!("{ENV_RETRY_TIME}: {e}")))?;
+        }
+        cfg.check()?;
+        Ok(Some(cfg))
+    }
+
+    /// Checks the values a provider would reject: a zero timeout or budget,
+    /// a temperature outside the provider's range (OpenAI 0–2, Anthropic 0–1).
+    pub fn check(&self) -> Result<(), ModelError> {
+        if self.timeout.is_zero() {
             return Err(ModelError::Config(format!(
                 "the model request timeout is zero; set {ENV_TIMEOUT} to e.g. `60s`"
             )));
         }
-        if cfg.max_tokens == 0 {
+        if self.max_tokens == 0 {
             return Err(ModelError::Config(format!(
-                "max tokens is zero; set {ENV_MAX_TOKENS} to e.g. `2000`"
+                "max tokens is zero; set {ENV_MAX_TOKENS} to e.g. `{DEFAULT_MAX_TOKENS}`"
             )));
         }
-        if !(0.0..=2.0).contains(&cfg.temperature) {
+        let max_temperature = match self.provider {
+            Provider::OpenAi => 2.0,
+            Provider::Anthropic => 1.0,
+        };
+        if !(0.0..=max_temperature).contains(&self.temperature) {
             return Err(ModelError::Config(format!(
-                "temperature {} is out of range; set {ENV_TEMPERATURE} between 0 and 2",
-                cfg.temperature
+                "temperature {} is out of range for {}; set {ENV_TEMPERATURE} between 0 and {max_temperature}",
+                self.temperature, self.provider
             )));
         }
-        Ok(Some(cfg))
+        Ok(())
     }
 
-    /// The environment variable that holds the key for this provider, as
-    /// shown in error messages (`COMPUTE_BOT_API_KEY (or OPENAI_API_KEY)`).
+    /// The environment variable that holds the key for this endpoint, as
+    /// shown in error messages: `COMPUTE_BOT_API_KEY (or OPENAI_API_KEY)` for
+    /// the provider's own host, `COMPUTE_BOT_API_KEY` alone for any other
+    /// (the provider's key is never sent there).
     pub fn key_setting(&self) -> String {
-        format!("{ENV_API_KEY} (or {})", self.provider.key_var())
+        if same_host(&self.base_url, self.provider.default_base_url()) {
+            format!("{ENV_API_KEY} (or {})", self.provider.key_var())
+        } else {
+            format!(
+                "{ENV_API_KEY} ({} is only sent to {})",
+                self.provider.key_var(),
+                self.provider.default_base_url()
+            )
+        }
+    }
+}
+
+/// True when both URLs name the same scheme, host and port.
+fn same_host(a: &str, b: &str) -> bool {
+    match (reqwest::Url::parse(a), reqwest::Url::parse(b)) {
+        (Ok(a), Ok(b)) => {
+            a.scheme() == b.scheme()
+                && a.host_str().map(str::to_ascii_lowercase)
+                    == b.host_str().map(str::to_ascii_lowercase)
+                && a.port_or_known_default() == b.port_or_known_default()
+        }
+        _ => false,
     }
 }
 

@@ -40,7 +40,8 @@ pub enum ModelError {
 
     /// The provider rejected the request (another 4xx).
     #[error(
-        "the model provider rejected the request (HTTP {status}: {message}); check the model settings (COMPUTE_BOT_MODEL, COMPUTE_BOT_MAX_TOKENS, COMPUTE_BOT_TEMPERATURE)"
+        "the model provider rejected the request (HTTP {status}: {message}); {}",
+        rejected_hint(message)
     )]
     Rejected {
         /// The HTTP status.
@@ -49,9 +50,21 @@ pub enum ModelError {
         message: String,
     },
 
+    /// The account is out of credit or quota (`insufficient_quota`, HTTP 402,
+    /// a too-low credit balance). Never retried: waiting does not fix billing.
+    #[error(
+        "the model provider refused for billing or quota reasons (HTTP {status}: {message}); this is not temporary: add credit or raise the quota of the account behind the API key, or configure another key or model"
+    )]
+    Quota {
+        /// The HTTP status (429, 402, 400, or the `code` of an error body sent with 200).
+        status: u16,
+        /// The provider's message.
+        message: String,
+    },
+
     /// 429 or 5xx on every attempt, or a Retry-After beyond the retry budget.
     #[error(
-        "the model provider is unavailable (HTTP {status}: {message}) after {attempts} attempt(s) in {:.1}s; try again later or raise the retry budget", elapsed.as_secs_f64()
+        "the model provider is unavailable (HTTP {status}: {message}) after {attempts} attempt(s) in {:.1}s{}; try again later, or raise the retry budget (COMPUTE_BOT_MODEL_RETRIES, COMPUTE_BOT_MODEL_RETRY_TIME)", elapsed.as_secs_f64(), asked(retry_after)
     )]
     Unavailable {
         /// The last HTTP status.
@@ -62,6 +75,8 @@ pub enum ModelError {
         attempts: u32,
         /// Time spent, waits included.
         elapsed: Duration,
+        /// What the server asked for (`Retry-After`) on the last reply, if anything.
+        retry_after: Option<Duration>,
     },
 
     /// No reply within the request timeout on every attempt.
@@ -122,7 +137,70 @@ pub enum ModelError {
     Empty(String),
 }
 
+/// What to fix after a 4xx: the prompt length for context-length errors,
+/// otherwise the model settings.
+fn rejected_hint(message: &str) -> &'static str {
+    let m = message.to_ascii_lowercase();
+    if m.contains("context length")
+        || m.contains("context_length")
+        || m.contains("context window")
+        || m.contains("prompt is too long")
+        || m.contains("too many tokens")
+        || m.contains("maximum context")
+    {
+        "the prompt is too long for this model: use a model with a larger context window, fewer or smaller inputs, or the policy setting `model.data: schema` (or `none`)"
+    } else {
+        "check the model settings (COMPUTE_BOT_MODEL, COMPUTE_BOT_MAX_TOKENS, COMPUTE_BOT_TEMPERATURE)"
+    }
+}
+
+/// `; the server asked to wait 300s` when it did.
+fn asked(retry_after: &Option<Duration>) -> String {
+    match retry_after {
+        Some(d) => format!(
+            "; the server asked to retry after {}s, beyond the retry budget",
+            d.as_secs_f64().ceil() as u64
+        ),
+        None => String::new(),
+    }
+}
+
 impl ModelError {
+    /// An [`ModelError::Unavailable`] that says what the server asked for
+    /// (`Retry-After`) when that was beyond the retry budget.
+    pub(crate) fn with_retry_after(self, asked: Option<Duration>) -> ModelError {
+        match self {
+            ModelError::Unavailable {
+                status,
+                message,
+                attempts,
+                elapsed,
+                ..
+            } => ModelError::Unavailable {
+                status,
+                message,
+                attempts,
+                elapsed,
+                retry_after: asked,
+            },
+            other => other,
+        }
+    }
+
+    /// True for errors a person must fix in the configuration (key, model
+    /// name, base URL, account billing), not failed computations: front ends
+    /// map these to exit 2 (CLI) / status `error` (action).
+    pub fn is_configuration(&self) -> bool {
+        matches!(
+            self,
+            ModelError::Config(_)
+                | ModelError::Auth { .. }
+                | ModelError::NotFound { .. }
+                | ModelError::Redirected { .. }
+                | ModelError::Quota { .. }
+        )
+    }
+
     /// True for errors that another try later might fix (rate limits,
     /// outages, timeouts, connection errors).
     pub fn is_transient(&self) -> bool {

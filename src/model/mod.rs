@@ -10,10 +10,14 @@ mod client;
 mod config;
 mod error;
 
-pub use client::{ChatReply, ChatRequest, Message, ModelClient, Role};
+pub use client::{
+    AZURE_DEFAULT_API_VERSION, ChatReply, ChatRequest, Finish, Message, ModelClient, Role, Tool,
+};
 pub use config::{
-    ENV_API_KEY, ENV_BASE_URL, ENV_MAX_TOKENS, ENV_MODEL, ENV_PROVIDER, ENV_TEMPERATURE,
-    ENV_TIMEOUT, Env, ModelConfig, ModelOverrides, NO_MODEL_HELP, ProcessEnv, Provider, Secret,
+    DEFAULT_MAX_TOKENS, DEFAULT_REASONING_MAX_TOKENS, ENV_API_KEY, ENV_BASE_URL, ENV_MAX_TOKENS,
+    ENV_MODEL, ENV_PROVIDER, ENV_RETRIES, ENV_RETRY_TIME, ENV_TEMPERATURE, ENV_TIMEOUT, Env,
+    ModelConfig, ModelOverrides, NO_MODEL_HELP, ProcessEnv, Provider, Secret,
+    is_openai_reasoning_model, is_reasoning_model,
 };
 pub use error::ModelError;
 

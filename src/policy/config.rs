@@ -797,6 +797,33 @@ pub enum VerifyMode {
     Independent,
 }
 
+/// `model.data`: how much of the input data may leave for the model provider,
+/// in every request (generation, repairs, explanation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DataLevel {
+    /// File names, sizes, CSV header and first 5 rows, JSON top-level keys,
+    /// the first lines of text; repairs carry up to 2,000 characters of the
+    /// end of stderr; the explanation sees up to 4,000 characters of the result.
+    #[default]
+    Preview,
+    /// File names, sizes, column names and inferred types (JSON keys and
+    /// value kinds), no values; repairs carry only the exception lines of
+    /// stderr; the explanation sees the result's keys and value types only.
+    Schema,
+    /// File names and sizes only; repairs say only what kind of failure
+    /// happened (the exception type); no model explanation (the template is used).
+    None,
+}
+
+/// `model`: what the model provider may see.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ModelPolicy {
+    /// How much of the data leaves for the model (`preview`, `schema`, `none`).
+    pub data: DataLevel,
+}
+
 /// `escalation`: who may approve code that escalated.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -873,6 +900,8 @@ pub struct Policy {
     pub explain: bool,
     /// Who may approve escalated code.
     pub escalation: Escalation,
+    /// What the model provider may see of the data.
+    pub model: ModelPolicy,
     /// Where the policy came from (not part of the file).
     #[serde(skip)]
     pub origin: Option<PathBuf>,
@@ -890,6 +919,7 @@ impl Default for Policy {
             output: Output::default(),
             explain: true,
             escalation: Escalation::default(),
+            model: ModelPolicy::default(),
             origin: None,
         }
     }

@@ -86,8 +86,8 @@ mod verdict;
 pub use check::{MAX_NESTING, check_code};
 pub use config::{
     Attempts, CodePolicy, DEFAULT_ALLOW_IMPORTS, DEFAULT_DENY_CALLS, DEFAULT_DENY_MODULES,
-    Escalation, Inputs, Language, MAX_ATTEMPTS, MAX_CODE_BYTES_LIMIT, Network, Output, Permission,
-    Policy, PolicyError, SandboxPolicy, Version, Who,
+    DataLevel, Escalation, Inputs, Language, MAX_ATTEMPTS, MAX_CODE_BYTES_LIMIT, ModelPolicy,
+    Network, Output, Permission, Policy, PolicyError, SandboxPolicy, Version, Who,
 };
 pub use config::{MAX_REPEAT, OnCheckFailure, Repeat, VerifyMode};
 pub use rules::RuleId;

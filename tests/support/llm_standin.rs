@@ -66,6 +66,26 @@ pub enum Script {
     Forbidden,
     /// HTTP 404 for the requested model.
     ModelNotFound,
+    /// A forced `run_python` tool call (OpenAI `tool_calls`, Anthropic `tool_use`).
+    ToolCall {
+        /// The tool's name.
+        name: String,
+        /// The `plan` argument.
+        plan: String,
+        /// The `code` argument.
+        code: String,
+    },
+    /// A reply cut at the token budget (`finish_reason: length` /
+    /// `stop_reason: max_tokens`), with this much text (may be empty: the
+    /// reasoning used the budget up) and these reasoning tokens.
+    Cut {
+        /// The text written before the cut.
+        text: String,
+        /// Reasoning tokens reported.
+        reasoning_tokens: u64,
+    },
+    /// A refusal (OpenAI `message.refusal`, Anthropic `stop_reason: refusal`).
+    Refusal(String),
     /// Any status and body, sent as given.
     Raw {
         /// The HTTP status.
@@ -163,6 +183,51 @@ impl Reply {
         )
     }
 
+    /// A forced `run_python` call with `plan` and `code`.
+    pub fn tool_call(plan: &str, code: &str) -> Self {
+        Reply::named_tool_call("run_python", plan, code)
+    }
+
+    /// A call of tool `name` with `plan` and `code`.
+    pub fn named_tool_call(name: &str, plan: &str, code: &str) -> Self {
+        Reply::new(Script::ToolCall {
+            name: name.into(),
+            plan: plan.into(),
+            code: code.into(),
+        })
+    }
+
+    /// A reply cut at the budget after `text`, having spent `reasoning` tokens thinking.
+    pub fn cut(text: &str, reasoning: u64) -> Self {
+        Reply::new(Script::Cut {
+            text: text.into(),
+            reasoning_tokens: reasoning,
+        })
+    }
+
+    /// A refusal with this message.
+    pub fn refusal(message: &str) -> Self {
+        Reply::new(Script::Refusal(message.into()))
+    }
+
+    /// HTTP 200 carrying an OpenRouter error body (`{"error": {"code", "message", "metadata"}}`).
+    pub fn error_in_200(code: u16, message: &str) -> Self {
+        Reply::raw(
+            200,
+            json!({"error": {"code": code, "message": message, "metadata": {"provider_name": "StandinUpstream", "raw": "upstream said no"}}}).to_string(),
+            "application/json",
+        )
+    }
+
+    /// OpenAI's 429 `insufficient_quota` (billing, not a rate limit).
+    pub fn insufficient_quota() -> Self {
+        Reply::raw(
+            429,
+            json!({"error": {"message": "You exceeded your current quota, please check your plan and billing details. For more information on this error, read the docs: https://platform.openai.com/docs/guides/error-codes/api-errors.", "type": "insufficient_quota", "param": null, "code": "insufficient_quota"}}).to_string(),
+            "application/json",
+        )
+    }
+
     /// Any status and body.
     pub fn raw(status: u16, body: impl Into<String>, content_type: &str) -> Self {
         Reply::new(Script::Raw {
@@ -199,6 +264,31 @@ impl Reply {
     }
 }
 
+/// The shape of a 200 reply.
+struct Shape {
+    text: String,
+    tool: Option<(String, Value)>,
+    refusal: Option<String>,
+    finish_cut: bool,
+    input: u64,
+    output: u64,
+    reasoning: u64,
+}
+
+impl Shape {
+    fn text(t: &str) -> Self {
+        Shape {
+            text: t.to_string(),
+            tool: None,
+            refusal: None,
+            finish_cut: false,
+            input: 100,
+            output: 20,
+            reasoning: 0,
+        }
+    }
+}
+
 /// One request the stand-in received.
 #[derive(Debug, Clone)]
 pub struct Recorded {
@@ -206,6 +296,8 @@ pub struct Recorded {
     pub method: String,
     /// The URL path (`/v1/chat/completions`).
     pub path: String,
+    /// The query string, if any (`api-version=2024-10-21`).
+    pub query: Option<String>,
     /// Headers, names lower-cased, in arrival order.
     pub headers: Vec<(String, String)>,
     /// The raw body.
@@ -274,7 +366,7 @@ impl Recorded {
     pub fn everything_but_auth(&self) -> String {
         let mut s = format!("{} {}\n", self.method, self.path);
         for (k, v) in &self.headers {
-            if k != "authorization" && k != "x-api-key" {
+            if k != "authorization" && k != "x-api-key" && k != "api-key" {
                 s.push_str(&format!("{k}: {v}\n"));
             }
         }
@@ -283,11 +375,34 @@ impl Recorded {
     }
 }
 
+/// How the endpoint behaves beyond the scripted replies.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Mode {
+    /// Like OpenAI's reasoning models: 400 on `max_tokens` (use
+    /// `max_completion_tokens`) and on any `temperature` but 1.
+    pub reasoning: bool,
+    /// Like an endpoint without tool support (Ollama with a model that has
+    /// no tool template): 400 when the body has `tools`.
+    pub no_tools: bool,
+    /// Azure OpenAI routes and the `api-key` header.
+    pub azure: Option<Azure>,
+}
+
+/// The Azure OpenAI form served.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Azure {
+    /// `/openai/deployments/<name>/chat/completions?api-version=...`.
+    Deployment(String),
+    /// `/openai/v1/chat/completions` (no api-version).
+    V1,
+}
+
 #[derive(Default)]
 struct State {
     queue: VecDeque<Reply>,
     requests: Vec<Recorded>,
     served: usize,
+    mode: Mode,
 }
 
 struct Responder {
@@ -335,6 +450,17 @@ impl LlmStandin {
             key: key.map(str::to_string),
             state,
         }
+    }
+
+    /// Sets how the endpoint behaves (reasoning model, no tools, Azure routes).
+    pub fn set_mode(&self, mode: Mode) -> &Self {
+        self.state.lock().unwrap().mode = mode;
+        self
+    }
+
+    /// The server's root URL (`http://127.0.0.1:PORT`).
+    pub fn root(&self) -> String {
+        self.server.uri()
     }
 
     /// Queues a reply.
@@ -401,6 +527,7 @@ impl Respond for Responder {
         let rec = Recorded {
             method: req.method.to_string(),
             path: req.url.path().to_string(),
+            query: req.url.query().map(str::to_string),
             headers: req
                 .headers
                 .iter()
@@ -420,7 +547,8 @@ impl Respond for Responder {
         state.requests.push(rec.clone());
         let n = state.requests.len();
 
-        if let Some(t) = self.check_request(&rec, json.as_ref(), n) {
+        let mode = state.mode.clone();
+        if let Some(t) = self.check_request(&rec, json.as_ref(), n, &mode) {
             return t;
         }
         let Some(reply) = state.queue.pop_front() else {
@@ -451,11 +579,35 @@ impl Responder {
         rec: &Recorded,
         json: Option<&Value>,
         n: usize,
+        mode: &Mode,
     ) -> Option<ResponseTemplate> {
-        let expected_path = match self.provider {
-            Provider::OpenAi => "/v1/chat/completions",
-            Provider::Anthropic => "/v1/messages",
+        let expected_path = match (&mode.azure, self.provider) {
+            (Some(Azure::Deployment(d)), _) => format!("/openai/deployments/{d}/chat/completions"),
+            (Some(Azure::V1), _) => "/openai/v1/chat/completions".to_string(),
+            (None, Provider::OpenAi) => "/v1/chat/completions".to_string(),
+            (None, Provider::Anthropic) => "/v1/messages".to_string(),
         };
+        if let Some(Azure::Deployment(_)) = &mode.azure {
+            let has_version = rec.query.as_deref().is_some_and(|q| {
+                q.split('&')
+                    .any(|p| p.starts_with("api-version=") && p.len() > 12)
+            });
+            if !has_version {
+                // Azure's answer to a request without api-version.
+                return Some(ResponseTemplate::new(404).set_body_raw(
+                    json!({"error": {"code": "404", "message": "Resource not found"}}).to_string(),
+                    "application/json",
+                ));
+            }
+        }
+        if let Some(key) = self.key.as_ref().filter(|_| mode.azure.is_some())
+            && rec.header("api-key") != Some(key.as_str())
+        {
+            return Some(ResponseTemplate::new(401).set_body_raw(
+                json!({"error": {"code": "401", "message": "Access denied due to invalid subscription key or wrong API endpoint. Make sure to provide a valid key for an active subscription and use a correct regional API endpoint for your resource."}}).to_string(),
+                "application/json",
+            ));
+        }
         if rec.method != "POST" || rec.path != expected_path {
             let msg = match self.provider {
                 Provider::OpenAi => format!("Invalid URL ({} {})", rec.method, rec.path),
@@ -463,7 +615,7 @@ impl Responder {
             };
             return Some(self.error(404, "not_found_error", &msg, n));
         }
-        if let Some(key) = &self.key {
+        if let Some(key) = self.key.as_ref().filter(|_| mode.azure.is_none()) {
             let given = match self.provider {
                 Provider::OpenAi => rec
                     .header("authorization")
@@ -505,7 +657,56 @@ impl Responder {
                 ));
             }
         }
+        if mode.reasoning && j.get("max_tokens").is_some() {
+            return Some(self.error_param(
+                400,
+                "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.",
+                "max_tokens",
+                "unsupported_parameter",
+                n,
+            ));
+        }
+        if mode.reasoning
+            && j.get("temperature")
+                .is_some_and(|t| t.as_f64() != Some(1.0))
+        {
+            let t = j["temperature"].to_string();
+            return Some(self.error_param(
+                400,
+                &format!("Unsupported value: 'temperature' does not support {t} with this model. Only the default (1) value is supported."),
+                "temperature",
+                "unsupported_value",
+                n,
+            ));
+        }
+        if mode.no_tools && j.get("tools").is_some() {
+            let model = j
+                .get("model")
+                .and_then(Value::as_str)
+                .unwrap_or(DEFAULT_MODEL);
+            return Some(ResponseTemplate::new(400).set_body_raw(
+                json!({"error": {"message": format!("registry.ollama.ai/library/{model}:latest does not support tools"), "type": "api_error", "param": null, "code": null}}).to_string(),
+                "application/json",
+            ));
+        }
         None
+    }
+
+    /// An OpenAI 400 naming the parameter, as for reasoning models.
+    fn error_param(
+        &self,
+        status: u16,
+        message: &str,
+        param: &str,
+        code: &str,
+        n: usize,
+    ) -> ResponseTemplate {
+        ResponseTemplate::new(status)
+            .insert_header("x-request-id", format!("req_{n:08}").as_str())
+            .set_body_raw(
+                json!({"error": {"message": message, "type": "invalid_request_error", "param": param, "code": code}}).to_string(),
+                "application/json",
+            )
     }
 
     fn unauthorized(&self, given: Option<&str>, n: usize) -> ResponseTemplate {
@@ -641,12 +842,111 @@ impl Responder {
                     self.error(404, "not_found_error", &format!("model: {model}"), n)
                 }
             },
+            Script::ToolCall { name, plan, code } => {
+                let args = json!({"plan": plan, "code": code});
+                self.reply_body(
+                    Shape {
+                        tool: Some((name.clone(), args)),
+                        ..Shape::text("")
+                    },
+                    model,
+                    n,
+                )
+            }
+            Script::Cut {
+                text,
+                reasoning_tokens,
+            } => self.reply_body(
+                Shape {
+                    finish_cut: true,
+                    reasoning: *reasoning_tokens,
+                    output: reasoning_tokens + (text.len() as u64 / 4),
+                    ..Shape::text(text)
+                },
+                model,
+                n,
+            ),
+            Script::Refusal(message) => self.reply_body(
+                Shape {
+                    refusal: Some(message.clone()),
+                    ..Shape::text("")
+                },
+                model,
+                n,
+            ),
             Script::Raw {
                 status,
                 body,
                 content_type,
             } => ResponseTemplate::new(*status).set_body_raw(body.clone(), content_type),
         }
+    }
+
+    /// A 200 reply of any shape in the provider's format.
+    fn reply_body(&self, s: Shape, model: &str, n: usize) -> ResponseTemplate {
+        let body = match self.provider {
+            Provider::OpenAi => {
+                let tool_calls = s.tool.as_ref().map(|(name, args)| {
+                    json!([{"id": format!("call_standin{n}"), "type": "function",
+                        "function": {"name": name, "arguments": args.to_string()}}])
+                });
+                let finish = if s.finish_cut { "length" } else { "stop" };
+                let content = if s.text.is_empty()
+                    && (s.tool.is_some() || s.refusal.is_some() || s.finish_cut)
+                {
+                    if s.finish_cut { json!("") } else { Value::Null }
+                } else {
+                    json!(s.text)
+                };
+                json!({
+                    "id": format!("chatcmpl-standin{n}"),
+                    "object": "chat.completion",
+                    "created": 1_764_400_000u64 + n as u64,
+                    "model": model,
+                    "choices": [{
+                        "index": 0,
+                        "message": {"role": "assistant", "content": content, "refusal": s.refusal, "tool_calls": tool_calls, "annotations": []},
+                        "logprobs": null,
+                        "finish_reason": finish
+                    }],
+                    "usage": {
+                        "prompt_tokens": s.input,
+                        "completion_tokens": s.output,
+                        "total_tokens": s.input + s.output,
+                        "completion_tokens_details": {"reasoning_tokens": s.reasoning, "audio_tokens": 0, "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0}
+                    }
+                })
+            }
+            Provider::Anthropic => {
+                let mut content = Vec::new();
+                if !s.text.is_empty() {
+                    content.push(json!({"type": "text", "text": s.text}));
+                }
+                if let Some((name, args)) = &s.tool {
+                    content.push(json!({"type": "tool_use", "id": format!("toolu_01Standin{n:06}"), "name": name, "input": args}));
+                }
+                let stop = if s.finish_cut {
+                    "max_tokens"
+                } else if s.refusal.is_some() {
+                    "refusal"
+                } else if s.tool.is_some() {
+                    "tool_use"
+                } else {
+                    "end_turn"
+                };
+                json!({
+                    "id": format!("msg_01Standin{n:06}"),
+                    "type": "message",
+                    "role": "assistant",
+                    "model": model,
+                    "content": content,
+                    "stop_reason": stop,
+                    "stop_sequence": null,
+                    "usage": {"input_tokens": s.input, "output_tokens": s.output}
+                })
+            }
+        };
+        ResponseTemplate::new(200).set_body_raw(body.to_string(), "application/json")
     }
 
     fn success(
