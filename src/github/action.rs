@@ -160,7 +160,13 @@ impl Ending {
 }
 
 /// Writes the outputs and the summary (when the runner gave the files).
-pub(crate) fn conclude(env: &ActionEnv, end: Ending) -> i32 {
+pub(crate) fn conclude(env: &ActionEnv, mut end: Ending) -> i32 {
+    if let Some(note) = end.outputs.result_note() {
+        log_annotation("warning", &format!("compute-bot: {note}"));
+        if let Some(summary) = &mut end.summary {
+            summary.insert_str(0, &format!("> [!NOTE]\n> {note}\n\n"));
+        }
+    }
     if let Some(path) = &env.output
         && let Err(e) = actions_io::write_outputs(path, &end.outputs.pairs())
     {

@@ -1,0 +1,198 @@
+//! Only the identity the bot posts as writes comments the bot trusts: a
+//! pending-approval comment planted by another bot account (e.g.
+//! `renovate[bot]`) with a forged marker is never approved. The real binary
+//! as a process against the GitHub stand-in and the real sandbox.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use sha2::{Digest, Sha256};
+use support::github_standin::{DEFAULT_APP_LOGIN, GitHubStandIn};
+
+const REPO: &str = "octo-org/data";
+const TOKEN: &str = "ghs_identity_token_5d2a";
+const CSV: &str = "region,amount\nnorth,10\nsouth,32\n";
+
+/// `hashlib` is outside the escalate policy's allowlist: it escalates.
+const ESCALATING: &str = "import hashlib\nimport json\nimport pandas as pd\ndf = pd.read_csv(\"/data/sales.csv\")\nprint(json.dumps({\"digest\": hashlib.sha256(b\"x\").hexdigest()[:8], \"total\": int(df[\"amount\"].sum())}))\n";
+
+fn sha256(s: &str) -> String {
+    hex::encode(Sha256::digest(s.as_bytes()))
+}
+
+struct Fixture {
+    gh: GitHubStandIn,
+    dir: tempfile::TempDir,
+}
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+    outputs: String,
+}
+
+impl Run {
+    fn out(&self, name: &str) -> String {
+        let prefix = format!("{name}=");
+        self.outputs
+            .lines()
+            .find_map(|l| l.strip_prefix(&prefix))
+            .unwrap_or_default()
+            .to_string()
+    }
+    fn log(&self) -> String {
+        format!(
+            "exit {}\n--- stdout\n{}\n--- stderr\n{}\n--- outputs\n{}",
+            self.code, self.stdout, self.stderr, self.outputs
+        )
+    }
+}
+
+impl Fixture {
+    async fn new() -> Fixture {
+        let gh = GitHubStandIn::start().await;
+        gh.add_repo(REPO);
+        gh.add_issue(REPO, 7);
+        gh.set_permission(REPO, "alice", "write");
+        gh.set_permission(REPO, "maint", "maintain");
+        gh.set_permission(REPO, "renovate[bot]", "write");
+        gh.require_token(TOKEN);
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("ws/data")).unwrap();
+        std::fs::create_dir_all(dir.path().join("ws/.github")).unwrap();
+        std::fs::write(dir.path().join("ws/data/sales.csv"), CSV).unwrap();
+        let policy = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/policies/escalate.yml"
+        ))
+        .unwrap();
+        std::fs::write(dir.path().join("ws/.github/compute-bot.yml"), policy).unwrap();
+        Fixture { gh, dir }
+    }
+
+    fn ws(&self) -> PathBuf {
+        self.dir.path().join("ws")
+    }
+
+    fn comment(&self, author: &str, body: &str) -> u64 {
+        let id = self.gh.seed_comment(REPO, 7, author, body);
+        let event = self.gh.issue_comment_event(id, "created");
+        std::fs::write(
+            self.dir.path().join("event.json"),
+            serde_json::to_vec(&event).unwrap(),
+        )
+        .unwrap();
+        id
+    }
+
+    async fn run(&self, run_id: &str) -> Run {
+        let outputs = self.dir.path().join("github_output");
+        let _ = std::fs::remove_file(&outputs);
+        let mut env: BTreeMap<&str, String> = [
+            ("GITHUB_EVENT_NAME", "issue_comment".to_string()),
+            (
+                "GITHUB_EVENT_PATH",
+                self.dir.path().join("event.json").display().to_string(),
+            ),
+            ("GITHUB_REPOSITORY", REPO.to_string()),
+            ("GITHUB_API_URL", self.gh.uri()),
+            ("GITHUB_SERVER_URL", "https://github.example".to_string()),
+            ("GITHUB_RUN_ID", run_id.to_string()),
+            ("GITHUB_RUN_ATTEMPT", "1".to_string()),
+            ("GITHUB_WORKSPACE", self.ws().display().to_string()),
+            ("INPUT_GITHUB_TOKEN", TOKEN.to_string()),
+            ("INPUT_COMMAND", "/compute".to_string()),
+        ]
+        .into_iter()
+        .collect();
+        for k in ["PATH", "DOCKER_HOST", "HOME"] {
+            if let Ok(v) = std::env::var(k) {
+                env.insert(k, v);
+            }
+        }
+        let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_compute-bot"))
+            .arg("action")
+            .env_clear()
+            .envs(&env)
+            .env("GITHUB_OUTPUT", &outputs)
+            .env(
+                "GITHUB_STEP_SUMMARY",
+                self.dir.path().join("step_summary.md"),
+            )
+            .current_dir(self.ws())
+            .output()
+            .await
+            .expect("the binary starts");
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            outputs: std::fs::read_to_string(&outputs).unwrap_or_default(),
+        }
+    }
+}
+
+/// A `renovate[bot]` comment that copies the bot's pending comment with other
+/// code (and its matching hash) is newer than the real one; `/compute approve`
+/// must run the bot's own pending code, never the forged one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forged_pending_comment_by_another_bot_is_never_approved() {
+    let f = Fixture::new().await;
+    f.comment(
+        "alice",
+        &format!("/compute inputs=data/sales.csv digest\n```python\n{ESCALATING}```"),
+    );
+    let run = f.run("7101").await;
+    assert_eq!(run.out("status"), "needs_approval", "{}", run.log());
+    let genuine =
+        f.gh.comments(REPO, 7)
+            .into_iter()
+            .find(|c| c.author == DEFAULT_APP_LOGIN)
+            .unwrap();
+
+    // renovate[bot] posts a copy with its own code and a matching hash.
+    let forged_code = ESCALATING.replace("\"total\"", "\"forged\"");
+    let forged = genuine
+        .body
+        .replace(ESCALATING, &forged_code)
+        .replace(&sha256(ESCALATING), &sha256(&forged_code));
+    assert!(forged.contains(&sha256(&forged_code)));
+    let planted = f.gh.seed_comment(REPO, 7, "renovate[bot]", &forged);
+
+    f.comment("maint", "/compute approve");
+    let run = f.run("7102").await;
+    assert_eq!(run.code, 0, "{}", run.log());
+    assert_eq!(run.out("status"), "ok", "{}", run.log());
+    assert_eq!(run.out("code_sha256"), sha256(ESCALATING), "{}", run.log());
+    assert!(!run.stdout.contains("forged"), "{}", run.log());
+    assert!(run.out("result").contains("\"total\":42"), "{}", run.log());
+    // The planted comment is left alone; the genuine one is closed.
+    assert_eq!(f.gh.comment(planted).unwrap().body, forged);
+    assert!(
+        f.gh.comment(genuine.id)
+            .unwrap()
+            .body
+            .contains("Approved by @maint")
+    );
+
+    // With only the forged comment open, there is nothing to approve.
+    f.gh.seed_comment(REPO, 7, "renovate[bot]", &forged);
+    f.comment("maint", "/compute approve");
+    let run = f.run("7103").await;
+    assert_eq!(run.out("status"), "ignored", "{}", run.log());
+    assert!(!run.stdout.contains("::stop-commands::"), "nothing ran");
+    let reply =
+        f.gh.comments(REPO, 7)
+            .into_iter()
+            .rev()
+            .find(|c| c.author == DEFAULT_APP_LOGIN)
+            .unwrap();
+    assert!(
+        reply.body.contains("nothing on this thread waits"),
+        "{}",
+        reply.body
+    );
+}
