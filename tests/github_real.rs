@@ -1,7 +1,10 @@
-//! Only the identity the bot posts as writes comments the bot trusts: a
-//! pending-approval comment planted by another bot account (e.g.
-//! `renovate[bot]`) with a forged marker is never approved. The real binary
-//! as a process against the GitHub stand-in and the real sandbox.
+//! The action as real GitHub and real models behave: only the identity the
+//! bot posts as writes comments the bot trusts (a pending-approval comment
+//! planted by `renovate[bot]` is never approved); a large result stays out of
+//! `GITHUB_OUTPUT`; key order and bidi controls; an empty `api_key` with exact
+//! code calls no provider, and a refused key names the `api_key` input. The
+//! real binary as a process against the GitHub and model stand-ins and the
+//! real sandbox.
 
 mod support;
 
@@ -10,6 +13,7 @@ use std::path::PathBuf;
 
 use sha2::{Digest, Sha256};
 use support::github_standin::{DEFAULT_APP_LOGIN, GitHubStandIn};
+use support::llm_standin::{DEFAULT_MODEL, LlmStandin, Reply};
 
 const REPO: &str = "octo-org/data";
 const TOKEN: &str = "ghs_identity_token_5d2a";
@@ -32,6 +36,7 @@ struct Run {
     stdout: String,
     stderr: String,
     outputs: String,
+    summary: String,
 }
 
 impl Run {
@@ -77,6 +82,14 @@ impl Fixture {
         self.dir.path().join("ws")
     }
 
+    fn bot_comments(&self) -> Vec<support::github_standin::StoredComment> {
+        self.gh
+            .comments(REPO, 7)
+            .into_iter()
+            .filter(|c| c.author == DEFAULT_APP_LOGIN)
+            .collect()
+    }
+
     fn comment(&self, author: &str, body: &str) -> u64 {
         let id = self.gh.seed_comment(REPO, 7, author, body);
         let event = self.gh.issue_comment_event(id, "created");
@@ -89,8 +102,14 @@ impl Fixture {
     }
 
     async fn run(&self, run_id: &str) -> Run {
+        self.run_with(run_id, &[]).await
+    }
+
+    async fn run_with(&self, run_id: &str, extra: &[(&'static str, String)]) -> Run {
         let outputs = self.dir.path().join("github_output");
+        let summary = self.dir.path().join("step_summary.md");
         let _ = std::fs::remove_file(&outputs);
+        let _ = std::fs::remove_file(&summary);
         let mut env: BTreeMap<&str, String> = [
             ("GITHUB_EVENT_NAME", "issue_comment".to_string()),
             (
@@ -113,15 +132,13 @@ impl Fixture {
                 env.insert(k, v);
             }
         }
+        env.extend(extra.iter().cloned());
         let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_compute-bot"))
             .arg("action")
             .env_clear()
             .envs(&env)
             .env("GITHUB_OUTPUT", &outputs)
-            .env(
-                "GITHUB_STEP_SUMMARY",
-                self.dir.path().join("step_summary.md"),
-            )
+            .env("GITHUB_STEP_SUMMARY", &summary)
             .current_dir(self.ws())
             .output()
             .await
@@ -131,6 +148,7 @@ impl Fixture {
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
             stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
             outputs: std::fs::read_to_string(&outputs).unwrap_or_default(),
+            summary: std::fs::read_to_string(&summary).unwrap_or_default(),
         }
     }
 }
@@ -195,4 +213,131 @@ async fn a_forged_pending_comment_by_another_bot_is_never_approved() {
         "{}",
         reply.body
     );
+}
+
+/// A 20,000-row result (1.5 MB of JSON) is left out of the `result` output
+/// with a warning and a summary note that point at the report file; the
+/// report has it whole. Keys keep the order the code printed, and a
+/// right-to-left override in a value does not reach the comment.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_result_is_capped_in_the_output_and_keeps_its_key_order() {
+    let f = Fixture::new().await;
+    let code = "import json\nrows = [{'day': '2024-01-%05d' % i, 'value': i / 7} for i in range(20000)]\nwith open('/out/result.json', 'w') as fh:\n    json.dump({'zeta': 1, 'alpha': 'safe\\u202eexe.txt', 'rows': rows}, fh)\n";
+    f.comment(
+        "alice",
+        &format!("/compute many rows\n```python\n{code}```"),
+    );
+    let run = f.run("7201").await;
+    assert_eq!(run.code, 0, "{}", run.log());
+    assert_eq!(run.out("status"), "ok", "{}", run.log());
+    assert_eq!(run.out("result"), "null", "{}", run.log());
+    assert!(
+        run.outputs.len() < 2_000,
+        "{} bytes of outputs",
+        run.outputs.len()
+    );
+    assert!(
+        run.stdout.contains("::warning::")
+            && run.stdout.contains("256 KiB cap of the `result` output"),
+        "{}",
+        run.log()
+    );
+    let report_path = run.out("report_path");
+    assert!(
+        run.summary.starts_with("> [!NOTE]"),
+        "{}",
+        &run.summary[..200]
+    );
+    assert!(
+        run.summary.contains(&report_path),
+        "the note names the report file"
+    );
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(f.ws().join(&report_path)).unwrap()).unwrap();
+    assert_eq!(report["result"]["rows"].as_array().unwrap().len(), 20_000);
+    let keys: Vec<&String> = report["result"].as_object().unwrap().keys().collect();
+    assert_eq!(
+        keys,
+        ["zeta", "alpha", "rows"],
+        "the report keeps the order"
+    );
+    let comment = &f.bot_comments()[0].body;
+    let zeta = comment.find("| zeta | 1 |").expect(comment);
+    let alpha = comment.find("| alpha |").expect(comment);
+    assert!(zeta < alpha, "{comment}");
+    assert!(
+        !comment.contains('\u{202E}'),
+        "a bidi override reached the comment"
+    );
+    assert!(comment.contains("safe\\[U+202E\\]exe.txt"), "{comment}");
+
+    // A small result: the output keeps the printed order.
+    f.comment(
+        "alice",
+        "/compute order\n```python\nimport json\nprint(json.dumps({'zeta': 1, 'alpha': 2.5, 'mid': [1]}))\n```",
+    );
+    let run = f.run("7202").await;
+    assert_eq!(
+        run.out("result"),
+        r#"{"zeta":1,"alpha":2.5,"mid":[1]}"#,
+        "{}",
+        run.log()
+    );
+}
+
+fn model_env(llm: &LlmStandin, key: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("INPUT_PROVIDER", "openai".into()),
+        ("INPUT_MODEL", DEFAULT_MODEL.into()),
+        ("INPUT_BASE_URL", llm.base_url()),
+        ("INPUT_API_KEY", key.into()),
+    ]
+}
+
+/// Provider and model set, `api_key` empty (a missing secret): exact code
+/// runs without a single call to the provider, with the template explanation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exact_code_without_an_api_key_never_calls_the_provider() {
+    let f = Fixture::new().await;
+    let llm = LlmStandin::openai().await;
+    llm.push(Reply::text("should not be asked"));
+    f.comment(
+        "alice",
+        "/compute total\n```python\nimport json\nprint(json.dumps({'total': 42}))\n```",
+    );
+    let run = f.run_with("7301", &model_env(&llm, "")).await;
+    assert_eq!(run.code, 0, "{}", run.log());
+    assert_eq!(run.out("status"), "ok", "{}", run.log());
+    assert_eq!(llm.requests().len(), 0, "no plan, no explanation call");
+    let comment = &f.bot_comments()[0].body;
+    assert!(
+        comment.contains("ran in the sandbox and returned"),
+        "{comment}"
+    );
+}
+
+/// A key the provider refuses (401): the comment tells the user to set the
+/// action's `api_key` input, not the CLI's `COMPUTE_BOT_API_KEY` variable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_key_names_the_api_key_input() {
+    let f = Fixture::new().await;
+    let llm = LlmStandin::openai().await;
+    llm.push(Reply::unauthorized());
+    f.comment("alice", "/compute inputs=data/sales.csv total amount");
+    let run = f
+        .run_with("7302", &model_env(&llm, "sk-wrong-key-0000"))
+        .await;
+    assert_ne!(run.code, 0, "{}", run.log());
+    assert_eq!(llm.requests().len(), 1, "a 401 is not retried");
+    let comment = &f.bot_comments()[0].body;
+    assert!(
+        comment.contains("set the action input \\`api\\_key\\`"),
+        "{comment}"
+    );
+    assert!(
+        !comment.contains("set COMPUTE\\_BOT\\_API\\_KEY"),
+        "{comment}"
+    );
+    assert!(!comment.contains("set COMPUTE_BOT_API_KEY"), "{comment}");
+    assert!(!comment.contains("sk-wrong-key-0000"), "{comment}");
 }
