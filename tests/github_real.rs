@@ -341,3 +341,26 @@ async fn a_refused_key_names_the_api_key_input() {
     assert!(!comment.contains("set COMPUTE_BOT_API_KEY"), "{comment}");
     assert!(!comment.contains("sk-wrong-key-0000"), "{comment}");
 }
+
+/// An App installation token (also `ghs_…`) posts as the App's bot: with the
+/// `bot_login` input its pending code can be approved; without it the bot
+/// trusts only `github-actions[bot]` and finds nothing to approve.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_app_token_needs_its_bot_login_to_approve() {
+    let f = Fixture::new().await;
+    f.gh.set_app_login("compute-app[bot]", "Bot");
+    f.comment(
+        "alice",
+        &format!("/compute inputs=data/sales.csv digest\n```python\n{ESCALATING}```"),
+    );
+    let run = f.run("7401").await;
+    assert_eq!(run.out("status"), "needs_approval", "{}", run.log());
+    f.comment("maint", "/compute approve");
+    let run = f.run("7402").await;
+    assert_eq!(run.out("status"), "ignored", "fails closed\n{}", run.log());
+    f.comment("maint", "/compute approve");
+    let login = [("INPUT_BOT_LOGIN", "compute-app[bot]".to_string())];
+    let run = f.run_with("7403", &login).await;
+    assert_eq!(run.out("status"), "ok", "{}", run.log());
+    assert_eq!(run.out("code_sha256"), sha256(ESCALATING));
+}

@@ -263,7 +263,11 @@ pub async fn run(vars: &BTreeMap<String, String>) -> i32 {
         _ => env.repository.clone(),
     };
     let gh = match GitHub::new(&env.api_url, &token, repo) {
-        Ok(gh) => gh,
+        // `bot_login`: the App's bot login for an App installation token.
+        Ok(gh) => match vars.get("INPUT_BOT_LOGIN").map(|l| l.trim()) {
+            Some(login) if !login.is_empty() => gh.with_bot_login(login),
+            _ => gh,
+        },
         Err(e) => return config_error(&env, &e.to_string()),
     };
     let ctx = Ctx {
