@@ -364,3 +364,62 @@ async fn an_app_token_needs_its_bot_login_to_approve() {
     assert_eq!(run.out("status"), "ok", "{}", run.log());
     assert_eq!(run.out("code_sha256"), sha256(ESCALATING));
 }
+
+/// The token's quota is spent for the next hour and the wait budget is 1 s:
+/// the run says "rate limited until <time>" (not a permission problem), and
+/// no request goes out after the refused one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spent_quota_past_the_budget_stops_the_run_without_more_requests() {
+    let f = Fixture::new().await;
+    f.comment(
+        "alice",
+        "/compute total\n```python\nimport json\nprint(json.dumps({'total': 42}))\n```",
+    );
+    f.gh.set_primary_limit(1000, 0, 3600, 403);
+    let before = f.gh.requests().len();
+    let run = f
+        .run_with("7501", &[("COMPUTE_BOT_GITHUB_WAIT", "1s".to_string())])
+        .await;
+    assert_ne!(run.code, 0, "{}", run.log());
+    let sent = f.gh.requests().len() - before;
+    assert_eq!(sent, 1, "only the refused request was sent");
+    assert!(
+        run.summary.contains("rate limited until 20"),
+        "{}",
+        run.summary
+    );
+    assert!(!run.summary.contains("permissions:"), "{}", run.summary);
+}
+
+/// The quota runs out mid-run and resets 2 s later: the run waits, then
+/// posts the result; nothing is sent while the limit holds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quota_running_out_mid_run_is_waited_out_and_the_result_posted() {
+    let f = Fixture::new().await;
+    let cid = f.comment(
+        "alice",
+        "/compute total\n```python\nimport json\nprint(json.dumps({'total': 42}))\n```",
+    );
+    // Permission check and 👀 pass; the tracking comment hits the limit.
+    f.gh.set_primary_limit(1000, 2, 2, 403);
+    let run = f.run("7502").await;
+    assert_eq!(run.code, 0, "{}", run.log());
+    assert_eq!(run.out("status"), "ok");
+    let seen = f.gh.requests();
+    let refused: Vec<usize> = (0..seen.len()).filter(|i| seen[*i].status == 403).collect();
+    assert_eq!(
+        refused.len(),
+        1,
+        "{:?}",
+        seen.iter()
+            .map(|s| (&s.method, &s.path, s.status))
+            .collect::<Vec<_>>()
+    );
+    let next = &seen[refused[0] + 1];
+    assert!(
+        next.at - seen[refused[0]].at >= std::time::Duration::from_millis(900),
+        "the next request waited for the reset"
+    );
+    assert!(f.bot_comments()[0].body.contains("| total | 42 |"));
+    assert_eq!(f.gh.reactions(cid), vec!["eyes", "rocket"]);
+}
