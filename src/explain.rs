@@ -207,7 +207,7 @@ mod tests {
         let r = json!({"mean": 2.5, "rows": [1, 2, 3], "unit": "kg", "meta": {"a": 1}});
         assert_eq!(
             template_explanation(None, &r),
-            "The code ran in the sandbox and returned 4 fields: mean = 2.5, meta (an object with 1 field), rows (a list of 3 items), unit = \"kg\"."
+            "The code ran in the sandbox and returned 4 fields: mean = 2.5, rows (a list of 3 items), unit = \"kg\", meta (an object with 1 field)."
         );
     }
 

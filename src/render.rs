@@ -54,8 +54,42 @@ pub fn fence_for(content: &str) -> String {
     "`".repeat((longest + 1).max(3))
 }
 
-/// Wraps `content` in a fenced block with `lang`, using [`fence_for`].
+/// True for the Unicode bidirectional controls that can make text read in
+/// another order than it is stored (U+202A–U+202E embeddings and overrides,
+/// U+2066–U+2069 isolates, U+200E/U+200F marks, U+061C the Arabic letter mark).
+pub fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}')
+}
+
+/// Makes bidirectional controls visible: each becomes the text `[U+202E]`
+/// (its code point), so untrusted text cannot reorder what a reader sees
+/// ("Trojan Source"). Every rendering of untrusted text goes through it:
+/// [`neutralize`] (and so [`escape_cell`]), [`fenced`], chart labels and the
+/// terminal [`text`].
+pub fn show_bidi(s: &str) -> String {
+    if !s.chars().any(is_bidi_control) {
+        return s.to_string();
+    }
+    let mut out = String::with_capacity(s.len() + 16);
+    for c in s.chars() {
+        if is_bidi_control(c) {
+            let _ = write!(out, "[U+{:04X}]", c as u32);
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Wraps `content` in a fenced block with `lang`, using [`fence_for`];
+/// bidirectional controls are shown as [`show_bidi`] does.
 pub fn fenced(lang: &str, content: &str) -> String {
+    fenced_exact(lang, &show_bidi(content))
+}
+
+/// [`fenced`] keeping `content` byte for byte (for code that is read back
+/// and hash-checked, such as code waiting for approval).
+pub fn fenced_exact(lang: &str, content: &str) -> String {
     let fence = fence_for(content);
     let nl = if content.ends_with('\n') || content.is_empty() {
         ""
@@ -69,6 +103,7 @@ pub fn fenced(lang: &str, content: &str) -> String {
 /// put after `@`) and `<`/`>` are entities, so no HTML or hidden comments.
 /// Markdown emphasis and lists survive.
 pub fn neutralize(s: &str) -> String {
+    let s = show_bidi(s);
     let mut out = String::with_capacity(s.len());
     let mut chars = s.chars().peekable();
     while let Some(c) = chars.next() {
@@ -366,6 +401,12 @@ fn render_md(report: &Report, ctx: &RenderContext, b: &Budget, cut_note: Option<
         s.push_str("\n#### Result\n\n");
         s.push_str(&result_md(result, b));
     }
+    if report.result.as_ref().is_some_and(has_rounded_numbers) {
+        let _ = writeln!(
+            s,
+            "\n_Numbers are shown to {SIGNIFICANT_DIGITS} significant digits; the JSON report and the `result` output have every digit._"
+        );
+    }
     if let Some(ex) = &report.explanation {
         let _ = write!(
             s,
@@ -478,6 +519,7 @@ fn scalar_inline(v: &Value) -> String {
     match v {
         Value::String(s) => escape_cell(&cut_chars(s, 2000)),
         Value::Null => "null".into(),
+        Value::Number(n) => format!("`{}`", readable_json_number(n)),
         other => format!("`{other}`"),
     }
 }
@@ -495,7 +537,8 @@ fn cell_of(v: &Value) -> String {
     match v {
         Value::String(s) => escape_cell(&cut_chars(s, 300)),
         Value::Null => String::new(),
-        Value::Number(_) | Value::Bool(_) => v.to_string(),
+        Value::Number(n) => readable_json_number(n),
+        Value::Bool(_) => v.to_string(),
         other => format!(
             "<code>{}</code>",
             escape_cell(&cut_chars(&other.to_string(), 200))
@@ -750,7 +793,8 @@ pub fn find_series_for(result: &Value, hint: Option<&str>) -> Option<Series> {
 }
 
 fn chart_text(s: &str) -> String {
-    s.chars()
+    show_bidi(s)
+        .chars()
         .filter(|c| !matches!(c, '"' | '`' | '\n' | '\r' | '[' | ']' | '<' | '>'))
         .take(40)
         .collect()
@@ -764,12 +808,81 @@ fn num(v: f64) -> String {
     }
 }
 
+/// Significant digits numbers are shown with in text (tables, the answer
+/// line, chart values). The JSON (report, `result` output, JSON blocks)
+/// keeps every digit.
+pub const SIGNIFICANT_DIGITS: usize = 4;
+
+/// A number for people: integers as they are; other values to
+/// [`SIGNIFICANT_DIGITS`] significant digits without trailing zeros, never
+/// dropping digits before the decimal point (`0.08478968314121142` →
+/// `0.08479`, `12345.678` → `12346`); very small or large values in
+/// scientific notation (`8.479e-7`).
+pub fn readable_number(v: f64) -> String {
+    if !v.is_finite() {
+        return v.to_string();
+    }
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        return format!("{}", v as i64);
+    }
+    let mag = v.abs().log10().floor() as i32;
+    if !(-4..15).contains(&mag) {
+        let t = format!("{:.*e}", SIGNIFICANT_DIGITS - 1, v);
+        let (m, e) = t.split_once('e').unwrap_or((&t, "0"));
+        let m = if m.contains('.') {
+            m.trim_end_matches('0').trim_end_matches('.')
+        } else {
+            m
+        };
+        return format!("{m}e{e}");
+    }
+    let decimals = (SIGNIFICANT_DIGITS as i32 - 1 - mag).max(0) as usize;
+    let t = format!("{v:.decimals$}");
+    let t = if t.contains('.') {
+        t.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        t
+    };
+    if t == "-0" { "0".into() } else { t }
+}
+
+/// [`readable_number`] for a JSON number (integers exactly as written).
+fn readable_json_number(n: &serde_json::Number) -> String {
+    if n.is_i64() || n.is_u64() {
+        return n.to_string();
+    }
+    n.as_f64()
+        .map(readable_number)
+        .unwrap_or_else(|| n.to_string())
+}
+
+/// True when some number in `v` is shown with fewer digits than it has.
+fn has_rounded_numbers(v: &Value) -> bool {
+    match v {
+        Value::Number(n) => readable_json_number(n) != n.to_string(),
+        Value::Array(a) => a.iter().any(has_rounded_numbers),
+        Value::Object(m) => m.values().any(has_rounded_numbers),
+        _ => false,
+    }
+}
+
+/// Most x-axis labels a chart shows by name; with more points the x axis
+/// is numbered and its title names the first and last label.
+pub const CHART_MAX_LABELS: usize = 8;
+
 /// A mermaid `xychart-beta` block for the result's numeric series, if any.
 pub fn chart(result: &Value) -> Option<String> {
     chart_for(result, None)
 }
 
 /// [`chart`], preferring the numeric field the goal (`hint`) names.
+///
+/// The y axis always includes zero (from zero up for positive values, so a
+/// bar's height is its value; down to the lowest value when there are
+/// negative ones). Up to [`CHART_MAX_LABELS`] points keep their labels on the
+/// x axis; with more, the x axis is numbered 1…n (mermaid then picks readable
+/// ticks) and its title names the first and last label. Values are written
+/// to [`SIGNIFICANT_DIGITS`] significant digits.
 pub fn chart_for(result: &Value, hint: Option<&str>) -> Option<String> {
     let s = find_series_for(result, hint)?;
     let total = s.values.len();
@@ -779,17 +892,35 @@ pub fn chart_for(result: &Value, hint: Option<&str>) -> Option<String> {
     } else {
         chart_text(&s.title)
     };
-    let labels: Vec<String> = s.labels[..n]
-        .iter()
-        .map(|l| format!("\"{}\"", chart_text(l)))
-        .collect();
-    let values: Vec<String> = s.values[..n].iter().copied().map(num).collect();
+    let values = &s.values[..n];
+    let x_axis = if n <= CHART_MAX_LABELS {
+        let labels: Vec<String> = s.labels[..n]
+            .iter()
+            .map(|l| format!("\"{}\"", chart_text(l)))
+            .collect();
+        format!("[{}]", labels.join(", "))
+    } else if s.labelled {
+        format!(
+            "\"{} … {} ({n} points)\" 1 --> {n}",
+            chart_text(&s.labels[0]),
+            chart_text(&s.labels[n - 1])
+        )
+    } else {
+        format!("\"position\" 1 --> {n}")
+    };
+    let shown: Vec<String> = values.iter().copied().map(readable_number).collect();
+    // The axis from the values as written, so no bar pokes out of it.
+    let plotted = shown.iter().filter_map(|v| v.parse::<f64>().ok());
+    let lo = plotted.clone().fold(0.0_f64, f64::min);
+    let hi = plotted.fold(0.0_f64, f64::max);
+    let hi = if hi == lo { lo + 1.0 } else { hi };
     let kind = if s.labelled && n <= 30 { "bar" } else { "line" };
     Some(format!(
-        "```mermaid\nxychart-beta\n    title \"{title}\"\n    x-axis [{}]\n    y-axis \"{}\"\n    {kind} [{}]\n```\n",
-        labels.join(", "),
+        "```mermaid\nxychart-beta\n    title \"{title}\"\n    x-axis {x_axis}\n    y-axis \"{}\" {} --> {}\n    {kind} [{}]\n```\n",
         chart_text(&s.title),
-        values.join(", ")
+        num(lo),
+        num(hi),
+        shown.join(", ")
     ))
 }
 
@@ -825,6 +956,12 @@ fn code_md(report: &Report, code: &str, b: &Budget) -> String {
     } else {
         s.push_str(&fenced("python", code));
         s.push('\n');
+    }
+    if code.chars().any(is_bidi_control) {
+        let _ = writeln!(
+            s,
+            "_The code contains bidirectional control characters, shown as `[U+…]`; the sha256 is of the exact code (in the JSON report)._\n"
+        );
     }
     let _ = writeln!(s, "sha256: `{sha}`\n</details>");
     s
@@ -893,7 +1030,7 @@ fn list_md(title: &str, items: &[String], max: usize) -> String {
     }
     let mut s = format!("- {title} ({}):", items.len());
     for it in items.iter().take(max) {
-        let _ = write!(s, " `{}`", cut_chars(it, 200).replace('`', "'"));
+        let _ = write!(s, " `{}`", show_bidi(&cut_chars(it, 200)).replace('`', "'"));
     }
     if items.len() > max {
         let _ = write!(s, " … and {} more", items.len() - max);
@@ -981,7 +1118,7 @@ fn sandbox_md(o: &Outcome, b: &Budget) -> String {
 }
 
 fn escape_pipes(s: &str) -> String {
-    s.replace('|', "\\|")
+    show_bidi(s).replace('|', "\\|")
 }
 
 fn fmt_ms(ms: u64) -> String {
@@ -1134,7 +1271,7 @@ pub fn text(report: &Report) -> String {
             );
         }
     }
-    s
+    show_bidi(&s)
 }
 
 #[cfg(test)]

@@ -16,8 +16,9 @@ fn yaml(path: &str) -> Value {
     serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
-const INPUTS: [&str; 11] = [
+const INPUTS: [&str; 12] = [
     "github_token",
+    "bot_login",
     "policy",
     "command",
     "provider",

@@ -160,7 +160,13 @@ impl Ending {
 }
 
 /// Writes the outputs and the summary (when the runner gave the files).
-pub(crate) fn conclude(env: &ActionEnv, end: Ending) -> i32 {
+pub(crate) fn conclude(env: &ActionEnv, mut end: Ending) -> i32 {
+    if let Some(note) = end.outputs.result_note() {
+        log_annotation("warning", &format!("compute-bot: {note}"));
+        if let Some(summary) = &mut end.summary {
+            summary.insert_str(0, &format!("> [!NOTE]\n> {note}\n\n"));
+        }
+    }
     if let Some(path) = &env.output
         && let Err(e) = actions_io::write_outputs(path, &end.outputs.pairs())
     {
@@ -257,7 +263,11 @@ pub async fn run(vars: &BTreeMap<String, String>) -> i32 {
         _ => env.repository.clone(),
     };
     let gh = match GitHub::new(&env.api_url, &token, repo) {
-        Ok(gh) => gh,
+        // `bot_login`: the App's bot login for an App installation token.
+        Ok(gh) => match vars.get("INPUT_BOT_LOGIN").map(|l| l.trim()) {
+            Some(login) if !login.is_empty() => gh.with_bot_login(login),
+            _ => gh,
+        },
         Err(e) => return config_error(&env, &e.to_string()),
     };
     let ctx = Ctx {

@@ -30,18 +30,62 @@ pub struct Outputs {
     pub report_path: Option<String>,
 }
 
+/// The most the `result` output may take, in bytes as GitHub counts outputs
+/// (UTF-16: two bytes per ASCII character): 256 KiB. GitHub allows a job's
+/// outputs 1 MB in all ("Passing information between jobs"), shared with
+/// every other step, so the result keeps well below it. A larger result is
+/// written as `null` with a warning that points at the report file.
+pub const RESULT_OUTPUT_CAP: usize = 256 * 1024;
+
+/// The size of `s` as GitHub approximates output sizes (UTF-16 encoding).
+pub fn utf16_size(s: &str) -> usize {
+    s.encode_utf16().count() * 2
+}
+
 impl Outputs {
+    /// The `result` output: the result as compact JSON in the order the code
+    /// printed its keys, or `null` (no result, or one over
+    /// [`RESULT_OUTPUT_CAP`]; see [`Outputs::result_note`]).
+    pub fn result_value(&self) -> String {
+        match &self.result {
+            Some(v) => {
+                let json = v.to_string();
+                if utf16_size(&json) > RESULT_OUTPUT_CAP {
+                    "null".into()
+                } else {
+                    json
+                }
+            }
+            None => "null".into(),
+        }
+    }
+
+    /// When the result was left out of the `result` output for its size:
+    /// what to tell the user (for a `::warning::` and the job summary).
+    pub fn result_note(&self) -> Option<String> {
+        let json = self.result.as_ref()?.to_string();
+        let size = utf16_size(&json);
+        if size <= RESULT_OUTPUT_CAP {
+            return None;
+        }
+        let report = match self.report_path.as_deref() {
+            Some(p) if !p.is_empty() => format!(
+                "the report file `{p}` (its `result` field; keep it with `actions/upload-artifact`)"
+            ),
+            _ => "the JSON report (`report_path` output)".to_string(),
+        };
+        Some(format!(
+            "The result is {:.2} MB as GitHub counts outputs (UTF-16), over the {} KiB cap of the `result` output (a job's outputs may take 1 MB in all), so `result` is `null`. The whole result is in {report}.",
+            size as f64 / 1_000_000.0,
+            RESULT_OUTPUT_CAP / 1024
+        ))
+    }
+
     /// The `(name, value)` pairs to write; absent values are written empty.
     pub fn pairs(&self) -> Vec<(&'static str, String)> {
         vec![
             ("status", self.status.clone()),
-            (
-                "result",
-                self.result
-                    .as_ref()
-                    .map(|v| v.to_string())
-                    .unwrap_or_else(|| "null".into()),
-            ),
+            ("result", self.result_value()),
             (
                 "comment_id",
                 self.comment_id.map(|c| c.to_string()).unwrap_or_default(),
@@ -211,6 +255,59 @@ mod tests {
         assert!(text.contains("result={\"a\":\"x\\ny\"}\n"));
         assert!(text.contains("comment_id=5\n") && text.contains("report_path=\n"));
         assert!(write_outputs(&p, &[("bad name", "x".into())]).is_err());
+    }
+
+    #[test]
+    fn a_large_result_is_left_out_of_the_output_with_a_note() {
+        let rows: Vec<serde_json::Value> = (0..20_000)
+            .map(|i| serde_json::json!({"day": format!("2024-01-{i:05}"), "value": i as f64 / 7.0}))
+            .collect();
+        let big = Outputs {
+            status: "ok".into(),
+            result: Some(serde_json::json!({ "rows": rows })),
+            report_path: Some("compute-bot-reports/report-1-1.json".into()),
+            ..Outputs::default()
+        };
+        assert_eq!(big.result_value(), "null");
+        let note = big.result_note().unwrap();
+        assert!(
+            note.contains("256 KiB") && note.contains("compute-bot-reports/report-1-1.json"),
+            "{note}"
+        );
+        let total: usize = big
+            .pairs()
+            .iter()
+            .map(|(k, v)| utf16_size(&format_output(k, v)))
+            .sum();
+        assert!(total < 1_000, "{total}");
+        // Just under the cap: written whole, no note.
+        let s = "x".repeat(RESULT_OUTPUT_CAP / 2 - 2);
+        let fits = Outputs {
+            result: Some(serde_json::Value::String(s.clone())),
+            ..Outputs::default()
+        };
+        assert_eq!(utf16_size(&fits.result_value()), RESULT_OUTPUT_CAP);
+        assert_eq!(fits.result_note(), None);
+        let over = Outputs {
+            result: Some(serde_json::Value::String(s + "é")),
+            ..Outputs::default()
+        };
+        assert_eq!(over.result_value(), "null");
+        assert!(over.result_note().unwrap().contains("`report_path`"));
+    }
+
+    #[test]
+    fn the_result_keeps_the_key_order_the_code_printed() {
+        let v: serde_json::Value =
+            serde_json::from_str(r#"{"zeta": 1, "alpha": {"y": 2, "b": 3}, "mid": [1]}"#).unwrap();
+        let o = Outputs {
+            result: Some(v),
+            ..Outputs::default()
+        };
+        assert_eq!(
+            o.result_value(),
+            r#"{"zeta":1,"alpha":{"y":2,"b":3},"mid":[1]}"#
+        );
     }
 
     #[test]

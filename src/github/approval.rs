@@ -51,14 +51,20 @@ pub fn read_request_marker(body: &str) -> Option<PendingRequest> {
     serde_json::from_slice(&bytes).ok()
 }
 
-/// The newest comment written by a bot account that carries an open pending
-/// marker, with the code read back from it (or why it cannot be used).
+/// The newest comment written by the identity the bot posts as
+/// ([`GitHub::own_login`]; no other account, bot or not) that carries an open
+/// pending marker, with the code read back from it (or why it cannot be used).
 async fn find_pending(
     gh: &GitHub,
     issue: u64,
 ) -> Result<Option<(CommentInfo, Result<PendingCode, PendingError>)>, GitHubError> {
     let comments = gh.list_comments(issue).await?;
-    for c in comments.into_iter().rev().filter(|c| c.author_is_bot) {
+    let own = gh.own_login().await?;
+    for c in comments
+        .into_iter()
+        .rev()
+        .filter(|c| c.author_login.eq_ignore_ascii_case(&own))
+    {
         match texts::read_pending(&c.body) {
             Err(PendingError::NoMarker) | Err(PendingError::Closed) => continue,
             r => return Ok(Some((c, r))),

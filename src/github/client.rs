@@ -4,11 +4,30 @@
 //! default, with a doubling delay), 403/404 answers become errors that say
 //! which `permissions:` the workflow token needs, and the token is scrubbed
 //! from every error message.
+//!
+//! Rate limits are told apart from permission problems and handled as
+//! GitHub documents them (REST API "Rate limits", "Best practices"):
+//!
+//! - a `retry-after` header: no request for that many seconds;
+//! - `x-ratelimit-remaining: 0` (the primary limit): no request until
+//!   `x-ratelimit-reset` (UTC epoch seconds);
+//! - otherwise a 429, or a 403 saying "secondary rate limit": wait at least
+//!   one minute, doubling the wait on each further secondary limit.
+//!
+//! The wait holds back *every* request of the client (clones share it), not
+//! only the one that was refused. All waits of a run together stay within a
+//! budget ([`RateLimits`], default 5 minutes, `COMPUTE_BOT_GITHUB_WAIT`);
+//! a limit that lasts longer stops the call at once with
+//! [`GitHubError::RateLimited`] ("rate limited until <time>"), and later calls
+//! fail the same way without being sent until the limit is over.
 
 use std::fmt;
 use std::future::Future;
 use std::str::FromStr;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use chrono::{DateTime, SecondsFormat, Utc};
 
 use octocrab::Octocrab;
 use octocrab::models::issues::Comment;
@@ -190,19 +209,180 @@ pub enum GitHubError {
         /// The parser's message.
         message: String,
     },
+    /// GitHub's rate limit lasts longer than the wait budget left.
+    #[error(
+        "{action} failed: rate limited until {until} (GitHub's {kind} rate limit: {message}). compute-bot waits for rate limits at most {budget_secs} s per run (COMPUTE_BOT_GITHUB_WAIT) and had waited {waited_secs} s; re-run the job after {until}."
+    )]
+    RateLimited {
+        /// What the bot was doing.
+        action: String,
+        /// `primary` or `secondary`.
+        kind: String,
+        /// Until when GitHub refuses requests (RFC 3339, UTC).
+        until: String,
+        /// GitHub's message, or why the request was not sent.
+        message: String,
+        /// Seconds already waited on rate limits in this run.
+        waited_secs: u64,
+        /// The wait budget in seconds.
+        budget_secs: u64,
+    },
     /// The client could not be built (bad `GITHUB_API_URL`, ...).
     #[error("cannot set up the GitHub client: {0}")]
     Setup(String),
 }
 
 impl GitHubError {
-    /// The HTTP status, when GitHub answered.
+    /// The HTTP status, when GitHub answered (rate limits have none: they are
+    /// not a 403 about permissions).
     pub fn status(&self) -> Option<u16> {
         match self {
             GitHubError::Api { status, .. } => Some(*status),
             _ => None,
         }
     }
+
+    /// True for [`GitHubError::RateLimited`].
+    pub fn is_rate_limited(&self) -> bool {
+        matches!(self, GitHubError::RateLimited { .. })
+    }
+}
+
+/// How long the client may wait on GitHub's rate limits.
+///
+/// Defaults: a budget of 5 minutes for all waits of one run (a primary limit
+/// resets within the hour, so longer waits would mostly burn runner minutes)
+/// and GitHub's documented minimum of 1 minute before retrying after a
+/// secondary limit without `retry-after`. `COMPUTE_BOT_GITHUB_WAIT` and
+/// `COMPUTE_BOT_GITHUB_SECONDARY_WAIT` (e.g. `10m`, `90s`, `0s`) change them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateLimits {
+    /// The most the client waits in total.
+    pub budget: Duration,
+    /// The first wait after a secondary limit without `retry-after`
+    /// (doubled on each further one).
+    pub secondary_wait: Duration,
+}
+
+impl Default for RateLimits {
+    fn default() -> Self {
+        RateLimits {
+            budget: Duration::from_secs(300),
+            secondary_wait: Duration::from_secs(60),
+        }
+    }
+}
+
+impl RateLimits {
+    /// The defaults, changed by `COMPUTE_BOT_GITHUB_WAIT` and
+    /// `COMPUTE_BOT_GITHUB_SECONDARY_WAIT` when set (a value that does not
+    /// parse is reported and ignored).
+    pub fn from_env() -> RateLimits {
+        let mut r = RateLimits::default();
+        let read = |name: &str, into: &mut Duration| {
+            if let Ok(v) = std::env::var(name)
+                && !v.trim().is_empty()
+            {
+                match crate::units::parse_duration(&v) {
+                    Ok(d) => *into = d,
+                    Err(e) => warn!("{name}: {e}; keeping {into:?}"),
+                }
+            }
+        };
+        read("COMPUTE_BOT_GITHUB_WAIT", &mut r.budget);
+        read("COMPUTE_BOT_GITHUB_SECONDARY_WAIT", &mut r.secondary_wait);
+        r
+    }
+}
+
+/// A rate limit GitHub answered with: which one and until when.
+#[derive(Debug, Clone)]
+struct Limit {
+    kind: &'static str,
+    until: DateTime<Utc>,
+    message: String,
+}
+
+/// What the clones of one client share: the rate-limit state and the
+/// login the token posts as, once known.
+#[derive(Debug, Default)]
+struct Shared {
+    blocked: Option<Limit>,
+    waited: Duration,
+    secondary_hits: u32,
+    own_login: Option<String>,
+}
+
+/// The login the workflow token (`GITHUB_TOKEN`) posts as.
+pub const ACTIONS_BOT_LOGIN: &str = "github-actions[bot]";
+
+fn rfc3339(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Secs, true)
+}
+
+/// Reads a rate limit from a 403/429 answer, in the order GitHub documents:
+/// `retry-after`, then `x-ratelimit-remaining: 0` with `x-ratelimit-reset`,
+/// then a secondary limit (a 429, or a 403 that says so) with `secondary`
+/// as the wait. `None`: not a rate limit (e.g. a 403 about permissions).
+fn rate_limit_of(
+    source: &octocrab::GitHubError,
+    now: DateTime<Utc>,
+    secondary: impl FnOnce() -> Duration,
+) -> Option<Limit> {
+    let status = source.status_code.as_u16();
+    if status != 403 && status != 429 {
+        return None;
+    }
+    let header = |name: &str| {
+        source
+            .headers
+            .as_ref()
+            .and_then(|h| h.get(name))
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+    };
+    let message = source.message.clone();
+    let lower = message.to_ascii_lowercase();
+    let is_secondary_text = lower.contains("secondary rate limit") || lower.contains("abuse");
+    let kind = if is_secondary_text || header("x-ratelimit-remaining") != Some("0") {
+        "secondary"
+    } else {
+        "primary"
+    };
+    if let Some(v) = header("retry-after") {
+        let until = match v.parse::<u64>() {
+            Ok(secs) => now + chrono::Duration::seconds(secs.min(86_400) as i64),
+            Err(_) => DateTime::parse_from_rfc2822(v)
+                .map(|t| t.with_timezone(&Utc))
+                .unwrap_or(now + chrono::Duration::seconds(60)),
+        };
+        return Some(Limit {
+            kind,
+            until,
+            message,
+        });
+    }
+    if header("x-ratelimit-remaining") == Some("0") {
+        // One second past the reset, so the clocks need not agree to the second.
+        let until = source
+            .rate_limit_reset_at()
+            .map(|t| t + chrono::Duration::seconds(1))
+            .unwrap_or_else(|| now + chrono::Duration::seconds(60));
+        return Some(Limit {
+            kind: "primary",
+            until,
+            message,
+        });
+    }
+    if status == 429 || is_secondary_text {
+        let wait = chrono::Duration::from_std(secondary()).unwrap_or(chrono::Duration::MAX);
+        return Some(Limit {
+            kind: "secondary",
+            until: now + wait,
+            message,
+        });
+    }
+    None
 }
 
 /// Which permission a call needs, for the 403/404 hint.
@@ -239,6 +419,8 @@ pub struct GitHub {
     tries: u32,
     base_delay: Duration,
     bot_login: Option<String>,
+    limits: RateLimits,
+    shared: Arc<Mutex<Shared>>,
 }
 
 impl fmt::Debug for GitHub {
@@ -280,7 +462,15 @@ impl GitHub {
             tries: 3,
             base_delay: Duration::from_millis(500),
             bot_login: None,
+            limits: RateLimits::from_env(),
+            shared: Arc::default(),
         })
+    }
+
+    /// Sets the rate-limit wait budget (see [`RateLimits`]).
+    pub fn with_rate_limits(mut self, limits: RateLimits) -> Self {
+        self.limits = limits;
+        self
     }
 
     /// Sets how many tries a call gets (at least 1) and the first retry delay
@@ -291,12 +481,69 @@ impl GitHub {
         self
     }
 
-    /// Only comments by this login count as the bot's own in
-    /// [`GitHub::find_tracking_comment`] (default: any `Bot` account, e.g.
-    /// `github-actions[bot]`). Set it when the token is a personal one.
+    /// The login the token posts as, when known without asking (see
+    /// [`GitHub::own_login`]); only comments by it count as the bot's own.
     pub fn with_bot_login(mut self, login: impl Into<String>) -> Self {
-        self.bot_login = Some(login.into());
+        self.bot_login = Some(login.into()).filter(|l: &String| !l.trim().is_empty());
         self
+    }
+
+    /// The login the token posts as; only comments by it are the bot's own
+    /// (tracking comments, code waiting for approval). In order: the login
+    /// given to [`GitHub::with_bot_login`]; the author GitHub named in the
+    /// answer to a comment or reaction this client wrote; for a user token,
+    /// `GET /user`; otherwise [`ACTIONS_BOT_LOGIN`] (installation tokens,
+    /// `ghs_…`, cannot read `/user`; the workflow token is the GitHub Actions
+    /// app's). Kept once known.
+    pub async fn own_login(&self) -> Result<String, GitHubError> {
+        if let Some(l) = &self.bot_login {
+            return Ok(l.clone());
+        }
+        if let Some(l) = self.shared.lock().unwrap().own_login.clone() {
+            return Ok(l);
+        }
+        let login = if self.token.expose().starts_with("ghs_") {
+            ACTIONS_BOT_LOGIN.to_string()
+        } else {
+            let action = "reading the login of the token (GET /user)";
+            match self
+                .call(action, Need::ReadComments, || {
+                    self.crab.get::<serde_json::Value, _, ()>("/user", None)
+                })
+                .await
+            {
+                Ok(v) => v
+                    .get("login")
+                    .and_then(|l| l.as_str())
+                    .unwrap_or(ACTIONS_BOT_LOGIN)
+                    .to_string(),
+                Err(e @ GitHubError::RateLimited { .. })
+                | Err(e @ GitHubError::Transport { .. }) => {
+                    return Err(e);
+                }
+                Err(e) => {
+                    debug!("{e}; taking {ACTIONS_BOT_LOGIN}");
+                    ACTIONS_BOT_LOGIN.to_string()
+                }
+            }
+        };
+        self.learn_login(&login);
+        Ok(login)
+    }
+
+    /// Records the login GitHub named as the author of something this client wrote.
+    fn learn_login(&self, login: &str) {
+        let mut sh = self.shared.lock().unwrap();
+        if sh.own_login.as_deref() != Some(login) {
+            debug!("the token posts as {login}");
+            sh.own_login = Some(login.to_string());
+        }
+    }
+
+    /// True when `c` was written by the identity this client posts as.
+    pub async fn is_own(&self, c: &CommentInfo) -> Result<bool, GitHubError> {
+        Ok(c.author_login
+            .eq_ignore_ascii_case(&self.own_login().await?))
     }
 
     /// The repository this client talks to.
@@ -313,18 +560,38 @@ impl GitHub {
         }
     }
 
-    /// Runs `call` with retries on 5xx and connection errors.
+    /// Runs `call` with retries on 5xx and connection errors, and waits out
+    /// rate limits within the budget (see the module docs).
     async fn call<T, F, Fut>(&self, action: &str, need: Need, call: F) -> Result<T, GitHubError>
     where
         F: Fn() -> Fut,
         Fut: Future<Output = octocrab::Result<T>>,
     {
         let mut attempt = 1;
+        let mut limited = 0;
         loop {
+            self.wait_out_limit(action).await?;
             let err = match call().await {
                 Ok(v) => return Ok(v),
                 Err(e) => e,
             };
+            if let octocrab::Error::GitHub { source, .. } = &err
+                && let Some(limit) = self.note_limit(source)
+            {
+                limited += 1;
+                warn!(
+                    "{action}: GitHub's {} rate limit until {} ({})",
+                    limit.kind,
+                    rfc3339(limit.until),
+                    limit.message
+                );
+                // The budget bounds the waits; this bounds answers that keep
+                // saying "limited" with a reset already past.
+                if limited < 10 {
+                    continue;
+                }
+                return Err(self.limited_error(action, &limit));
+            }
             let (retryable, mapped) = self.classify(action, need, attempt, err);
             if retryable && attempt < self.tries {
                 let delay = self.base_delay * 2u32.pow(attempt - 1);
@@ -337,6 +604,68 @@ impl GitHub {
                 continue;
             }
             return Err(mapped);
+        }
+    }
+
+    /// Records a rate limit from a 403/429 answer so that every request of
+    /// the client waits for it.
+    fn note_limit(&self, source: &octocrab::GitHubError) -> Option<Limit> {
+        let mut sh = self.shared.lock().unwrap();
+        let hits = sh.secondary_hits;
+        let base = self.limits.secondary_wait;
+        let limit = rate_limit_of(source, Utc::now(), || {
+            base.saturating_mul(2u32.saturating_pow(hits.min(16)))
+        })?;
+        if limit.kind == "secondary"
+            && source
+                .headers
+                .as_ref()
+                .is_none_or(|h| h.get("retry-after").is_none())
+        {
+            sh.secondary_hits += 1;
+        }
+        let later = sh.blocked.as_ref().is_none_or(|b| b.until < limit.until);
+        if later {
+            sh.blocked = Some(limit.clone());
+        }
+        Some(limit)
+    }
+
+    /// Sleeps until a recorded rate limit is over, or fails at once when
+    /// that is past the budget (the request is then not sent).
+    async fn wait_out_limit(&self, action: &str) -> Result<(), GitHubError> {
+        let wait = {
+            let mut sh = self.shared.lock().unwrap();
+            let Some(limit) = sh.blocked.clone() else {
+                return Ok(());
+            };
+            let now = Utc::now();
+            if limit.until <= now {
+                sh.blocked = None;
+                return Ok(());
+            }
+            let need = (limit.until - now).to_std().unwrap_or_default();
+            if sh.waited + need > self.limits.budget {
+                drop(sh);
+                return Err(self.limited_error(action, &limit));
+            }
+            sh.waited += need;
+            need
+        };
+        warn!("{action}: waiting {wait:?} for GitHub's rate limit");
+        tokio::time::sleep(wait).await;
+        Ok(())
+    }
+
+    fn limited_error(&self, action: &str, limit: &Limit) -> GitHubError {
+        let waited = self.shared.lock().unwrap().waited;
+        GitHubError::RateLimited {
+            action: action.to_string(),
+            kind: limit.kind.to_string(),
+            until: rfc3339(limit.until),
+            message: self.redact(limit.message.clone()),
+            waited_secs: waited.as_secs(),
+            budget_secs: self.limits.budget.as_secs(),
         }
     }
 
@@ -437,14 +766,16 @@ impl GitHub {
             reaction.as_str(),
             self.repo
         );
-        self.call(&action, Need::WriteComments, || async {
-            self.crab
-                .issues(&self.repo.owner, &self.repo.name)
-                .create_comment_reaction(comment_id, reaction.content())
-                .await
-        })
-        .await
-        .map(drop)
+        let r = self
+            .call(&action, Need::WriteComments, || async {
+                self.crab
+                    .issues(&self.repo.owner, &self.repo.name)
+                    .create_comment_reaction(comment_id, reaction.content())
+                    .await
+            })
+            .await?;
+        self.learn_login(&r.user.login);
+        Ok(())
     }
 
     /// Creates a comment on an issue or pull request; returns its id.
@@ -458,6 +789,7 @@ impl GitHub {
                     .await
             })
             .await?;
+        self.learn_login(&c.user.login);
         Ok(c.id.into_inner())
     }
 
@@ -469,11 +801,13 @@ impl GitHub {
             self.repo.owner, self.repo.name
         );
         let payload = serde_json::json!({ "body": body });
-        self.call(&action, Need::WriteComments, || {
-            self.crab.patch::<Comment, _, _>(&route, Some(&payload))
-        })
-        .await
-        .map(drop)
+        let c = self
+            .call(&action, Need::WriteComments, || {
+                self.crab.patch::<Comment, _, _>(&route, Some(&payload))
+            })
+            .await?;
+        self.learn_login(&c.user.login);
+        Ok(())
     }
 
     /// The text of a comment.
@@ -530,21 +864,19 @@ impl GitHub {
     }
 
     /// The newest comment by the bot whose text contains `marker`: its id and text.
-    /// Only the bot's own comments count (see [`GitHub::with_bot_login`]), so
-    /// a user cannot plant a marker.
+    /// Only the bot's own comments count (see [`GitHub::own_login`]), so
+    /// neither a user nor another bot can plant a marker.
     pub async fn find_tracking_comment(
         &self,
         issue: u64,
         marker: &str,
     ) -> Result<Option<(u64, String)>, GitHubError> {
         let comments = self.list_comments(issue).await?;
+        let own = self.own_login().await?;
         Ok(comments
             .into_iter()
             .rev()
-            .filter(|c| match &self.bot_login {
-                Some(login) => c.author_login.eq_ignore_ascii_case(login),
-                None => c.author_is_bot,
-            })
+            .filter(|c| c.author_login.eq_ignore_ascii_case(&own))
             .find(|c| c.body.contains(marker))
             .map(|c| (c.id, c.body)))
     }

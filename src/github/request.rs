@@ -125,6 +125,32 @@ fn model_overrides(env: &ActionEnv) -> Result<ModelOverrides, String> {
     })
 }
 
+/// In Actions the key comes from the action input `api_key`: a refused key
+/// (HTTP 401/403) names that input rather than the CLI's variables.
+fn action_key_hint(
+    mut report: crate::report::Report,
+    key_setting: Option<&str>,
+) -> crate::report::Report {
+    let Some(setting) = key_setting else {
+        return report;
+    };
+    const INPUT: &str = "the action input `api_key` (from a repository secret, e.g. `api_key: ${{ secrets.COMPUTE_BOT_API_KEY }}`)";
+    let fix = |t: &mut String| {
+        if t.contains(setting) {
+            *t = t.replace(setting, INPUT);
+        }
+    };
+    if let Some(r) = report.stop_reason.as_mut() {
+        fix(r);
+    }
+    for a in &mut report.attempts {
+        if let Some(f) = a.failure.as_mut() {
+            fix(f);
+        }
+    }
+    report
+}
+
 fn map_stage(s: AgentStage, max_attempts: u32) -> Option<(texts::Stage, u32, u32)> {
     match s {
         AgentStage::Generating { attempt, of } => Some((texts::Stage::Generating, attempt, of)),
@@ -321,6 +347,18 @@ pub(crate) async fn execute(ctx: &Ctx<'_>, job: Job) -> i32 {
             )
             .await;
     }
+    // A model is only used to generate and explain; exact code runs without
+    // one. Without an API key (e.g. `api_key: ${{ secrets.X }}` with the
+    // secret missing) exact code does not call the provider at all: the
+    // explanation is the template.
+    let model_cfg = model_cfg.filter(|c| {
+        let keyless_exact = has_code && c.api_key.is_none();
+        if keyless_exact {
+            tracing::info!("exact code and no api_key: the model is not called");
+        }
+        !keyless_exact
+    });
+    let key_setting = model_cfg.as_ref().map(|c| c.key_setting());
     // A model is only used to generate and explain; exact code runs without one.
     let model = match model_cfg.map(ModelClient::new).transpose() {
         Ok(m) => m,
@@ -409,7 +447,7 @@ pub(crate) async fn execute(ctx: &Ctx<'_>, job: Job) -> i32 {
     };
     let (answer, ()) = tokio::join!(work, updater);
     let report = match answer {
-        Ok(r) => r,
+        Ok(r) => action_key_hint(r, key_setting.as_deref()),
         Err(e) => {
             let (status, exit) = match e {
                 AgentError::NoModel(_) | AgentError::Empty => ("failed", EXIT_FAILED),

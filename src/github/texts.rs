@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 
 use crate::github::client::Permission;
 use crate::policy::{Finding, Severity};
-use crate::render::{escape_cell, fenced, neutralize};
+use crate::render::{escape_cell, fenced_exact, is_bidi_control, neutralize};
 
 const RUN_MARKER_START: &str = "<!-- compute-bot:run=";
 const PENDING_MARKER_START: &str = "<!-- compute-bot:pending sha256=";
@@ -160,6 +160,21 @@ pub fn approval_block(code: &str, sha256: &str, findings: &[Finding], command: &
             escape_cell(&f.message)
         );
     }
+    let bidi: Vec<String> = {
+        let mut seen: Vec<char> = code.chars().filter(|c| is_bidi_control(*c)).collect();
+        seen.sort_unstable();
+        seen.dedup();
+        seen.iter()
+            .map(|c| format!("U+{:04X}", *c as u32))
+            .collect()
+    };
+    if !bidi.is_empty() {
+        let _ = write!(
+            s,
+            "\n> [!WARNING]\n> This code contains invisible bidirectional control characters ({}), which can make it read differently from how it runs. The block below holds the exact code (so its hash can be checked); read it in an editor that shows them, or in the JSON report, before approving.\n",
+            bidi.join(", ")
+        );
+    }
     let _ = write!(
         s,
         "\nTo run exactly this code (sha256 `{sha256}`), someone the policy's `escalation` allows comments `{command} approve {}` (or just `{command} approve`); `{command} deny` closes the request. The code is never regenerated: the bot reads it back from this comment and checks the hash; with the hash prefix, only this code can run even if the comment is edited meanwhile.\n\n<details open><summary>Code waiting for approval · sha256 <code>{}</code></summary>\n\n{}\n",
@@ -167,7 +182,7 @@ pub fn approval_block(code: &str, sha256: &str, findings: &[Finding], command: &
         &sha256[..sha256.len().min(12)],
         pending_marker(sha256)
     );
-    s.push_str(&fenced("python", code));
+    s.push_str(&fenced_exact("python", code));
     s.push_str("\n</details>\n");
     s
 }

@@ -389,3 +389,134 @@ fn nested_record_lists_get_their_own_table_and_the_goal_picks_the_charted_field(
     // Two label-like string fields: no chart rather than a guess.
     assert!(chart(&json!([{"a": "x", "b": "y", "n": 1}, {"a": "z", "b": "w", "n": 2}])).is_none());
 }
+
+#[test]
+fn bidi_controls_are_shown_in_values_keys_goal_output_and_code() {
+    let rlo = '\u{202E}';
+    let result: serde_json::Value = serde_json::from_str(&format!(
+        r#"{{"user{rlo}name": "invoice{rlo}fdp.exe", "rows": [{{"file{rlo}": "a\u2066b", "n": 1}}]}}"#
+    ))
+    .unwrap();
+    let code = format!("print('ok') # {rlo} hidden\n");
+    let mut r = report(result, &code);
+    r.goal = Some(format!("sum {rlo}of x\u{200F}"));
+    let mut o = outcome("x");
+    o.stderr = format!("Traceback {rlo} here\u{061C}");
+    o.status = RunStatus::Error;
+    o.audit.files_opened[0].path = format!("/data/a{rlo}.csv");
+    r.outcome = Some(o);
+    for md in [markdown(&r, &ctx()), summary(&r, &ctx()), text(&r)] {
+        assert!(
+            !md.chars().any(is_bidi_control),
+            "a bidi control got through:\n{md}"
+        );
+        assert!(md.contains("U+202E"), "{md}");
+    }
+    let md = markdown(&r, &ctx());
+    assert!(md.contains("invoice\\[U+202E\\]fdp.exe"), "{md}");
+    assert!(md.contains("U+2066") && md.contains("U+200F") && md.contains("U+061C"));
+    assert!(md.contains("bidirectional control characters"), "{md}");
+    assert_eq!(show_bidi("plain"), "plain");
+    assert_eq!(show_bidi("a\u{202A}b"), "a[U+202A]b");
+    for c in [
+        '\u{202A}', '\u{202E}', '\u{2066}', '\u{2069}', '\u{200E}', '\u{200F}', '\u{061C}',
+    ] {
+        assert!(is_bidi_control(c), "{c:?}");
+    }
+    assert!(!is_bidi_control('\u{200B}') && !is_bidi_control('a'));
+}
+
+#[test]
+fn code_waiting_for_approval_stays_exact_with_a_bidi_warning() {
+    let code = "ok = True # \u{202E} }if{ \nprint(ok)\n";
+    let mut r = report(serde_json::Value::Null, code);
+    r.result = None;
+    r.status = ReportStatus::NeedsApproval;
+    r.outcome = None;
+    r.verdict = Some(Verdict::from_findings(vec![Finding {
+        rule: "import-escalate".into(),
+        severity: Severity::Escalate,
+        message: "needs approval".into(),
+        line: 1,
+        column: 1,
+        snippet: String::new(),
+    }]));
+    let md = markdown(&r, &ctx());
+    assert!(
+        md.contains("invisible bidirectional control characters (U+202E)"),
+        "{md}"
+    );
+    assert_eq!(read_pending(&md).unwrap().code, code);
+}
+
+#[test]
+fn keys_keep_the_order_the_code_printed() {
+    let result: serde_json::Value =
+        serde_json::from_str(r#"{"zeta": 1, "alpha": 2, "mid": 3, "rows": [{"z": 1, "a": 2}]}"#)
+            .unwrap();
+    let md = markdown(&report(result, "print(1)\n"), &ctx());
+    let z = md.find("| zeta | 1 |").unwrap();
+    let a = md.find("| alpha | 2 |").unwrap();
+    let m = md.find("| mid | 3 |").unwrap();
+    assert!(z < a && a < m, "{md}");
+    assert!(md.contains("| z | a |"), "{md}");
+}
+
+#[test]
+fn numbers_are_readable_in_text_and_exact_in_json() {
+    assert_eq!(readable_number(0.08478968314121142), "0.08479");
+    assert_eq!(readable_number(12345.678), "12346");
+    assert_eq!(readable_number(3.0), "3");
+    assert_eq!(readable_number(-2.5), "-2.5");
+    assert_eq!(readable_number(1.23456), "1.235");
+    assert_eq!(readable_number(0.5), "0.5");
+    assert_eq!(readable_number(8.4789e-7), "8.479e-7");
+    assert_eq!(readable_number(6.02214076e23), "6.022e23");
+    assert_eq!(readable_number(-0.00001), "-1e-5");
+    let result = json!({"rate": 0.08478968314121142, "n": 123456789});
+    let md = markdown(&report(result.clone(), "print(1)\n"), &ctx());
+    assert!(md.contains("| rate | 0.08479 |"), "{md}");
+    assert!(md.contains("| n | 123456789 |"), "{md}");
+    assert!(!md.contains("0.08478968314121142"), "{md}");
+    assert!(md.contains("4 significant digits"), "{md}");
+    // The scalar answer line too.
+    let md = markdown(&report(json!({"answer": 2.0 / 3.0}), "print(1)\n"), &ctx());
+    assert!(md.contains("**Answer:** `0.6667`"), "{md}");
+    // Exact numbers get no note.
+    let md = markdown(&report(json!({"n": 3, "x": 0.5}), "print(1)\n"), &ctx());
+    assert!(!md.contains("significant digits"), "{md}");
+}
+
+#[test]
+fn chart_axis_starts_at_zero_and_many_labels_are_thinned() {
+    // Small values next to large ones: the y axis starts at zero.
+    let c =
+        chart(&json!([{"d": "a", "v": 100}, {"d": "b", "v": 101}, {"d": "c", "v": 2}])).unwrap();
+    assert!(c.contains("y-axis \"v\" 0 --> 101"), "{c}");
+    // Negative values: the axis reaches down to them, and up to zero at least.
+    let c = chart(&json!([-3, -1.5])).unwrap();
+    assert!(c.contains("-3 --> 0"), "{c}");
+    let c = chart(&json!([-3, 4])).unwrap();
+    assert!(c.contains("-3 --> 4"), "{c}");
+    // 14 dates: no 14 labels, a numbered axis whose title names the range.
+    let days: Vec<serde_json::Value> = (1..=14)
+        .map(|d| json!({"date": format!("2024-03-{d:02}"), "rate": 0.08478968314121142 * d as f64}))
+        .collect();
+    let c = chart(&json!(days)).unwrap();
+    assert!(
+        c.contains("x-axis \"2024-03-01 … 2024-03-14 (14 points)\" 1 --> 14"),
+        "{c}"
+    );
+    assert!(!c.contains("\"2024-03-02\""), "{c}");
+    assert!(c.contains("bar [0.08479, 0.1696,"), "{c}");
+    assert!(c.contains("y-axis \"rate\" 0 --> 1.187"), "{c}");
+    // Up to 8 labels keep their names.
+    let days: Vec<serde_json::Value> = (1..=8)
+        .map(|d| json!({"date": format!("d{d}"), "v": d}))
+        .collect();
+    let c = chart(&json!(days)).unwrap();
+    assert!(c.contains("x-axis [\"d1\", \"d2\""), "{c}");
+    // A flat series still gets a usable axis.
+    let c = chart(&json!([0, 0])).unwrap();
+    assert!(c.contains("0 --> 1"), "{c}");
+}

@@ -8,8 +8,16 @@
 //! - `POST /repos/{o}/{r}/issues/comments/{id}/reactions`
 //! - `GET /repos/{o}/{r}/collaborators/{user}/permission`
 //!
+//! - `GET /user` (a user token gets its user; an installation token such as
+//!   the workflow's `GITHUB_TOKEN` gets 403 "Resource not accessible by
+//!   integration", as on GitHub)
+//!
 //! plus fault injection (the next N requests to a path answer a given
-//! status) and helpers to read the state back.
+//! status, or the Nth request from now does), GitHub's rate limits (a primary
+//! quota answered with 403/429, `x-ratelimit-remaining: 0` and
+//! `x-ratelimit-reset` until the reset time; secondary limits with or without
+//! `retry-after` that keep refusing until their block ends), the
+//! `x-ratelimit-*` headers on every answer, and helpers to read the state back.
 //!
 //! ```ignore
 //! let gh = GitHubStandIn::start().await;
@@ -87,6 +95,32 @@ pub struct Seen {
     pub authorization: Option<String>,
     /// The status answered.
     pub status: u16,
+    /// When it arrived.
+    pub at: std::time::Instant,
+}
+
+/// A primary rate limit: `limit` requests per window; when none are left,
+/// every request answers `status` with `x-ratelimit-remaining: 0` until
+/// `reset` (epoch seconds).
+#[derive(Debug, Clone)]
+struct Quota {
+    limit: u32,
+    remaining: u32,
+    reset: u64,
+    window: u64,
+    status: u16,
+}
+
+/// A secondary rate limit: the next `hits` requests answer `status`; each
+/// starts a block of `block` during which every request is refused again.
+#[derive(Debug, Clone)]
+struct Secondary {
+    status: u16,
+    retry_after: Option<u64>,
+    block: std::time::Duration,
+    hits: u32,
+    until: Option<std::time::Instant>,
+    early: u32,
 }
 
 #[derive(Debug, Clone)]
@@ -111,6 +145,14 @@ struct State {
     app_login: String,
     token: Option<String>,
     max_per_page: usize,
+    quota: Option<Quota>,
+    secondary: Option<Secondary>,
+    /// (index of the request from the start, status)
+    nth_faults: Vec<(usize, u16)>,
+    /// Headers to add to the answer being built.
+    extra_headers: Vec<(String, String)>,
+    /// The login `GET /user` answers with (a user token); `None`: an installation token.
+    token_user: Option<String>,
 }
 
 /// The running stand-in. Cheap to clone; all clones share the state.
@@ -125,6 +167,7 @@ struct Router(Arc<Mutex<State>>);
 impl Respond for Router {
     fn respond(&self, req: &Request) -> ResponseTemplate {
         let mut st = self.0.lock().unwrap();
+        st.extra_headers.clear();
         let (status, body, link) = route(&mut st, req);
         let mut path = req.url.path().to_string();
         if let Some(q) = req.url.query() {
@@ -140,12 +183,16 @@ impl Respond for Router {
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_string),
             status,
+            at: std::time::Instant::now(),
         });
         let mut t = ResponseTemplate::new(status)
             .insert_header("content-type", "application/json; charset=utf-8")
             .insert_header("x-github-api-version-selected", "2022-11-28");
         if let Some(link) = link {
             t = t.insert_header("link", link.as_str());
+        }
+        for (k, v) in std::mem::take(&mut st.extra_headers) {
+            t = t.insert_header(k.as_str(), v.as_str());
         }
         match body {
             Some(b) => t.set_body_string(b.to_string()),
@@ -248,9 +295,97 @@ impl State {
     }
 }
 
+fn epoch_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// GitHub's primary limit: the `x-ratelimit-*` headers on every answer, and
+/// 403/429 with `x-ratelimit-remaining: 0` until the reset when none are left.
+fn primary_limit(st: &mut State) -> Option<(u16, Option<Value>, Option<String>)> {
+    let now = epoch_now();
+    let q = st.quota.get_or_insert(Quota {
+        limit: 5000,
+        remaining: 5000,
+        reset: now + 3600,
+        window: 3600,
+        status: 403,
+    });
+    if now >= q.reset {
+        q.remaining = q.limit;
+        q.reset = now + q.window;
+    }
+    let exhausted = q.remaining == 0;
+    q.remaining = q.remaining.saturating_sub(1);
+    let (limit, remaining, reset, status) = (q.limit, q.remaining, q.reset, q.status);
+    st.extra_headers.extend([
+        ("x-ratelimit-limit".to_string(), limit.to_string()),
+        ("x-ratelimit-remaining".to_string(), remaining.to_string()),
+        ("x-ratelimit-reset".to_string(), reset.to_string()),
+        (
+            "x-ratelimit-used".to_string(),
+            (limit - remaining).to_string(),
+        ),
+        ("x-ratelimit-resource".to_string(), "core".to_string()),
+    ]);
+    exhausted.then(|| {
+        (
+            status,
+            Some(json!({
+                "message": "API rate limit exceeded for installation ID 4242.",
+                "documentation_url": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api",
+                "status": status.to_string()
+            })),
+            None,
+        )
+    })
+}
+
+/// A secondary limit: refuses its next hits, and everything inside a block.
+fn secondary_limit(st: &mut State) -> Option<(u16, Option<Value>, Option<String>)> {
+    let s = st.secondary.as_mut()?;
+    let now = std::time::Instant::now();
+    let blocked = s.until.is_some_and(|u| now < u);
+    if blocked {
+        s.early += 1;
+    } else if s.hits > 0 {
+        s.hits -= 1;
+        s.until = Some(now + s.block);
+    } else {
+        return None;
+    }
+    let status = s.status;
+    if let Some(secs) = s.retry_after {
+        st.extra_headers
+            .push(("retry-after".to_string(), secs.to_string()));
+    }
+    Some((
+        status,
+        Some(json!({
+            "message": "You have exceeded a secondary rate limit. Please wait a few minutes before you try again. If you reach out to GitHub Support for help, please include the request ID 0000:1111:2222:3333:44444444.",
+            "documentation_url": "https://docs.github.com/free-pro-team@latest/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits",
+            "status": status.to_string()
+        })),
+        None,
+    ))
+}
+
 fn route(st: &mut State, req: &Request) -> (u16, Option<Value>, Option<String>) {
     let method = req.method.to_string();
     let path = req.url.path().to_string();
+
+    // A fault on a chosen request.
+    let index = st.seen.len();
+    if let Some(pos) = st.nth_faults.iter().position(|(n, _)| *n == index) {
+        let (_, status) = st.nth_faults.remove(pos);
+        return (
+            status,
+            Some(json!({"message": "Server Error", "status": status.to_string()})),
+            None,
+        );
+    }
 
     // Fault injection first.
     if let Some(f) = st.faults.iter_mut().find(|f| {
@@ -294,11 +429,30 @@ fn route(st: &mut State, req: &Request) -> (u16, Option<Value>, Option<String>) 
         }
     }
 
+    if let Some(limited) = primary_limit(st) {
+        return limited;
+    }
+    if let Some(limited) = secondary_limit(st) {
+        return limited;
+    }
+
     // GHES serves the API under /api/v3.
     let api_path = path.strip_prefix("/api/v3").unwrap_or(&path);
     let segs: Vec<&str> = api_path.trim_matches('/').split('/').collect();
     let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
     match (method.as_str(), segs.as_slice()) {
+        ("GET", ["user"]) => match st.token_user.clone() {
+            Some(login) => (200, Some(st.user_json(&login)), None),
+            None => (
+                403,
+                Some(json!({
+                    "message": "Resource not accessible by integration",
+                    "documentation_url": "https://docs.github.com/rest/users/users#get-the-authenticated-user",
+                    "status": "403"
+                })),
+                None,
+            ),
+        },
         ("GET", ["repos", o, r, "collaborators", user, "permission"]) => {
             let repo = format!("{o}/{r}");
             let user = percent_decode(user);
@@ -765,6 +919,61 @@ impl GitHubStandIn {
             status,
             remaining: count,
         });
+    }
+
+    /// The request `n` requests from now (1 = the next one) answers
+    /// `status` (whatever its path).
+    pub fn fail_request(&self, n: usize, status: u16) {
+        let mut st = self.st();
+        let index = st.seen.len() + n.max(1) - 1;
+        st.nth_faults.push((index, status));
+    }
+
+    /// A primary rate limit: `remaining` more requests succeed, then every
+    /// request answers `status` (403 or 429) with `x-ratelimit-remaining: 0`
+    /// until `reset_in_secs` from now; then the quota is back to `limit`.
+    pub fn set_primary_limit(&self, limit: u32, remaining: u32, reset_in_secs: u64, status: u16) {
+        self.st().quota = Some(Quota {
+            limit,
+            remaining,
+            reset: epoch_now() + reset_in_secs,
+            window: reset_in_secs.max(1),
+            status,
+        });
+    }
+
+    /// A secondary rate limit: the next `hits` requests answer `status` (403
+    /// or 429) with GitHub's secondary-limit message and, when given, a
+    /// `retry-after` header; each refusal blocks every request for
+    /// `retry_after` seconds (or `block` without it).
+    pub fn set_secondary_limit(
+        &self,
+        status: u16,
+        retry_after: Option<u64>,
+        block: std::time::Duration,
+        hits: u32,
+    ) {
+        self.st().secondary = Some(Secondary {
+            status,
+            retry_after,
+            block: retry_after.map_or(block, std::time::Duration::from_secs),
+            hits,
+            until: None,
+            early: 0,
+        });
+    }
+
+    /// How many requests came while a secondary limit's block was running
+    /// (a client that honours the limit sends none).
+    pub fn secondary_early_requests(&self) -> u32 {
+        self.st().secondary.as_ref().map_or(0, |s| s.early)
+    }
+
+    /// Makes the token a user token of `login` (`GET /user` answers it);
+    /// by default the token is an installation token.
+    pub fn set_token_user(&self, login: &str) {
+        self.add_user(login, "User");
+        self.st().token_user = Some(login.to_string());
     }
 
     /// Comments on an issue, oldest first.
