@@ -14,5 +14,6 @@ pub mod prompt;
 pub mod render;
 pub mod report;
 pub mod sandbox;
+pub mod status;
 pub mod units;
 pub mod validate;

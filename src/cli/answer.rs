@@ -7,6 +7,7 @@ use crate::model::{ModelClient, ModelConfig, ModelOverrides};
 use crate::policy::Policy;
 use crate::render::{self, RenderContext};
 use crate::sandbox::{InputFile, Sandbox};
+use crate::status::Status;
 
 use super::run::{read_code, read_inputs, usage};
 use super::{Format, RunArgs};
@@ -95,8 +96,8 @@ fn progress_line(stage: Stage) -> String {
     }
 }
 
-/// Runs the loop for `run` and prints the report; returns the exit status.
-pub async fn answer_command(args: RunArgs) -> i32 {
+/// Runs the loop for `run` and prints the report; returns how it ended.
+pub(crate) async fn answer_command(args: RunArgs) -> Status {
     let mut policy = match &args.policy {
         Some(path) => match Policy::load(path) {
             Ok(p) => p,
@@ -167,19 +168,11 @@ pub async fn answer_command(args: RunArgs) -> i32 {
         // The terminal has no approval step: escalated code stops (exit 3).
         approved_sha256: None,
     };
-    let result = tokio::select! {
-        r = agent.answer(request) => r,
-        _ = super::stop_signal() => {
-            sandbox.remove_all_live().await;
-            eprintln!("interrupted: the sandbox container was removed");
-            return 130;
-        }
-    };
-    let report = match result {
+    let report = match agent.answer(request).await {
         Ok(r) => r,
         Err(AgentError::Sandbox(e)) if !e.is_configuration() => {
             eprintln!("error: {e}");
-            return 1;
+            return Status::Failed;
         }
         Err(e) => return usage(&e.to_string()),
     };
@@ -191,5 +184,5 @@ pub async fn answer_command(args: RunArgs) -> i32 {
         Format::Markdown => print!("{}", render::markdown(&report, &RenderContext::default())),
         Format::Text => print!("{}", render::text(&report)),
     }
-    report.status.exit_code()
+    Status::from(report.status)
 }

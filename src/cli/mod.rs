@@ -1,7 +1,8 @@
 //! The command line: `compute-bot run`, `compute-bot policy check`, `compute-bot action`.
 //!
-//! Exit status everywhere: 0 ok, 1 the code failed or was stopped, 2 usage or
-//! configuration error, 3 needs a human approval.
+//! Every command returns a [`Status`]; [`main`] pairs it with the front end
+//! ([`Exit`]) and `main.rs` alone turns that into the process exit (see
+//! [`Status::exit_code`]).
 
 mod answer;
 mod run;
@@ -10,10 +11,9 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-pub use run::run_command;
+use crate::status::{Exit, Front, Status, stop_signal};
 
-/// Exit status for usage and configuration errors.
-pub const EXIT_USAGE: i32 = 2;
+pub use run::run_command;
 
 /// compute-bot: answers computational questions with code it actually ran in a locked-down sandbox.
 #[derive(Debug, Parser)]
@@ -120,50 +120,76 @@ pub struct RunArgs {
     pub format: Format,
 }
 
-/// Resolves when the process is asked to stop: Ctrl-C (SIGINT) or SIGTERM
-/// (a cancelled CI job). Callers then remove their sandbox containers.
-pub async fn stop_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
-                }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
-}
-
 fn parse_duration_arg(s: &str) -> Result<std::time::Duration, String> {
     crate::units::parse_duration(s).map_err(|e| e.to_string())
 }
 
-/// Parses the process arguments and runs the command; returns the exit status.
-pub async fn main() -> i32 {
+/// Parses the process arguments and runs the command; returns how it
+/// ended. This is the one place that waits for SIGINT / SIGTERM: the
+/// command's future is dropped then, which removes its sandbox containers,
+/// and the run ends [`Status::Interrupted`] (exit 130).
+pub async fn main() -> Exit {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
-            return if e.use_stderr() { EXIT_USAGE } else { 0 };
+            return Exit::cli(if e.use_stderr() {
+                Status::Error
+            } else {
+                Status::Ok
+            });
         }
     };
-    match cli.command {
-        Command::Run(args) => run_command(*args).await,
-        Command::Policy(PolicyCommand::Check {
-            policy,
-            code,
-            format,
-        }) => crate::policy::cli::check_command(&policy, code.as_deref(), format == Format::Json),
-        Command::Action => crate::github::action::run_from_process_env().await,
+    let front = match cli.command {
+        Command::Action => Front::Action,
+        _ => Front::Cli,
+    };
+    let work = async {
+        match cli.command {
+            Command::Run(args) => Exit::cli(run_command(*args).await),
+            Command::Policy(PolicyCommand::Check {
+                policy,
+                code,
+                format,
+            }) => Exit::cli(policy_check_status(crate::policy::cli::check_command(
+                &policy,
+                code.as_deref(),
+                format == Format::Json,
+            ))),
+            Command::Action => crate::github::action::run_from_process_env().await,
+        }
+    };
+    // The select ends before the message: the dropped command has removed
+    // its containers by then.
+    let finished = tokio::select! {
+        exit = work => Some(exit),
+        _ = stop_signal() => None,
+    };
+    finished.unwrap_or_else(|| {
+        interrupted(front);
+        Exit {
+            status: Status::Interrupted,
+            front,
+            unposted: false,
+        }
+    })
+}
+
+/// Says that the run was interrupted, once its containers are gone.
+fn interrupted(front: Front) {
+    match front {
+        Front::Action => crate::github::action::log_interrupted(),
+        Front::Cli => eprintln!("interrupted: the sandbox container was removed"),
+    }
+}
+
+/// `policy check`'s exit codes as a status.
+fn policy_check_status(code: i32) -> Status {
+    use crate::policy::cli::{EXIT_ALLOW, EXIT_DENY, EXIT_ESCALATE};
+    match code {
+        EXIT_ALLOW => Status::Ok,
+        EXIT_DENY => Status::Failed,
+        EXIT_ESCALATE => Status::NeedsApproval,
+        _ => Status::Error,
     }
 }

@@ -4,7 +4,8 @@ use std::path::{Path, PathBuf};
 
 use crate::sandbox::{InputFile, Job, Outcome, RunStatus, Sandbox, SandboxConfig, SandboxError};
 
-use super::{EXIT_USAGE, Format, RunArgs};
+use super::{Format, RunArgs};
+use crate::status::Status;
 
 /// Largest single input file `run` accepts without a policy.
 const MAX_INPUT_BYTES: u64 = 16 << 20;
@@ -72,8 +73,8 @@ pub fn write_artifacts(outcome: &Outcome, dir: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Runs `compute-bot run` and returns the exit status.
-pub async fn run_command(args: RunArgs) -> i32 {
+/// Runs `compute-bot run` and returns how it ended.
+pub async fn run_command(args: RunArgs) -> Status {
     if args.goal.is_some()
         || args.policy.is_some()
         || args.schema.is_some()
@@ -121,7 +122,7 @@ pub async fn run_command(args: RunArgs) -> i32 {
         Err(e) if e.is_configuration() => return usage(&e.to_string()),
         Err(e) => {
             eprintln!("error: {e}");
-            return 1;
+            return Status::Failed;
         }
     };
     if let Some(dir) = &args.artifacts
@@ -137,33 +138,26 @@ pub async fn run_command(args: RunArgs) -> i32 {
         Format::Text | Format::Markdown => print!("{}", outcome_text(&outcome)),
     }
     if outcome.exit_code == Some(0) && !outcome.timed_out && !outcome.oom_killed {
-        0
+        Status::Ok
     } else {
-        1
+        Status::Failed
     }
 }
 
-/// Connects, removes leftovers, runs; Ctrl-C or SIGTERM removes the container before exiting.
+/// Connects, removes leftovers, runs. Dropped (Ctrl-C or SIGTERM in
+/// [`crate::cli::main`]), the run removes its container.
 pub async fn execute(cfg: &SandboxConfig, job: &Job) -> Result<Outcome, SandboxError> {
     let sandbox = Sandbox::connect().await?;
     if let Err(e) = sandbox.cleanup_leftovers().await {
         tracing::warn!(error = %e, "could not clean up leftover containers");
     }
-    let run = sandbox.run(cfg, job);
-    tokio::select! {
-        r = run => r,
-        _ = super::stop_signal() => {
-            sandbox.remove_all_live().await;
-            eprintln!("interrupted: the sandbox container was removed");
-            std::process::exit(130);
-        }
-    }
+    sandbox.run(cfg, job).await
 }
 
-/// Prints a usage / configuration error and returns exit status 2.
-pub fn usage(msg: &str) -> i32 {
+/// Prints a usage / configuration error: [`Status::Error`] (exit 2).
+pub(crate) fn usage(msg: &str) -> Status {
     eprintln!("error: {msg}");
-    EXIT_USAGE
+    Status::Error
 }
 
 /// A short terminal summary of an outcome.
