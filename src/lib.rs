@@ -14,6 +14,7 @@ pub mod prompt;
 pub mod render;
 pub mod report;
 pub mod sandbox;
+pub mod secret;
 pub mod status;
 pub mod units;
 pub mod validate;

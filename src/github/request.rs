@@ -55,10 +55,7 @@ fn model_overrides(env: &ActionEnv) -> Result<ModelOverrides, String> {
         provider,
         base_url: i.base_url.clone(),
         model: i.model.clone(),
-        api_key: i
-            .api_key
-            .as_ref()
-            .map(|k| crate::model::Secret::new(k.expose())),
+        api_key: i.api_key.clone(),
         ..ModelOverrides::default()
     })
 }

@@ -12,7 +12,6 @@
 use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use crate::github::client::Permission;
 use crate::policy::{Finding, Severity};
@@ -44,9 +43,9 @@ pub fn pending_marker(sha256_hex: &str) -> String {
     )
 }
 
-/// Hex SHA-256 of a text.
+/// Hex SHA-256 of a text ([`crate::sandbox::sha256_hex`] of its bytes).
 pub fn sha256_hex(text: &str) -> String {
-    hex::encode(Sha256::digest(text.as_bytes()))
+    crate::sandbox::sha256_hex(text.as_bytes())
 }
 
 /// Code read back from the bot's own approval comment, hash checked.
