@@ -18,3 +18,6 @@ pub mod secret;
 pub mod status;
 pub mod units;
 pub mod validate;
+
+#[cfg(test)]
+mod layering;
