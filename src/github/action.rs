@@ -55,7 +55,7 @@ use crate::github::approval::{approve, deny};
 use crate::github::client::{GitHub, Permission, Reaction};
 use crate::github::command::{self, Command};
 use crate::github::event::{ActionEnv, Trigger};
-use crate::github::flow::{self, Decision, Screened, WhoRules};
+use crate::github::flow::{self, Decision, Screened};
 use crate::github::request::{Job, execute};
 use crate::github::texts;
 use crate::github::thread::{Ctx, Published, Stop, Thread, conclude, end_quietly, log_annotation};
@@ -158,13 +158,7 @@ pub async fn run(vars: &BTreeMap<String, String>) -> Exit {
         Ok(p) => p,
         Err(e) => return policy_error(&env, &e),
     };
-    let who = WhoRules {
-        users: policy.who.users.clone(),
-        min_permission: permission_of(policy.who.min_permission),
-        allow_bots: policy.who.allow_bots,
-        allow_edited_comments: policy.who.allow_edited_comments,
-    };
-    let screened = flow::screen(&trigger, &prefix, &who);
+    let screened = flow::screen(&trigger, &prefix, &policy.who);
     if let Screened::Ignore(reason) = &screened {
         return ignore(&env, reason);
     }
