@@ -13,12 +13,12 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::status::{Exit, Front, Status, stop_signal};
 
-pub use run::run_command;
+use run::run_command;
 
 /// compute-bot: answers computational questions with code it actually ran in a locked-down sandbox.
 #[derive(Debug, Parser)]
 #[command(name = "compute-bot", version, about)]
-pub struct Cli {
+pub(crate) struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -26,7 +26,7 @@ pub struct Cli {
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Run code (or answer a goal) in the sandbox and print the outcome.
     Run(Box<RunArgs>),
     /// Policy files: check one, or check code against one.
@@ -38,7 +38,7 @@ pub enum Command {
 
 /// `compute-bot policy ...`
 #[derive(Debug, Subcommand)]
-pub enum PolicyCommand {
+pub(crate) enum PolicyCommand {
     /// Validate POLICY and print the effective policy (exit 0 or 2); with
     /// --code, check the code and print the verdict (exit 0 allow, 1 deny,
     /// 3 escalate).
@@ -56,7 +56,7 @@ pub enum PolicyCommand {
 
 /// Output formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Format {
+pub(crate) enum Format {
     /// One JSON object.
     Json,
     /// A short human-readable summary (progress on stderr).
@@ -72,7 +72,7 @@ pub enum Format {
 /// runs the whole loop (plan, generate, check, run, validate, explain) and
 /// prints the report.
 #[derive(Debug, Args)]
-pub struct RunArgs {
+pub(crate) struct RunArgs {
     /// The Python file to run (exactly this code; no generation).
     #[arg(long, value_name = "FILE", required_unless_present = "goal")]
     pub code: Option<PathBuf>,

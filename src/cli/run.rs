@@ -11,7 +11,7 @@ use crate::status::Status;
 const MAX_INPUT_BYTES: u64 = 16 << 20;
 
 /// Reads input files, naming the file and what to do when one is unusable.
-pub fn read_inputs(paths: &[PathBuf], max_file: u64) -> Result<Vec<InputFile>, String> {
+pub(crate) fn read_inputs(paths: &[PathBuf], max_file: u64) -> Result<Vec<InputFile>, String> {
     let mut out = Vec::new();
     for p in paths {
         let meta = std::fs::metadata(p).map_err(|e| {
@@ -43,7 +43,7 @@ pub fn read_inputs(paths: &[PathBuf], max_file: u64) -> Result<Vec<InputFile>, S
 }
 
 /// Reads a Python file, naming it when it cannot be read.
-pub fn read_code(path: &Path) -> Result<String, String> {
+pub(crate) fn read_code(path: &Path) -> Result<String, String> {
     std::fs::read_to_string(path).map_err(|e| {
         format!(
             "code file `{}` cannot be read: {e}; pass a UTF-8 Python file with --code",
@@ -53,7 +53,7 @@ pub fn read_code(path: &Path) -> Result<String, String> {
 }
 
 /// Writes the artifacts of an outcome into `dir`.
-pub fn write_artifacts(outcome: &Outcome, dir: &Path) -> std::io::Result<()> {
+pub(crate) fn write_artifacts(outcome: &Outcome, dir: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     for a in &outcome.artifacts {
         let rel = Path::new(&a.name);
@@ -74,7 +74,7 @@ pub fn write_artifacts(outcome: &Outcome, dir: &Path) -> std::io::Result<()> {
 }
 
 /// Runs `compute-bot run` and returns how it ended.
-pub async fn run_command(args: RunArgs) -> Status {
+pub(crate) async fn run_command(args: RunArgs) -> Status {
     if args.goal.is_some()
         || args.policy.is_some()
         || args.schema.is_some()
@@ -146,7 +146,7 @@ pub async fn run_command(args: RunArgs) -> Status {
 
 /// Connects, removes leftovers, runs. Dropped (Ctrl-C or SIGTERM in
 /// [`crate::cli::main`]), the run removes its container.
-pub async fn execute(cfg: &SandboxConfig, job: &Job) -> Result<Outcome, SandboxError> {
+pub(crate) async fn execute(cfg: &SandboxConfig, job: &Job) -> Result<Outcome, SandboxError> {
     let sandbox = Sandbox::connect().await?;
     if let Err(e) = sandbox.cleanup_leftovers().await {
         tracing::warn!(error = %e, "could not clean up leftover containers");
@@ -161,7 +161,7 @@ pub(crate) fn usage(msg: &str) -> Status {
 }
 
 /// A short terminal summary of an outcome.
-pub fn outcome_text(o: &Outcome) -> String {
+pub(crate) fn outcome_text(o: &Outcome) -> String {
     let mut s = String::new();
     s.push_str(&format!(
         "status: {}  exit code: {}  duration: {} ms\n",

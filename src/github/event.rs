@@ -225,15 +225,6 @@ impl ActionEnv {
         })
     }
 
-    /// Every secret among the inputs (token, API key), to mask with
-    /// [`crate::github::actions_io::add_mask`] before anything is printed.
-    pub fn secrets(&self) -> Vec<&Secret> {
-        [&self.inputs.github_token, &self.inputs.api_key]
-            .into_iter()
-            .flatten()
-            .collect()
-    }
-
     /// The link to this workflow run (`{server}/{owner}/{repo}/actions/runs/{id}`).
     pub fn run_url(&self) -> String {
         format!(
@@ -536,7 +527,7 @@ mod tests {
         );
         assert!(!format!("{env:?}").contains("ghs_secret"));
         assert_eq!(env.token().unwrap().expose(), "ghs_secret");
-        assert_eq!(env.secrets().len(), 1);
+        assert!(env.inputs.github_token.is_some() && env.inputs.api_key.is_none());
         let mut vars = base();
         vars.remove("INPUT_GITHUB_TOKEN");
         let env = ActionEnv::from_map(&vars).unwrap();
@@ -546,7 +537,7 @@ mod tests {
                 .to_string()
                 .contains("INPUT_GITHUB_TOKEN")
         );
-        assert!(env.secrets().is_empty());
+        assert!(env.inputs.github_token.is_none());
     }
 
     #[test]
