@@ -172,9 +172,10 @@ impl<'a> Thread<'a> {
     async fn post(&mut self, post: Post) -> (bool, Option<u64>) {
         let written = match (post, self.issue) {
             (Post::Nothing, _) | (_, None) => return (true, None),
-            (Post::Tracking(body), Some(_)) => match self.tracker.as_mut() {
+            (Post::Tracking(body), Some(issue)) => match self.tracker.as_mut() {
                 Some(t) => t.finish(&body).await,
-                None => self.gh.create_comment(self.issue.unwrap_or(0), &body).await,
+                // A stop before the tracking comment started: a reply.
+                None => self.gh.create_comment(issue, &body).await,
             },
             (Post::Reply(body), Some(issue)) => self.gh.create_comment(issue, &body).await,
             (Post::Edit { id, body }, Some(_)) => {
