@@ -17,6 +17,11 @@ pub mod render;
 pub mod replay;
 pub mod report;
 pub mod sandbox;
+pub mod secret;
+pub mod status;
 pub mod units;
 pub mod validate;
 pub mod verify;
+
+#[cfg(test)]
+mod layering;

@@ -1,4 +1,7 @@
-//! The `compute-bot` binary: logging set-up and the command line.
+//! The `compute-bot` binary: logging set-up, the runtime, and the one place
+//! that turns how a run ended into the process exit.
+
+use compute_bot::status::{Exit, Status};
 
 fn main() {
     tracing_subscriber::fmt()
@@ -8,14 +11,16 @@ fn main() {
         )
         .with_writer(std::io::stderr)
         .init();
-    let rt = match tokio::runtime::Runtime::new() {
-        Ok(rt) => rt,
+    let exit = match tokio::runtime::Runtime::new() {
+        Ok(rt) => {
+            let exit = rt.block_on(compute_bot::cli::main());
+            drop(rt);
+            exit
+        }
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
-            std::process::exit(2);
+            Exit::cli(Status::Error)
         }
     };
-    let code = rt.block_on(compute_bot::cli::main());
-    drop(rt);
-    std::process::exit(code);
+    std::process::exit(exit.code());
 }

@@ -22,12 +22,20 @@ pub enum ReportStatus {
 }
 
 impl ReportStatus {
-    /// The process exit code that goes with this status (0 ok, 1 failed, 3 needs approval).
+    /// The terminal's exit status for this status (0 ok, 1 failed, 3 needs
+    /// approval): [`crate::status::Status::exit_code`] with the CLI front end.
     pub fn exit_code(self) -> i32 {
-        match self {
-            ReportStatus::Ok => 0,
-            ReportStatus::Failed => 1,
-            ReportStatus::NeedsApproval => 3,
+        crate::status::Status::from(self).exit_code(crate::status::Front::Cli)
+    }
+}
+
+impl From<ReportStatus> for crate::status::Status {
+    fn from(s: ReportStatus) -> Self {
+        use crate::status::Status;
+        match s {
+            ReportStatus::Ok => Status::Ok,
+            ReportStatus::Failed => Status::Failed,
+            ReportStatus::NeedsApproval => Status::NeedsApproval,
         }
     }
 }

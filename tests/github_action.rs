@@ -777,7 +777,7 @@ async fn forbidden_commenting_fails_with_the_permission_to_add_and_keeps_the_res
 {
     let f = Fixture::new().await;
     f.gh.fail_next(Some("POST"), "/issues/7/comments", 403, 10);
-    f.comment(
+    let cid = f.comment(
         7,
         "alice",
         &format!("/compute inputs=data/sales.csv total\n{}", fenced(CODE)),
@@ -786,6 +786,8 @@ async fn forbidden_commenting_fails_with_the_permission_to_add_and_keeps_the_res
     let run = f.run("issue_comment", "9401").await;
     assert_eq!(run.code, 1, "{}", run.log());
     assert!(f.bot_comments(7).is_empty());
+    // Nothing was posted: no 🚀 (the thread shows that something went wrong).
+    assert_eq!(f.gh.reactions(cid), vec!["eyes", "confused"]);
     let err = run
         .stdout
         .lines()
@@ -796,6 +798,58 @@ async fn forbidden_commenting_fails_with_the_permission_to_add_and_keeps_the_res
     assert_eq!(run.out("comment_id"), "");
     assert!(run.summary.contains("could not post") && run.summary.contains("42"));
     assert!(run.summary.contains("issues: write"));
+}
+
+/// The first comment POST fails on every try (502 three times); a later
+/// write creates the comment. The final state decides: the thread shows the
+/// result, so the run succeeds and says nothing about a failed post.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_comment_post_that_fails_but_is_recovered_later_is_a_success() {
+    let f = Fixture::new().await;
+    f.gh.fail_next(Some("POST"), "/issues/7/comments", 502, 3);
+    let cid = f.comment(
+        7,
+        "alice",
+        &format!("/compute inputs=data/sales.csv total\n{}", fenced(CODE)),
+        "created",
+    );
+    let run = f.run("issue_comment", "9411").await;
+    let posts: Vec<u16> =
+        f.gh.requests()
+            .iter()
+            .filter(|r| r.method == "POST" && r.path.ends_with("/issues/7/comments"))
+            .map(|r| r.status)
+            .collect();
+    assert_eq!(posts, vec![502, 502, 502, 201], "{}", run.log());
+    let bots = f.bot_comments(7);
+    assert_eq!(bots.len(), 1);
+    assert!(bots[0].body.contains("| total | 42 |"), "{}", bots[0].body);
+    assert_eq!(run.code, 0, "{}", run.log());
+    assert_eq!(run.out("status"), "ok");
+    assert_eq!(run.out("comment_id"), bots[0].id.to_string());
+    assert_eq!(f.gh.reactions(cid), vec!["eyes", "rocket"]);
+    assert!(!run.summary.contains("could not post"), "{}", run.summary);
+}
+
+/// Listing the comments (to find this run's tracking comment) fails every
+/// time; creating one works, so the result still reaches the thread.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_result_is_posted_when_listing_comments_fails() {
+    let f = Fixture::new().await;
+    f.gh.fail_next(Some("GET"), "/issues/7/comments", 500, 1000);
+    let cid = f.comment(
+        7,
+        "alice",
+        &format!("/compute inputs=data/sales.csv total\n{}", fenced(CODE)),
+        "created",
+    );
+    let run = f.run("issue_comment", "9421").await;
+    let bots = f.bot_comments(7);
+    assert_eq!(bots.len(), 1, "{}", run.log());
+    assert!(bots[0].body.contains("| total | 42 |"), "{}", bots[0].body);
+    assert_eq!(run.code, 0, "{}", run.log());
+    assert_eq!(run.out("status"), "ok");
+    assert_eq!(f.gh.reactions(cid), vec!["eyes", "rocket"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

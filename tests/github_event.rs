@@ -5,7 +5,8 @@ use std::path::PathBuf;
 
 use compute_bot::github::command::{self, Command};
 use compute_bot::github::event::{ActionEnv, EventError, Trigger};
-use compute_bot::github::flow::{Screened, WhoRules, screen};
+use compute_bot::github::flow::{Screened, screen};
+use compute_bot::policy::Who;
 
 fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -107,7 +108,7 @@ fn edited_comment_is_marked_and_screened_out() {
     let t = Trigger::from_env(&env("issue_comment", "issue_comment_edited.json", &[])).unwrap();
     assert!(matches!(t, Trigger::Comment { edited: true, .. }));
     assert!(matches!(
-        screen(&t, "/compute", &WhoRules::default()),
+        screen(&t, "/compute", &Who::default()),
         Screened::Ignore(r) if r.contains("edited")
     ));
 }
@@ -116,7 +117,7 @@ fn edited_comment_is_marked_and_screened_out() {
 fn comment_without_the_command_is_screened_out() {
     let t = Trigger::from_env(&env("issue_comment", "issue_comment_no_command.json", &[])).unwrap();
     assert!(matches!(
-        screen(&t, "/compute", &WhoRules::default()),
+        screen(&t, "/compute", &Who::default()),
         Screened::Ignore(_)
     ));
 }
@@ -125,7 +126,7 @@ fn comment_without_the_command_is_screened_out() {
 fn read_only_user_comment_needs_a_permission_check() {
     let t = Trigger::from_env(&env("issue_comment", "issue_comment_read_only.json", &[])).unwrap();
     assert!(matches!(
-        screen(&t, "/compute", &WhoRules::default()),
+        screen(&t, "/compute", &Who::default()),
         Screened::Comment { ref author, .. } if author == "bob-reader"
     ));
 }
@@ -141,7 +142,7 @@ fn bot_comment_is_recognised() {
         }
     ));
     assert!(matches!(
-        screen(&t, "/compute", &WhoRules::default()),
+        screen(&t, "/compute", &Who::default()),
         Screened::Ignore(r) if r.contains("bots")
     ));
 }

@@ -7,12 +7,13 @@ use crate::model::{ModelClient, ModelConfig, ModelOverrides};
 use crate::policy::Policy;
 use crate::render::{self, RenderContext};
 use crate::sandbox::{InputFile, Sandbox};
+use crate::status::Status;
 
 use super::run::{read_code, read_inputs, usage};
 use super::{Format, RunArgs};
 
 /// Reads a JSON Schema from a JSON or YAML file.
-pub fn read_schema(path: &Path) -> Result<serde_json::Value, String> {
+pub(crate) fn read_schema(path: &Path) -> Result<serde_json::Value, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("schema file `{}` cannot be read: {e}", path.display()))?;
     serde_json::from_str(&text)
@@ -101,8 +102,8 @@ fn progress_line(stage: Stage) -> String {
     }
 }
 
-/// Runs the loop for `run` and prints the report; returns the exit status.
-pub async fn answer_command(args: RunArgs) -> i32 {
+/// Runs the loop for `run` and prints the report; returns how it ended.
+pub(crate) async fn answer_command(args: RunArgs) -> Status {
     let mut policy = match &args.policy {
         Some(path) => match Policy::load(path) {
             Ok(p) => p,
@@ -173,19 +174,11 @@ pub async fn answer_command(args: RunArgs) -> i32 {
         // The terminal has no approval step: escalated code stops (exit 3).
         approved_sha256: None,
     };
-    let result = tokio::select! {
-        r = agent.answer(request) => r,
-        _ = super::stop_signal() => {
-            sandbox.remove_all_live().await;
-            eprintln!("interrupted: the sandbox container was removed");
-            return 130;
-        }
-    };
-    let mut report = match result {
+    let mut report = match agent.answer(request).await {
         Ok(r) => r,
         Err(AgentError::Sandbox(e)) if !e.is_configuration() => {
             eprintln!("error: {e}");
-            return 1;
+            return Status::Failed;
         }
         Err(e) => return usage(&e.to_string()),
     };
@@ -208,5 +201,5 @@ pub async fn answer_command(args: RunArgs) -> i32 {
         Format::Markdown => print!("{}", render::markdown(&report, &RenderContext::default())),
         Format::Text => print!("{}", render::text(&report)),
     }
-    report.status.exit_code()
+    Status::from(report.status)
 }

@@ -1,7 +1,8 @@
 //! The command line: `compute-bot run`, `compute-bot policy check`, `compute-bot action`.
 //!
-//! Exit status everywhere: 0 ok, 1 the code failed or was stopped, 2 usage or
-//! configuration error, 3 needs a human approval.
+//! Every command returns a [`Status`]; [`main`] pairs it with the front end
+//! ([`Exit`]) and `main.rs` alone turns that into the process exit (see
+//! [`Status::exit_code`]).
 
 mod answer;
 mod replay;
@@ -11,15 +12,14 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-pub use run::run_command;
+use crate::status::{Exit, Front, Status, stop_signal};
 
-/// Exit status for usage and configuration errors.
-pub const EXIT_USAGE: i32 = 2;
+use run::run_command;
 
 /// compute-bot: answers computational questions with code it actually ran in a locked-down sandbox.
 #[derive(Debug, Parser)]
 #[command(name = "compute-bot", version, about)]
-pub struct Cli {
+pub(crate) struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -27,7 +27,7 @@ pub struct Cli {
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Run code (or answer a goal) in the sandbox and print the outcome.
     Run(Box<RunArgs>),
     /// Policy files: check one, or check code against one.
@@ -43,7 +43,7 @@ pub enum Command {
 
 /// `compute-bot policy ...`
 #[derive(Debug, Subcommand)]
-pub enum PolicyCommand {
+pub(crate) enum PolicyCommand {
     /// Validate POLICY and print the effective policy (exit 0 or 2); with
     /// --code, check the code and print the verdict (exit 0 allow, 1 deny,
     /// 3 escalate).
@@ -61,7 +61,7 @@ pub enum PolicyCommand {
 
 /// Output formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Format {
+pub(crate) enum Format {
     /// One JSON object.
     Json,
     /// A short human-readable summary (progress on stderr).
@@ -77,7 +77,7 @@ pub enum Format {
 /// runs the whole loop (plan, generate, check, run, validate, explain) and
 /// prints the report.
 #[derive(Debug, Args)]
-pub struct RunArgs {
+pub(crate) struct RunArgs {
     /// The Python file to run (exactly this code; no generation).
     #[arg(long, value_name = "FILE", required_unless_present = "goal")]
     pub code: Option<PathBuf>,
@@ -129,51 +129,80 @@ pub struct RunArgs {
     pub format: Format,
 }
 
-/// Resolves when the process is asked to stop: Ctrl-C (SIGINT) or SIGTERM
-/// (a cancelled CI job). Callers then remove their sandbox containers.
-pub async fn stop_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
-                }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
-}
-
 fn parse_duration_arg(s: &str) -> Result<std::time::Duration, String> {
     crate::units::parse_duration(s).map_err(|e| e.to_string())
 }
 
-/// Parses the process arguments and runs the command; returns the exit status.
-pub async fn main() -> i32 {
+/// Parses the process arguments and runs the command; returns how it
+/// ended. This is the one place that waits for SIGINT / SIGTERM: the
+/// command's future is dropped then, which removes its sandbox containers,
+/// and the run ends [`Status::Interrupted`] (exit 130).
+pub async fn main() -> Exit {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
-            return if e.use_stderr() { EXIT_USAGE } else { 0 };
+            return Exit::cli(if e.use_stderr() {
+                Status::Error
+            } else {
+                Status::Ok
+            });
         }
     };
-    match cli.command {
-        Command::Run(args) => run_command(*args).await,
-        Command::Policy(PolicyCommand::Check {
-            policy,
-            code,
-            format,
-        }) => crate::policy::cli::check_command(&policy, code.as_deref(), format == Format::Json),
-        Command::Action => crate::github::action::run_from_process_env().await,
-        Command::Replay(args) => replay::replay_command(*args).await,
+    let front = match cli.command {
+        Command::Action => Front::Action,
+        _ => Front::Cli,
+    };
+    let work = async {
+        match cli.command {
+            Command::Run(args) => Exit::cli(run_command(*args).await),
+            Command::Policy(PolicyCommand::Check {
+                policy,
+                code,
+                format,
+            }) => Exit::cli(status_from_code(crate::policy::cli::check_command(
+                &policy,
+                code.as_deref(),
+                format == Format::Json,
+            ))),
+            Command::Action => crate::github::action::run_from_process_env().await,
+            Command::Replay(args) => {
+                Exit::cli(status_from_code(replay::replay_command(*args).await))
+            }
+        }
+    };
+    // The select ends before the message: the dropped command has removed
+    // its containers by then.
+    let finished = tokio::select! {
+        exit = work => Some(exit),
+        _ = stop_signal() => None,
+    };
+    finished.unwrap_or_else(|| {
+        interrupted(front);
+        Exit {
+            status: Status::Interrupted,
+            front,
+            unposted: false,
+        }
+    })
+}
+
+/// Says that the run was interrupted, once its containers are gone.
+fn interrupted(front: Front) {
+    match front {
+        Front::Action => crate::github::action::log_interrupted(),
+        Front::Cli => eprintln!("interrupted: the sandbox container was removed"),
+    }
+}
+
+/// `policy check`'s and `replay`'s exit codes as a status (0 ok, 1 failed or
+/// denied/differs, 3 escalate, anything else a configuration error).
+fn status_from_code(code: i32) -> Status {
+    use crate::policy::cli::{EXIT_ALLOW, EXIT_DENY, EXIT_ESCALATE};
+    match code {
+        EXIT_ALLOW => Status::Ok,
+        EXIT_DENY => Status::Failed,
+        EXIT_ESCALATE => Status::NeedsApproval,
+        _ => Status::Error,
     }
 }

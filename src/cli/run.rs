@@ -4,13 +4,14 @@ use std::path::{Path, PathBuf};
 
 use crate::sandbox::{InputFile, Job, Outcome, RunStatus, Sandbox, SandboxConfig, SandboxError};
 
-use super::{EXIT_USAGE, Format, RunArgs};
+use super::{Format, RunArgs};
+use crate::status::Status;
 
 /// Largest single input file `run` accepts without a policy.
 const MAX_INPUT_BYTES: u64 = 16 << 20;
 
 /// Reads input files, naming the file and what to do when one is unusable.
-pub fn read_inputs(paths: &[PathBuf], max_file: u64) -> Result<Vec<InputFile>, String> {
+pub(crate) fn read_inputs(paths: &[PathBuf], max_file: u64) -> Result<Vec<InputFile>, String> {
     let mut out = Vec::new();
     for p in paths {
         let meta = std::fs::metadata(p).map_err(|e| {
@@ -42,7 +43,7 @@ pub fn read_inputs(paths: &[PathBuf], max_file: u64) -> Result<Vec<InputFile>, S
 }
 
 /// Reads a Python file, naming it when it cannot be read.
-pub fn read_code(path: &Path) -> Result<String, String> {
+pub(crate) fn read_code(path: &Path) -> Result<String, String> {
     std::fs::read_to_string(path).map_err(|e| {
         format!(
             "code file `{}` cannot be read: {e}; pass a UTF-8 Python file with --code",
@@ -52,7 +53,7 @@ pub fn read_code(path: &Path) -> Result<String, String> {
 }
 
 /// Writes the artifacts of an outcome into `dir`.
-pub fn write_artifacts(outcome: &Outcome, dir: &Path) -> std::io::Result<()> {
+pub(crate) fn write_artifacts(outcome: &Outcome, dir: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     for a in &outcome.artifacts {
         let rel = Path::new(&a.name);
@@ -72,8 +73,8 @@ pub fn write_artifacts(outcome: &Outcome, dir: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Runs `compute-bot run` and returns the exit status.
-pub async fn run_command(args: RunArgs) -> i32 {
+/// Runs `compute-bot run` and returns how it ended.
+pub(crate) async fn run_command(args: RunArgs) -> Status {
     if args.goal.is_some()
         || args.policy.is_some()
         || args.schema.is_some()
@@ -122,7 +123,7 @@ pub async fn run_command(args: RunArgs) -> i32 {
         Err(e) if e.is_configuration() => return usage(&e.to_string()),
         Err(e) => {
             eprintln!("error: {e}");
-            return 1;
+            return Status::Failed;
         }
     };
     if let Some(dir) = &args.artifacts
@@ -138,37 +139,30 @@ pub async fn run_command(args: RunArgs) -> i32 {
         Format::Text | Format::Markdown => print!("{}", outcome_text(&outcome)),
     }
     if outcome.exit_code == Some(0) && !outcome.timed_out && !outcome.oom_killed {
-        0
+        Status::Ok
     } else {
-        1
+        Status::Failed
     }
 }
 
-/// Connects, removes leftovers, runs; Ctrl-C or SIGTERM removes the container before exiting.
-pub async fn execute(cfg: &SandboxConfig, job: &Job) -> Result<Outcome, SandboxError> {
+/// Connects, removes leftovers, runs. Dropped (Ctrl-C or SIGTERM in
+/// [`crate::cli::main`]), the run removes its container.
+pub(crate) async fn execute(cfg: &SandboxConfig, job: &Job) -> Result<Outcome, SandboxError> {
     let sandbox = Sandbox::connect().await?;
     if let Err(e) = sandbox.cleanup_leftovers().await {
         tracing::warn!(error = %e, "could not clean up leftover containers");
     }
-    let run = sandbox.run(cfg, job);
-    tokio::select! {
-        r = run => r,
-        _ = super::stop_signal() => {
-            sandbox.remove_all_live().await;
-            eprintln!("interrupted: the sandbox container was removed");
-            std::process::exit(130);
-        }
-    }
+    sandbox.run(cfg, job).await
 }
 
-/// Prints a usage / configuration error and returns exit status 2.
-pub fn usage(msg: &str) -> i32 {
+/// Prints a usage / configuration error: [`Status::Error`] (exit 2).
+pub(crate) fn usage(msg: &str) -> Status {
     eprintln!("error: {msg}");
-    EXIT_USAGE
+    Status::Error
 }
 
 /// A short terminal summary of an outcome.
-pub fn outcome_text(o: &Outcome) -> String {
+pub(crate) fn outcome_text(o: &Outcome) -> String {
     let mut s = String::new();
     s.push_str(&format!(
         "status: {}  exit code: {}  duration: {} ms\n",

@@ -14,7 +14,8 @@
 //!    is generated or run.
 //! 4. 👀 on the comment; one tracking comment per workflow run (hidden run
 //!    marker, run link), edited through the stages and finally replaced by
-//!    the result; then 🚀 (ok) or 😕 (failed).
+//!    the result; then 🚀 (ok, and only when the result is in the thread) or
+//!    😕 (failed, or nothing could be posted).
 //! 5. In [`crate::github::request`]: inputs from the workspace
 //!    ([`crate::github::inputs`]), the model from the `provider` / `model` /
 //!    `base_url` / `api_key` inputs and the environment, then
@@ -25,14 +26,10 @@
 //!
 //! # Exit status
 //!
-//! | exit | when | `status` output |
-//! |------|------|-----------------|
-//! | 0 | the result is validated | `ok` |
-//! | 0 | the code waits for approval (the workflow is not red while it waits) | `needs_approval` |
-//! | 0 | ignored event/comment, refused user, denied request, usage reply | `ignored` / `refused` / `denied` |
-//! | 1 | no valid result; unusable inputs; no model and no code; an approval that cannot be honoured | `failed` |
-//! | 1 | the result could not be posted (e.g. 403: missing `permissions:`); the summary still has it | the run's status |
-//! | 2 | configuration: a missing variable, a malformed event file, a bad policy file, a bad model setting, no Docker | `error` |
+//! One [`Status`] decides the `status` output and the exit
+//! ([`Status::exit_code`]); [`crate::github::thread::conclude`] decides it
+//! from the final state. The table is in docs/github-action.md ("Exit
+//! status"), held against the enum by a test.
 //!
 //! # Approval
 //!
@@ -55,53 +52,37 @@ use std::path::{Path, PathBuf};
 
 use crate::github::actions_io::{self, Outputs};
 use crate::github::approval::{approve, deny};
-use crate::github::client::{GitHub, GitHubError, Permission, Reaction};
+use crate::github::client::{GitHub, Permission, Reaction};
 use crate::github::command::{self, Command};
 use crate::github::event::{ActionEnv, Trigger};
-use crate::github::flow::{self, Decision, Screened, WhoRules};
+use crate::github::flow::{self, Decision, Screened};
 use crate::github::request::{Job, execute};
 use crate::github::texts;
+use crate::github::thread::{Ctx, Published, Stop, Thread, conclude, end_quietly, log_annotation};
 use crate::policy::{self, Policy, PolicyError};
-use crate::render;
-
-/// Exit status: done (ok, waiting for approval, ignored, refused, denied).
-pub const EXIT_OK: i32 = 0;
-/// Exit status: the request failed, or its result could not be posted.
-pub const EXIT_FAILED: i32 = 1;
-/// Exit status: configuration (environment, event file, policy, model, Docker).
-pub const EXIT_CONFIG: i32 = 2;
+use crate::status::{Exit, Status};
 
 /// Policy files looked for (in this order) when the `policy` input is empty.
 pub const DEFAULT_POLICY_PATHS: [&str; 2] =
     [".github/compute-bot.yml", ".github/compute-policy.yml"];
 
-/// Runs the action from the process environment; returns the exit status.
-/// SIGINT / SIGTERM (a cancelled job) stop the run and remove its sandbox
-/// containers.
-pub async fn run_from_process_env() -> i32 {
+/// Runs the action from the process environment; returns how it ended.
+/// (SIGINT / SIGTERM are [`crate::cli::main`]'s: dropping this future
+/// removes the sandbox containers.)
+pub async fn run_from_process_env() -> Exit {
     let vars: BTreeMap<String, String> = std::env::vars().collect();
-    let work = run(&vars);
-    tokio::select! {
-        code = work => code,
-        _ = crate::cli::stop_signal() => interrupted(),
-    }
-    // Dropping `work` removes the sandbox containers still alive.
-}
-
-fn interrupted() -> i32 {
-    log_annotation(
-        "error",
-        "compute-bot was interrupted (the job was cancelled); its sandbox containers are removed",
-    );
-    130
+    run(&vars).await
 }
 
 // ------------------------------------------------------------ workflow log
 
-pub(crate) fn log_annotation(level: &str, message: &str) {
-    let mut out = std::io::stdout().lock();
-    let _ = actions_io::annotation(&mut out, level, message);
-    let _ = out.flush();
+/// Says in the workflow log that the run was interrupted (the job was
+/// cancelled); its containers are removed by then.
+pub(crate) fn log_interrupted() {
+    log_annotation(
+        "error",
+        "compute-bot was interrupted (the job was cancelled); its sandbox containers are removed",
+    );
 }
 
 fn escape_property(s: &str) -> String {
@@ -128,61 +109,9 @@ fn mask_secrets(vars: &BTreeMap<String, String>) {
     let _ = out.flush();
 }
 
-/// What the run ends with: outputs, summary and exit status.
-#[derive(Debug, Default)]
-pub(crate) struct Ending {
-    pub(crate) outputs: Outputs,
-    pub(crate) summary: Option<String>,
-    pub(crate) exit: i32,
-}
-
-impl Ending {
-    pub(crate) fn status(status: &str, exit: i32) -> Ending {
-        Ending {
-            outputs: Outputs {
-                status: status.to_string(),
-                ..Outputs::default()
-            },
-            summary: None,
-            exit,
-        }
-    }
-
-    pub(crate) fn with_summary(mut self, text: impl Into<String>) -> Ending {
-        self.summary = Some(text.into());
-        self
-    }
-
-    pub(crate) fn with_comment(mut self, id: Option<u64>) -> Ending {
-        self.outputs.comment_id = id;
-        self
-    }
-}
-
-/// Writes the outputs and the summary (when the runner gave the files).
-pub(crate) fn conclude(env: &ActionEnv, mut end: Ending) -> i32 {
-    if let Some(note) = end.outputs.result_note() {
-        log_annotation("warning", &format!("compute-bot: {note}"));
-        if let Some(summary) = &mut end.summary {
-            summary.insert_str(0, &format!("> [!NOTE]\n> {note}\n\n"));
-        }
-    }
-    if let Some(path) = &env.output
-        && let Err(e) = actions_io::write_outputs(path, &end.outputs.pairs())
-    {
-        log_annotation("warning", &format!("compute-bot: {e}"));
-    }
-    if let (Some(path), Some(text)) = (&env.step_summary, &end.summary)
-        && let Err(e) = actions_io::append_summary(path, text)
-    {
-        log_annotation("warning", &format!("compute-bot: {e}"));
-    }
-    end.exit
-}
-
 /// Best effort when the environment itself is broken: the outputs and
 /// summary files may still be named.
-fn conclude_raw(vars: &BTreeMap<String, String>, message: &str) -> i32 {
+fn conclude_raw(vars: &BTreeMap<String, String>, message: &str) -> Exit {
     log_annotation("error", message);
     let get = |n: &str| {
         vars.get(n)
@@ -191,28 +120,22 @@ fn conclude_raw(vars: &BTreeMap<String, String>, message: &str) -> i32 {
     };
     if let Some(p) = get("GITHUB_OUTPUT") {
         let outputs = Outputs {
-            status: "error".into(),
+            status: Status::Error.as_str().into(),
             ..Outputs::default()
         };
         let _ = actions_io::write_outputs(&p, &outputs.pairs());
     }
     if let Some(p) = get("GITHUB_STEP_SUMMARY") {
-        let _ = actions_io::append_summary(
-            &p,
-            &format!(
-                "### 💥 compute-bot could not start\n\n{}\n",
-                render::neutralize(message)
-            ),
-        );
+        let _ = actions_io::append_summary(&p, &texts::could_not_start(message));
     }
-    EXIT_CONFIG
+    Exit::action(Status::Error)
 }
 
 // ------------------------------------------------------------ entry
 
 /// Runs the action with the variables in `vars` (the process environment in
-/// production); returns the exit status. Workflow commands go to stdout.
-pub async fn run(vars: &BTreeMap<String, String>) -> i32 {
+/// production); returns how it ended. Workflow commands go to stdout.
+pub async fn run(vars: &BTreeMap<String, String>) -> Exit {
     mask_secrets(vars);
     let env = match ActionEnv::from_map(vars) {
         Ok(e) => e,
@@ -220,16 +143,7 @@ pub async fn run(vars: &BTreeMap<String, String>) -> i32 {
     };
     let trigger = match Trigger::from_env(&env) {
         Ok(t) => t,
-        Err(e) => {
-            log_annotation("error", &format!("compute-bot: {e}"));
-            return conclude(
-                &env,
-                Ending::status("error", EXIT_CONFIG).with_summary(format!(
-                    "### 💥 compute-bot could not start\n\n{}\n",
-                    render::neutralize(&e.to_string())
-                )),
-            );
-        }
+        Err(e) => return config_error(&env, &e.to_string()),
     };
     let prefix = env.inputs.command.clone();
     // Cheap exits first: a broken policy must not turn every comment red.
@@ -244,13 +158,7 @@ pub async fn run(vars: &BTreeMap<String, String>) -> i32 {
         Ok(p) => p,
         Err(e) => return policy_error(&env, &e),
     };
-    let who = WhoRules {
-        users: policy.who.users.clone(),
-        min_permission: permission_of(policy.who.min_permission),
-        allow_bots: policy.who.allow_bots,
-        allow_edited_comments: policy.who.allow_edited_comments,
-    };
-    let screened = flow::screen(&trigger, &prefix, &who);
+    let screened = flow::screen(&trigger, &prefix, &policy.who);
     if let Screened::Ignore(reason) = &screened {
         return ignore(&env, reason);
     }
@@ -285,7 +193,11 @@ pub async fn run(vars: &BTreeMap<String, String>) -> i32 {
                 ..
             },
             Screened::Comment { command, author },
-        ) => on_comment(&ctx, issue_number, comment_id, command, &author).await,
+        ) => {
+            let mut thread = Thread::new(&gh, Some(issue_number), Some(comment_id));
+            let end = on_comment(&ctx, &mut thread, issue_number, command, &author).await;
+            conclude(&ctx, thread, end).await
+        }
         (
             Trigger::Dispatch {
                 goal,
@@ -305,32 +217,27 @@ pub async fn run(vars: &BTreeMap<String, String>) -> i32 {
                 goal,
                 code,
                 inputs,
-                issue,
                 ..Job::default()
             };
-            execute(&ctx, job).await
+            let mut thread = Thread::new(&gh, issue, None);
+            let end = execute(&ctx, &mut thread, job).await;
+            conclude(&ctx, thread, end).await
         }
         (_, _) => ignore(&env, "nothing to do"),
     }
 }
 
-fn ignore(env: &ActionEnv, reason: &str) -> i32 {
+fn ignore(env: &ActionEnv, reason: &str) -> Exit {
     log_annotation("notice", &texts::ignored(reason));
-    conclude(env, Ending::status("ignored", EXIT_OK))
+    end_quietly(env, Status::Ignored, None)
 }
 
-fn config_error(env: &ActionEnv, message: &str) -> i32 {
+fn config_error(env: &ActionEnv, message: &str) -> Exit {
     log_annotation("error", &format!("compute-bot: {message}"));
-    conclude(
-        env,
-        Ending::status("error", EXIT_CONFIG).with_summary(format!(
-            "### 💥 compute-bot could not start\n\n{}\n",
-            render::neutralize(message)
-        )),
-    )
+    end_quietly(env, Status::Error, Some(&texts::could_not_start(message)))
 }
 
-fn policy_error(env: &ActionEnv, e: &PolicyError) -> i32 {
+fn policy_error(env: &ActionEnv, e: &PolicyError) -> Exit {
     let file = Path::new(&e.file)
         .strip_prefix(&env.workspace)
         .map(|p| p.display().to_string())
@@ -353,12 +260,10 @@ fn policy_error(env: &ActionEnv, e: &PolicyError) -> i32 {
     );
     let _ = out.flush();
     drop(out);
-    conclude(
+    end_quietly(
         env,
-        Ending::status("error", EXIT_CONFIG).with_summary(format!(
-            "### 💥 compute-bot: the policy file is not usable\n\n```text\n{}\n```\n\nNothing was posted or run. Fix the file (`compute-bot policy check {file}` shows the same message locally).\n",
-            shown.to_string().replace("```", "'''")
-        )),
+        Status::Error,
+        Some(&texts::policy_unusable(&shown.to_string(), &file)),
     )
 }
 
@@ -403,14 +308,6 @@ fn permission_of(p: policy::Permission) -> Permission {
 }
 
 // ------------------------------------------------------------ comments
-
-pub(crate) struct Ctx<'a> {
-    pub(crate) env: &'a ActionEnv,
-    pub(crate) vars: &'a BTreeMap<String, String>,
-    pub(crate) policy: &'a Policy,
-    pub(crate) gh: &'a GitHub,
-    pub(crate) prefix: &'a str,
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -466,13 +363,15 @@ fn authorize(user: &str, has: Permission, policy: &Policy, prefix: &str, kind: K
     })
 }
 
+/// The handler of a comment that passed the screening: who asked is
+/// checked, then the command runs.
 async fn on_comment(
     ctx: &Ctx<'_>,
+    thread: &mut Thread<'_>,
     issue: u64,
-    comment_id: u64,
     command: Command,
     author: &str,
-) -> i32 {
+) -> Result<Published, Stop> {
     let kind = match &command {
         Command::Run { .. } => Kind::Run,
         Command::Approve { .. } => Kind::Approve,
@@ -484,20 +383,16 @@ async fn on_comment(
         Ok(p) => p,
         // GitHub answers 404 for users who are not collaborators of a private repository.
         Err(e) if e.status() == Some(404) => Permission::None,
-        Err(e) => {
-            log_annotation("error", &format!("compute-bot: {e}"));
-            return conclude(
-                ctx.env,
-                Ending::status("error", EXIT_FAILED).with_summary(format!(
-                    "### 💥 compute-bot could not check who asked\n\n{}\n",
-                    render::neutralize(&e.to_string())
-                )),
-            );
-        }
+        Err(e) => return Err(Stop::github("could not check who asked", &e)),
     };
     if let Decision::Refuse(text) = authorize(author, has, ctx.policy, ctx.prefix, kind) {
-        return refuse(ctx, issue, comment_id, &text).await;
+        log_annotation(
+            "notice",
+            &format!("compute-bot refused the request: {text}"),
+        );
+        return Ok(Published::reply(Status::Refused, &text, Reaction::MinusOne));
     }
+    let inputs = command.inputs();
     match command {
         Command::Run {
             options,
@@ -507,122 +402,40 @@ async fn on_comment(
         } => {
             let code = code.filter(|c| !c.trim().is_empty());
             if goal.trim().is_empty() && code.is_none() {
-                return reply(
-                    ctx,
-                    issue,
-                    comment_id,
+                return Ok(Published::reply(
+                    Status::Ignored,
                     &texts::usage(ctx.prefix),
                     Reaction::Confused,
-                    "ignored",
-                    EXIT_OK,
-                )
-                .await;
+                ));
             }
-            let unknown: Vec<&String> = options.keys().filter(|k| *k != "inputs").collect();
+            let unknown: Vec<&str> = options
+                .keys()
+                .filter(|k| *k != "inputs")
+                .map(String::as_str)
+                .collect();
             if !unknown.is_empty() {
                 log_annotation(
                     "warning",
                     &format!(
                         "compute-bot: unknown options ignored: {}",
-                        unknown
-                            .iter()
-                            .map(|s| s.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
+                        unknown.join(", ")
                     ),
                 );
             }
-            let inputs = options
-                .get("inputs")
-                .map(|v| crate::github::event::split_list(v))
-                .unwrap_or_default();
             let job = Job {
                 goal: Some(goal).filter(|g| !g.trim().is_empty()),
                 code,
                 context: Some(context).filter(|c| !c.trim().is_empty()),
                 inputs,
-                issue: Some(issue),
-                reply_to: Some(comment_id),
                 ..Job::default()
             };
-            execute(ctx, job).await
+            execute(ctx, thread, job).await
         }
         Command::Approve { sha256_prefix } => {
-            approve(ctx, issue, comment_id, author, sha256_prefix.as_deref()).await
+            approve(ctx, thread, issue, author, sha256_prefix.as_deref()).await
         }
-        Command::Deny => deny(ctx, issue, comment_id, author).await,
-        Command::Replay => super::replay::replay_in_thread(ctx, issue, comment_id).await,
-    }
-}
-
-/// A refused command: a short reply, a 👎, nothing run.
-async fn refuse(ctx: &Ctx<'_>, issue: u64, comment_id: u64, text: &str) -> i32 {
-    log_annotation(
-        "notice",
-        &format!("compute-bot refused the request: {text}"),
-    );
-    reply(
-        ctx,
-        issue,
-        comment_id,
-        text,
-        Reaction::MinusOne,
-        "refused",
-        EXIT_OK,
-    )
-    .await
-}
-
-/// Posts a short reply and a reaction; a failure to post makes the run fail.
-pub(crate) async fn reply(
-    ctx: &Ctx<'_>,
-    issue: u64,
-    comment_id: u64,
-    text: &str,
-    reaction: Reaction,
-    status: &str,
-    exit: i32,
-) -> i32 {
-    let mut errors = Vec::new();
-    if let Err(e) = ctx.gh.add_reaction(comment_id, reaction).await {
-        errors.push(e);
-    }
-    let id = match ctx.gh.create_comment(issue, text).await {
-        Ok(id) => Some(id),
-        Err(e) => {
-            errors.push(e);
-            None
-        }
-    };
-    let mut summary = format!("### compute-bot\n\n{}\n", text.trim());
-    let exit = report_post_errors(&errors, &mut summary, exit);
-    conclude(
-        ctx.env,
-        Ending::status(status, exit)
-            .with_summary(summary)
-            .with_comment(id),
-    )
-}
-
-/// Logs GitHub errors as annotations and notes them in the summary; any
-/// error makes the exit status [`EXIT_FAILED`].
-pub(crate) fn report_post_errors(errors: &[GitHubError], summary: &mut String, exit: i32) -> i32 {
-    if errors.is_empty() {
-        return exit;
-    }
-    let mut note = String::from(
-        "> [!CAUTION]\n> compute-bot could not post to GitHub, so the thread does not show this:\n",
-    );
-    for e in errors {
-        log_annotation("error", &format!("compute-bot: {e}"));
-        note.push_str(&format!("> - {}\n", render::neutralize(&e.to_string())));
-    }
-    note.push('\n');
-    summary.insert_str(0, &note);
-    if exit == EXIT_OK {
-        EXIT_FAILED
-    } else {
-        exit.max(EXIT_FAILED)
+        Command::Deny => deny(ctx, issue, author).await,
+        Command::Replay => super::replay::replay_in_thread(ctx, issue).await,
     }
 }
 

@@ -17,32 +17,7 @@ pub const DEFAULT_SERVER_URL: &str = "https://github.com";
 /// The comment command used when the `command` input is empty.
 pub const DEFAULT_COMMAND: &str = "/compute";
 
-/// A value that must never be printed: `Debug` and `Display` show `***`.
-#[derive(Clone, PartialEq, Eq, Default)]
-pub struct Secret(String);
-
-impl Secret {
-    /// Wraps a secret value.
-    pub fn new(value: impl Into<String>) -> Self {
-        Secret(value.into())
-    }
-    /// The secret itself; call only where it is sent (an HTTP header, a mask).
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Secret(***)")
-    }
-}
-
-impl fmt::Display for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("***")
-    }
-}
+pub use crate::secret::Secret;
 
 /// `owner/name` of a repository.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -188,7 +163,7 @@ impl ActionInputs {
             })?),
         };
         Ok(ActionInputs {
-            github_token: s("INPUT_GITHUB_TOKEN").map(Secret),
+            github_token: s("INPUT_GITHUB_TOKEN").map(Secret::new),
             policy: s("INPUT_POLICY"),
             command: s("INPUT_COMMAND")
                 .map(|c| c.trim().to_string())
@@ -196,7 +171,7 @@ impl ActionInputs {
             provider: s("INPUT_PROVIDER"),
             model: s("INPUT_MODEL"),
             base_url: s("INPUT_BASE_URL"),
-            api_key: s("INPUT_API_KEY").map(Secret),
+            api_key: s("INPUT_API_KEY").map(Secret::new),
             goal: s("INPUT_GOAL"),
             code: get(vars, "INPUT_CODE").map(str::to_string),
             inputs: get(vars, "INPUT_INPUTS")
@@ -248,15 +223,6 @@ impl ActionEnv {
                     .into(),
             )
         })
-    }
-
-    /// Every secret among the inputs (token, API key), to mask with
-    /// [`crate::github::actions_io::add_mask`] before anything is printed.
-    pub fn secrets(&self) -> Vec<&Secret> {
-        [&self.inputs.github_token, &self.inputs.api_key]
-            .into_iter()
-            .flatten()
-            .collect()
     }
 
     /// The link to this workflow run (`{server}/{owner}/{repo}/actions/runs/{id}`).
@@ -561,7 +527,7 @@ mod tests {
         );
         assert!(!format!("{env:?}").contains("ghs_secret"));
         assert_eq!(env.token().unwrap().expose(), "ghs_secret");
-        assert_eq!(env.secrets().len(), 1);
+        assert!(env.inputs.github_token.is_some() && env.inputs.api_key.is_none());
         let mut vars = base();
         vars.remove("INPUT_GITHUB_TOKEN");
         let env = ActionEnv::from_map(&vars).unwrap();
@@ -571,7 +537,7 @@ mod tests {
                 .to_string()
                 .contains("INPUT_GITHUB_TOKEN")
         );
-        assert!(env.secrets().is_empty());
+        assert!(env.inputs.github_token.is_none());
     }
 
     #[test]

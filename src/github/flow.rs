@@ -1,40 +1,14 @@
 //! Pure decisions (who may run what), taking plain data so they can be tested
-//! without GitHub. The orchestration maps the policy's `who` / `escalation`
-//! sections onto [`WhoRules`].
+//! without GitHub: the policy's own [`Who`] decides.
 //!
 //! Order for a comment: [`screen`] first (no API call: is it a command, is the
 //! author a bot, is it an edit?); then the orchestration fetches the author's
 //! permission and decides with the policy's own rules (`policy::Who::permits`,
 //! `policy::Escalation::may_approve`) — one source of truth for who may do what.
 
-use crate::github::client::Permission;
 use crate::github::command::{self, Command};
 use crate::github::event::Trigger;
-
-/// Who may trigger the bot (or approve), as plain data.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WhoRules {
-    /// Logins always allowed (case-insensitive), whatever their permission.
-    pub users: Vec<String>,
-    /// Anyone with at least this permission is allowed.
-    pub min_permission: Permission,
-    /// Whether bot accounts may trigger the bot at all.
-    pub allow_bots: bool,
-    /// Whether edited comments count (otherwise they are ignored).
-    pub allow_edited_comments: bool,
-}
-
-impl Default for WhoRules {
-    /// Write permission or better; no bots; no edited comments.
-    fn default() -> Self {
-        WhoRules {
-            users: Vec::new(),
-            min_permission: Permission::Write,
-            allow_bots: false,
-            allow_edited_comments: false,
-        }
-    }
-}
+use crate::policy::Who;
 
 /// What to do with a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,7 +39,7 @@ pub enum Screened {
 
 /// Looks at a trigger before any API call: comments without the command,
 /// edited comments (unless allowed) and bots (unless allowed) are ignored.
-pub fn screen(trigger: &Trigger, prefix: &str, who: &WhoRules) -> Screened {
+pub fn screen(trigger: &Trigger, prefix: &str, who: &Who) -> Screened {
     match trigger {
         Trigger::Ignored { reason } => Screened::Ignore(reason.clone()),
         Trigger::Dispatch { .. } | Trigger::Schedule { .. } => Screened::Workflow,
@@ -120,7 +94,7 @@ mod tests {
 
     #[test]
     fn screen_ignores_non_commands_edits_and_bots() {
-        let who = WhoRules::default();
+        let who = Who::default();
         assert!(matches!(
             screen(&comment("hello", "a", false, false), "/compute", &who),
             Screened::Ignore(_)
@@ -133,10 +107,10 @@ mod tests {
             screen(&comment("/compute x", "dependabot[bot]", true, false), "/compute", &who),
             Screened::Ignore(r) if r.contains("bots")
         ));
-        let lenient = WhoRules {
+        let lenient = Who {
             allow_bots: true,
             allow_edited_comments: true,
-            ..WhoRules::default()
+            ..Who::default()
         };
         assert!(matches!(
             screen(

@@ -10,6 +10,9 @@
 //! - [`action`]: `compute-bot action`, the orchestration of all of the above;
 //!   [`request`] runs one request, [`approval`] handles `approve` / `deny`.
 //! - [`tracking`]: the run's one tracking comment, edited through the stages.
+//! - [`thread`]: how a run ends — every handler returns `Result<Published,
+//!   Stop>` and `thread::conclude` alone posts, reacts, writes the outputs
+//!   and decides the status.
 
 pub mod action;
 pub mod actions_io;
@@ -22,6 +25,7 @@ pub mod inputs;
 pub mod replay;
 pub mod request;
 pub mod texts;
+pub(crate) mod thread;
 pub mod tracking;
 
 pub use client::{GitHub, GitHubError, Permission, Reaction};

@@ -7,15 +7,16 @@
 //! escalation is not replayed), and the same preconditions as
 //! `compute-bot replay` apply: code, input and image hashes must match.
 
-use crate::github::action::{Ctx, EXIT_FAILED, EXIT_OK, reply};
 use crate::github::client::Reaction;
 use crate::github::inputs;
+use crate::github::thread::{Ctx, Published, Stop};
 use crate::policy::{Decision, check_code};
 use crate::record::RECORD_MARKER_START;
 use crate::render;
 use crate::replay::{Recorded, ReplayError, ReplayVerdict, code_mismatch, compare_inputs, replay};
 use crate::sandbox::InputFile;
 use crate::sandbox::Sandbox;
+use crate::status::Status;
 
 /// The verdict comment for a precondition that does not hold.
 fn cannot(source: &str, problems: &[String]) -> String {
@@ -29,15 +30,15 @@ fn cannot(source: &str, problems: &[String]) -> String {
     )
 }
 
-/// What the reply says: text, reaction, status output, exit status.
-type Answer = (String, Reaction, &'static str, i32);
+/// What the reply says: text, reaction, status.
+type Answer = (String, Reaction, Status);
 
-/// Replays the newest result in `issue` and posts the verdict in reply to
-/// `comment_id`. Exit status: 0 reproduced (or nothing to replay), 1 differs
-/// or cannot be replayed.
-pub(crate) async fn replay_in_thread(ctx: &Ctx<'_>, issue: u64, comment_id: u64) -> i32 {
-    let (text, reaction, status, exit) = answer(ctx, issue).await;
-    reply(ctx, issue, comment_id, &text, reaction, status, exit).await
+/// Replays the newest result in `issue`; the verdict is the reply. Status:
+/// ok when reproduced, ignored when there is nothing to replay, failed when it
+/// differs or cannot be replayed.
+pub(crate) async fn replay_in_thread(ctx: &Ctx<'_>, issue: u64) -> Result<Published, Stop> {
+    let (text, reaction, status) = answer(ctx, issue).await;
+    Ok(Published::reply(status, &text, reaction))
 }
 
 async fn answer(ctx: &Ctx<'_>, issue: u64) -> Answer {
@@ -52,7 +53,7 @@ async fn answer(ctx: &Ctx<'_>, issue: u64) -> Answer {
                 "### 💥 compute-bot: cannot read this thread\n\n{}\n",
                 render::neutralize(&e.to_string())
             );
-            return (text, Reaction::Confused, "error", EXIT_FAILED);
+            return (text, Reaction::Confused, Status::Failed);
         }
     };
     let Some((result_id, body)) = found else {
@@ -60,7 +61,7 @@ async fn answer(ctx: &Ctx<'_>, issue: u64) -> Answer {
             "Nothing to replay: this thread has no compute-bot result with a run record. Ask with `{} <goal>` first.",
             ctx.prefix
         );
-        return (text, Reaction::Confused, "ignored", EXIT_OK);
+        return (text, Reaction::Confused, Status::Ignored);
     };
     let source = format!(
         "{}/{}/{}/issues/{issue}#issuecomment-{result_id}",
@@ -71,30 +72,20 @@ async fn answer(ctx: &Ctx<'_>, issue: u64) -> Answer {
     let rec = match Recorded::from_comment_body(&body, &source) {
         Ok(r) => r,
         Err(e) => {
-            return (
-                cannot(&source, &[e]),
-                Reaction::Confused,
-                "failed",
-                EXIT_FAILED,
-            );
+            return (cannot(&source, &[e]), Reaction::Confused, Status::Failed);
         }
     };
     let inputs = match preconditions(ctx, &rec) {
         Ok(i) => i,
         Err(p) => {
-            return (
-                cannot(&source, &p),
-                Reaction::MinusOne,
-                "failed",
-                EXIT_FAILED,
-            );
+            return (cannot(&source, &p), Reaction::MinusOne, Status::Failed);
         }
     };
     let sandbox = match Sandbox::connect().await {
         Ok(s) => s,
         Err(e) => {
             let text = cannot(&source, &[e.to_string()]);
-            return (text, Reaction::Confused, "error", EXIT_FAILED);
+            return (text, Reaction::Confused, Status::Failed);
         }
     };
     verdict(&source, &rec, replay(&sandbox, &rec, inputs, None).await)
@@ -157,8 +148,7 @@ fn verdict(source: &str, rec: &Recorded, v: Result<ReplayVerdict, ReplayError>) 
                 notes_md(&v.notes)
             ),
             Reaction::PlusOne,
-            "ok",
-            EXIT_OK,
+            Status::Ok,
         ),
         Ok(v) => (
             format!(
@@ -168,20 +158,13 @@ fn verdict(source: &str, rec: &Recorded, v: Result<ReplayVerdict, ReplayError>) 
                 notes_md(&v.notes)
             ),
             Reaction::Confused,
-            "failed",
-            EXIT_FAILED,
+            Status::Failed,
         ),
-        Err(ReplayError::Mismatch(p)) => (
-            cannot(source, &p),
-            Reaction::MinusOne,
-            "failed",
-            EXIT_FAILED,
-        ),
+        Err(ReplayError::Mismatch(p)) => (cannot(source, &p), Reaction::MinusOne, Status::Failed),
         Err(ReplayError::Sandbox(e)) => (
             cannot(source, &[e.to_string()]),
             Reaction::Confused,
-            "error",
-            EXIT_FAILED,
+            Status::Failed,
         ),
     }
 }

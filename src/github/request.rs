@@ -1,33 +1,26 @@
-//! One request, from acknowledgement to outputs: inputs, model, the agent in
-//! the sandbox, the result comment, reactions, the report file, the summary.
+//! One request, from acknowledgement to its end: inputs, model, the agent in
+//! the sandbox, the result comment, the report file. Each step that cannot
+//! go on returns a [`Stop`]; the end is written by
+//! [`crate::github::thread::conclude`].
 
 use std::io::Write;
 
 use crate::agent::{Agent, AgentError, Request, Stage as AgentStage};
-use crate::github::action::{
-    Ctx, EXIT_CONFIG, EXIT_FAILED, EXIT_OK, Ending, conclude, log_annotation, report_post_errors,
-};
 use crate::github::actions_io::{self, Outputs};
-use crate::github::approval::{PendingInput, PendingRequest, request_marker};
-use crate::github::client::{GitHub, GitHubError, Reaction};
+use crate::github::client::Reaction;
 use crate::github::event::ActionEnv;
 use crate::github::inputs::{self, Resolved};
-use crate::github::texts;
-use crate::github::tracking::Tracker;
+use crate::github::texts::{self, PendingInput, PendingRequest, request_marker};
+use crate::github::thread::{Ctx, Post, Published, Stop, Thread};
 use crate::model::{ModelClient, ModelConfig, ModelOverrides, Provider};
 use crate::render::{self, RenderContext};
 use crate::report::{Report, ReportStatus};
 use crate::sandbox::Sandbox;
+use crate::status::Status;
 
 /// Where the JSON report goes, relative to the workspace (the one directory a
 /// container action shares with later steps such as `actions/upload-artifact`).
 pub const REPORT_DIR: &str = "compute-bot-reports";
-
-/// What to tell a commenter when there is a goal but no code and no model.
-pub const NO_MODEL_ACTION_HELP: &str = "No language model is configured for this workflow, so no code can be generated for this goal. Either configure a model — set the action inputs `provider` (`openai` for any OpenAI-compatible endpoint, or `anthropic`), `model` and `api_key` (from a repository secret), and `base_url` if needed — or give the exact code to run in a fenced ```` ```python ```` block in the comment (or the `code` input for workflow_dispatch and schedule runs).";
-
-/// Added to model configuration errors, whose text names the `COMPUTE_BOT_*` variables.
-const MODEL_INPUTS_HINT: &str = "In the workflow, the action inputs `provider`, `model`, `base_url` and `api_key` set these (they win over the `COMPUTE_BOT_*` variables).";
 
 #[derive(Debug, Default)]
 pub(crate) struct Approval {
@@ -46,63 +39,8 @@ pub(crate) struct Job {
     /// For an approved run: the inputs (and hashes) the approver saw; no
     /// paths are taken from the goal then.
     pub(crate) expected_inputs: Option<Vec<PendingInput>>,
-    /// Where to post (none: the summary only).
-    pub(crate) issue: Option<u64>,
-    /// The comment that asked (reactions go there).
-    pub(crate) reply_to: Option<u64>,
+    /// Set for an approved run: who approved which code.
     pub(crate) approval: Option<Approval>,
-}
-
-/// The tracking comment, reactions and errors of one request.
-struct Thread<'a> {
-    gh: &'a GitHub,
-    tracker: Option<Tracker<'a>>,
-    reply_to: Option<u64>,
-    errors: Vec<GitHubError>,
-    marker: String,
-    run_url: String,
-}
-
-impl<'a> Thread<'a> {
-    async fn react(&mut self, reaction: Reaction) {
-        if let Some(id) = self.reply_to
-            && let Err(e) = self.gh.add_reaction(id, reaction).await
-        {
-            self.errors.push(e);
-        }
-    }
-
-    async fn finish(&mut self, body: &str) {
-        if let Some(t) = self.tracker.as_mut()
-            && let Err(e) = t.finish(body).await
-        {
-            self.errors.push(e);
-        }
-    }
-
-    fn comment_id(&self) -> Option<u64> {
-        self.tracker.as_ref().and_then(|t| t.comment_id())
-    }
-
-    /// Ends the request before anything ran: the reason in the comment and the summary.
-    async fn stop(self, ctx: &Ctx<'_>, title: &str, details: &str, status: &str, exit: i32) -> i32 {
-        let mut this = self;
-        log_annotation("error", &format!("compute-bot: {title}: {details}"));
-        let text = format!(
-            "### ❌ compute-bot: {title}\n\n{details}\n\nNothing was run.\n\n<sub>[Workflow run]({})</sub>\n",
-            this.run_url
-        );
-        this.finish(&format!("{}\n{text}", this.marker)).await;
-        this.react(Reaction::Confused).await;
-        let mut summary = text;
-        let exit = report_post_errors(&this.errors, &mut summary, exit);
-        conclude(
-            ctx.env,
-            Ending::status(status, exit)
-                .with_summary(summary)
-                .with_comment(this.comment_id()),
-        )
-    }
 }
 
 fn model_overrides(env: &ActionEnv) -> Result<ModelOverrides, String> {
@@ -117,20 +55,14 @@ fn model_overrides(env: &ActionEnv) -> Result<ModelOverrides, String> {
         provider,
         base_url: i.base_url.clone(),
         model: i.model.clone(),
-        api_key: i
-            .api_key
-            .as_ref()
-            .map(|k| crate::model::Secret::new(k.expose())),
+        api_key: i.api_key.clone(),
         ..ModelOverrides::default()
     })
 }
 
 /// In Actions the key comes from the action input `api_key`: a refused key
 /// (HTTP 401/403) names that input rather than the CLI's variables.
-fn action_key_hint(
-    mut report: crate::report::Report,
-    key_setting: Option<&str>,
-) -> crate::report::Report {
+fn action_key_hint(mut report: Report, key_setting: Option<&str>) -> Report {
     let Some(setting) = key_setting else {
         return report;
     };
@@ -219,187 +151,31 @@ fn write_report(env: &ActionEnv, report: &Report) -> Option<String> {
     }
 }
 
-fn status_name(s: ReportStatus) -> &'static str {
-    match s {
-        ReportStatus::Ok => "ok",
-        ReportStatus::Failed => "failed",
-        ReportStatus::NeedsApproval => "needs_approval",
-    }
-}
-
-/// Runs one request: acknowledge, inputs, model, agent, post, outputs.
-pub(crate) async fn execute(ctx: &Ctx<'_>, job: Job) -> i32 {
+/// Runs one request in `thread`: acknowledge, inputs, model, agent; returns
+/// the result to publish, or why it stopped.
+pub(crate) async fn execute(
+    ctx: &Ctx<'_>,
+    thread: &mut Thread<'_>,
+    job: Job,
+) -> Result<Published, Stop> {
     let env = ctx.env;
     let marker = texts::run_marker(&env.run_id);
-    let run_url = env.run_url();
-    let mut thread = Thread {
-        gh: ctx.gh,
-        tracker: job
-            .issue
-            .map(|i| Tracker::new(ctx.gh, i, marker.clone(), Some(run_url.clone()))),
-        reply_to: job.reply_to,
-        errors: Vec::new(),
-        marker: marker.clone(),
-        run_url: run_url.clone(),
-    };
-    thread.react(Reaction::Eyes).await;
-    let mut show_progress = thread.tracker.is_some();
-    if let Some(t) = thread.tracker.as_mut()
-        && let Err(e) = t.acknowledge().await
-    {
-        // Go on: the result still reaches the summary; posting is retried at the end.
-        tracing::warn!("cannot post the tracking comment: {e}");
-        thread.errors.push(e);
-        show_progress = false;
-    }
-
-    // Inputs.
-    let mention_text = match &job.expected_inputs {
-        Some(_) => String::new(),
-        None => [job.goal.as_deref(), job.context.as_deref()]
-            .into_iter()
-            .flatten()
-            .collect::<Vec<_>>()
-            .join("\n"),
-    };
-    let resolved: Vec<Resolved> = match inputs::resolve(
-        &env.workspace,
-        &job.inputs,
-        &mention_text,
-        &ctx.policy.inputs,
-    ) {
-        Ok(r) => r,
-        Err(problems) => {
-            return thread
-                .stop(
-                    ctx,
-                    "the inputs cannot be used",
-                    &problems_md(&problems),
-                    "failed",
-                    EXIT_FAILED,
-                )
-                .await;
-        }
-    };
-    if let Some(expected) = &job.expected_inputs {
-        let changed: Vec<String> = expected
-            .iter()
-            .filter(|e| {
-                !resolved
-                    .iter()
-                    .any(|r| r.path == e.path && r.sha256 == e.sha256)
-            })
-            .map(|e| {
-                format!(
-                    "- `{}` changed since the code was shown",
-                    e.path.replace('`', "'")
-                )
-            })
-            .collect();
-        if !changed.is_empty() {
-            return thread
-                .stop(
-                    ctx,
-                    "the approved request cannot run on the same data",
-                    &format!(
-                        "{}\n\nThe approval covered the code together with these inputs. Ask again with a new `{}` comment.",
-                        changed.join("\n"),
-                        ctx.prefix
-                    ),
-                    "failed",
-                    EXIT_FAILED,
-                )
-                .await;
-        }
-    }
-
-    // Model.
-    let has_code = job.code.as_deref().is_some_and(|c| !c.trim().is_empty())
-        || job
-            .goal
-            .as_deref()
-            .and_then(crate::prompt::extract_fenced_code)
-            .is_some_and(|c| !c.trim().is_empty());
-    let model_cfg = match model_overrides(env)
-        .and_then(|o| ModelConfig::from_env_with(&o, ctx.vars).map_err(|e| e.to_string()))
-    {
-        Ok(c) => c,
-        Err(e) => {
-            return thread
-                .stop(
-                    ctx,
-                    "the model configuration is not usable",
-                    &format!("{}\n\n{MODEL_INPUTS_HINT}", render::neutralize(&e)),
-                    "error",
-                    EXIT_CONFIG,
-                )
-                .await;
-        }
-    };
-    if !has_code && model_cfg.is_none() {
-        return thread
-            .stop(
-                ctx,
-                "no model and no code",
-                NO_MODEL_ACTION_HELP,
-                "failed",
-                EXIT_FAILED,
-            )
-            .await;
-    }
-    // A model is only used to generate and explain; exact code runs without
-    // one. Without an API key (e.g. `api_key: ${{ secrets.X }}` with the
-    // secret missing) exact code does not call the provider at all: the
-    // explanation is the template.
-    let model_cfg = model_cfg.filter(|c| {
-        let keyless_exact = has_code && c.api_key.is_none();
-        if keyless_exact {
-            tracing::info!("exact code and no api_key: the model is not called");
-        }
-        !keyless_exact
-    });
-    let key_setting = model_cfg.as_ref().map(|c| c.key_setting());
-    // A model is only used to generate and explain; exact code runs without one.
-    let model = match model_cfg.map(ModelClient::new).transpose() {
-        Ok(m) => m,
-        Err(e) => {
-            return thread
-                .stop(
-                    ctx,
-                    "the model configuration is not usable",
-                    &format!(
-                        "{}\n\n{MODEL_INPUTS_HINT}",
-                        render::neutralize(&e.to_string())
-                    ),
-                    "error",
-                    EXIT_CONFIG,
-                )
-                .await;
-        }
-    };
-
-    // Sandbox.
-    let sandbox = match Sandbox::connect().await {
-        Ok(s) => s,
-        Err(e) => {
-            return thread
-                .stop(
-                    ctx,
-                    "the sandbox is not available",
-                    &format!(
-                        "{}\n\nThe action needs a Linux runner with Docker (e.g. `ubuntu-latest`).",
-                        render::neutralize(&e.to_string())
-                    ),
-                    "error",
-                    EXIT_CONFIG,
-                )
-                .await;
-        }
-    };
+    let show_progress = thread.acknowledge(&marker, &env.run_url()).await;
+    let resolved = resolve_inputs(ctx, &job)?;
+    let (model, has_code, key_setting) = model_for(ctx, &job)?;
+    let sandbox = Sandbox::connect().await.map_err(|e| {
+        Stop::new(
+            Status::Error,
+            "the sandbox is not available",
+            format!(
+                "{}\n\nThe action needs a Linux runner with Docker (e.g. `ubuntu-latest`).",
+                render::neutralize(&e.to_string())
+            ),
+        )
+    })?;
     if let Err(e) = sandbox.cleanup_leftovers().await {
         tracing::warn!(error = %e, "could not clean up leftover containers");
     }
-
     let max_attempts = if has_code {
         1
     } else {
@@ -413,32 +189,152 @@ pub(crate) async fn execute(ctx: &Ctx<'_>, job: Job) -> i32 {
         context: job.context.clone(),
         approved_sha256: job.approval.as_ref().map(|a| a.sha256.clone()),
     };
+    let agent = Agent {
+        policy: ctx.policy,
+        sandbox: &sandbox,
+        model: model.as_ref(),
+        progress: &|_| {},
+    };
+    let progress = show_progress.then_some(max_attempts);
+    let report = answer_with_progress(agent, request, thread, progress)
+        .await
+        .map_err(|e| {
+            let status = match e {
+                AgentError::NoModel(_) | AgentError::Empty => Status::Failed,
+                AgentError::Schema(_) | AgentError::Sandbox(_) => Status::Error,
+            };
+            Stop::new(
+                status,
+                "the request could not start",
+                render::neutralize(&e.to_string()),
+            )
+        })?;
+    let report = action_key_hint(report, key_setting.as_deref());
+    Ok(publish(ctx, &job, &resolved, &marker, report))
+}
+
+/// The workspace inputs of the job, checked against the policy and, for an
+/// approved run, against the hashes the approver saw.
+fn resolve_inputs(ctx: &Ctx<'_>, job: &Job) -> Result<Vec<Resolved>, Stop> {
+    let mention_text = match &job.expected_inputs {
+        Some(_) => String::new(),
+        None => [job.goal.as_deref(), job.context.as_deref()]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join("\n"),
+    };
+    let resolved = inputs::resolve(
+        &ctx.env.workspace,
+        &job.inputs,
+        &mention_text,
+        &ctx.policy.inputs,
+    )
+    .map_err(|problems| {
+        Stop::new(
+            Status::Failed,
+            "the inputs cannot be used",
+            problems_md(&problems),
+        )
+    })?;
+    if let Some(expected) = &job.expected_inputs {
+        let changed: Vec<String> = expected
+            .iter()
+            .filter(|e| {
+                !resolved
+                    .iter()
+                    .any(|r| r.path == e.path && r.sha256 == e.sha256)
+            })
+            .map(|e| e.path.clone())
+            .collect();
+        if !changed.is_empty() {
+            return Err(Stop::new(
+                Status::Failed,
+                "the approved request cannot run on the same data",
+                texts::inputs_changed(&changed, ctx.prefix),
+            ));
+        }
+    }
+    Ok(resolved)
+}
+
+/// The model client (none: exact code runs without one), whether the job
+/// has exact code, and the setting the key came from.
+fn model_for(
+    ctx: &Ctx<'_>,
+    job: &Job,
+) -> Result<(Option<ModelClient>, bool, Option<String>), Stop> {
+    let has_code = job.code.as_deref().is_some_and(|c| !c.trim().is_empty())
+        || job
+            .goal
+            .as_deref()
+            .and_then(crate::prompt::extract_fenced_code)
+            .is_some_and(|c| !c.trim().is_empty());
+    let unusable = |e: String| {
+        Stop::new(
+            Status::Error,
+            "the model configuration is not usable",
+            format!("{}\n\n{}", render::neutralize(&e), texts::MODEL_INPUTS_HINT),
+        )
+    };
+    let model_cfg = model_overrides(ctx.env)
+        .and_then(|o| ModelConfig::from_env_with(&o, ctx.vars).map_err(|e| e.to_string()))
+        .map_err(unusable)?;
+    if !has_code && model_cfg.is_none() {
+        return Err(Stop::new(
+            Status::Failed,
+            "no model and no code",
+            texts::NO_MODEL_ACTION_HELP,
+        ));
+    }
+    // A model is only used to generate and explain; exact code runs without
+    // one. Without an API key (e.g. `api_key: ${{ secrets.X }}` with the
+    // secret missing) exact code does not call the provider at all: the
+    // explanation is the template.
+    let model_cfg = model_cfg.filter(|c| {
+        let keyless_exact = has_code && c.api_key.is_none();
+        if keyless_exact {
+            tracing::info!("exact code and no api_key: the model is not called");
+        }
+        !keyless_exact
+    });
+    let key_setting = model_cfg.as_ref().map(|c| c.key_setting());
+    let model = model_cfg
+        .map(ModelClient::new)
+        .transpose()
+        .map_err(|e| unusable(e.to_string()))?;
+    Ok((model, has_code, key_setting))
+}
+
+/// Runs the agent; with `progress` (the attempts shown), its stages are
+/// shown in the tracking comment while it works (coalesced: only the newest).
+async fn answer_with_progress(
+    agent: Agent<'_>,
+    request: Request,
+    thread: &mut Thread<'_>,
+    progress: Option<u32>,
+) -> Result<Report, AgentError> {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<AgentStage>();
-    let policy = ctx.policy;
+    let send = move |s: AgentStage| {
+        let _ = tx.send(s);
+    };
     let work = async move {
-        let progress = move |s: AgentStage| {
-            let _ = tx.send(s);
-        };
         let agent = Agent {
-            policy,
-            sandbox: &sandbox,
-            model: model.as_ref(),
-            progress: &progress,
+            progress: &send,
+            ..agent
         };
         agent.answer(request).await
     };
-    let tracker = &mut thread.tracker;
     let updater = async {
         while let Some(mut stage) = rx.recv().await {
-            // Coalesce: only the newest stage is shown.
             while let Ok(next) = rx.try_recv() {
                 stage = next;
             }
-            if !show_progress {
+            let Some(max_attempts) = progress else {
                 continue;
-            }
+            };
             if let (Some(t), Some((s, attempt, of))) =
-                (tracker.as_mut(), map_stage(stage, max_attempts))
+                (thread.tracker(), map_stage(stage, max_attempts))
                 && let Err(e) = t.stage(s, attempt, of).await
             {
                 tracing::warn!("cannot show the stage in the tracking comment: {e}");
@@ -446,33 +342,24 @@ pub(crate) async fn execute(ctx: &Ctx<'_>, job: Job) -> i32 {
         }
     };
     let (answer, ()) = tokio::join!(work, updater);
-    let report = match answer {
-        Ok(r) => action_key_hint(r, key_setting.as_deref()),
-        Err(e) => {
-            let (status, exit) = match e {
-                AgentError::NoModel(_) | AgentError::Empty => ("failed", EXIT_FAILED),
-                AgentError::Schema(_) | AgentError::Sandbox(_) => ("error", EXIT_CONFIG),
-            };
-            return thread
-                .stop(
-                    ctx,
-                    "the request could not start",
-                    &render::neutralize(&e.to_string()),
-                    status,
-                    exit,
-                )
-                .await;
-        }
-    };
+    answer
+}
 
-    // Post.
-    let mut report = report;
+/// The result: the report file, the sandbox output echoed to the log, the
+/// comment, the reaction and the outputs.
+fn publish(
+    ctx: &Ctx<'_>,
+    job: &Job,
+    resolved: &[Resolved],
+    marker: &str,
+    mut report: Report,
+) -> Published {
     let paths: Vec<(String, String)> = resolved
         .iter()
         .map(|r| (r.file.name.clone(), r.path.clone()))
         .collect();
     crate::record::set_input_paths(&mut report, &paths);
-    let report_path = write_report(env, &report);
+    let report_path = write_report(ctx.env, &report);
     if let Some(o) = &report.outcome {
         let mut out = std::io::stdout().lock();
         if !o.stdout.is_empty() {
@@ -483,12 +370,9 @@ pub(crate) async fn execute(ctx: &Ctx<'_>, job: Job) -> i32 {
         }
         let _ = out.flush();
     }
-    let mut head = marker.clone();
+    let mut head = marker.to_string();
     if let Some(a) = &job.approval {
-        head.push_str(&format!(
-            "\n✅ Approved by @{} ([request]({})): ran exactly the code with sha256 `{}`.\n",
-            a.by, a.request_url, a.sha256
-        ));
+        head.push_str(&texts::approved_run(&a.by, &a.request_url, &a.sha256));
     }
     if report.status == ReportStatus::NeedsApproval {
         let pending = PendingRequest {
@@ -506,35 +390,26 @@ pub(crate) async fn execute(ctx: &Ctx<'_>, job: Job) -> i32 {
         head.push_str(&request_marker(&pending));
     }
     let rctx = RenderContext {
-        run_url: Some(run_url.clone()),
+        run_url: Some(ctx.env.run_url()),
         marker: Some(head),
         command: Some(ctx.prefix.to_string()),
     };
-    let body = render::markdown(&report, &rctx);
-    thread.finish(&body).await;
-    match report.status {
-        ReportStatus::Ok => thread.react(Reaction::Rocket).await,
-        ReportStatus::Failed => thread.react(Reaction::Confused).await,
-        ReportStatus::NeedsApproval => {}
-    }
-    let mut summary = render::summary(&report, &rctx);
-    let exit = match report.status {
-        ReportStatus::Ok | ReportStatus::NeedsApproval => EXIT_OK,
-        ReportStatus::Failed => EXIT_FAILED,
-    };
-    let exit = report_post_errors(&thread.errors, &mut summary, exit);
-    let end = Ending {
+    Published {
+        status: Status::from(report.status),
+        post: Post::Tracking(render::markdown(&report, &rctx)),
+        reaction: match report.status {
+            ReportStatus::Ok => Some(Reaction::Rocket),
+            ReportStatus::Failed => Some(Reaction::Confused),
+            ReportStatus::NeedsApproval => None,
+        },
+        summary: render::summary(&report, &rctx),
         outputs: Outputs {
-            status: status_name(report.status).to_string(),
             result: report.result.clone(),
-            comment_id: thread.comment_id(),
             code_sha256: report.code_sha256.clone(),
             report_path,
+            ..Outputs::default()
         },
-        summary: Some(summary),
-        exit,
-    };
-    conclude(env, end)
+    }
 }
 
 #[cfg(test)]

@@ -5,11 +5,13 @@
 //! - `<!-- compute-bot:run=<run_id> -->` on the tracking comment of a workflow run
 //!   (a re-run of the same run finds and edits it);
 //! - `<!-- compute-bot:pending sha256=<hex> -->` right before the code that waits
-//!   for approval; [`read_pending`] extracts that code and checks its hash.
+//!   for approval; [`read_pending`] extracts that code and checks its hash;
+//! - `<!-- compute-bot:request=<hex JSON> -->` next to it: the goal and the
+//!   inputs (with hashes) of that request ([`request_marker`]).
 
 use std::fmt::Write as _;
 
-use sha2::{Digest, Sha256};
+use serde::{Deserialize, Serialize};
 
 use crate::github::client::Permission;
 use crate::policy::{Finding, Severity};
@@ -17,6 +19,7 @@ use crate::render::{escape_cell, fenced_exact, is_bidi_control, neutralize};
 
 const RUN_MARKER_START: &str = "<!-- compute-bot:run=";
 const PENDING_MARKER_START: &str = "<!-- compute-bot:pending sha256=";
+const REQUEST_MARKER_START: &str = "<!-- compute-bot:request=";
 const MARKER_END: &str = " -->";
 /// Marks a request as closed (denied or already approved) so it cannot be approved again.
 pub const CLOSED_MARKER: &str = "<!-- compute-bot:closed -->";
@@ -32,15 +35,6 @@ fn clean_id(s: &str) -> String {
         .collect()
 }
 
-/// The run id in a comment's run marker, if it has one.
-pub fn parse_run_marker(body: &str) -> Option<String> {
-    let start = body.find(RUN_MARKER_START)? + RUN_MARKER_START.len();
-    let rest = &body[start..];
-    let end = rest.find(MARKER_END)?;
-    let id = &rest[..end];
-    (!id.is_empty() && clean_id(id) == id).then(|| id.to_string())
-}
-
 /// The hidden marker put before code that waits for approval.
 pub fn pending_marker(sha256_hex: &str) -> String {
     format!(
@@ -49,9 +43,9 @@ pub fn pending_marker(sha256_hex: &str) -> String {
     )
 }
 
-/// Hex SHA-256 of a text.
+/// Hex SHA-256 of a text ([`crate::sandbox::sha256_hex`] of its bytes).
 pub fn sha256_hex(text: &str) -> String {
-    hex::encode(Sha256::digest(text.as_bytes()))
+    crate::sandbox::sha256_hex(text.as_bytes())
 }
 
 /// Code read back from the bot's own approval comment, hash checked.
@@ -342,13 +336,103 @@ pub fn usage(command: &str) -> String {
     )
 }
 
-/// The tracking comment when the bot itself failed (not the computation).
-pub fn internal_error(marker: &str, message: &str, run_url: Option<&str>) -> String {
+/// The end of a request that stopped before anything ran: in the tracking
+/// comment (or a reply) and the summary. `details` is Markdown.
+pub fn stopped(title: &str, details: &str, run_url: &str) -> String {
     format!(
-        "{marker}\n💥 **compute-bot failed before it could answer:** {}\n{}",
-        neutralize(message),
-        footer(run_url)
+        "### ❌ compute-bot: {title}\n\n{details}\n\nNothing was run.\n\n<sub>[Workflow run]({run_url})</sub>\n"
     )
+}
+
+/// The summary when the run could not start (environment, event, token).
+pub fn could_not_start(message: &str) -> String {
+    format!(
+        "### 💥 compute-bot could not start\n\n{}\n",
+        neutralize(message)
+    )
+}
+
+/// The summary when the policy file is not usable; `error` is the
+/// `file:line:column: message` text, `file` the workspace-relative path.
+pub fn policy_unusable(error: &str, file: &str) -> String {
+    format!(
+        "### 💥 compute-bot: the policy file is not usable\n\n```text\n{}\n```\n\nNothing was posted or run. Fix the file (`compute-bot policy check {file}` shows the same message locally).\n",
+        error.replace("```", "'''")
+    )
+}
+
+/// The summary of a `deny`.
+pub fn denied_summary(user: &str) -> String {
+    format!(
+        "### compute-bot: request denied\n\n@{user} denied the code waiting for approval; nothing was run.\n"
+    )
+}
+
+/// The line on top of an approved run's result.
+pub fn approved_run(user: &str, request_url: &str, sha256: &str) -> String {
+    format!(
+        "\n✅ Approved by @{user} ([request]({request_url})): ran exactly the code with sha256 `{sha256}`.\n"
+    )
+}
+
+/// What to tell a commenter when there is a goal but no code and no model.
+pub const NO_MODEL_ACTION_HELP: &str = "No language model is configured for this workflow, so no code can be generated for this goal. Either configure a model — set the action inputs `provider` (`openai` for any OpenAI-compatible endpoint, or `anthropic`), `model` and `api_key` (from a repository secret), and `base_url` if needed — or give the exact code to run in a fenced ```` ```python ```` block in the comment (or the `code` input for workflow_dispatch and schedule runs).";
+
+/// Added to model configuration errors, whose text names the `COMPUTE_BOT_*` variables.
+pub const MODEL_INPUTS_HINT: &str = "In the workflow, the action inputs `provider`, `model`, `base_url` and `api_key` set these (they win over the `COMPUTE_BOT_*` variables).";
+
+/// The approved request's inputs changed since the code was shown.
+pub fn inputs_changed(paths: &[String], command: &str) -> String {
+    let list: Vec<String> = paths
+        .iter()
+        .map(|p| {
+            format!(
+                "- `{}` changed since the code was shown",
+                p.replace('`', "'")
+            )
+        })
+        .collect();
+    format!(
+        "{}\n\nThe approval covered the code together with these inputs. Ask again with a new `{command}` comment.",
+        list.join("\n")
+    )
+}
+
+/// What a needs-approval comment records besides the code, so that the
+/// approved run gets the same goal and the same inputs.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingRequest {
+    /// The goal.
+    pub goal: Option<String>,
+    /// Extra context.
+    pub context: Option<String>,
+    /// Workspace inputs with the hashes the approver was shown.
+    pub inputs: Vec<PendingInput>,
+}
+
+/// One input of a pending request.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingInput {
+    /// Workspace-relative path.
+    pub path: String,
+    /// Hex SHA-256 of the contents when the code was shown.
+    pub sha256: String,
+}
+
+/// The hidden marker that records a [`PendingRequest`] (hex-encoded JSON, so
+/// no text in it can end the HTML comment).
+pub fn request_marker(req: &PendingRequest) -> String {
+    let json = serde_json::to_vec(req).unwrap_or_default();
+    format!("{REQUEST_MARKER_START}{}{MARKER_END}", hex::encode(json))
+}
+
+/// Reads the [`PendingRequest`] back from a comment, if it has one.
+pub fn read_request_marker(body: &str) -> Option<PendingRequest> {
+    let start = body.find(REQUEST_MARKER_START)? + REQUEST_MARKER_START.len();
+    let rest = &body[start..];
+    let end = rest.find(MARKER_END)?;
+    let bytes = hex::decode(rest[..end].trim()).ok()?;
+    serde_json::from_slice(&bytes).ok()
 }
 
 #[cfg(test)]
@@ -356,16 +440,29 @@ mod tests {
     use super::*;
 
     #[test]
+    fn request_marker_round_trips_any_text() {
+        let req = PendingRequest {
+            goal: Some("mean --> of <!-- x -->".into()),
+            context: None,
+            inputs: vec![PendingInput {
+                path: "data/a b.csv".into(),
+                sha256: "ab".repeat(32),
+            }],
+        };
+        let m = request_marker(&req);
+        assert!(!m[4..m.len() - 3].contains("-->"));
+        assert_eq!(
+            read_request_marker(&format!("x\n{m}\ny")).as_ref(),
+            Some(&req)
+        );
+        assert_eq!(read_request_marker("no marker"), None);
+    }
+
+    #[test]
     fn run_marker_round_trips_and_rejects_junk() {
         let m = run_marker("123456789");
         assert_eq!(m, "<!-- compute-bot:run=123456789 -->");
-        assert_eq!(
-            parse_run_marker(&format!("x\n{m}\ny")).as_deref(),
-            Some("123456789")
-        );
         assert_eq!(run_marker("12 -->x"), "<!-- compute-bot:run=12x -->");
-        assert!(parse_run_marker("<!-- compute-bot:run= -->").is_none());
-        assert!(parse_run_marker("no marker").is_none());
     }
 
     fn finding() -> Finding {

@@ -48,14 +48,34 @@ impl<'a> Tracker<'a> {
                 self.gh.update_comment(id, &body).await?;
                 id
             }
-            None => {
-                self.gh
-                    .upsert_tracking_comment(self.issue, &self.marker, &body)
-                    .await?
-            }
+            None => self.find_or_create(&body).await?,
         };
         self.id = Some(id);
         Ok(id)
+    }
+
+    /// Edits this run's comment from an earlier attempt (a re-run) if there
+    /// is one, else creates it. When the comments cannot be listed, the
+    /// comment is created anyway: a result reaches the thread whenever any
+    /// write can succeed (a re-run may then add a second comment).
+    async fn find_or_create(&self, body: &str) -> Result<u64, GitHubError> {
+        match self
+            .gh
+            .find_tracking_comment(self.issue, &self.marker)
+            .await
+        {
+            Ok(Some((id, _))) => {
+                self.gh.update_comment(id, body).await?;
+                Ok(id)
+            }
+            Ok(None) => self.gh.create_comment(self.issue, body).await,
+            Err(e) => {
+                tracing::warn!(
+                    "cannot list the comments to find this run's comment ({e}); creating one"
+                );
+                self.gh.create_comment(self.issue, body).await
+            }
+        }
     }
 
     /// Posts (or, on a re-run, rewrites) the "got it, starting" comment.

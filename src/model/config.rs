@@ -121,85 +121,8 @@ impl FromStr for Provider {
     }
 }
 
-/// An API key. It prints as `***` and cannot be serialized; call
-/// [`Secret::expose`] only where the key goes into a request header.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
-
-impl Secret {
-    /// Wraps a key.
-    pub fn new(key: impl Into<String>) -> Self {
-        Secret(key.into())
-    }
-
-    /// The key itself, for the request header only.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-
-    /// Replaces every trace of the key in `text` with `***`: the whole key,
-    /// and words that share its first or last characters (providers echo
-    /// keys partly masked, e.g. `sk-abc1****wxyz`).
-    pub fn redact(&self, text: &str) -> String {
-        redact_key(text, Some(&self.0))
-    }
-}
-
-impl From<String> for Secret {
-    fn from(key: String) -> Self {
-        Secret(key)
-    }
-}
-
-impl From<&str> for Secret {
-    fn from(key: &str) -> Self {
-        Secret(key.to_string())
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("***")
-    }
-}
-
-impl fmt::Display for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("***")
-    }
-}
-
-/// Removes a key (and look-alike credential words) from `text`.
-pub(crate) fn redact_key(text: &str, key: Option<&str>) -> String {
-    let mut out = match key {
-        Some(k) if !k.is_empty() => text.replace(k, "***"),
-        _ => text.to_string(),
-    };
-    let key_chars: Vec<char> = key.unwrap_or("").chars().collect();
-    let prefix: Option<String> = (key_chars.len() >= 12).then(|| key_chars[..8].iter().collect());
-    let suffix: Option<String> =
-        (key_chars.len() >= 16).then(|| key_chars[key_chars.len() - 6..].iter().collect());
-    let looks_secret = |word: &str| {
-        let w = word.trim_matches(|c: char| !c.is_alphanumeric() && c != '*');
-        (w.len() >= 10 && (w.starts_with("sk-") || w.starts_with("sk_")))
-            || prefix.as_deref().is_some_and(|p| w.contains(p))
-            || suffix.as_deref().is_some_and(|s| w.contains(s))
-    };
-    if out.split_whitespace().any(looks_secret) {
-        out = out
-            .split_inclusive(char::is_whitespace)
-            .map(|chunk| {
-                let word = chunk.trim_end();
-                if looks_secret(word) {
-                    format!("***{}", &chunk[word.len()..])
-                } else {
-                    chunk.to_string()
-                }
-            })
-            .collect();
-    }
-    out
-}
+pub use crate::secret::Secret;
+pub(crate) use crate::secret::redact_key;
 
 /// Values given on the command line; each one wins over its environment variable.
 #[derive(Debug, Clone, Default, PartialEq)]

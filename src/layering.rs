@@ -1,0 +1,297 @@
+//! Holds the code to the layering written in ARCHITECTURE.md ("Layers"):
+//! every `crate::` path in src/**/*.rs (outside tests) must go to a module
+//! its layer may know, and the modules form no cycle.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+/// Which modules each module may use. A module not listed may use nothing
+/// in the crate. `github::*` and `cli::*` entries apply to their files.
+const ALLOWED: &[(&str, &[&str])] = &[
+    ("units", &[]),
+    ("status", &[]),
+    ("secret", &[]),
+    ("sandbox", &["units"]),
+    ("model", &["units", "secret"]),
+    // Policy knows the sandbox's plain types (Limits, RuntimeRules, the
+    // default image), never the engine, a model or GitHub.
+    ("policy", &["units", "sandbox", "status"]),
+    ("prompt", &["model", "sandbox", "units"]),
+    ("validate", &["model"]),
+    ("explain", &["model", "prompt"]),
+    ("report", &["model", "policy", "sandbox", "status"]),
+    // Render knows no GitHub, except the approval block (see
+    // ARCHITECTURE.md: the last edge to remove).
+    (
+        "render",
+        &["report", "policy", "sandbox", "units", "github::texts"],
+    ),
+    (
+        "agent",
+        &[
+            "explain", "model", "policy", "prompt", "report", "sandbox", "validate", "units",
+            "status",
+        ],
+    ),
+    ("github::event", &["secret"]),
+    ("github::command", &["github::event"]),
+    ("github::client", &["github::event", "secret"]),
+    ("github::actions_io", &["render"]),
+    (
+        "github::flow",
+        &[
+            "github::client",
+            "github::command",
+            "github::event",
+            "policy",
+        ],
+    ),
+    ("github::inputs", &["policy", "sandbox"]),
+    (
+        "github::texts",
+        &["github::client", "policy", "render", "sandbox"],
+    ),
+    ("github::tracking", &["github::client", "github::texts"]),
+    (
+        "github::thread",
+        &[
+            "github::actions_io",
+            "github::client",
+            "github::event",
+            "github::texts",
+            "github::tracking",
+            "policy",
+            "render",
+            "status",
+        ],
+    ),
+    // The handlers: request knows no other handler; approval runs a request.
+    (
+        "github::request",
+        &[
+            "agent",
+            "github::actions_io",
+            "github::client",
+            "github::event",
+            "github::inputs",
+            "github::texts",
+            "github::thread",
+            "model",
+            "prompt",
+            "render",
+            "report",
+            "sandbox",
+            "status",
+        ],
+    ),
+    (
+        "github::approval",
+        &[
+            "github::client",
+            "github::request",
+            "github::texts",
+            "github::thread",
+            "status",
+        ],
+    ),
+    (
+        "github::action",
+        &[
+            "github::actions_io",
+            "github::approval",
+            "github::client",
+            "github::command",
+            "github::event",
+            "github::flow",
+            "github::request",
+            "github::texts",
+            "github::thread",
+            "model",
+            "policy",
+            "status",
+        ],
+    ),
+    // The command line is the top: it may use anything but is used by nothing.
+    ("cli", &["*"]),
+];
+
+/// The module a file is (`src/github/texts.rs` → `github::texts`; a
+/// `mod.rs` and a top-level module's files fold into their parent).
+fn module_of(rel: &Path) -> String {
+    let s = rel.with_extension("").to_string_lossy().replace('/', "::");
+    let s = s.trim_end_matches("::mod").to_string();
+    let parts: Vec<&str> = s.split("::").collect();
+    match parts.as_slice() {
+        ["github", sub, ..] => format!("github::{sub}"),
+        [top, ..] => top.to_string(),
+        [] => s,
+    }
+}
+
+/// The module a `crate::a::b` path names, at the granularity of [`ALLOWED`].
+fn target_of(path: &str) -> String {
+    let parts: Vec<&str> = path.split("::").collect();
+    match parts.as_slice() {
+        ["github", sub, ..] if sub.chars().all(|c| c.is_ascii_lowercase() || c == '_') => {
+            format!("github::{sub}")
+        }
+        [top, ..] => top.to_string(),
+        [] => String::new(),
+    }
+}
+
+/// The code of a file without its `#[cfg(test)] mod tests` and comments.
+fn code_lines(text: &str) -> Vec<&str> {
+    let text = match text.find("#[cfg(test)]\nmod tests") {
+        Some(i) => &text[..i],
+        None => text,
+    };
+    text.lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect()
+}
+
+/// Every `crate::` path on a line, `use crate::a::{b, c::d}` expanded.
+fn crate_paths(line: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = line;
+    while let Some(i) = rest.find("crate::") {
+        rest = &rest[i + 7..];
+        let end = rest
+            .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+            .unwrap_or(rest.len());
+        let path = rest[..end].trim_end_matches(':');
+        if rest[end..].starts_with('{') && path.split("::").count() <= 1 {
+            let inner = &rest[end + 1..rest[end..].find('}').map_or(rest.len(), |j| end + j)];
+            for item in inner.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+                out.push(if path.is_empty() {
+                    item.to_string()
+                } else {
+                    format!("{path}::{item}")
+                });
+            }
+        } else {
+            out.push(path.to_string());
+        }
+        rest = &rest[end..];
+    }
+    out
+}
+
+fn edges() -> BTreeSet<(String, String, String)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    let mut dirs = vec![root.clone()];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs")
+                && p.file_name()
+                    .is_some_and(|n| n != "tests.rs" && n != "layering.rs")
+            {
+                files.push(p);
+            }
+        }
+    }
+    let mut out = BTreeSet::new();
+    for f in files {
+        let rel = f.strip_prefix(&root).unwrap();
+        let from = module_of(rel);
+        let text = std::fs::read_to_string(&f).unwrap();
+        for (n, line) in code_lines(&text).into_iter().enumerate() {
+            for p in crate_paths(line) {
+                let to = target_of(&p);
+                if to != from && !to.is_empty() {
+                    out.insert((from.clone(), to, format!("src/{}:{}", rel.display(), n + 1)));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn allowed(from: &str, to: &str) -> bool {
+    let rule = ALLOWED
+        .iter()
+        .find(|(m, _)| *m == from || from.starts_with(&format!("{m}::")));
+    match rule {
+        Some((_, ok)) => ok
+            .iter()
+            .any(|a| *a == "*" || *a == to || to.starts_with(&format!("{a}::"))),
+        None => false,
+    }
+}
+
+#[test]
+fn every_use_crate_line_keeps_the_layering() {
+    let bad: Vec<String> = edges()
+        .into_iter()
+        .filter(|(from, to, _)| !allowed(from, to))
+        .map(|(from, to, at)| format!("{at}: `{from}` must not use `{to}`"))
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "the layering in ARCHITECTURE.md is broken:\n{}",
+        bad.join("\n")
+    );
+}
+
+#[test]
+fn the_modules_form_no_cycle_except_the_documented_render_edge() {
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (from, to, _) in edges() {
+        if (from.as_str(), to.as_str()) == ("render", "github::texts") {
+            continue;
+        }
+        graph.entry(from).or_default().insert(to);
+    }
+    // Depth-first search for a back edge.
+    fn visit(
+        n: &str,
+        g: &BTreeMap<String, BTreeSet<String>>,
+        stack: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(i) = stack.iter().position(|s| s == n) {
+            return Some(stack[i..].to_vec());
+        }
+        if !done.insert(n.to_string()) {
+            return None;
+        }
+        stack.push(n.to_string());
+        for m in g.get(n).into_iter().flatten() {
+            if let Some(c) = visit(m, g, stack, done) {
+                return Some(c);
+            }
+        }
+        stack.pop();
+        None
+    }
+    let mut done = BTreeSet::new();
+    for n in graph.keys() {
+        let cycle = visit(n, &graph, &mut Vec::new(), &mut done);
+        assert!(
+            cycle.is_none(),
+            "import cycle: {}",
+            cycle.unwrap().join(" → ")
+        );
+    }
+}
+
+#[test]
+fn the_checker_sees_braced_uses_and_rejects_a_wrong_edge() {
+    assert_eq!(
+        crate_paths("use crate::github::{texts, thread::Ctx};"),
+        vec!["github::texts", "github::thread::Ctx"]
+    );
+    assert_eq!(target_of("github::texts::run_marker"), "github::texts");
+    assert_eq!(target_of("github::GitHub"), "github");
+    assert_eq!(module_of(Path::new("github/mod.rs")), "github");
+    assert_eq!(module_of(Path::new("policy/config.rs")), "policy");
+    assert!(!allowed("render", "github::client"));
+    assert!(!allowed("sandbox", "policy"));
+    assert!(!allowed("github::request", "github::action"));
+    assert!(allowed("cli", "github::action"));
+}
