@@ -12,30 +12,62 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("status", &[]),
     ("secret", &[]),
     ("sandbox", &["units"]),
+    ("markdown", &[]),
     ("model", &["units", "secret"]),
     // Policy knows the sandbox's plain types (Limits, RuntimeRules, the
     // default image), never the engine, a model or GitHub.
     ("policy", &["units", "sandbox", "status"]),
-    ("prompt", &["model", "sandbox", "units"]),
+    (
+        "prompt",
+        &["markdown", "model", "policy", "sandbox", "units"],
+    ),
     ("validate", &["model"]),
-    ("explain", &["model", "prompt"]),
-    ("report", &["model", "policy", "sandbox", "status"]),
+    ("explain", &["model", "policy", "prompt"]),
+    // The run record is plain data over the policy and the sandbox's types.
+    ("record", &["policy", "sandbox"]),
+    (
+        "report",
+        &["model", "policy", "record", "sandbox", "status"],
+    ),
+    // Why a run or a verdict is unusable: below the loop and the checks.
+    ("problems", &["policy", "sandbox"]),
+    // The checks beyond the schema (repeat, checks, verify): below the loop.
+    (
+        "verify",
+        &[
+            "model", "policy", "problems", "prompt", "record", "report", "sandbox", "validate",
+        ],
+    ),
+    // Replaying a record: a front-end service over record, sandbox, verify.
+    (
+        "replay",
+        &[
+            "problems", "record", "render", "report", "sandbox", "validate", "verify",
+        ],
+    ),
     // Render knows no GitHub, except the approval block (see
     // ARCHITECTURE.md: the last edge to remove).
     (
         "render",
-        &["report", "policy", "sandbox", "units", "github::texts"],
+        &[
+            "record",
+            "report",
+            "policy",
+            "sandbox",
+            "units",
+            "github::texts",
+        ],
     ),
     (
         "agent",
         &[
-            "explain", "model", "policy", "prompt", "report", "sandbox", "validate", "units",
-            "status",
+            "explain", "model", "policy", "problems", "prompt", "report", "sandbox", "validate",
+            "units", "status", "verify",
         ],
     ),
     ("github::event", &["secret"]),
-    ("github::command", &["github::event"]),
-    ("github::client", &["github::event", "secret"]),
+    ("github::command", &["github::event", "markdown"]),
+    ("github::client", &["github::event", "secret", "units"]),
     ("github::actions_io", &["render"]),
     (
         "github::flow",
@@ -49,7 +81,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("github::inputs", &["policy", "sandbox"]),
     (
         "github::texts",
-        &["github::client", "policy", "render", "sandbox"],
+        &["github::client", "markdown", "policy", "render", "sandbox"],
     ),
     ("github::tracking", &["github::client", "github::texts"]),
     (
@@ -84,6 +116,21 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "status",
         ],
     ),
+    // `/compute replay`: a handler beside request, over the replay service.
+    (
+        "github::replay",
+        &[
+            "github::client",
+            "github::inputs",
+            "github::thread",
+            "policy",
+            "record",
+            "render",
+            "replay",
+            "sandbox",
+            "status",
+        ],
+    ),
     (
         "github::approval",
         &[
@@ -103,6 +150,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "github::command",
             "github::event",
             "github::flow",
+            "github::replay",
             "github::request",
             "github::texts",
             "github::thread",

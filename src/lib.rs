@@ -11,6 +11,7 @@ pub mod github;
 pub mod markdown;
 pub mod model;
 pub mod policy;
+pub mod problems;
 pub mod prompt;
 pub mod record;
 pub mod render;

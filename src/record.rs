@@ -14,9 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::policy::Policy;
-use crate::report::Report;
 use crate::sandbox::{BASE_ENV, Limits, Outcome, RunStatus, RuntimeRules, Sandbox, sha256_hex};
-use crate::verify::{CheckOutcome, RepeatRun, Verification};
 
 /// The record format version.
 pub const RECORD_VERSION: u32 = 1;
@@ -213,36 +211,6 @@ impl RunRecord {
         }
     }
 
-    /// The record of a report's final run, or `None` when no code ran.
-    /// The result hash is of the validated result, else of the last
-    /// attempt's parsed (invalid) result.
-    pub fn of_report(report: &Report, policy: &Policy) -> Option<RunRecord> {
-        let outcome = report.outcome.as_ref()?;
-        let inputs: Vec<RecordedInput> = report
-            .inputs
-            .iter()
-            .map(|i| RecordedInput {
-                name: i.name.clone(),
-                size: i.size,
-                sha256: i.sha256.clone(),
-                path: None,
-            })
-            .collect();
-        let result = report
-            .result
-            .as_ref()
-            .or_else(|| report.attempts.last().and_then(|a| a.result.as_ref()));
-        let mut r = RunRecord::of_outcome(
-            outcome,
-            &inputs,
-            &policy.runtime_rules(),
-            &code_env(&BTreeMap::new()),
-            result,
-        );
-        r.policy_sha256 = Some(policy_sha256(policy));
-        Some(r)
-    }
-
     /// The same record without the bulky parts (the verification program's
     /// code and result), for a comment's hidden marker.
     pub fn compact(&self) -> RunRecord {
@@ -303,31 +271,60 @@ pub fn reproduce_line(command: &str) -> String {
     )
 }
 
-/// Attaches the record of the report's final run, with the engine version
-/// (one engine call). Called once at the end of the loop.
-pub async fn attach(report: &mut Report, policy: &Policy, sandbox: &Sandbox) {
-    if let Some(mut r) = RunRecord::of_report(report, policy) {
-        r.runtime.engine = engine_version(sandbox).await;
-        // Keep repeat/check/verification results gathered during the loop.
-        if let Some(old) = report.record.take() {
-            r.repeats = old.repeats;
-            r.checks = old.checks;
-            r.verification = old.verification;
-        }
-        report.record = Some(r);
-    }
+/// One further run of the same code in a fresh container.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RepeatRun {
+    /// 2-based run number (run 1 is the original).
+    pub run: u32,
+    /// How the run ended.
+    pub status: String,
+    /// Hex SHA-256 of its stdout.
+    pub stdout_sha256: String,
+    /// Hex SHA-256 of its result in canonical JSON, when one was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_sha256: Option<String>,
+    /// Milliseconds the code ran.
+    pub duration_ms: u64,
+    /// How its result differs from run 1 (empty when equal).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub differences: Vec<String>,
 }
 
-/// Fills in where each input came from, matching by file name (front ends
-/// know the paths; the loop only sees names).
-pub fn set_input_paths(report: &mut Report, paths: &[(String, String)]) {
-    if let Some(r) = report.record.as_mut() {
-        for i in &mut r.inputs {
-            if let Some((_, p)) = paths.iter().find(|(n, _)| *n == i.name) {
-                i.path = Some(p.clone());
-            }
-        }
-    }
+/// One `output.checks` entry and how it went.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckOutcome {
+    /// The check as written in the policy.
+    pub check: String,
+    /// True when it held.
+    pub passed: bool,
+    /// Why it failed (`the expression is false`, `AssertionError: ...`,
+    /// `KeyError: 'x'`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// The independent second program and whether it agreed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verification {
+    /// True when both results agree within `tolerance`.
+    pub agreed: bool,
+    /// The tolerance used (absolute, or relative to the larger number).
+    pub tolerance: f64,
+    /// Hex SHA-256 of the second program.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code_sha256: Option<String>,
+    /// The second program (left out of the comment's compact record).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    /// Its result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<Value>,
+    /// Where the two results differ.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub differences: Vec<String>,
+    /// Why the second program gave no comparable result, if it did not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
 }
 
 #[cfg(test)]

@@ -344,7 +344,7 @@ fn read_result(o: &Outcome) -> Option<Value> {
     let file = o
         .artifacts
         .iter()
-        .find(|a| a.name == crate::agent::RESULT_FILE)
+        .find(|a| a.name == crate::problems::RESULT_FILE)
         .map(|a| a.bytes.as_slice());
     v.validate_output(&o.stdout, file).value
 }

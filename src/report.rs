@@ -6,8 +6,9 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::model::TokenUsage;
-use crate::policy::Verdict;
-use crate::sandbox::Outcome;
+use crate::policy::{Policy, Verdict};
+use crate::record::{RecordedInput, RunRecord};
+use crate::sandbox::{Outcome, Sandbox};
 
 /// How a request ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -118,4 +119,66 @@ pub struct Report {
     /// (`None` when no code ran); `compute-bot replay` repeats it.
     #[serde(default)]
     pub record: Option<crate::record::RunRecord>,
+}
+
+impl Report {
+    /// The record of a report's final run, or `None` when no code ran.
+    /// The result hash is of the validated result, else of the last
+    /// attempt's parsed (invalid) result.
+    pub fn run_record(&self, policy: &Policy) -> Option<RunRecord> {
+        let report = self;
+        let outcome = report.outcome.as_ref()?;
+        let inputs: Vec<RecordedInput> = report
+            .inputs
+            .iter()
+            .map(|i| RecordedInput {
+                name: i.name.clone(),
+                size: i.size,
+                sha256: i.sha256.clone(),
+                path: None,
+            })
+            .collect();
+        let result = report
+            .result
+            .as_ref()
+            .or_else(|| report.attempts.last().and_then(|a| a.result.as_ref()));
+        let mut r = RunRecord::of_outcome(
+            outcome,
+            &inputs,
+            &policy.runtime_rules(),
+            &crate::record::code_env(&BTreeMap::new()),
+            result,
+        );
+        r.policy_sha256 = Some(crate::record::policy_sha256(policy));
+        Some(r)
+    }
+
+    /// Attaches the record of the report's final run, with the engine version
+    /// (one engine call). Called once at the end of the loop.
+    pub async fn attach_record(&mut self, policy: &Policy, sandbox: &Sandbox) {
+        let report = self;
+        if let Some(mut r) = report.run_record(policy) {
+            r.runtime.engine = crate::record::engine_version(sandbox).await;
+            // Keep repeat/check/verification results gathered during the loop.
+            if let Some(old) = report.record.take() {
+                r.repeats = old.repeats;
+                r.checks = old.checks;
+                r.verification = old.verification;
+            }
+            report.record = Some(r);
+        }
+    }
+
+    /// Fills in where each input came from, matching by file name (front ends
+    /// know the paths; the loop only sees names).
+    pub fn set_input_paths(&mut self, paths: &[(String, String)]) {
+        let report = self;
+        if let Some(r) = report.record.as_mut() {
+            for i in &mut r.inputs {
+                if let Some((_, p)) = paths.iter().find(|(n, _)| *n == i.name) {
+                    i.path = Some(p.clone());
+                }
+            }
+        }
+    }
 }

@@ -9,73 +9,19 @@
 
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::Value;
 
-use crate::agent::{RESULT_FILE, outcome_problem};
 use crate::model::{ModelClient, TokenUsage};
 use crate::policy::{Decision, OnCheckFailure, Policy, VerifyMode, check_code};
+use crate::problems::{RESULT_FILE, outcome_problem};
 use crate::prompt::{self, PromptContext};
 use crate::record::result_sha256;
 use crate::report::ReportStatus;
 use crate::sandbox::{Job, Outcome, RuntimeRules, Sandbox, SandboxConfig, sha256_hex};
 use crate::validate::Validator;
 
-/// One further run of the same code in a fresh container.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RepeatRun {
-    /// 2-based run number (run 1 is the original).
-    pub run: u32,
-    /// How the run ended.
-    pub status: String,
-    /// Hex SHA-256 of its stdout.
-    pub stdout_sha256: String,
-    /// Hex SHA-256 of its result in canonical JSON, when one was read.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result_sha256: Option<String>,
-    /// Milliseconds the code ran.
-    pub duration_ms: u64,
-    /// How its result differs from run 1 (empty when equal).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub differences: Vec<String>,
-}
-
-/// One `output.checks` entry and how it went.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CheckOutcome {
-    /// The check as written in the policy.
-    pub check: String,
-    /// True when it held.
-    pub passed: bool,
-    /// Why it failed (`the expression is false`, `AssertionError: ...`,
-    /// `KeyError: 'x'`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
-
-/// The independent second program and whether it agreed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Verification {
-    /// True when both results agree within `tolerance`.
-    pub agreed: bool,
-    /// The tolerance used (absolute, or relative to the larger number).
-    pub tolerance: f64,
-    /// Hex SHA-256 of the second program.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub code_sha256: Option<String>,
-    /// The second program (left out of the comment's compact record).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub code: Option<String>,
-    /// Its result.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result: Option<Value>,
-    /// Where the two results differ.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub differences: Vec<String>,
-    /// Why the second program gave no comparable result, if it did not.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub problem: Option<String>,
-}
+pub use crate::record::{CheckOutcome, RepeatRun, Verification};
 
 /// What the confirmation steps found.
 #[derive(Debug, Clone, Default)]
@@ -411,7 +357,7 @@ pub async fn verify_independent(
     if verdict.decision != Decision::Allow {
         v.problem = Some(format!(
             "the policy did not allow the second program:\n{}",
-            crate::agent::findings_text(&verdict)
+            crate::problems::findings_text(&verdict)
         ));
         return v;
     }

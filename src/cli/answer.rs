@@ -192,7 +192,7 @@ pub(crate) async fn answer_command(args: RunArgs) -> Status {
             ))
         })
         .collect();
-    crate::record::set_input_paths(&mut report, &paths);
+    report.set_input_paths(&paths);
     match args.format {
         Format::Json => println!(
             "{}",

@@ -358,7 +358,7 @@ fn publish(
         .iter()
         .map(|r| (r.file.name.clone(), r.path.clone()))
         .collect();
-    crate::record::set_input_paths(&mut report, &paths);
+    report.set_input_paths(&paths);
     let report_path = write_report(ctx.env, &report);
     if let Some(o) = &report.outcome {
         let mut out = std::io::stdout().lock();
