@@ -256,7 +256,11 @@ mod tests {
         assert!(parse("/computer do it", "/compute").is_none());
         assert!(parse("please /compute x", "/compute").is_none());
         assert!(parse("/compute", "/compute").is_some());
-        assert!(parse("  \n  /compute mean", "/compute").is_some());
+        // Nothing before the command, as the workflow's `if:` filter checks it.
+        assert!(parse("  \n  /compute mean", "/compute").is_none());
+        assert!(parse("\n/compute mean", "/compute").is_none());
+        assert!(parse("/COMPUTE mean", "/compute").is_some());
+        assert!(parse("/compute\u{a0}mean", "/compute").is_none());
         assert!(parse("/calc mean", "/calc").is_some());
         assert!(parse("/compute mean", "/calc").is_none());
     }
