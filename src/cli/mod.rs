@@ -4,6 +4,8 @@
 //! configuration error, 3 needs a human approval.
 
 mod answer;
+mod doctor;
+mod init;
 mod run;
 
 use std::path::PathBuf;
@@ -34,6 +36,10 @@ pub enum Command {
     Policy(PolicyCommand),
     /// Run as a GitHub Action: read the event, answer, post the result.
     Action,
+    /// Add the bot to a repository: write the workflow and a commented policy.
+    Init(init::InitArgs),
+    /// Check Docker, the sandbox image, the runtime, the policy, the model and the token.
+    Doctor(doctor::DoctorArgs),
 }
 
 /// `compute-bot policy ...`
@@ -165,5 +171,7 @@ pub async fn main() -> i32 {
             format,
         }) => crate::policy::cli::check_command(&policy, code.as_deref(), format == Format::Json),
         Command::Action => crate::github::action::run_from_process_env().await,
+        Command::Init(args) => init::init_command(&args),
+        Command::Doctor(args) => doctor::doctor_command(&args).await,
     }
 }
