@@ -201,6 +201,7 @@ fn job_starts(expr: &str, body: &str, association: &str) -> bool {
     let ctx = |path: &str| match path {
         "github.event.comment.body" => V::Str(body.to_string()),
         "github.event.comment.author_association" => V::Str(association.to_string()),
+        "github.event_name" => V::Str("issue_comment".into()),
         other => panic!("context {other} is not modelled"),
     };
     let mut e = Eval {
@@ -216,8 +217,6 @@ fn job_starts(expr: &str, body: &str, association: &str) -> bool {
 
 #[test]
 fn comment_filter_accepts_exactly_what_the_parser_accepts() {
-    let w = yaml("examples/workflows/compute-comment.yml");
-    let expr = w["jobs"]["compute"]["if"].as_str().unwrap().to_string();
     let bodies = [
         "/compute mean of x",
         "/compute",
@@ -244,11 +243,20 @@ fn comment_filter_accepts_exactly_what_the_parser_accepts() {
         "/comput",
         "`/compute` is the command",
     ];
-    for body in bodies {
+    // compute.yml is what `compute-bot init` writes.
+    for file in ["compute-comment.yml", "compute.yml"] {
+        let w = yaml(&format!("examples/workflows/{file}"));
+        let expr = w["jobs"]["compute"]["if"].as_str().unwrap().to_string();
+        filter_matches_parser(&expr, &bodies);
+    }
+}
+
+fn filter_matches_parser(expr: &str, bodies: &[&str]) {
+    for &body in bodies {
         let parsed = command::parse(body, "/compute").is_some();
         for assoc in ["OWNER", "MEMBER", "COLLABORATOR"] {
             assert_eq!(
-                job_starts(&expr, body, assoc),
+                job_starts(expr, body, assoc),
                 parsed,
                 "{body:?} by {assoc}: filter and parser disagree"
             );
@@ -261,7 +269,7 @@ fn comment_filter_accepts_exactly_what_the_parser_accepts() {
             "NONE",
         ] {
             assert!(
-                !job_starts(&expr, body, assoc),
+                !job_starts(expr, body, assoc),
                 "{body:?} by {assoc} starts a runner"
             );
         }
