@@ -1,45 +1,68 @@
 #!/usr/bin/env bash
-# Builds the compute-bot Python sandbox image without any image registry:
-# a Debian root filesystem made by mmdebstrap from Debian packages, imported
-# with `docker import`. This is the recipe used on air-gapped machines and CI.
+# Builds the compute-bot Python sandbox image without any image registry: a
+# Debian bookworm root filesystem made by mmdebstrap (python3 3.11 from Debian),
+# the Python packages of sandbox/requirements.lock installed by pip inside it
+# (`--require-hashes --no-deps`, from PyPI), pip removed again, then `docker import`.
+# sandbox/python/Dockerfile builds the same thing where images can be pulled.
 #
 #   sandbox/build-debian.sh [TAG]        (default TAG: compute-bot-sandbox:python)
 #
-# Needs: root (or fakeroot-capable mmdebstrap), mmdebstrap, docker.
-# Install mmdebstrap on Debian/Ubuntu with: apt-get install -y mmdebstrap
+# Needs: root, mmdebstrap (apt-get install -y mmdebstrap), docker, and the
+# pip on this machine; the Debian and PyPI package registries.
 set -euo pipefail
-
+here="$(cd "$(dirname "$0")" && pwd)"
 tag="${1:-compute-bot-sandbox:python}"
 suite="${COMPUTE_BOT_SUITE:-bookworm}"
 mirror="${COMPUTE_BOT_MIRROR:-http://deb.debian.org/debian}"
+lock="$here/requirements.lock"
 
 if ! command -v mmdebstrap >/dev/null; then
   echo "error: mmdebstrap is not installed; run: apt-get install -y mmdebstrap" >&2
   exit 2
 fi
+[ -f "$lock" ] || { echo "error: $lock is missing; run sandbox/lock.sh" >&2; exit 2; }
+lock_sha="$(sha256sum "$lock" | cut -d' ' -f1)"
+recipe_sha="$(cat "$0" "$lock" | sha256sum | cut -d' ' -f1)"
 
 work="$(mktemp -d /tmp/compute-bot-rootfs.XXXXXX)"
 trap 'rm -rf "$work"' EXIT
 root="$work/root"
 
+# The wheels of the lock are fetched here by pip (hashes checked) and installed by
+# Debian's pip inside the root filesystem from that directory (hashes checked again,
+# no index); python3-pip is purged afterwards.
+arch="$(uname -m)"
+wheels="$work/wheels"
+pip_cmd=(pip3)
+command -v pip3 >/dev/null || pip_cmd=(python3 -m pip)
+"${pip_cmd[@]}" download --quiet --disable-pip-version-check --no-deps --require-hashes \
+  --only-binary=:all: --implementation cp --abi cp311 --python-version 3.11 \
+  --platform "manylinux2014_$arch" --platform "manylinux_2_28_$arch" \
+  -r "$lock" -d "$wheels"
+
 mmdebstrap --variant=essential --mode=root \
   --aptopt='APT::Install-Recommends "false"' \
-  --include=python3,python3-pandas,python3-numpy,python3-matplotlib,tzdata \
+  --include=python3,python3-pip,libstdc++6,tzdata \
   --dpkgopt='path-exclude=/usr/share/man/*' \
   --dpkgopt='path-exclude=/usr/share/doc/*' \
   --dpkgopt='path-include=/usr/share/doc/*/copyright' \
   --dpkgopt='path-exclude=/usr/share/locale/*' \
   --dpkgopt='path-exclude=/usr/share/info/*' \
+  --customize-hook="cp '$lock' \"\$1/tmp/requirements.lock\" && cp -r '$wheels' \"\$1/tmp/wheels\"" \
+  --customize-hook='chroot "$1" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin python3 -m pip install --no-cache-dir --break-system-packages --disable-pip-version-check --no-compile --require-hashes --no-deps --only-binary=:all: --no-index --find-links /tmp/wheels -r /tmp/requirements.lock' \
+  --customize-hook='chroot "$1" env DEBIAN_FRONTEND=noninteractive dpkg --purge python3-pip python3-wheel python3-setuptools python3-pkg-resources python3-distutils python3-lib2to3 ca-certificates openssl' \
+  --customize-hook='rm -rf "$1/tmp/requirements.lock" "$1/tmp/wheels"' \
   --customize-hook='echo "sandbox:x:10001:10001:compute-bot sandbox:/tmp:/usr/sbin/nologin" >> "$1/etc/passwd"' \
   --customize-hook='echo "sandbox:x:10001:" >> "$1/etc/group"' \
   --customize-hook='printf "root:*:19000:0:99999:7:::\nsandbox:!:19000:0:99999:7:::\n" > "$1/etc/shadow" && chmod 0600 "$1/etc/shadow"' \
   --customize-hook='mkdir -p "$1/data" "$1/out" "$1/opt/compute-bot/mpl"' \
-  --customize-hook='chroot "$1" env MPLCONFIGDIR=/opt/compute-bot/mpl MPLBACKEND=Agg python3 -c "import matplotlib.pyplot"' \
+  --customize-hook='chroot "$1" env MPLCONFIGDIR=/opt/compute-bot/mpl MPLBACKEND=Agg python3 -c "import matplotlib.pyplot, pandas"' \
   --customize-hook='chmod -R a+rX "$1/opt/compute-bot"' \
-  --customize-hook='rm -rf "$1/var/cache/apt"/* "$1/var/lib/apt/lists"/* "$1/var/log"/*' \
+  --customize-hook='find "$1/usr" -name __pycache__ -prune -exec rm -rf {} +' \
+  --customize-hook='rm -rf "$1/var/cache/apt"/* "$1/var/lib/apt/lists"/* "$1/var/log"/* "$1/root/.cache"' \
   "$suite" "$root" "$mirror"
 
-versions="$(chroot "$root" python3 -c 'import sys, pandas, numpy, matplotlib; print(sys.version.split()[0], pandas.__version__, numpy.__version__, matplotlib.__version__)')"
+versions="$(chroot "$root" python3 -I -c 'import sys, pandas, numpy, matplotlib; print(sys.version.split()[0], pandas.__version__, numpy.__version__, matplotlib.__version__)')"
 read -r py pd np mpl <<<"$versions"
 
 tar -C "$root" -c . | docker import \
@@ -47,7 +70,8 @@ tar -C "$root" -c . | docker import \
   --change 'WORKDIR /tmp' \
   --change 'ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 MPLBACKEND=Agg HOME=/tmp LANG=C.UTF-8' \
   --change 'CMD ["python3"]' \
-  --change "LABEL org.compute-bot.sandbox=python org.compute-bot.recipe=debian-$suite org.compute-bot.python=$py org.compute-bot.pandas=$pd org.compute-bot.numpy=$np org.compute-bot.matplotlib=$mpl" \
+  --change "LABEL org.compute-bot.sandbox=python org.compute-bot.recipe=debian-$suite org.compute-bot.python=$py org.compute-bot.pandas=$pd org.compute-bot.numpy=$np org.compute-bot.matplotlib=$mpl org.compute-bot.lock-sha256=$lock_sha org.compute-bot.recipe-sha256=$recipe_sha" \
   - "$tag" >/dev/null
 
-echo "built $tag (python $py, pandas $pd, numpy $np, matplotlib $mpl) from Debian $suite"
+size="$(docker image inspect --format '{{.Size}}' "$tag")"
+echo "built $tag (python $py, pandas $pd, numpy $np, matplotlib $mpl) from Debian $suite; size $((size / 1000000)) MB uncompressed (budget 500 MB)"

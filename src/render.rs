@@ -1056,6 +1056,9 @@ fn sandbox_md(o: &Outcome, b: &Budget) -> String {
         let _ = write!(image, " · digest `{}`", d.replace('`', "'"));
     }
     let _ = writeln!(s, "| Image | {image} |");
+    if let Some(stack) = o.image.stack().summary() {
+        let _ = writeln!(s, "| Data stack | {} |", escape_cell(&stack));
+    }
     let _ = writeln!(
         s,
         "| Limits | timeout {} · memory {} · {} CPU · {} processes · /tmp {} |",
@@ -1239,9 +1242,14 @@ pub fn text(report: &Report) -> String {
     if let Some(o) = &report.outcome {
         let _ = writeln!(
             s,
-            "sandbox: image {} ({}), network none, {}, peak memory {}, {}",
+            "sandbox: image {} ({}){}, network none, {}, peak memory {}, {}",
             o.image.reference,
             cut_chars(&o.image.id, 19),
+            o.image
+                .stack()
+                .summary()
+                .map(|v| format!(" with {v}"))
+                .unwrap_or_default(),
             fmt_ms(o.duration_ms),
             mem(o.resources.peak_memory_bytes),
             exit_text(o)

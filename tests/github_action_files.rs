@@ -48,7 +48,14 @@ fn action_declares_the_inputs_the_bot_reads() {
     );
     assert_eq!(a["inputs"]["command"]["default"], "/compute");
     assert_eq!(a["runs"]["using"], "docker");
-    assert_eq!(a["runs"]["image"], "Dockerfile");
+    // A prebuilt image by digest: nothing is compiled on the user's runner.
+    let image = a["runs"]["image"].as_str().unwrap();
+    let digest = image
+        .strip_prefix("docker://ghcr.io/")
+        .and_then(|r| r.split_once("/compute-bot@sha256:"))
+        .map(|(_, d)| d)
+        .unwrap_or_else(|| panic!("runs.image {image} is not a GHCR image by digest"));
+    assert!(digest.len() == 64 && digest.chars().all(|c| c.is_ascii_hexdigit()));
     assert_eq!(a["runs"]["args"], serde_json::json!(["action"]));
 
     // Every declared input reaches ActionInputs through its INPUT_ variable.
@@ -92,7 +99,9 @@ fn example_workflows_use_declared_inputs_and_least_privilege() {
     ] {
         let w = yaml(file);
         assert!(w["on"].get(trigger).is_some(), "{file}: no {trigger}");
-        let perms = w["permissions"].as_object().unwrap();
+        // Nothing at workflow level; the job asks for what it needs.
+        assert_eq!(w["permissions"], serde_json::json!({}), "{file}");
+        let perms = w["jobs"]["compute"]["permissions"].as_object().unwrap();
         assert_eq!(perms["contents"], "read", "{file}");
         assert_eq!(perms["issues"], "write", "{file}");
         assert!(
@@ -115,23 +124,7 @@ fn example_workflows_use_declared_inputs_and_least_privilege() {
     }
     let c = yaml("examples/workflows/compute-comment.yml");
     assert_eq!(
-        c["jobs"]["compute"]["if"],
-        "startsWith(github.event.comment.body, '/compute')"
-    );
-    assert_eq!(
         c["on"]["issue_comment"]["types"],
         serde_json::json!(["created"])
     );
-}
-
-#[test]
-fn dockerfile_is_multi_stage_with_a_slim_runtime() {
-    let d = std::fs::read_to_string(root().join("Dockerfile")).unwrap();
-    let froms: Vec<&str> = d.lines().filter(|l| l.starts_with("FROM ")).collect();
-    assert_eq!(froms.len(), 2, "{froms:?}");
-    assert!(froms[0].contains("rust:") && froms[0].ends_with("AS build"));
-    assert!(froms[1].contains("debian:") && froms[1].contains("-slim"));
-    assert!(d.contains("ca-certificates"));
-    assert!(d.contains("--locked"));
-    assert!(d.contains("ENTRYPOINT [\"/usr/local/bin/compute-bot\"]"));
 }

@@ -696,7 +696,7 @@ async fn runtime_rules_refuse_what_the_code_itself_starts_but_not_pandas() {
     let code = r#"
 import pandas as pd
 print(pd.DataFrame({"a": [1, 2]}).a.sum())
-for name in ["pty", "socket"]:
+for name in ["pty", "socket", "subprocess"]:
     try:
         __import__(name)
         print(name, "IMPORTED")
@@ -723,10 +723,12 @@ except PermissionError:
     let lines: Vec<&str> = o.stdout.lines().collect();
     assert_eq!(lines[0], "3", "pandas must keep working: {o:?}");
     assert_eq!(lines[1], "pty refused");
-    // socket was already loaded by pandas: no import event, so no refusal.
+    // pandas 2 (sandbox/requirements.lock) does not load socket: refused.
+    assert_eq!(lines[2], "socket refused");
+    // subprocess was already loaded by pandas: no import event, so no refusal.
     // This is why the static check comes first and the container is the boundary.
-    assert_eq!(lines[2], "socket IMPORTED");
-    assert_eq!(lines[3], "open refused");
+    assert_eq!(lines[3], "subprocess IMPORTED");
+    assert_eq!(lines[4], "open refused");
     let refused = o.audit.refused.join("\n");
     assert!(refused.contains("import of pty"), "{refused}");
     assert!(refused.contains("/etc/hostname"), "{refused}");

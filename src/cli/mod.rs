@@ -5,6 +5,8 @@
 //! [`Status::exit_code`]).
 
 mod answer;
+mod doctor;
+mod init;
 mod replay;
 mod run;
 
@@ -39,6 +41,10 @@ pub(crate) enum Command {
     /// say whether it reproduced (exit 0), differs (1) or cannot be
     /// replayed because the code, an input or the image changed (2).
     Replay(Box<replay::ReplayArgs>),
+    /// Add the bot to a repository: write the workflow and a commented policy.
+    Init(init::InitArgs),
+    /// Check Docker, the sandbox image, the runtime, the policy, the model and the token.
+    Doctor(doctor::DoctorArgs),
 }
 
 /// `compute-bot policy ...`
@@ -166,6 +172,8 @@ pub async fn main() -> Exit {
                 format == Format::Json,
             ))),
             Command::Action => crate::github::action::run_from_process_env().await,
+            Command::Init(args) => Exit::cli(init::init_command(&args)),
+            Command::Doctor(args) => Exit::cli(doctor::doctor_command(&args).await),
             Command::Replay(args) => {
                 Exit::cli(status_from_code(replay::replay_command(*args).await))
             }

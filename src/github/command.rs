@@ -47,19 +47,24 @@ impl Command {
 /// Parses a comment body. `approve` (optionally followed by a sha256 prefix
 /// of 8 to 64 hex digits) / `deny` alone on the first line are
 /// [`Command::Approve`] / [`Command::Deny`] (later lines are a remark).
-/// Returns `None` unless the first non-blank line starts
-/// with `prefix` followed by whitespace or the end of the line (so `/computer`
-/// does not match `/compute`). CRLF line ends are accepted.
+/// Returns `None` unless the comment starts with `prefix` (ASCII case
+/// ignored) followed by a space, a tab, a line end or nothing (so `/computer`
+/// does not match `/compute`). Nothing may come before it, not even blank
+/// lines: that is exactly what the example workflows' `if:` filter can check
+/// (GitHub's `startsWith` ignores case). CRLF line ends are accepted.
 pub fn parse(body: &str, prefix: &str) -> Option<Command> {
     let prefix = prefix.trim();
     if prefix.is_empty() {
         return None;
     }
     let text = body.replace("\r\n", "\n").replace('\r', "\n");
-    let text = text.trim_start();
-    let (first, rest) = text.split_once('\n').unwrap_or((text, ""));
-    let after = first.strip_prefix(prefix)?;
-    if !(after.is_empty() || after.starts_with(char::is_whitespace)) {
+    let (first, rest) = text.split_once('\n').unwrap_or((&text, ""));
+    let head = first.get(..prefix.len())?;
+    if !head.eq_ignore_ascii_case(prefix) {
+        return None;
+    }
+    let after = &first[prefix.len()..];
+    if !(after.is_empty() || after.starts_with([' ', '\t'])) {
         return None;
     }
     let after = after.trim();
@@ -195,7 +200,11 @@ mod tests {
         assert!(parse("/computer do it", "/compute").is_none());
         assert!(parse("please /compute x", "/compute").is_none());
         assert!(parse("/compute", "/compute").is_some());
-        assert!(parse("  \n  /compute mean", "/compute").is_some());
+        // Nothing before the command, as the workflow's `if:` filter checks it.
+        assert!(parse("  \n  /compute mean", "/compute").is_none());
+        assert!(parse("\n/compute mean", "/compute").is_none());
+        assert!(parse("/COMPUTE mean", "/compute").is_some());
+        assert!(parse("/compute\u{a0}mean", "/compute").is_none());
         assert!(parse("/calc mean", "/calc").is_some());
         assert!(parse("/compute mean", "/calc").is_none());
     }

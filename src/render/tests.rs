@@ -25,7 +25,14 @@ fn outcome(stdout: &str) -> Outcome {
             reference: "compute-bot-sandbox:python".into(),
             id: "sha256:0123456789abcdef0123456789abcdef".into(),
             digests: vec!["compute-bot-sandbox@sha256:feed".into()],
-            labels: BTreeMap::new(),
+            labels: [
+                ("python", "3.11.2"),
+                ("pandas", "2.3.3"),
+                ("numpy", "2.3.5"),
+            ]
+            .into_iter()
+            .map(|(k, v)| (format!("org.compute-bot.{k}"), v.to_string()))
+            .collect(),
         },
         limits: Limits::default(),
         resources: Resources {
@@ -112,6 +119,7 @@ fn comment_has_every_part() {
     assert!(md.contains("network none"));
     assert!(md.contains("compute-bot-sandbox:python"));
     assert!(md.contains("digest `compute-bot-sandbox@sha256:feed`"));
+    assert!(md.contains("| Data stack | Python 3.11.2, pandas 2.3.3, numpy 2.3.5 |"));
     assert!(md.contains("timeout 10s · memory 256MiB"));
     assert!(md.contains("peak memory 20.0 MiB"));
     assert!(md.contains("ok (exit 0)"));

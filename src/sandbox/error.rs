@@ -20,7 +20,7 @@ pub enum SandboxError {
     #[error(
         "the sandbox image `{image}` is not on the Docker engine at {host}.\n\
          Build it without any registry: sandbox/build-debian.sh {image}\n\
-         or, where images can be pulled: docker build -t {image} sandbox/python"
+         or, where images can be pulled: docker build -t {image} -f sandbox/python/Dockerfile sandbox"
     )]
     ImageMissing {
         /// The image reference.

@@ -226,6 +226,55 @@ pub struct ImageInfo {
     pub labels: BTreeMap<String, String>,
 }
 
+/// The data stack of a sandbox image, read from its `org.compute-bot.*` labels
+/// (written by both recipes from `sandbox/requirements.lock`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DataStack {
+    /// `org.compute-bot.python`.
+    pub python: Option<String>,
+    /// `org.compute-bot.pandas`.
+    pub pandas: Option<String>,
+    /// `org.compute-bot.numpy`.
+    pub numpy: Option<String>,
+    /// `org.compute-bot.matplotlib`.
+    pub matplotlib: Option<String>,
+}
+
+impl DataStack {
+    /// The versions named by the labels of an image.
+    pub fn from_labels(labels: &BTreeMap<String, String>) -> Self {
+        let get = |k: &str| labels.get(&format!("org.compute-bot.{k}")).cloned();
+        DataStack {
+            python: get("python"),
+            pandas: get("pandas"),
+            numpy: get("numpy"),
+            matplotlib: get("matplotlib"),
+        }
+    }
+
+    /// `Python 3.11.2, pandas 2.3.3, numpy 2.3.5, matplotlib 3.11.2` (the known
+    /// ones), or `None` when the image names none.
+    pub fn summary(&self) -> Option<String> {
+        let parts: Vec<String> = [
+            ("Python", &self.python),
+            ("pandas", &self.pandas),
+            ("numpy", &self.numpy),
+            ("matplotlib", &self.matplotlib),
+        ]
+        .iter()
+        .filter_map(|(n, v)| v.as_ref().map(|v| format!("{n} {v}")))
+        .collect();
+        (!parts.is_empty()).then(|| parts.join(", "))
+    }
+}
+
+impl ImageInfo {
+    /// The data stack the image's labels name.
+    pub fn stack(&self) -> DataStack {
+        DataStack::from_labels(&self.labels)
+    }
+}
+
 /// Everything known about one finished run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Outcome {

@@ -1,0 +1,280 @@
+//! `compute-bot doctor`: checks what a run needs, one line per check with ✓ or ✗
+//! and, for ✗, the fix. Exit 0 only when everything the configuration needs is
+//! there; 1 otherwise.
+//!
+//! Checks: the Docker engine (and its API version), the policy, the sandbox
+//! image and its labels (data stack, lock), the container runtime, the model
+//! endpoint (one small call; skipped without a key), and inside GitHub Actions
+//! whether the token is accepted for the repository.
+
+use crate::status::Status;
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use sha2::{Digest, Sha256};
+
+use crate::model::{ChatRequest, Message, ModelClient, ModelConfig, ModelOverrides};
+use crate::policy::Policy;
+use crate::sandbox::{DataStack, Sandbox, docker_host};
+
+/// The lock the sandbox image should be built from (its sha256 is compared
+/// with the image's `org.compute-bot.lock-sha256` label).
+const LOCK: &str = include_str!("../../sandbox/requirements.lock");
+
+/// Flags of `compute-bot doctor`.
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// The policy file (default: .github/compute-bot.yml or
+    /// .github/compute-policy.yml when present, else the built-in policy).
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+}
+
+/// One check's outcome.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Check {
+    /// There and working: what was found.
+    Ok(String),
+    /// Missing or broken: what, and the fix.
+    Fail(String, String),
+    /// Not needed by this configuration: why.
+    Skip(String),
+}
+
+impl Check {
+    fn line(&self, name: &str) -> String {
+        match self {
+            Check::Ok(what) => format!("✓ {name}: {what}"),
+            Check::Fail(what, fix) => format!("✗ {name}: {what}\n    fix: {fix}"),
+            Check::Skip(why) => format!("- {name}: skipped ({why})"),
+        }
+    }
+}
+
+/// Runs every check, prints one line each: `Ok` (exit 0) when none failed,
+/// else `Failed` (exit 1).
+pub async fn doctor_command(args: &DoctorArgs) -> Status {
+    let checks = run_checks(args).await;
+    let mut failed = 0;
+    for (name, check) in &checks {
+        println!("{}", check.line(name));
+        failed += usize::from(matches!(check, Check::Fail(..)));
+    }
+    if failed == 0 {
+        println!("all checks passed");
+        Status::Ok
+    } else {
+        println!("{failed} check(s) failed");
+        Status::Failed
+    }
+}
+
+/// The checks in order, named.
+pub async fn run_checks(args: &DoctorArgs) -> Vec<(&'static str, Check)> {
+    let mut out = Vec::new();
+    let (policy_check, policy) = check_policy(args.policy.as_deref());
+    out.push(("policy", policy_check));
+    let image = policy
+        .as_ref()
+        .map(|p| p.image().to_string())
+        .unwrap_or_else(|| crate::sandbox::DEFAULT_IMAGE.to_string());
+    match Sandbox::connect().await {
+        Ok(sandbox) => {
+            let docker = sandbox.docker();
+            let version = docker.version().await.ok();
+            let api = version
+                .as_ref()
+                .and_then(|v| v.api_version.clone())
+                .unwrap_or_else(|| "?".into());
+            let engine = version
+                .and_then(|v| v.version)
+                .unwrap_or_else(|| "?".into());
+            out.push((
+                "docker",
+                Check::Ok(format!("engine {engine}, API {api} at {}", docker_host())),
+            ));
+            out.push(("sandbox image", check_image(&sandbox, &image).await));
+            out.push(("runtime", check_runtime(docker).await));
+        }
+        Err(e) => {
+            out.push((
+                "docker",
+                Check::Fail(
+                    format!(
+                        "no engine answers at DOCKER_HOST={} ({})",
+                        docker_host(),
+                        e.to_string().lines().next().unwrap_or("")
+                    ),
+                    "start Docker (`sudo systemctl start docker`, `sudo dockerd &`, or Docker Desktop), or set DOCKER_HOST to a running engine, e.g. DOCKER_HOST=unix:///var/run/docker.sock".into(),
+                ),
+            ));
+            out.push(("sandbox image", Check::Skip("no Docker engine".into())));
+            out.push(("runtime", Check::Skip("no Docker engine".into())));
+        }
+    }
+    out.push(("model", check_model().await));
+    out.push(("github token", check_token().await));
+    out
+}
+
+fn check_policy(path: Option<&Path>) -> (Check, Option<Policy>) {
+    let found = path.map(Path::to_path_buf).or_else(|| {
+        [".github/compute-bot.yml", ".github/compute-policy.yml"]
+            .into_iter()
+            .map(PathBuf::from)
+            .find(|p| p.exists())
+    });
+    let Some(path) = found else {
+        return (
+            Check::Ok("none in .github/; the built-in default policy applies (`compute-bot init` writes one)".into()),
+            Some(Policy::default()),
+        );
+    };
+    match Policy::load(&path) {
+        Ok(p) => (Check::Ok(format!("{} is valid", path.display())), Some(p)),
+        Err(e) => (
+            Check::Fail(
+                e.to_string(),
+                format!(
+                    "correct {} as the message says; `compute-bot policy check {}` prints the effective policy",
+                    path.display(),
+                    path.display()
+                ),
+            ),
+            None,
+        ),
+    }
+}
+
+async fn check_image(sandbox: &Sandbox, image: &str) -> Check {
+    let info = match sandbox.image_info(image).await {
+        Ok(i) => i,
+        Err(e) => {
+            return Check::Fail(
+                format!(
+                    "{image} is missing ({})",
+                    e.to_string().lines().next().unwrap_or("")
+                ),
+                format!(
+                    "build it without a registry: sandbox/build-debian.sh {image} (or scripts/ensure-sandbox-image); on GitHub, pull the release's sandbox image by digest and tag it {image}"
+                ),
+            );
+        }
+    };
+    let stack = DataStack::from_labels(&info.labels)
+        .summary()
+        .unwrap_or_else(|| "no version labels".into());
+    let want = hex::encode(Sha256::digest(LOCK.as_bytes()));
+    match info.labels.get("org.compute-bot.lock-sha256") {
+        Some(have) if *have == want => {
+            Check::Ok(format!("{image}: {stack}; built from this release's lock"))
+        }
+        have => Check::Fail(
+            format!(
+                "{image}: {stack}; built from another lock (lock-sha256 {}, this release's is {})",
+                have.map(String::as_str).unwrap_or("none"),
+                &want[..12]
+            ),
+            format!(
+                "rebuild it: sandbox/build-debian.sh {image} (scripts/ensure-sandbox-image does it when the label differs)"
+            ),
+        ),
+    }
+}
+
+async fn check_runtime(docker: &bollard::Docker) -> Check {
+    match docker.info().await {
+        Ok(info) => {
+            let default = info.default_runtime.unwrap_or_else(|| "runc".into());
+            let mut names: Vec<String> = info.runtimes.unwrap_or_default().into_keys().collect();
+            names.sort();
+            Check::Ok(format!(
+                "{default} (default); available: {}",
+                names.join(", ")
+            ))
+        }
+        Err(e) => Check::Fail(
+            format!("the engine did not describe itself ({e})"),
+            "check `docker info` on this machine".into(),
+        ),
+    }
+}
+
+async fn check_model() -> Check {
+    let cfg = match ModelConfig::from_env(&ModelOverrides::default()) {
+        Ok(Some(cfg)) => cfg,
+        Ok(None) => return Check::Skip("no model configured: only ```python blocks run".into()),
+        Err(e) => {
+            return Check::Fail(
+                e.to_string(),
+                "set COMPUTE_BOT_PROVIDER, COMPUTE_BOT_MODEL and COMPUTE_BOT_API_KEY consistently"
+                    .into(),
+            );
+        }
+    };
+    if cfg.api_key.is_none() {
+        return Check::Skip(format!("no API key ({})", cfg.key_setting()));
+    }
+    let mut cfg = cfg;
+    cfg.max_retries = 0;
+    let (model, endpoint) = (cfg.model.clone(), cfg.base_url.clone());
+    let client = match ModelClient::new(cfg) {
+        Ok(c) => c,
+        Err(e) => return Check::Fail(e.to_string(), "check COMPUTE_BOT_BASE_URL".into()),
+    };
+    let req = ChatRequest {
+        system: "Answer with one word.".into(),
+        messages: vec![Message::user("ping")],
+        max_tokens: Some(1),
+        tool: None,
+    };
+    match client.complete(&req).await {
+        Ok(r) => Check::Ok(format!("{} at {endpoint} answered", r.model)),
+        Err(e) => Check::Fail(
+            format!("{model} at {endpoint}: {e}"),
+            "check the key, the model name and the base URL (COMPUTE_BOT_API_KEY, COMPUTE_BOT_MODEL, COMPUTE_BOT_BASE_URL)".into(),
+        ),
+    }
+}
+
+async fn check_token() -> Check {
+    if std::env::var("GITHUB_ACTIONS").as_deref() != Ok("true") {
+        return Check::Skip("not inside GitHub Actions".into());
+    }
+    let token = std::env::var("INPUT_GITHUB_TOKEN")
+        .or_else(|_| std::env::var("GITHUB_TOKEN"))
+        .unwrap_or_default();
+    let repo = std::env::var("GITHUB_REPOSITORY").unwrap_or_default();
+    let api = std::env::var("GITHUB_API_URL").unwrap_or_else(|_| "https://api.github.com".into());
+    if token.is_empty() || repo.is_empty() {
+        return Check::Fail(
+            "no token (INPUT_GITHUB_TOKEN / GITHUB_TOKEN) or no GITHUB_REPOSITORY".into(),
+            "pass `github_token: ${{ github.token }}` (the action's default) and give the job `issues: write` and `pull-requests: write`".into(),
+        );
+    }
+    let url = format!("{}/repos/{repo}", api.trim_end_matches('/'));
+    let resp = reqwest::Client::new()
+        .get(&url)
+        .bearer_auth(&token)
+        .header("user-agent", "compute-bot-doctor")
+        .header("accept", "application/vnd.github+json")
+        .send()
+        .await;
+    match resp {
+        Ok(r) if r.status().is_success() => {
+            // Installation tokens do not list their permissions; GitHub names a
+            // missing one on the first comment (the bot reports it).
+            Check::Ok(format!(
+                "accepted for {repo}; commenting needs the job's `issues: write` / `pull-requests: write`"
+            ))
+        }
+        Ok(r) => Check::Fail(
+            format!("GET /repos/{repo} answered HTTP {}", r.status().as_u16()),
+            "give the job `contents: read`, `issues: write` and `pull-requests: write`".into(),
+        ),
+        Err(e) => Check::Fail(
+            format!("{api} did not answer ({e})"),
+            "check GITHUB_API_URL and the runner's network".into(),
+        ),
+    }
+}

@@ -1,0 +1,266 @@
+//! `compute-bot init` and `compute-bot doctor` as a user runs them: the real
+//! binary, a real git repository, the real Docker engine, the LLM stand-in.
+
+mod support;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use sha2::{Digest, Sha256};
+use support::llm_standin::{CANARY_KEY, LlmStandin, Reply};
+
+fn bot(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_compute-bot"));
+    cmd.args(args).current_dir(dir);
+    for k in [
+        "COMPUTE_BOT_API_KEY",
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "COMPUTE_BOT_PROVIDER",
+        "COMPUTE_BOT_MODEL",
+        "COMPUTE_BOT_BASE_URL",
+        "GITHUB_ACTIONS",
+    ] {
+        cmd.env_remove(k);
+    }
+    cmd.envs(env.iter().copied());
+    cmd.output().unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn git_repo() -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    let st = Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(d.path())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    d
+}
+
+#[test]
+fn init_outside_a_repository_writes_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    let o = bot(d.path(), &["init"], &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("not inside a git repository"));
+    assert!(!d.path().join(".github").exists());
+}
+
+#[test]
+fn init_writes_a_workflow_and_policy_that_pass_the_checks() {
+    let d = git_repo();
+    let o = bot(d.path(), &["init"], &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let out = text(&o);
+    for step in [
+        "COMPUTE_BOT_API_KEY",
+        "git push",
+        "policy check",
+        "release notes",
+    ] {
+        assert!(out.contains(step), "next steps lack {step}: {out}");
+    }
+    let wf = d.path().join(".github/workflows/compute.yml");
+    let policy = d.path().join(".github/compute-bot.yml");
+    assert!(wf.exists() && policy.exists());
+
+    // The policy is valid for the bot's own checker.
+    let o = bot(
+        d.path(),
+        &["policy", "check", ".github/compute-bot.yml"],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+
+    // The workflow passes actionlint and zizmor (installed by the script).
+    let lint = Command::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/scripts/lint-workflows"
+    ))
+    .arg(&wf)
+    .current_dir(env!("CARGO_MANIFEST_DIR"))
+    .output()
+    .unwrap();
+    assert!(lint.status.success(), "{}", text(&lint));
+
+    // Never overwritten without --force; both files stay as they were.
+    std::fs::write(&policy, "version: 1\n").unwrap();
+    let o = bot(d.path(), &["init"], &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).contains("--force"), "{}", text(&o));
+    assert_eq!(std::fs::read_to_string(&policy).unwrap(), "version: 1\n");
+
+    // --force with the release's pins fills them in.
+    let sha = "3d3c42e5aac5ba805825da76410c181273ba90b1";
+    let digest = format!(
+        "ghcr.io/acme/compute-bot-sandbox@sha256:{}",
+        "ab".repeat(32)
+    );
+    let action = format!("acme/compute-bot@{sha} # v1.2.0");
+    let o = bot(
+        d.path(),
+        &[
+            "init",
+            "--force",
+            "--action",
+            &action,
+            "--sandbox-image",
+            &digest,
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let w = std::fs::read_to_string(&wf).unwrap();
+    assert!(w.contains(&format!("uses: {action}")) && w.contains(&digest));
+    assert!(!w.contains("@0000") && !w.contains("sha256:0000"), "{w}");
+    assert_ne!(std::fs::read_to_string(&policy).unwrap(), "version: 1\n");
+}
+
+#[test]
+fn init_rejects_an_unpinned_action_and_writes_nothing() {
+    let d = git_repo();
+    let o = bot(d.path(), &["init", "--action", "acme/compute-bot@v1"], &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).contains("40 hex"), "{}", text(&o));
+    assert!(!d.path().join(".github").exists());
+}
+
+#[test]
+fn doctor_without_docker_names_docker_host_and_the_fix() {
+    let d = tempfile::tempdir().unwrap();
+    let sock = d.path().join("dead.sock");
+    let host = format!("unix://{}", sock.display());
+    let o = bot(d.path(), &["doctor"], &[("DOCKER_HOST", &host)]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let out = text(&o);
+    assert!(
+        out.contains(&format!(
+            "✗ docker: no engine answers at DOCKER_HOST={host}"
+        )),
+        "{out}"
+    );
+    assert!(out.contains("start Docker"), "{out}");
+    assert!(out.contains("- sandbox image: skipped"), "{out}");
+}
+
+/// An image with only labels, made offline (`docker import` of an empty tar).
+fn labelled_image(tag: &str, lock_sha: &str) {
+    let mut child = Command::new("docker")
+        .args([
+            "import",
+            "--change",
+            &format!(
+                "LABEL org.compute-bot.python=3.11.2 org.compute-bot.pandas=2.3.3 org.compute-bot.lock-sha256={lock_sha}"
+            ),
+            "-",
+            tag,
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        // An empty tar archive: two 512-byte zero blocks.
+        child.stdin.take().unwrap().write_all(&[0u8; 1024]).unwrap();
+    }
+    assert!(child.wait().unwrap().success());
+}
+
+fn remove_image(tag: &str) {
+    let _ = Command::new("docker")
+        .args(["image", "rm", "-f", tag])
+        .output();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn doctor_checks_image_labels_policy_and_model() {
+    let lock = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/sandbox/requirements.lock"
+    ))
+    .unwrap();
+    let lock_sha = hex::encode(Sha256::digest(&lock));
+    let pid = std::process::id();
+    let good = format!("compute-bot-doctor-test:good-{pid}");
+    let old = format!("compute-bot-doctor-test:old-{pid}");
+    labelled_image(&good, &lock_sha);
+    labelled_image(&old, &"0".repeat(64));
+
+    let llm = LlmStandin::openai().await;
+    llm.push(Reply::text("pong"));
+    let d = tempfile::tempdir().unwrap();
+    let write_policy = |image: &str| {
+        std::fs::write(
+            d.path().join("p.yml"),
+            format!("version: 1\nsandbox:\n  image: {image}\n"),
+        )
+        .unwrap();
+    };
+    let model_env = [
+        ("COMPUTE_BOT_API_KEY", CANARY_KEY),
+        ("COMPUTE_BOT_MODEL", "gpt-test"),
+        ("COMPUTE_BOT_BASE_URL", &llm.base_url()),
+    ];
+
+    write_policy(&good);
+    let o = bot(d.path(), &["doctor", "--policy", "p.yml"], &model_env);
+    let out = text(&o);
+    remove_image(&good);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(
+        out.contains("✓ docker: engine ") && out.contains("API 1."),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "✓ sandbox image: {good}: Python 3.11.2, pandas 2.3.3"
+        )),
+        "{out}"
+    );
+    assert!(out.contains("✓ policy: p.yml is valid"), "{out}");
+    assert!(
+        out.contains("✓ model:") && out.contains("answered"),
+        "{out}"
+    );
+    assert!(out.contains("✓ runtime: "), "{out}");
+    assert!(!out.contains(CANARY_KEY));
+
+    // An image from another lock, a wrong key, a broken policy: each a ✗ with its fix.
+    write_policy(&old);
+    let bad_key = [
+        ("COMPUTE_BOT_API_KEY", "wrong-key"),
+        ("COMPUTE_BOT_MODEL", "gpt-test"),
+        ("COMPUTE_BOT_BASE_URL", &llm.base_url()),
+    ];
+    let o = bot(d.path(), &["doctor", "--policy", "p.yml"], &bad_key);
+    let out = text(&o);
+    remove_image(&old);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains("built from another lock") && out.contains("fix: rebuild it"),
+        "{out}"
+    );
+    assert!(out.contains("✗ model:"), "{out}");
+    assert!(!out.contains("wrong-key"), "{out}");
+
+    std::fs::write(
+        d.path().join("p.yml"),
+        "version: 1\nsandbox:\n  timeout: soon\n",
+    )
+    .unwrap();
+    let o = bot(d.path(), &["doctor", "--policy", "p.yml"], &[]);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains("✗ policy:") && out.contains("p.yml"), "{out}");
+    assert!(out.contains("- model: skipped"), "{out}");
+}

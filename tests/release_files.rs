@@ -1,0 +1,420 @@
+//! The release files agree with each other and with the code: the example
+//! workflows' `if:` accepts exactly what the command parser accepts, every
+//! `uses:` is pinned to a commit, the policy path is the one the guide names,
+//! both sandbox recipes install the one lock file, and the bot image builds
+//! FROM scratch.
+
+use std::path::PathBuf;
+
+use compute_bot::github::command;
+use serde_json::Value;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn read(path: &str) -> String {
+    std::fs::read_to_string(root().join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn yaml(path: &str) -> Value {
+    serde_saphyr::from_str(&read(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// A value of GitHub's expression language (the part the workflows use).
+#[derive(Debug, Clone, PartialEq)]
+enum V {
+    Null,
+    Bool(bool),
+    Str(String),
+    Arr(Vec<V>),
+}
+
+impl V {
+    fn truthy(&self) -> bool {
+        match self {
+            V::Null => false,
+            V::Bool(b) => *b,
+            V::Str(s) => !s.is_empty(),
+            V::Arr(_) => true,
+        }
+    }
+    fn text(&self) -> String {
+        match self {
+            V::Null => String::new(),
+            V::Bool(b) => b.to_string(),
+            V::Str(s) => s.clone(),
+            V::Arr(_) => "Array".into(),
+        }
+    }
+    fn from_json(v: &Value) -> V {
+        match v {
+            Value::Null => V::Null,
+            Value::Bool(b) => V::Bool(*b),
+            Value::String(s) => V::Str(s.clone()),
+            Value::Array(a) => V::Arr(a.iter().map(V::from_json).collect()),
+            other => V::Str(other.to_string()),
+        }
+    }
+}
+
+/// GitHub compares strings ignoring case (docs: "Operators", "Functions").
+fn eq(a: &V, b: &V) -> bool {
+    match (a, b) {
+        (V::Str(x), V::Str(y)) => x.to_lowercase() == y.to_lowercase(),
+        _ => a == b,
+    }
+}
+
+/// A small recursive-descent evaluator of GitHub Actions expressions: `||`,
+/// `&&`, `!`, `==`, `!=`, parentheses, string literals ('' escapes), property
+/// paths looked up in `ctx`, and `contains`, `startsWith`, `format`, `fromJSON`.
+struct Eval<'a> {
+    s: &'a [u8],
+    i: usize,
+    ctx: &'a dyn Fn(&str) -> V,
+}
+
+impl Eval<'_> {
+    fn ws(&mut self) {
+        while self.i < self.s.len() && self.s[self.i].is_ascii_whitespace() {
+            self.i += 1;
+        }
+    }
+    fn eat(&mut self, t: &str) -> bool {
+        self.ws();
+        if self.s[self.i..].starts_with(t.as_bytes()) {
+            self.i += t.len();
+            true
+        } else {
+            false
+        }
+    }
+    fn or(&mut self) -> V {
+        let mut v = self.and();
+        while self.eat("||") {
+            let r = self.and();
+            v = if v.truthy() { v } else { r };
+        }
+        v
+    }
+    fn and(&mut self) -> V {
+        let mut v = self.cmp();
+        while self.eat("&&") {
+            let r = self.cmp();
+            v = if v.truthy() { r } else { v };
+        }
+        v
+    }
+    fn cmp(&mut self) -> V {
+        let l = self.unary();
+        if self.eat("==") {
+            V::Bool(eq(&l, &self.unary()))
+        } else if self.eat("!=") {
+            V::Bool(!eq(&l, &self.unary()))
+        } else {
+            l
+        }
+    }
+    fn unary(&mut self) -> V {
+        if self.eat("!") {
+            return V::Bool(!self.unary().truthy());
+        }
+        if self.eat("(") {
+            let v = self.or();
+            assert!(self.eat(")"), "expected ) at {}", self.i);
+            return v;
+        }
+        self.ws();
+        if self.s[self.i] == b'\'' {
+            let mut out = Vec::new();
+            self.i += 1;
+            loop {
+                if self.s[self.i] == b'\'' {
+                    if self.s.get(self.i + 1) == Some(&b'\'') {
+                        out.push(b'\'');
+                        self.i += 2;
+                        continue;
+                    }
+                    self.i += 1;
+                    break;
+                }
+                out.push(self.s[self.i]);
+                self.i += 1;
+            }
+            return V::Str(String::from_utf8(out).unwrap());
+        }
+        let start = self.i;
+        while self.i < self.s.len()
+            && (self.s[self.i].is_ascii_alphanumeric() || b"._-".contains(&self.s[self.i]))
+        {
+            self.i += 1;
+        }
+        let name = std::str::from_utf8(&self.s[start..self.i])
+            .unwrap()
+            .to_string();
+        assert!(!name.is_empty(), "unexpected input at {}", self.i);
+        if !self.eat("(") {
+            return (self.ctx)(&name);
+        }
+        let mut args = Vec::new();
+        if !self.eat(")") {
+            loop {
+                args.push(self.or());
+                if self.eat(")") {
+                    break;
+                }
+                assert!(self.eat(","), "expected , at {}", self.i);
+            }
+        }
+        call(&name, &args)
+    }
+}
+
+fn call(name: &str, a: &[V]) -> V {
+    match name {
+        "contains" => V::Bool(match &a[0] {
+            V::Arr(items) => items.iter().any(|x| eq(x, &a[1])),
+            s => s
+                .text()
+                .to_lowercase()
+                .contains(&a[1].text().to_lowercase()),
+        }),
+        "startsWith" => V::Bool(
+            a[0].text()
+                .to_lowercase()
+                .starts_with(&a[1].text().to_lowercase()),
+        ),
+        "format" => {
+            let mut out = a[0].text();
+            for (n, v) in a[1..].iter().enumerate() {
+                out = out.replace(&format!("{{{n}}}"), &v.text());
+            }
+            V::Str(out)
+        }
+        "fromJSON" => V::from_json(&serde_json::from_str(&a[0].text()).unwrap()),
+        other => panic!("function {other} is not modelled"),
+    }
+}
+
+fn job_starts(expr: &str, body: &str, association: &str) -> bool {
+    let ctx = |path: &str| match path {
+        "github.event.comment.body" => V::Str(body.to_string()),
+        "github.event.comment.author_association" => V::Str(association.to_string()),
+        "github.event_name" => V::Str("issue_comment".into()),
+        other => panic!("context {other} is not modelled"),
+    };
+    let mut e = Eval {
+        s: expr.as_bytes(),
+        i: 0,
+        ctx: &ctx,
+    };
+    let v = e.or();
+    e.ws();
+    assert_eq!(e.i, expr.len(), "trailing input in {expr}");
+    v.truthy()
+}
+
+#[test]
+fn comment_filter_accepts_exactly_what_the_parser_accepts() {
+    let bodies = [
+        "/compute mean of x",
+        "/compute",
+        "/compute ",
+        "/compute\tmean",
+        "/compute\nmore context",
+        "/compute\r\nmore context",
+        "/compute\rold mac line end",
+        "/COMPUTE mean of x",
+        "/Compute approve 0123abcd",
+        "/compute approve",
+        "/compute deny",
+        "/computer mean",
+        "/compute-x mean",
+        "/compute\u{a0}mean",
+        "\n/compute mean",
+        "\n\n/compute mean",
+        " /compute mean",
+        "\r\n/compute mean",
+        "please /compute mean",
+        "thanks!\n/compute mean",
+        "",
+        "compute mean",
+        "/comput",
+        "`/compute` is the command",
+    ];
+    // compute.yml is what `compute-bot init` writes.
+    for file in ["compute-comment.yml", "compute.yml"] {
+        let w = yaml(&format!("examples/workflows/{file}"));
+        let expr = w["jobs"]["compute"]["if"].as_str().unwrap().to_string();
+        filter_matches_parser(&expr, &bodies);
+    }
+}
+
+fn filter_matches_parser(expr: &str, bodies: &[&str]) {
+    for &body in bodies {
+        let parsed = command::parse(body, "/compute").is_some();
+        for assoc in ["OWNER", "MEMBER", "COLLABORATOR"] {
+            assert_eq!(
+                job_starts(expr, body, assoc),
+                parsed,
+                "{body:?} by {assoc}: filter and parser disagree"
+            );
+        }
+        for assoc in [
+            "CONTRIBUTOR",
+            "FIRST_TIME_CONTRIBUTOR",
+            "FIRST_TIMER",
+            "MANNEQUIN",
+            "NONE",
+        ] {
+            assert!(
+                !job_starts(expr, body, assoc),
+                "{body:?} by {assoc} starts a runner"
+            );
+        }
+    }
+}
+
+#[test]
+fn evaluator_models_github_semantics() {
+    // The properties the filter relies on: case-insensitive comparison and
+    // fromJSON producing control characters.
+    assert!(job_starts("startsWith('ABC', 'ab') && 'x' == 'X'", "", ""));
+    assert!(job_starts(
+        "format('a{0}b', fromJSON('\"\\n\"')) == fromJSON('\"a\\nb\"')",
+        "",
+        ""
+    ));
+    assert!(!job_starts("contains(fromJSON('[\"A\"]'), 'b')", "", ""));
+}
+
+/// Every `uses:` names a full commit SHA followed by `# v<version>`.
+#[test]
+fn every_action_is_pinned_to_a_commit_with_its_version() {
+    let mut files: Vec<String> = Vec::new();
+    for dir in ["examples/workflows", ".github/workflows"] {
+        for e in std::fs::read_dir(root().join(dir)).unwrap() {
+            let name = e.unwrap().file_name().into_string().unwrap();
+            if name.ends_with(".yml") {
+                files.push(format!("{dir}/{name}"));
+            }
+        }
+    }
+    assert!(files.len() >= 5, "{files:?}");
+    let mut seen = 0;
+    for f in &files {
+        for (n, line) in read(f).lines().enumerate() {
+            let t = line.trim_start().trim_start_matches("- ");
+            let Some(rest) = t.strip_prefix("uses: ") else {
+                continue;
+            };
+            if rest.starts_with("docker://") {
+                continue;
+            }
+            seen += 1;
+            let (action, comment) = rest.split_once(" # ").unwrap_or((rest, ""));
+            let sha = action.rsplit_once('@').map(|(_, s)| s).unwrap_or("");
+            assert!(
+                sha.len() == 40 && sha.chars().all(|c| c.is_ascii_hexdigit()),
+                "{f}:{}: {action} is not pinned to a commit SHA",
+                n + 1
+            );
+            assert!(
+                comment.starts_with('v'),
+                "{f}:{}: no `# v<version>` after {action}",
+                n + 1
+            );
+        }
+    }
+    assert!(seen >= 10);
+}
+
+/// The examples pass the path the guide tells people to commit, and the
+/// examples, the guide and `init` agree on it.
+#[test]
+fn examples_use_the_policy_path_of_the_guide() {
+    let guide = read("docs/github-action.md");
+    assert!(guide.contains("Commit `.github/compute-bot.yml`"));
+    assert!(!guide.contains("INPUT_POLICY: .github/compute-policy.yml"));
+    for f in [
+        "compute-comment.yml",
+        "compute-dispatch.yml",
+        "compute-weekly.yml",
+    ] {
+        let w = yaml(&format!("examples/workflows/{f}"));
+        let steps = w["jobs"]["compute"]["steps"].as_array().unwrap();
+        let bot = steps
+            .iter()
+            .find(|s| s.get("id").and_then(Value::as_str) == Some("compute"))
+            .unwrap();
+        assert_eq!(bot["with"]["policy"], ".github/compute-bot.yml", "{f}");
+    }
+}
+
+fn lock_versions() -> Vec<(String, String)> {
+    read("sandbox/requirements.lock")
+        .lines()
+        .filter_map(|l| l.split_once("=="))
+        .map(|(n, v)| (n.to_string(), v.trim_end_matches(" \\").to_string()))
+        .collect()
+}
+
+/// Both sandbox recipes install the one lock with hashes, and the Dockerfile's
+/// labels name the lock's versions and the same Python as Debian bookworm's.
+#[test]
+fn sandbox_recipes_share_one_lock() {
+    let lock = read("sandbox/requirements.lock");
+    let versions = lock_versions();
+    for name in ["pandas", "numpy", "matplotlib"] {
+        assert!(versions.iter().any(|(n, _)| n == name), "{name} not locked");
+    }
+    // Every requirement carries at least one hash (pip --require-hashes).
+    let entries = lock.split("\n").filter(|l| l.contains("==")).count();
+    assert_eq!(entries, versions.len());
+    assert!(lock.matches("--hash=sha256:").count() >= entries);
+    let major = |n: &str| {
+        versions
+            .iter()
+            .find(|(k, _)| k == n)
+            .unwrap()
+            .1
+            .split('.')
+            .next()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(major("pandas"), "2");
+    assert_eq!(major("numpy"), "2");
+    assert_eq!(major("matplotlib"), "3");
+
+    let debian = read("sandbox/build-debian.sh");
+    let docker = read("sandbox/python/Dockerfile");
+    for (name, recipe) in [("build-debian.sh", &debian), ("Dockerfile", &docker)] {
+        assert!(recipe.contains("requirements.lock"), "{name}");
+        assert!(recipe.contains("--require-hashes --no-deps"), "{name}");
+        assert!(recipe.contains("org.compute-bot.lock-sha256"), "{name}");
+    }
+    assert!(debian.contains("bookworm") && docker.contains("debian:bookworm-slim"));
+    for (n, v) in &versions {
+        if ["pandas", "numpy", "matplotlib"].contains(&n.as_str()) {
+            assert!(
+                docker.contains(&format!("org.compute-bot.{n}={v}")),
+                "Dockerfile label for {n} is not {v}"
+            );
+        }
+    }
+    assert!(docker.contains("org.compute-bot.python=3.11.2"));
+}
+
+#[test]
+fn bot_image_builds_from_scratch_over_the_release_binary() {
+    let d = read("Dockerfile");
+    let froms: Vec<&str> = d.lines().filter(|l| l.starts_with("FROM ")).collect();
+    assert_eq!(froms, ["FROM scratch"]);
+    assert!(d.contains("COPY rootfs/ /"));
+    assert!(d.contains("ENTRYPOINT [\"/usr/local/bin/compute-bot\"]"));
+    let script = read("scripts/build-bot-image");
+    assert!(script.contains("ca-certificates"));
+    assert!(script.contains("ldd"));
+}
