@@ -9,6 +9,7 @@ use bollard::models::{ContainerCreateBody, HostConfig, HostConfigLogConfig, Reso
 use bollard::query_parameters::{ListContainersOptions, RemoveContainerOptions};
 
 use super::error::SandboxError;
+use super::host::{docker_host, hostname};
 use super::protocol::RUNNER;
 use super::types::{ImageInfo, SandboxConfig};
 
@@ -29,11 +30,6 @@ pub const LABEL_EXPIRES: &str = "org.compute-bot.expires";
 /// Seconds a prepared container waits for its code before its runner exits.
 pub const IDLE_SECONDS: u64 = 900;
 
-/// Where the engine is, for error messages.
-pub fn docker_host() -> String {
-    std::env::var("DOCKER_HOST").unwrap_or_else(|_| "unix:///var/run/docker.sock".to_string())
-}
-
 /// Connects to the engine named by `DOCKER_HOST` (or the local socket) and
 /// negotiates the API version, so older engines (e.g. Docker 20.10, API 1.41)
 /// work as well as current ones.
@@ -47,14 +43,7 @@ pub async fn connect() -> Result<Docker, SandboxError> {
     docker.negotiate_version().await.map_err(unreachable)
 }
 
-/// This machine's host name, used to tell our own leftovers from others'.
-pub fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|s| s.trim().to_string())
-        .unwrap_or_else(|_| "unknown".to_string())
-}
-
-fn now_unix() -> u64 {
+pub(crate) fn now_unix() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
@@ -237,17 +226,68 @@ pub async fn list_managed(
         .map_err(|e| SandboxError::from_engine("listing containers", e))
 }
 
-/// True when the labels say the container was left behind by a bot that is
-/// gone (same host, pid no longer alive) or its time is up.
-pub fn is_leftover(labels: &HashMap<String, String>) -> bool {
-    let expired = labels
+/// Seconds a stopped container may stay before another bot may remove it.
+/// Its own bot removes it right after collecting the outcome, which takes
+/// well under a second; a minute is a wide margin.
+pub const STOPPED_GRACE_SECONDS: u64 = 60;
+
+/// What the engine says about a managed container, for the leftover rule.
+#[derive(Debug, Clone, Default)]
+pub struct ContainerFacts {
+    /// The container's labels.
+    pub labels: HashMap<String, String>,
+    /// The engine's state: `created`, `running`, `paused`, `exited`, `dead`, ...
+    pub state: String,
+    /// Unix time the container was created.
+    pub created: u64,
+    /// Unix time it stopped (exited or dead), when known.
+    pub finished: Option<u64>,
+}
+
+/// True when the container is certainly abandoned, judged only on facts that
+/// hold the same for every bot sharing the engine (whatever PID namespace or
+/// host it runs in): its expiry label has passed (it includes the idle wait,
+/// the run's deadline and a grace period), or it stopped / never started
+/// more than [`STOPPED_GRACE_SECONDS`] ago. A running or paused container
+/// before its expiry is never touched: its bot may be alive elsewhere.
+pub fn is_leftover(f: &ContainerFacts, now: u64) -> bool {
+    let expired = f
+        .labels
         .get(LABEL_EXPIRES)
         .and_then(|v| v.parse::<u64>().ok())
-        .is_some_and(|t| t < now_unix());
-    let same_host = labels.get(LABEL_HOST).is_some_and(|h| *h == hostname());
-    let owner_gone = labels
-        .get(LABEL_PID)
-        .and_then(|p| p.parse::<u32>().ok())
-        .is_some_and(|pid| !std::path::Path::new(&format!("/proc/{pid}")).exists());
-    expired || (same_host && owner_gone)
+        .is_some_and(|t| t < now);
+    let old = |t: u64| t.saturating_add(STOPPED_GRACE_SECONDS) < now;
+    let stopped_long_ago = match f.state.as_str() {
+        "exited" | "dead" => f.finished.is_some_and(old),
+        "created" => old(f.created),
+        _ => false,
+    };
+    expired || stopped_long_ago
+}
+
+/// Reads the facts [`is_leftover`] needs; `None` when the container is gone.
+pub async fn container_facts(
+    docker: &Docker,
+    summary: &bollard::models::ContainerSummary,
+) -> Option<ContainerFacts> {
+    let id = summary.id.as_deref()?;
+    let mut facts = ContainerFacts {
+        labels: summary.labels.clone().unwrap_or_default(),
+        state: summary
+            .state
+            .as_ref()
+            .map(|s| s.to_string())
+            .unwrap_or_default(),
+        created: summary.created.unwrap_or(0).max(0) as u64,
+        finished: None,
+    };
+    if matches!(facts.state.as_str(), "exited" | "dead") {
+        let info = docker.inspect_container(id, None).await.ok()?;
+        facts.finished = info
+            .state
+            .and_then(|s| s.finished_at)
+            .and_then(|t| chrono::DateTime::parse_from_rfc3339(&t).ok())
+            .map(|t| t.timestamp().max(0) as u64);
+    }
+    Some(facts)
 }

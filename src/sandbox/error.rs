@@ -54,7 +54,7 @@ impl SandboxError {
         if lower.contains("connect") || lower.contains("no such file") || lower.contains("refused")
         {
             return SandboxError::Unreachable {
-                host: super::docker::docker_host(),
+                host: super::host::docker_host(),
                 detail,
             };
         }

@@ -40,6 +40,9 @@ struct Caps {
     stderr: u64,
     artifacts_max_files: u32,
     artifacts_max_bytes: u64,
+    /// The runner kills the code itself a little after this, so a container
+    /// whose bot died does not run on until its expiry.
+    timeout_ms: u64,
 }
 
 /// Encodes the job as the bytes written to the runner's stdin.
@@ -60,6 +63,7 @@ pub fn encode_job(nonce: &str, job: &Job, limits: &Limits) -> Vec<u8> {
             stderr: limits.stderr_cap.bytes(),
             artifacts_max_files: limits.artifacts_max_files,
             artifacts_max_bytes: limits.artifacts_max_bytes.bytes(),
+            timeout_ms: limits.timeout.as_millis() as u64,
         },
         rules: &job.rules,
     };

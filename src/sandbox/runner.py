@@ -75,23 +75,51 @@ def denied_module(name):
         elif top == pat or name == pat:
             return True
     return False
+# The code's own code objects: main.py, and everything it compiles or hands to
+# exec/eval (with whatever file name it picks), including nested functions.
+user_files = {"main.py"}
+user_codes = set()
+def mark(co, depth=0):
+    if depth > 50 or co in user_codes:
+        return
+    user_codes.add(co)
+    for c in co.co_consts:
+        if isinstance(c, type(co)):
+            mark(c, depth + 1)
 def user_initiated(skip):
     # The nearest frame outside the machinery that raised the event: is it the code?
     f = sys._getframe(2)
     while f is not None:
         fn = f.f_code.co_filename
-        if fn == "main.py":
+        if fn in user_files or f.f_code in user_codes:
             return True
         if fn.startswith("<frozen importlib") or fn.endswith("importlib/__init__.py") or (skip and fn.endswith(skip)):
             f = f.f_back
             continue
         return False
     return False
+def called_by_user():
+    # The frame that raised the event itself (no skipping): imports compile
+    # and exec modules from importlib's frames, which must not count.
+    f = sys._getframe(2)
+    return f.f_code.co_filename in user_files or f.f_code in user_codes
 def refuse(what):
     send("refused", what)
     raise PermissionError("compute-bot sandbox policy: " + what + " is refused")
 def hook(event, args):
-    if event == "open":
+    if event == "compile":
+        name = args[1] if len(args) > 1 else None
+        if isinstance(name, bytes):
+            name = name.decode("utf-8", "replace")
+        if name is not None and not isinstance(name, str):
+            name = str(name)
+        if name and name not in user_files and called_by_user():
+            user_files.add(name)
+    elif event == "exec":
+        co = args[0] if args else None
+        if isinstance(co, type(hook.__code__)) and co not in user_codes and called_by_user():
+            mark(co)
+    elif event == "open":
         path = norm(args[0])
         if path is None:
             return
@@ -365,7 +393,13 @@ def main():
     ]
     for t in threads:
         t.start()
+    # The bot kills the container at the deadline; this backstop ends the code
+    # when the bot is gone, so the container stops and is removed as a leftover.
+    backstop = threading.Timer(caps.get("timeout_ms", 600000) / 1000.0 + 5.0, os.kill, (pid, 9))
+    backstop.daemon = True
+    backstop.start()
     _, status, ru = os.wait4(pid, 0)
+    backstop.cancel()
     ended = time.monotonic()
     # A grandchild may keep the pipes open; do not wait for it.
     for t in threads:

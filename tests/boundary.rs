@@ -1,0 +1,275 @@
+//! The boundary's harder cases against the real Docker engine: leftovers
+//! judged only on facts every bot shares, runs stopped from outside, code
+//! made through eval/exec/compile, and the seccomp allowlist.
+
+use std::collections::HashMap;
+use std::process::Command;
+use std::time::Duration;
+
+use compute_bot::sandbox::{
+    ContainerFacts, Job, LABEL_EXPIRES, Limits, Outcome, RunStatus, RuntimeRules,
+    STOPPED_GRACE_SECONDS, Sandbox, SandboxConfig, is_leftover,
+};
+
+const BIN: &str = env!("CARGO_BIN_EXE_compute-bot");
+
+async fn sandbox() -> Sandbox {
+    Sandbox::connect()
+        .await
+        .expect("the Docker engine must be running for the sandbox tests")
+}
+
+fn cfg(timeout: u64) -> SandboxConfig {
+    SandboxConfig {
+        limits: Limits {
+            timeout: Duration::from_secs(timeout),
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
+fn job(code: &str, rules: RuntimeRules) -> Job {
+    Job {
+        code: code.to_string(),
+        rules,
+        ..Default::default()
+    }
+}
+
+async fn assert_gone(sb: &Sandbox, name: &str) {
+    match sb.docker().inspect_container(name, None).await {
+        Err(bollard::errors::Error::DockerResponseServerError {
+            status_code: 404, ..
+        }) => {}
+        other => panic!("container {name} still exists after the run: {other:?}"),
+    }
+}
+
+fn docker(args: &[&str]) {
+    let out = Command::new("docker").args(args).output().unwrap();
+    assert!(out.status.success(), "docker {args:?}: {out:?}");
+}
+
+#[test]
+fn the_leftover_rule_rests_on_expiry_and_engine_state_only() {
+    let now = 1_000_000;
+    let facts = |state: &str, created: u64, finished: Option<u64>, expires: Option<u64>| {
+        let mut labels = HashMap::new();
+        if let Some(e) = expires {
+            labels.insert(LABEL_EXPIRES.to_string(), e.to_string());
+        }
+        ContainerFacts {
+            labels,
+            state: state.into(),
+            created,
+            finished,
+        }
+    };
+    let long_ago = now - STOPPED_GRACE_SECONDS - 1;
+    // Running or paused: only the expiry counts, however old.
+    assert!(!is_leftover(&facts("running", 0, None, Some(now + 1)), now));
+    assert!(!is_leftover(&facts("paused", 0, None, Some(now + 1)), now));
+    assert!(!is_leftover(&facts("running", 0, None, None), now));
+    assert!(is_leftover(&facts("running", 0, None, Some(now - 1)), now));
+    // Stopped: only after the grace period (its bot may be collecting it).
+    assert!(!is_leftover(
+        &facts("exited", 0, Some(now - 5), Some(now + 1)),
+        now
+    ));
+    assert!(is_leftover(
+        &facts("exited", 0, Some(long_ago), Some(now + 1)),
+        now
+    ));
+    assert!(!is_leftover(&facts("exited", 0, None, Some(now + 1)), now));
+    assert!(!is_leftover(
+        &facts("created", now - 5, None, Some(now + 1)),
+        now
+    ));
+    assert!(is_leftover(
+        &facts("created", long_ago, None, Some(now + 1)),
+        now
+    ));
+}
+
+#[tokio::test]
+async fn a_bot_in_another_pid_namespace_leaves_a_live_run_alone() {
+    let sb = sandbox().await;
+    let prepared = sb.prepare(&cfg(30)).await.unwrap();
+    let name = prepared.name().to_string();
+    let run = tokio::spawn(async move {
+        prepared
+            .execute(&job(
+                "import time\ntime.sleep(4)\nprint('finished')\n",
+                RuntimeRules::default(),
+            ))
+            .await
+    });
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    // Another bot whose /proc cannot see this process: the old "same host,
+    // dead pid" rule removed our container here.
+    let dir = tempfile::tempdir().unwrap();
+    let code = dir.path().join("one.py");
+    std::fs::write(&code, "print(1)\n").unwrap();
+    let other = Command::new("unshare")
+        .args([
+            "--pid",
+            "--fork",
+            "--mount-proc",
+            BIN,
+            "run",
+            "--format",
+            "json",
+            "--code",
+        ])
+        .arg(&code)
+        .output()
+        .unwrap();
+    assert!(other.status.success(), "{other:?}");
+    let o = run.await.unwrap().unwrap();
+    assert_eq!(o.status, RunStatus::Ok, "{o:?}");
+    assert_eq!(o.stdout.trim(), "finished");
+    assert_gone(&sb, &name).await;
+}
+
+/// Runs a sleeper and does `action` to its container from outside after a moment.
+async fn disturbed(action: &'static [&'static str], timeout: u64) -> Outcome {
+    let sb = sandbox().await;
+    let prepared = sb.prepare(&cfg(timeout)).await.unwrap();
+    let name = prepared.name().to_string();
+    let run = tokio::spawn(async move {
+        prepared
+            .execute(&job(
+                "import time\nprint('started', flush=True)\ntime.sleep(60)\n",
+                RuntimeRules::default(),
+            ))
+            .await
+    });
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let mut args: Vec<&str> = action.to_vec();
+    args.push(&name);
+    docker(&args);
+    let o = tokio::time::timeout(Duration::from_secs(timeout + 20), run)
+        .await
+        .expect("the run must end")
+        .unwrap()
+        .unwrap();
+    assert_gone(&sb, &name).await;
+    o
+}
+
+#[tokio::test]
+async fn a_container_removed_from_outside_mid_run_says_so() {
+    let o = disturbed(&["rm", "-f"], 30).await;
+    assert_eq!(o.status, RunStatus::Killed, "{o:?}");
+    assert!(!o.timed_out);
+    let notes = o.notes.join("\n");
+    assert!(notes.contains("removed from outside"), "{notes}");
+}
+
+#[tokio::test]
+async fn a_container_killed_from_outside_mid_run_says_so() {
+    let o = disturbed(&["kill", "-s", "KILL"], 30).await;
+    assert_eq!(o.status, RunStatus::Killed, "{o:?}");
+    let notes = o.notes.join("\n");
+    assert!(notes.contains("killed from outside"), "{notes}");
+}
+
+#[tokio::test]
+async fn a_container_paused_from_outside_times_out_and_is_removed() {
+    let o = disturbed(&["pause"], 4).await;
+    assert_eq!(o.status, RunStatus::Timeout, "{o:?}");
+    let notes = o.notes.join("\n");
+    assert!(notes.contains("paused from outside"), "{notes}");
+}
+
+const THROUGH_EVAL: &str = r#"
+import os
+def attempt(label, f):
+    try:
+        f()
+        print(label, "ran")
+    except PermissionError:
+        print(label, "refused")
+attempt("exec", lambda: exec("import os; os.system('ls')"))
+attempt("eval", lambda: eval("os.system('ls')"))
+attempt("compile", lambda: exec(compile("import subprocess\nsubprocess.run(['ls'])", "/usr/lib/python3/dist-packages/pandas/x.py", "exec")))
+ns = {}
+exec("import os\ndef later():\n    os.system('ls')\n", ns)
+attempt("nested", ns["later"])
+attempt("import", lambda: exec("import pty"))
+"#;
+
+#[tokio::test]
+async fn code_made_through_eval_exec_compile_is_the_users_code() {
+    let sb = sandbox().await;
+    // Audit only: everything runs and every command is recorded.
+    let o = sb
+        .run(&cfg(20), &job(THROUGH_EVAL, RuntimeRules::default()))
+        .await
+        .unwrap();
+    assert_eq!(o.status, RunStatus::Ok, "{o:?}");
+    let subs = o.audit.subprocess_attempts.join("\n");
+    assert!(
+        o.audit.subprocess_attempts.len() >= 4,
+        "every command started through eval/exec/compile must be recorded: {subs}"
+    );
+    assert!(subs.contains("subprocess.Popen"), "{subs}");
+    assert!(
+        o.audit.imports.contains(&"pty".to_string()),
+        "{:?}",
+        o.audit
+    );
+    // With the default policy's runtime rules every one is refused.
+    let rules = compute_bot::policy::Policy::default().runtime_rules();
+    let o = sb.run(&cfg(20), &job(THROUGH_EVAL, rules)).await.unwrap();
+    assert_eq!(o.status, RunStatus::Ok, "{o:?}");
+    for label in ["exec", "eval", "compile", "nested", "import"] {
+        assert!(
+            o.stdout.contains(&format!("{label} refused")),
+            "{label} was not refused: {}",
+            o.stdout
+        );
+    }
+    assert!(o.audit.refused.len() >= 5, "{:?}", o.audit.refused);
+}
+
+#[test]
+fn run_code_without_a_policy_applies_the_builtin_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str, code: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, code).unwrap();
+        Command::new(BIN)
+            .args(["run", "--format", "json", "--code"])
+            .arg(&path)
+            .output()
+            .unwrap()
+    };
+    let help = Command::new(BIN).args(["run", "--help"]).output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&help.stdout).contains("built-in data-analysis policy"),
+        "the help text this test holds true changed"
+    );
+    // The static check: denied before any container starts.
+    let out = run("shadow.py", "print(open('/etc/shadow').read())\n");
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["status"], "not_run", "{v}");
+    assert_eq!(
+        v["verdict"]["findings"][0]["rule"], "open-read-outside",
+        "{v}"
+    );
+    let out = run("proc.py", "import subprocess\nsubprocess.run(['ls'])\n");
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    // The runtime rules: a path the checker cannot see is refused inside.
+    let out = run(
+        "hidden.py",
+        "p = ['/tmp/x', '/etc/hostname'][len(str(1))]\ntry:\n    open(p).read()\n    print('READ')\nexcept PermissionError:\n    print('refused')\n",
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["status"], "ok", "{v}");
+    assert_eq!(v["stdout"].as_str().unwrap().trim(), "refused", "{v}");
+    let refused = v["audit"]["refused"].to_string();
+    assert!(refused.contains("/etc/hostname"), "{refused}");
+}
