@@ -273,3 +273,109 @@ fn run_code_without_a_policy_applies_the_builtin_policy() {
     let refused = v["audit"]["refused"].to_string();
     assert!(refused.contains("/etc/hostname"), "{refused}");
 }
+
+/// Calls each denied family straight through `syscall(2)` (ctypes, no static
+/// check and no runtime rules on this path): the kernel must answer EPERM.
+const SYSCALL_PROBE: &str = r#"
+import ctypes, errno, os, platform, socket, threading
+assert platform.machine() == "x86_64", platform.machine()
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+def call(nr, *args):
+    ctypes.set_errno(0)
+    r = libc.syscall(ctypes.c_long(nr), *[ctypes.c_long(a) for a in args])
+    return r, ctypes.get_errno()
+probes = {
+    "ptrace": (101, 16, 1, 0, 0),          # PTRACE_ATTACH to pid 1
+    "process_vm_readv": (310, 1, 0, 0, 0, 0, 0),
+    "keyctl": (250, 0, 0, 0, 0),
+    "add_key": (248, 0, 0, 0, 0, 0),
+    "bpf": (321, 0, 0, 0),
+    "perf_event_open": (298, 0, 0, -1, -1, 0),
+    "userfaultfd": (323, 0),
+    "io_uring_setup": (425, 8, 0),
+    "unshare": (272, 0x20000),             # CLONE_NEWNS
+    "setns": (308, 0, 0),
+    "mount": (165, 0, 0, 0, 0, 0),
+    "personality": (135, 0xFFFFFFFF),      # a query; Docker's default allows it
+    "socket_inet": (41, 2, 1, 0),          # AF_INET, SOCK_STREAM
+    "socket_inet6": (41, 10, 2, 0),
+    "socket_netlink": (41, 16, 3, 0),
+    "init_module": (175, 0, 0, 0),
+    "kexec_load": (246, 0, 0, 0, 0),
+}
+for name, (nr, *args) in probes.items():
+    r, e = call(nr, *args)
+    print(name, r, errno.errorcode.get(e, e))
+r, e = call(435, 0, 0)                     # clone3: ENOSYS, so glibc falls back to clone
+print("clone3", r, errno.errorcode.get(e, e))
+a, b = socket.socketpair()                 # AF_UNIX still works
+a.send(b"x"); print("unix", b.recv(1))
+t = threading.Thread(target=lambda: None); t.start(); t.join(); print("thread ok")
+"#;
+
+#[tokio::test]
+async fn the_seccomp_allowlist_denies_each_family_with_eperm() {
+    let sb = sandbox().await;
+    let o = sb
+        .run(&cfg(30), &job(SYSCALL_PROBE, RuntimeRules::default()))
+        .await
+        .unwrap();
+    assert_eq!(o.status, RunStatus::Ok, "{o:?}");
+    let mut seen = 0;
+    for line in o.stdout.lines() {
+        let w: Vec<&str> = line.split_whitespace().collect();
+        match w[0] {
+            "clone3" => assert_eq!(&w[1..], ["-1", "ENOSYS"], "{line}"),
+            "unix" => assert_eq!(w[1], "b'x'"),
+            "thread" => {}
+            _ => {
+                assert_eq!(&w[1..], ["-1", "EPERM"], "{line} (stdout: {})", o.stdout);
+                seen += 1;
+            }
+        }
+    }
+    assert_eq!(seen, 17, "{}", o.stdout);
+}
+
+#[tokio::test]
+async fn the_container_carries_our_seccomp_profile_and_the_data_stack_runs_under_it() {
+    let sb = sandbox().await;
+    let prepared = sb.prepare(&cfg(60)).await.unwrap();
+    let info = sb
+        .docker()
+        .inspect_container(prepared.name(), None)
+        .await
+        .unwrap();
+    let opts = info.host_config.unwrap().security_opt.unwrap_or_default();
+    let profile = opts
+        .iter()
+        .find_map(|o| o.strip_prefix("seccomp="))
+        .expect("a seccomp profile");
+    let v: serde_json::Value = serde_json::from_str(profile).unwrap();
+    assert_eq!(v["defaultAction"], "SCMP_ACT_ERRNO");
+    assert_eq!(v["defaultErrnoRet"], 1);
+    assert!(opts.iter().any(|o| o.starts_with("no-new-privileges")));
+    let code = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/sandbox/seccomp/programs/pandas_csv.py"
+    ))
+    .unwrap();
+    let o = prepared
+        .execute(&job(&code, RuntimeRules::default()))
+        .await
+        .unwrap();
+    assert_eq!(o.status, RunStatus::Ok, "{o:?}");
+    for program in ["numpy_linalg.py", "matplotlib_plot.py"] {
+        let code = std::fs::read_to_string(format!(
+            "{}/sandbox/seccomp/programs/{program}",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap();
+        let o = sb
+            .run(&cfg(60), &job(&code, RuntimeRules::default()))
+            .await
+            .unwrap();
+        assert_eq!(o.status, RunStatus::Ok, "{program}: {o:?}");
+    }
+}

@@ -52,6 +52,9 @@ fn tighten(policy: &mut Policy, args: &RunArgs) -> Result<(), String> {
     if let Some(image) = &args.image {
         policy.sandbox.image = image.clone();
     }
+    if let Some(runtime) = args.runtime {
+        policy.sandbox.runtime = runtime;
+    }
     Ok(())
 }
 

@@ -112,6 +112,9 @@ pub struct RunArgs {
     /// Maximum number of processes and threads.
     #[arg(long)]
     pub pids: Option<i64>,
+    /// OCI runtime: runc (with compute-bot's seccomp allowlist) or runsc (gVisor).
+    #[arg(long, value_enum)]
+    pub runtime: Option<crate::sandbox::Runtime>,
     /// Write the files the code left in /out into this directory.
     #[arg(long, value_name = "DIR")]
     pub artifacts: Option<PathBuf>,

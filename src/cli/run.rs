@@ -97,6 +97,7 @@ pub async fn run_command(args: RunArgs) -> i32 {
             .image
             .clone()
             .unwrap_or_else(|| crate::sandbox::DEFAULT_IMAGE.to_string()),
+        runtime: args.runtime.unwrap_or_default(),
         ..Default::default()
     };
     if let Some(t) = args.timeout {

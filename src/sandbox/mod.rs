@@ -33,7 +33,7 @@ use tokio::io::AsyncWriteExt;
 
 pub use docker::{
     ContainerFacts, LABEL_EXPIRES, LABEL_HOST, LABEL_MANAGED, LABEL_PID, LABEL_RUN, SANDBOX_USER,
-    STOPPED_GRACE_SECONDS, is_leftover,
+    SECCOMP_PROFILE, STOPPED_GRACE_SECONDS, is_leftover,
 };
 pub use error::SandboxError;
 pub use host::docker_host;
@@ -57,6 +57,7 @@ fn random_hex(n: usize) -> String {
 #[derive(Clone)]
 pub struct Sandbox {
     docker: Docker,
+    engine: docker::Engine,
     live: Arc<Mutex<HashSet<String>>>,
     images: Arc<Mutex<HashMap<String, ImageInfo>>>,
 }
@@ -71,11 +72,18 @@ impl Sandbox {
     /// Connects to the engine (`DOCKER_HOST` or the local socket) and
     /// negotiates the API version.
     pub async fn connect() -> Result<Sandbox, SandboxError> {
+        let docker = docker::connect().await?;
         Ok(Sandbox {
-            docker: docker::connect().await?,
+            engine: docker::engine_kind(&docker).await,
+            docker,
             live: Arc::default(),
             images: Arc::default(),
         })
+    }
+
+    /// True when `DOCKER_HOST` is Podman's Docker-compatible API.
+    pub fn is_podman(&self) -> bool {
+        self.engine == docker::Engine::Podman
     }
 
     /// The underlying bollard client (tests inspect containers with it).
@@ -140,7 +148,7 @@ impl Sandbox {
         }
         let image = self.image_info(&cfg.image).await?;
         let name = format!("compute-bot-{}", random_hex(6));
-        let body = docker::container_body(cfg, docker::run_labels(&name, cfg));
+        let body = docker::container_body(cfg, docker::run_labels(&name, cfg), self.engine);
         self.docker
             .create_container(
                 Some(CreateContainerOptions {
@@ -177,6 +185,7 @@ impl Sandbox {
             limits: cfg.limits.clone(),
             attach,
             guard,
+            preloading: !cfg.preload.is_empty(),
         })
     }
 
@@ -242,6 +251,16 @@ pub struct Prepared {
     limits: Limits,
     attach: bollard::container::AttachContainerResults,
     guard: Guard,
+    preloading: bool,
+}
+
+/// What [`execute_in`] needs of a prepared container.
+struct Parts {
+    name: String,
+    image: ImageInfo,
+    limits: Limits,
+    attach: bollard::container::AttachContainerResults,
+    preloading: bool,
 }
 
 impl std::fmt::Debug for Prepared {
@@ -262,6 +281,7 @@ struct Collected {
     artifact_bytes: u64,
     report: Option<RunnerReport>,
     notes: Vec<String>,
+    started: Option<Instant>,
 }
 
 impl Collected {
@@ -296,8 +316,16 @@ impl Prepared {
             limits,
             attach,
             guard,
+            preloading,
         } = self;
-        let result = execute_in(&guard.sandbox.docker, &name, image, limits, attach, job).await;
+        let parts = Parts {
+            name: name.clone(),
+            image,
+            limits,
+            attach,
+            preloading,
+        };
+        let result = execute_in(&guard.sandbox.docker, parts, job).await;
         let removal = guard.remove().await;
         let mut outcome = result?;
         if let Err(e) = removal {
@@ -375,6 +403,7 @@ impl Collected {
             artifact_bytes: 0,
             report: None,
             notes: Vec::new(),
+            started: None,
         }
     }
 
@@ -401,6 +430,7 @@ impl Collected {
                 self.finish_artifact();
                 self.report = Some(*r);
             }
+            Frame::Started => self.started = Some(Instant::now()),
         }
     }
 }
@@ -411,12 +441,24 @@ async fn collect(
     reader: &mut FrameReader,
     c: &mut Collected,
     limits: &Limits,
+    preloading: bool,
 ) -> Stream {
     let started = Instant::now();
-    let deadline = tokio::time::Instant::from_std(started + limits.timeout);
+    // Until the code starts (a preloading child may still be importing), the
+    // deadline allows for that wait; from the start frame on it is the run's
+    // own timeout.
+    let grace = if preloading {
+        PRELOAD_GRACE
+    } else {
+        std::time::Duration::ZERO
+    };
     let mut timed_out = false;
     let mut error = None;
     while c.report.is_none() {
+        let deadline = tokio::time::Instant::from_std(match c.started {
+            Some(s) => (s + limits.timeout).min(started + limits.timeout + grace),
+            None => started + limits.timeout + grace,
+        });
         let item = tokio::select! {
             biased;
             _ = tokio::time::sleep_until(deadline) => { timed_out = true; break; }
@@ -511,14 +553,19 @@ async fn explain_missing_report(docker: &Docker, name: &str, notes: &mut Vec<Str
     false
 }
 
-async fn execute_in(
-    docker: &Docker,
-    name: &str,
-    image: ImageInfo,
-    limits: Limits,
-    attach: bollard::container::AttachContainerResults,
-    job: &Job,
-) -> Result<Outcome, SandboxError> {
+/// Longest the code may wait for a preloading child before the deadline
+/// starts counting anyway.
+const PRELOAD_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
+
+async fn execute_in(docker: &Docker, p: Parts, job: &Job) -> Result<Outcome, SandboxError> {
+    let Parts {
+        name,
+        image,
+        limits,
+        attach,
+        preloading,
+    } = p;
+    let name = name.as_str();
     check_inputs(job, &limits)?;
     let nonce = random_hex(16);
     let bytes = protocol::encode_job(&nonce, job, &limits);
@@ -532,7 +579,7 @@ async fn execute_in(
     });
     let mut reader = FrameReader::new(&nonce);
     let mut c = Collected::new(&limits);
-    let stream = collect(&mut output, &mut reader, &mut c, &limits).await;
+    let stream = collect(&mut output, &mut reader, &mut c, &limits, preloading).await;
     writer.abort();
     if reader.noise_bytes > 0 {
         c.notes.push(format!(
@@ -577,6 +624,12 @@ fn from_report(
         }
     }
     c.notes.extend(r.notes.iter().cloned());
+    if r.start_wait_ms >= 100 {
+        c.notes.push(format!(
+            "the code waited {} ms for the sandbox's preloaded modules to finish loading",
+            r.start_wait_ms
+        ));
+    }
     let oom = r.oom_kills.unwrap_or(0) > 0 && r.signal == Some(9);
     let stdout_over = r.stdout_bytes > limits.stdout_cap.bytes();
     let stderr_over = r.stderr_bytes > limits.stderr_cap.bytes();

@@ -119,6 +119,10 @@ pub struct RunnerReport {
     pub artifacts: Vec<ReportedArtifact>,
     /// Runner notes (dropped artifacts, ...).
     pub notes: Vec<String>,
+    /// Milliseconds the code waited after handover for the child (its
+    /// preload) to be ready.
+    #[serde(default)]
+    pub start_wait_ms: u64,
 }
 
 /// One decoded frame.
@@ -132,6 +136,9 @@ pub enum Frame {
     Artifact(ArtifactHeader),
     /// A chunk of the current artifact.
     ArtifactChunk(Vec<u8>),
+    /// The code has started (the child finished preloading); the deadline
+    /// counts from here.
+    Started,
     /// The final report.
     Report(Box<RunnerReport>),
 }
@@ -195,6 +202,7 @@ impl FrameReader {
             b'e' => Frame::Stderr(payload),
             b'a' => Frame::Artifact(serde_json::from_slice(&payload).ok()?),
             b'c' => Frame::ArtifactChunk(payload),
+            b's' => Frame::Started,
             b'r' => Frame::Report(Box::new(serde_json::from_slice(&payload).ok()?)),
             _ => return None,
         })
