@@ -7,7 +7,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use compute_bot::sandbox::{
-    ContainerFacts, Job, LABEL_EXPIRES, Limits, Outcome, RunStatus, RuntimeRules,
+    ContainerFacts, Job, LABEL_EXPIRES, Limits, Outcome, RunStatus, Runtime, RuntimeRules,
     STOPPED_GRACE_SECONDS, Sandbox, SandboxConfig, is_leftover,
 };
 
@@ -26,6 +26,14 @@ fn cfg(timeout: u64) -> SandboxConfig {
             ..Default::default()
         },
         ..Default::default()
+    }
+}
+
+/// The seccomp tests are about runc's profile, whatever COMPUTE_BOT_RUNTIME says.
+fn runc(timeout: u64) -> SandboxConfig {
+    SandboxConfig {
+        runtime: Runtime::Runc,
+        ..cfg(timeout)
     }
 }
 
@@ -318,7 +326,7 @@ t = threading.Thread(target=lambda: None); t.start(); t.join(); print("thread ok
 async fn the_seccomp_allowlist_denies_each_family_with_eperm() {
     let sb = sandbox().await;
     let o = sb
-        .run(&cfg(30), &job(SYSCALL_PROBE, RuntimeRules::default()))
+        .run(&runc(30), &job(SYSCALL_PROBE, RuntimeRules::default()))
         .await
         .unwrap();
     assert_eq!(o.status, RunStatus::Ok, "{o:?}");
@@ -341,7 +349,7 @@ async fn the_seccomp_allowlist_denies_each_family_with_eperm() {
 #[tokio::test]
 async fn the_container_carries_our_seccomp_profile_and_the_data_stack_runs_under_it() {
     let sb = sandbox().await;
-    let prepared = sb.prepare(&cfg(60)).await.unwrap();
+    let prepared = sb.prepare(&runc(60)).await.unwrap();
     let info = sb
         .docker()
         .inspect_container(prepared.name(), None)
@@ -373,7 +381,7 @@ async fn the_container_carries_our_seccomp_profile_and_the_data_stack_runs_under
         ))
         .unwrap();
         let o = sb
-            .run(&cfg(60), &job(&code, RuntimeRules::default()))
+            .run(&runc(60), &job(&code, RuntimeRules::default()))
             .await
             .unwrap();
         assert_eq!(o.status, RunStatus::Ok, "{program}: {o:?}");

@@ -32,8 +32,8 @@ use sha2::{Digest, Sha256};
 use tokio::io::AsyncWriteExt;
 
 pub use docker::{
-    ContainerFacts, LABEL_EXPIRES, LABEL_HOST, LABEL_MANAGED, LABEL_PID, LABEL_RUN, SANDBOX_USER,
-    SECCOMP_PROFILE, STOPPED_GRACE_SECONDS, is_leftover,
+    ContainerFacts, LABEL_EXPIRES, LABEL_HOST, LABEL_MANAGED, LABEL_PID, LABEL_RUN,
+    RUNSC_PIDS_OVERHEAD, SANDBOX_USER, SECCOMP_PROFILE, STOPPED_GRACE_SECONDS, is_leftover,
 };
 pub use error::SandboxError;
 pub use host::docker_host;
@@ -106,8 +106,14 @@ impl Sandbox {
                 && let Some(id) = c.id
             {
                 tracing::info!(container = %id, state = %facts.state, "removing a leftover sandbox container");
-                docker::remove(&self.docker, &id).await?;
-                removed += 1;
+                // One that cannot be removed now (e.g. its removal is under
+                // way elsewhere) must not keep the others from going.
+                match docker::remove(&self.docker, &id).await {
+                    Ok(()) => removed += 1,
+                    Err(e) => {
+                        tracing::warn!(container = %id, error = %e, "could not remove a leftover")
+                    }
+                }
             }
         }
         Ok(removed)

@@ -101,6 +101,22 @@ pub enum Runtime {
 }
 
 impl Runtime {
+    /// `COMPUTE_BOT_RUNTIME` (`runc` or `runsc`), else runc: the machine-wide
+    /// default for runs whose policy and flags do not name one.
+    pub fn from_env() -> Runtime {
+        match std::env::var("COMPUTE_BOT_RUNTIME").as_deref() {
+            Ok("runsc") => Runtime::Runsc,
+            Ok("runc") | Err(_) => Runtime::Runc,
+            Ok(other) => {
+                tracing::warn!(
+                    value = other,
+                    "COMPUTE_BOT_RUNTIME is not runc or runsc; using runc"
+                );
+                Runtime::Runc
+            }
+        }
+    }
+
     /// The name the engine knows the runtime by.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -142,7 +158,7 @@ impl Default for SandboxConfig {
             limits: Limits::default(),
             env: BTreeMap::new(),
             labels: BTreeMap::new(),
-            runtime: Runtime::Runc,
+            runtime: Runtime::from_env(),
             preload: Vec::new(),
         }
     }
