@@ -387,3 +387,57 @@ async fn the_container_carries_our_seccomp_profile_and_the_data_stack_runs_under
         assert_eq!(o.status, RunStatus::Ok, "{program}: {o:?}");
     }
 }
+
+#[tokio::test]
+async fn preloaded_modules_are_still_audited_and_refused() {
+    let sb = sandbox().await;
+    let config = SandboxConfig {
+        preload: compute_bot::sandbox::DEFAULT_PRELOAD
+            .iter()
+            .map(|m| m.to_string())
+            .collect(),
+        ..cfg(60)
+    };
+    let code = r#"
+import sys
+print("preloaded", "pandas" in sys.modules and "matplotlib.pyplot" in sys.modules)
+import pandas as pd
+print(pd.DataFrame({"a": [1, 2, 3]}).a.sum())
+for name in ["socket", "subprocess", "ctypes"]:
+    try:
+        __import__(name)
+        print(name, "IMPORTED")
+    except PermissionError:
+        print(name, "refused")
+"#;
+    let mut rules = compute_bot::policy::Policy::default().runtime_rules();
+    rules.deny_imports.push("ctypes".into());
+    let prepared = sb.prepare(&config).await.unwrap();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let o = prepared.execute(&job(code, rules)).await.unwrap();
+    assert_eq!(o.status, RunStatus::Ok, "{o:?}");
+    let lines: Vec<&str> = o.stdout.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "preloaded True",
+            "6",
+            "socket refused",
+            "subprocess refused",
+            "ctypes refused"
+        ],
+        "{o:?}"
+    );
+    // The audit lists what the code imported, preloaded or not.
+    assert!(
+        o.audit.imports.contains(&"pandas".to_string()),
+        "{:?}",
+        o.audit.imports
+    );
+    assert!(
+        o.audit.imports.contains(&"sys".to_string()),
+        "{:?}",
+        o.audit.imports
+    );
+    assert!(o.audit.refused.len() >= 3, "{:?}", o.audit.refused);
+}

@@ -100,10 +100,10 @@ pub fn run_labels(name: &str, cfg: &SandboxConfig) -> HashMap<String, String> {
 
 fn tmpfs_opts(size: u64, owner: bool, engine: Engine) -> String {
     let mut o = format!("rw,noexec,nosuid,nodev,size={size}");
-    // Podman rejects `uid=`/`gid=` on tmpfs: there the directory is
-    // world-writable with the sticky bit instead of owned by the sandbox user.
+    // Podman rejects `uid=`/`gid=` on tmpfs; its `U` option chowns the
+    // mount to the container's user instead.
     if owner && engine == Engine::Podman {
-        o.push_str(",mode=1777");
+        o.push_str(",mode=0700,U");
     } else if owner {
         o.push_str(",mode=0700,uid=10001,gid=10001");
     } else {
@@ -154,6 +154,17 @@ pub fn container_body(
         soft: Some(v),
         hard: Some(v),
     };
+    let mut ulimits = vec![
+        ulimit("nofile", l.nofile as i64),
+        ulimit("fsize", l.fsize.bytes() as i64),
+        ulimit("core", 0),
+    ];
+    if engine == Engine::Podman {
+        // Podman otherwise raises RLIMIT_NPROC above what a service started
+        // from a limited shell may grant, and the start fails with EPERM.
+        // Per uid, host-wide: generous; the pids cgroup is the real limit.
+        ulimits.push(ulimit("nproc", PODMAN_NPROC));
+    }
     ContainerCreateBody {
         image: Some(cfg.image.clone()),
         cmd: Some(vec![
@@ -182,7 +193,7 @@ pub fn container_body(
             network_mode: Some("none".into()),
             readonly_rootfs: Some(true),
             cap_drop: Some(vec!["ALL".into()]),
-            security_opt: Some(security_opt(cfg.runtime)),
+            security_opt: Some(security_opt(cfg.runtime, engine)),
             runtime: Some(cfg.runtime.as_str().into()),
             privileged: Some(false),
             pids_limit: Some(host_pids(l.pids, cfg.runtime)),
@@ -191,11 +202,7 @@ pub fn container_body(
             cpu_period: Some(period),
             cpu_quota: Some(quota),
             tmpfs: Some(tmpfs),
-            ulimits: Some(vec![
-                ulimit("nofile", l.nofile as i64),
-                ulimit("fsize", l.fsize.bytes() as i64),
-                ulimit("core", 0),
-            ]),
+            ulimits: Some(ulimits),
             init: Some(true),
             ipc_mode: Some("private".into()),
             log_config: Some(HostConfigLogConfig {
@@ -210,6 +217,9 @@ pub fn container_body(
         ..Default::default()
     }
 }
+
+/// RLIMIT_NPROC set under Podman (see [`container_body`]).
+const PODMAN_NPROC: i64 = 16384;
 
 /// Host threads gVisor's Sentry and gofer need inside the container's pids
 /// cgroup under runsc (about 40 measured here; the code's own processes are
@@ -228,9 +238,11 @@ fn host_pids(pids: i64, runtime: Runtime) -> i64 {
 /// gVisor the Sentry implements the system calls itself (this runsc does
 /// not apply OCI seccomp profiles), so none is sent rather than one that
 /// would be silently ignored.
-fn security_opt(runtime: Runtime) -> Vec<String> {
+fn security_opt(runtime: Runtime, engine: Engine) -> Vec<String> {
     let mut v = vec!["no-new-privileges:true".to_string()];
-    if runtime == Runtime::Runc {
+    // Podman's compatible API reads `seccomp=` as a path on its own host,
+    // not as the profile itself: there its default profile stays in force.
+    if runtime == Runtime::Runc && engine == Engine::Docker {
         v.push(format!("seccomp={SECCOMP_PROFILE}"));
     }
     v
