@@ -172,7 +172,11 @@ async fn a_container_removed_from_outside_mid_run_says_so() {
     assert_eq!(o.status, RunStatus::Killed, "{o:?}");
     assert!(!o.timed_out);
     let notes = o.notes.join("\n");
-    assert!(notes.contains("removed from outside"), "{notes}");
+    // Depending on timing the engine's kill or the removal is what we see.
+    assert!(
+        notes.contains("removed from outside") || notes.contains("killed or removed from outside"),
+        "{notes}"
+    );
 }
 
 #[tokio::test]
@@ -180,7 +184,7 @@ async fn a_container_killed_from_outside_mid_run_says_so() {
     let o = disturbed(&["kill", "-s", "KILL"], 30).await;
     assert_eq!(o.status, RunStatus::Killed, "{o:?}");
     let notes = o.notes.join("\n");
-    assert!(notes.contains("killed from outside"), "{notes}");
+    assert!(notes.contains("killed or removed from outside"), "{notes}");
 }
 
 #[tokio::test]

@@ -533,7 +533,7 @@ async fn explain_missing_report(docker: &Docker, name: &str, notes: &mut Vec<Str
                 ));
                 if !oom && code == 137 {
                     notes.push(
-                        "the container was killed from outside compute-bot (SIGKILL, not by the deadline or the memory limit)"
+                        "the container was killed or removed from outside compute-bot (SIGKILL from `docker kill`, a forced removal or another process; not by the deadline or the memory limit)"
                             .into(),
                     );
                 }
