@@ -694,8 +694,9 @@ async fn leftovers_are_removed_only_on_facts_every_bot_shares() {
     create(&expired, std::process::id(), "1");
     // A live, unexpired one of ours must survive the cleanup.
     let prepared = sb.prepare(&cfg(quick())).await.unwrap();
-    let removed = sb.cleanup_leftovers().await.unwrap();
-    assert!(removed >= 1);
+    // The count is not asserted: another bot sharing the engine may have
+    // removed the expired one first, which is just as right.
+    sb.cleanup_leftovers().await.unwrap();
     assert_gone(&sb, &expired).await;
     assert!(
         sb.docker().inspect_container(&dead_pid, None).await.is_ok(),
