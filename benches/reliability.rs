@@ -150,16 +150,10 @@ async fn main() {
             &sb,
             &["kill", "-s", "KILL"],
             RunStatus::Killed,
-            "killed from outside",
+            "from outside",
         )
         .await),
-        (fault(
-            &sb,
-            &["rm", "-f"],
-            RunStatus::Killed,
-            "removed from outside",
-        )
-        .await),
+        (fault(&sb, &["rm", "-f"], RunStatus::Killed, "from outside").await),
         (fault(&sb, &["pause"], RunStatus::Timeout, "paused from outside").await),
     ];
     let fault_failures: Vec<String> = faults.into_iter().filter_map(|r| r.err()).collect();
