@@ -127,6 +127,8 @@ impl Agent<'_> {
         SandboxConfig {
             image: self.policy.image().to_string(),
             limits: self.policy.limits(),
+            runtime: self.policy.sandbox.runtime,
+            preload: self.policy.sandbox.preload.clone(),
             ..Default::default()
         }
     }

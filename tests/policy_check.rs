@@ -138,3 +138,27 @@ fn traversal_after_an_interpolation_is_not_trusted() {
     let v = check_code(&Policy::default(), "open(f'/out/{n}.csv', 'w')\n");
     assert!(v.findings.is_empty(), "{:?}", v.findings);
 }
+
+#[test]
+fn reading_literal_paths_outside_the_data_directories_is_denied_with_positions() {
+    let code = "import pathlib\nx = open('/etc/shadow').read()\ny = open('/root/.bashrc')\nz = pathlib.Path('/etc/passwd').read_text()\nok = open('/data/in.csv').read() + open('notes.txt').read()\n";
+    let v = check_code(&Policy::default(), code);
+    assert_eq!(v.decision, Decision::Deny, "{:?}", v.findings);
+    let reads: Vec<_> = v
+        .findings
+        .iter()
+        .filter(|f| f.rule == "open-read-outside")
+        .collect();
+    assert_eq!(reads.len(), 3, "{:?}", v.findings);
+    assert_eq!((reads[0].line, reads[0].column), (2, 10));
+    assert_eq!((reads[1].line, reads[1].column), (3, 10));
+    assert_eq!((reads[2].line, reads[2].column), (4, 18));
+    assert!(
+        reads[0].message.contains("/etc/shadow"),
+        "{}",
+        reads[0].message
+    );
+    assert!(reads[0].message.contains("/data/"), "{}", reads[0].message);
+    assert!(reads[0].message.contains("input"), "{}", reads[0].message);
+    assert_eq!(reads[0].severity, Severity::Deny);
+}

@@ -48,6 +48,13 @@ async fn assert_gone(sb: &Sandbox, name: &str) {
     }
 }
 
+/// True when the suite runs under gVisor (`COMPUTE_BOT_RUNTIME=runsc`, as
+/// `.ci/run` does in its second pass). The differences asserted below are
+/// documented in README ("Runtimes").
+fn under_runsc() -> bool {
+    std::env::var("COMPUTE_BOT_RUNTIME").as_deref() == Ok("runsc")
+}
+
 fn quick() -> Limits {
     Limits {
         timeout: Duration::from_secs(20),
@@ -71,21 +78,62 @@ async fn prepared_container_has_every_hardening_setting() {
     let hc = info.host_config.clone().unwrap();
     let c = info.config.clone().unwrap();
     assert_eq!(hc.network_mode.as_deref(), Some("none"));
-    assert_eq!(c.network_disabled, Some(true));
+    if !sb.is_podman() {
+        // Podman's inspect does not report the field (network mode none is checked above).
+        assert_eq!(c.network_disabled, Some(true));
+    }
     assert_eq!(hc.readonly_rootfs, Some(true));
-    assert_eq!(hc.cap_drop, Some(vec!["ALL".to_string()]));
+    let dropped = hc.cap_drop.clone().unwrap_or_default();
+    if sb.is_podman() {
+        // Podman reports `ALL` as the list of the default capabilities it dropped.
+        for cap in [
+            "CHOWN",
+            "DAC_OVERRIDE",
+            "SETUID",
+            "SETGID",
+            "NET_RAW",
+            "SYS_CHROOT",
+        ] {
+            assert!(dropped.iter().any(|c| c.ends_with(cap)), "{dropped:?}");
+        }
+    } else {
+        assert_eq!(dropped, vec!["ALL".to_string()]);
+    }
     assert!(hc.cap_add.unwrap_or_default().is_empty());
     let secopt = hc.security_opt.clone().unwrap_or_default();
     assert!(
         secopt.iter().any(|s| s.starts_with("no-new-privileges")),
         "{secopt:?}"
     );
+    if sb.is_podman() {
+        // Podman's API reads `seccomp=` as a path: its default profile applies.
+        assert!(
+            !secopt.iter().any(|s| s.contains("unconfined")),
+            "{secopt:?}"
+        );
+    } else if hc.runtime.as_deref() == Some("runsc") {
+        // gVisor: the Sentry implements the system calls; no profile is sent.
+        assert!(!secopt.iter().any(|s| s.contains("seccomp")), "{secopt:?}");
+    } else {
+        assert_eq!(hc.runtime.as_deref(), Some("runc"));
+        assert!(
+            secopt
+                .iter()
+                .any(|s| s.strip_prefix("seccomp=") == Some(compute_bot::sandbox::SECCOMP_PROFILE)),
+            "compute-bot's own seccomp allowlist must be in force (never unconfined): {secopt:?}"
+        );
+    }
     assert!(
-        !secopt.iter().any(|s| s.contains("seccomp")),
-        "Docker's default seccomp profile must stay in force: {secopt:?}"
+        !secopt.iter().any(|s| s.contains("unconfined")),
+        "{secopt:?}"
     );
     assert_eq!(hc.privileged, Some(false));
-    assert_eq!(hc.pids_limit, Some(32));
+    let sentry = if hc.runtime.as_deref() == Some("runsc") {
+        compute_bot::sandbox::RUNSC_PIDS_OVERHEAD
+    } else {
+        0
+    };
+    assert_eq!(hc.pids_limit, Some(32 + sentry));
     assert_eq!(hc.memory, Some(128 << 20));
     assert_eq!(hc.memory_swap, Some(128 << 20), "swap must equal memory");
     assert_eq!(hc.cpu_period, Some(100_000));
@@ -101,7 +149,12 @@ async fn prepared_container_has_every_hardening_setting() {
         .clone()
         .unwrap()
         .into_iter()
-        .map(|u| (u.name.unwrap(), (u.soft.unwrap(), u.hard.unwrap())))
+        // Podman names them `RLIMIT_CORE`, Docker `core`.
+        .map(|u| {
+            let name = u.name.unwrap().to_ascii_lowercase();
+            let name = name.trim_start_matches("rlimit_").to_string();
+            (name, (u.soft.unwrap(), u.hard.unwrap()))
+        })
         .collect();
     assert_eq!(ulimits["core"], (0, 0));
     assert!(ulimits["nofile"].0 > 0 && ulimits.contains_key("fsize"));
@@ -126,6 +179,12 @@ async fn prepared_container_has_every_hardening_setting() {
     let env = c.env.unwrap();
     assert!(env.contains(&"ALLOWED_VAR=yes".to_string()));
     for var in &env {
+        // Podman always adds these (no secret in any).
+        if sb.is_podman()
+            && (var == "TERM=xterm" || var == "container=podman" || var == "HOSTNAME=sandbox")
+        {
+            continue;
+        }
         let key = var.split('=').next().unwrap();
         assert!(
             [
@@ -226,6 +285,15 @@ except OSError as e:
         },
     )
     .await;
+    if under_runsc() {
+        // The pids cgroup holds the Sentry's host threads: the bomb ends the
+        // whole sandbox instead of failing fork() with EAGAIN.
+        assert!(
+            matches!(o.status, RunStatus::Ok | RunStatus::Killed),
+            "{o:?}"
+        );
+        return;
+    }
     assert_eq!(o.status, RunStatus::Ok, "{o:?}");
     let words: Vec<&str> = o.stdout.split_whitespace().collect();
     let forks: i64 = words[1].parse().unwrap();
@@ -251,6 +319,13 @@ async fn an_endless_fork_bomb_is_stopped_at_the_deadline() {
         },
     )
     .await;
+    if under_runsc() {
+        assert!(
+            matches!(o.status, RunStatus::Timeout | RunStatus::Killed),
+            "{o:?}"
+        );
+        return;
+    }
     assert_eq!(o.status, RunStatus::Timeout);
     assert!(o.timed_out);
 }
@@ -266,6 +341,14 @@ async fn a_memory_bomb_is_oom_killed() {
         },
     )
     .await;
+    if under_runsc() {
+        // gVisor kills the sandbox rather than one process on its OOM.
+        assert!(
+            matches!(o.status, RunStatus::Oom | RunStatus::Killed),
+            "{o:?}"
+        );
+        return;
+    }
     assert_eq!(o.status, RunStatus::Oom, "{o:?}");
     assert!(o.oom_killed);
     assert_eq!(o.signal, Some(9));
@@ -333,7 +416,12 @@ for path in ["/evil", "/etc/passwd", "/usr/lib/x"]:
 "#;
     let o = run(code, quick()).await;
     assert!(!o.stdout.contains("WRITTEN"), "{}", o.stdout);
-    assert!(o.stdout.contains("/evil EROFS"), "{}", o.stdout);
+    let refused = if under_runsc() {
+        "/evil EACCES"
+    } else {
+        "/evil EROFS"
+    };
+    assert!(o.stdout.contains(refused), "{}", o.stdout);
     assert!(
         o.audit
             .files_opened
@@ -587,33 +675,36 @@ fn a_stop_signal_removes_the_running_container(signal: i32) {
 }
 
 #[tokio::test]
-async fn leftovers_of_dead_bots_are_removed_at_start() {
+async fn leftovers_are_removed_only_on_facts_every_bot_shares() {
     let sb = sandbox().await;
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
     let create = |name: &str, pid: u32, expires: &str| {
         let status = Command::new("docker")
             .args(["create", "--name", name, "--network", "none"])
             .args(["--label", &format!("{LABEL_MANAGED}=true")])
             .args(["--label", &format!("org.compute-bot.pid={pid}")])
-            .args(["--label", &format!("org.compute-bot.host={}", host.trim())])
             .args(["--label", &format!("org.compute-bot.expires={expires}")])
             .args([compute_bot::sandbox::DEFAULT_IMAGE, "true"])
             .output()
             .unwrap();
         assert!(status.status.success(), "{status:?}");
     };
-    // Made by a bot process on this host that no longer exists.
-    let dead = format!("compute-bot-leftover-dead-{}", std::process::id());
-    create(&dead, 4_000_000, "99999999999"); // above pid_max: never alive
-    // Made by a live process (this one), but past its expiry.
+    // Its pid is dead here, but that proves nothing (another PID namespace may
+    // own it): before its expiry it must survive.
+    let dead_pid = format!("compute-bot-leftover-deadpid-{}", std::process::id());
+    create(&dead_pid, 4_000_000, "99999999999");
+    // Past its expiry label: certainly abandoned.
     let expired = format!("compute-bot-leftover-expired-{}", std::process::id());
     create(&expired, std::process::id(), "1");
     // A live, unexpired one of ours must survive the cleanup.
     let prepared = sb.prepare(&cfg(quick())).await.unwrap();
-    let removed = sb.cleanup_leftovers().await.unwrap();
-    assert!(removed >= 2);
-    assert_gone(&sb, &dead).await;
+    // The count is not asserted: another bot sharing the engine may have
+    // removed the expired one first, which is just as right.
+    sb.cleanup_leftovers().await.unwrap();
     assert_gone(&sb, &expired).await;
+    assert!(
+        sb.docker().inspect_container(&dead_pid, None).await.is_ok(),
+        "a container was removed on a dead pid alone"
+    );
     assert!(
         sb.docker()
             .inspect_container(prepared.name(), None)
@@ -622,6 +713,10 @@ async fn leftovers_of_dead_bots_are_removed_at_start() {
     );
     let o = prepared.execute(&job("print('still here')")).await.unwrap();
     assert_eq!(o.stdout.trim(), "still here");
+    Command::new("docker")
+        .args(["rm", "-f", &dead_pid])
+        .output()
+        .unwrap();
 }
 
 #[tokio::test]
@@ -723,11 +818,11 @@ except PermissionError:
     let lines: Vec<&str> = o.stdout.lines().collect();
     assert_eq!(lines[0], "3", "pandas must keep working: {o:?}");
     assert_eq!(lines[1], "pty refused");
-    // pandas 2 (sandbox/requirements.lock) does not load socket: refused.
+    // socket is not loaded by pandas 2; subprocess is (no "import" audit
+    // event), but the runner sees every import statement of the code, cached
+    // or not, so both are refused.
     assert_eq!(lines[2], "socket refused");
-    // subprocess was already loaded by pandas: no import event, so no refusal.
-    // This is why the static check comes first and the container is the boundary.
-    assert_eq!(lines[3], "subprocess IMPORTED");
+    assert_eq!(lines[3], "subprocess refused");
     assert_eq!(lines[4], "open refused");
     let refused = o.audit.refused.join("\n");
     assert!(refused.contains("import of pty"), "{refused}");
@@ -791,6 +886,13 @@ for what, mode in (("mem", "rb"), ("environ", "rb"), ("fd/1", "wb")):
 "#;
     let o = run(code, quick()).await;
     assert_eq!(o.status, RunStatus::Ok, "{o:?}");
+    if under_runsc() {
+        // This gVisor ignores PR_SET_DUMPABLE for /proc/<pid>/environ and fd:
+        // the memory (and so the nonce) stays unreadable; a write to the
+        // runner's stdout is noise without the nonce.
+        assert!(o.stdout.contains("mem denied"), "{}", o.stdout);
+        return;
+    }
     assert!(!o.stdout.contains("OPENED"), "{}", o.stdout);
     assert_eq!(o.stdout.matches("denied").count(), 3, "{}", o.stdout);
 }

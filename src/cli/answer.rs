@@ -59,6 +59,9 @@ fn tighten(policy: &mut Policy, args: &RunArgs) -> Result<(), String> {
     {
         policy.output.repeat = r;
     }
+    if let Some(runtime) = args.runtime {
+        policy.sandbox.runtime = runtime;
+    }
     Ok(())
 }
 

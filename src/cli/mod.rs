@@ -127,6 +127,9 @@ pub(crate) struct RunArgs {
     /// result that changes (raises the policy's `output.repeat`).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=10))]
     pub repeat: Option<u8>,
+    /// OCI runtime: runc (with compute-bot's seccomp allowlist) or runsc (gVisor).
+    #[arg(long, value_enum)]
+    pub runtime: Option<crate::sandbox::Runtime>,
     /// Write the files the code left in /out into this directory.
     #[arg(long, value_name = "DIR")]
     pub artifacts: Option<PathBuf>,

@@ -99,6 +99,7 @@ pub(crate) async fn run_command(args: RunArgs) -> Status {
             .image
             .clone()
             .unwrap_or_else(|| crate::sandbox::DEFAULT_IMAGE.to_string()),
+        runtime: args.runtime.unwrap_or_default(),
         ..Default::default()
     };
     if let Some(t) = args.timeout {
@@ -113,10 +114,32 @@ pub(crate) async fn run_command(args: RunArgs) -> Status {
     if let Some(p) = args.pids {
         cfg.limits.pids = p;
     }
+    // No --policy: the built-in data-analysis policy applies (as `--help` says):
+    // its static check first, then its runtime rules inside the sandbox.
+    let policy = crate::policy::Policy::default();
+    let verdict = crate::policy::check_code(&policy, &code);
+    if verdict.decision != crate::policy::Decision::Allow {
+        if args.format == Format::Json {
+            let v = serde_json::json!({"status": "not_run", "policy": "built-in default", "verdict": verdict});
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&v).expect("verdict serializes")
+            );
+        } else {
+            eprint!(
+                "the built-in policy did not let this code run (pass --policy FILE to use another):\n{}",
+                crate::policy::cli::render_text(&verdict)
+            );
+        }
+        return match verdict.decision {
+            crate::policy::Decision::Escalate => Status::NeedsApproval,
+            _ => Status::Failed,
+        };
+    }
     let job = Job {
         code,
         inputs,
-        rules: Default::default(),
+        rules: policy.runtime_rules(),
     };
     let outcome = match execute(&cfg, &job).await {
         Ok(o) => o,

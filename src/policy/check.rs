@@ -88,6 +88,26 @@ const RC_EXECUTABLE_KEYS: &[&str] = &["animation.ffmpeg_path", "animation.conver
 /// File name endings of code Python would load.
 const CODE_SUFFIXES: &[&str] = &[".py", ".pyc", ".pyw", ".pth", ".so", ".pyd"];
 
+/// Functions (besides [`OPEN_FUNCTIONS`] and `pandas.read_*`) that read or
+/// name a file by their first argument; a known path must be under `/data`,
+/// `/tmp` or `/out`.
+const READER_FUNCTIONS: &[&str] = &[
+    "pathlib.Path",
+    "pathlib.PurePath",
+    "pathlib.PosixPath",
+    "pathlib.PurePosixPath",
+    "numpy.load",
+    "numpy.loadtxt",
+    "numpy.genfromtxt",
+    "numpy.fromfile",
+    "numpy.memmap",
+    "matplotlib.pyplot.imread",
+    "matplotlib.image.imread",
+];
+
+/// Top-level directories the code may read from.
+const READ_DIRS: &[&str] = &["data", "tmp", "out"];
+
 /// Functions that open files; checked for write modes.
 const OPEN_FUNCTIONS: &[&str] = &["builtins.open", "io.open", "codecs.open", "io.FileIO"];
 
@@ -1232,6 +1252,13 @@ impl Checker<'_, '_> {
         }
         if OPEN_FUNCTIONS.iter().any(|f| has(f)) {
             self.check_open(c);
+        } else if let Some(f) = funcs
+            .iter()
+            .find(|f| READER_FUNCTIONS.contains(&f.as_str()) || f.starts_with("pandas.read_"))
+            && let Some(path) = c.arguments.args.first().filter(|_| !starred)
+        {
+            let what = f.rsplit('.').next().unwrap_or(f).to_string();
+            self.check_read(path, &what);
         }
         let pickle = c.arguments.keywords.iter().find(|k| {
             k.arg
@@ -1376,6 +1403,7 @@ impl Checker<'_, '_> {
             },
         };
         if !writes {
+            self.check_read(path, "open");
             return;
         }
         self.check_code_file(path);
@@ -1395,6 +1423,38 @@ impl Checker<'_, '_> {
                 PathVerdict::Unknown => self.report_unknown_open(path.start()),
             },
             None => self.report_unknown_open(path.start()),
+        }
+    }
+
+    /// A known path read outside `/data`, `/tmp` and `/out` is denied; an
+    /// unknown one is left to the sandbox (runtime rules and the container).
+    fn check_read(&mut self, path: &Expr, what: &str) {
+        let Some((p, complete)) = self.env.prefix(path, 0) else {
+            return;
+        };
+        if !complete && has_dotdot(path, 0) {
+            return;
+        }
+        // The code runs in /tmp: a relative path is read from there.
+        let absolute = if p.starts_with('/') {
+            p.clone()
+        } else if complete || !p.is_empty() {
+            format!("/tmp/{p}")
+        } else {
+            return;
+        };
+        if matches!(
+            dir_verdict(&absolute, complete, READ_DIRS),
+            PathVerdict::Outside
+        ) {
+            self.report(
+                RuleId::OpenReadOutside,
+                path.start(),
+                format!(
+                    "`{what}(...)` reads `{p}{}`, outside the sandbox's data directories; the code may read its inputs under `/data/` and its own files under `/tmp/` and `/out/`. Pass the file as an input instead (`--input`, `inputs=`)",
+                    if complete { "" } else { "…" }
+                ),
+            );
         }
     }
 
@@ -1475,6 +1535,13 @@ enum PathVerdict {
 
 /// Decides a write path from its known text (`complete` = whole path known).
 fn path_verdict(p: &str, complete: bool) -> PathVerdict {
+    dir_verdict(p, complete, &["out", "tmp"])
+}
+
+/// Decides whether a path (its known text; `complete` = whole path known)
+/// stays under one of the top-level directories `dirs`.
+fn dir_verdict(p: &str, complete: bool, dirs: &[&str]) -> PathVerdict {
+    let inside = |first: &str| dirs.contains(&first);
     if complete {
         let mut parts: Vec<&str> = Vec::new();
         if !p.starts_with('/') {
@@ -1490,22 +1557,19 @@ fn path_verdict(p: &str, complete: bool) -> PathVerdict {
             }
         }
         return match parts.first() {
-            Some(&"out") | Some(&"tmp") => PathVerdict::Inside,
+            Some(first) if inside(first) => PathVerdict::Inside,
             _ => PathVerdict::Outside,
         };
     }
     if p.contains("..") {
         return PathVerdict::Unknown;
     }
-    if p.starts_with("/out/") || p.starts_with("/tmp/") {
-        return PathVerdict::Inside;
-    }
     if let Some(rest) = p.strip_prefix('/') {
         // the first component is fully known when another '/' follows
         if let Some(first) = rest.split('/').next()
             && rest.contains('/')
         {
-            return if first == "out" || first == "tmp" {
+            return if inside(first) {
                 PathVerdict::Inside
             } else {
                 PathVerdict::Outside

@@ -14,7 +14,7 @@ use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize};
 
 use super::rules::RuleId;
-use crate::sandbox::{DEFAULT_IMAGE, Limits, RuntimeRules};
+use crate::sandbox::{DEFAULT_IMAGE, DEFAULT_PRELOAD, Limits, Runtime, RuntimeRules};
 use crate::units::{ByteSize, human_duration};
 
 /// The largest `code.max_bytes` a policy may set. Bigger scripts are not
@@ -240,6 +240,32 @@ pub struct SandboxPolicy {
     pub fsize: ByteSize,
     /// Network mode; only `none` is accepted.
     pub network: Network,
+    /// OCI runtime: `runc` (default, with compute-bot's seccomp allowlist)
+    /// or `runsc` (gVisor; see `scripts/install-gvisor`).
+    pub runtime: Runtime,
+    /// Modules imported while the container waits for the code (default
+    /// pandas, numpy, matplotlib.pyplot; `[]` for none). Dotted names only.
+    #[serde(deserialize_with = "de_preload")]
+    pub preload: Vec<String>,
+}
+
+fn de_preload<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    let v = Vec::<String>::deserialize(d)?;
+    for m in &v {
+        let ok = !m.is_empty()
+            && m.split('.').all(|p| {
+                p.chars()
+                    .next()
+                    .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                    && p.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            });
+        if !ok {
+            return Err(de::Error::custom(format!(
+                "preload `{m}` is not a module name; write dotted names such as `pandas` or `matplotlib.pyplot`"
+            )));
+        }
+    }
+    Ok(v)
 }
 
 impl Default for SandboxPolicy {
@@ -259,6 +285,8 @@ impl Default for SandboxPolicy {
             nofile: l.nofile,
             fsize: l.fsize,
             network: Network::None,
+            runtime: Runtime::Runc,
+            preload: DEFAULT_PRELOAD.iter().map(|m| m.to_string()).collect(),
         }
     }
 }

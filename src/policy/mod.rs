@@ -52,6 +52,7 @@
 //! | `call-denied` | deny | yes | a resolved name matching `code.deny_calls` (`os.remove`, `os.exec*`) |
 //! | `open-write-outside-output` | deny | yes | `open()`/`io.open` for writing, or `to_csv`/`savefig`/`np.save`-style writers, to a known path outside `/out` and `/tmp` (relative paths and `..` included) |
 //! | `open-write-unknown-path` | info | never | `open()` for writing to a path the checker cannot determine (the sandbox still confines writes) |
+//! | `open-read-outside` | deny | yes | `open()`, `pathlib.Path(...)`, `pandas.read_*`, `numpy.load*`, `imread` of a known path outside `/data`, `/tmp` and `/out` (`/etc/shadow`, `/root/.bashrc`, `../etc/passwd` from `/tmp`) |
 //! | `code-file-write` | deny | yes | writing `.py`, `.pyc`, `.pth`, `.so` files (code the check never saw) |
 //! | `internal-error` | deny | never | the checker itself failed; never expected |
 //!

@@ -56,6 +56,9 @@ pub enum RuleId {
     OpenWriteOutsideOutput,
     /// `open()` for writing to a path the checker cannot determine (info).
     OpenWriteUnknownPath,
+    /// Reading (`open`, `pathlib.Path`, `pandas.read_*`, `numpy.load*`) a
+    /// known path outside `/data`, `/tmp` and `/out`.
+    OpenReadOutside,
     /// Writing a Python module or extension (`.py`, `.pth`, `.pyc`, `.so`):
     /// code written at run time would escape the check.
     CodeFileWrite,
@@ -88,6 +91,7 @@ impl RuleId {
         RuleId::CallDenied,
         RuleId::OpenWriteOutsideOutput,
         RuleId::OpenWriteUnknownPath,
+        RuleId::OpenReadOutside,
         RuleId::CodeFileWrite,
         RuleId::InternalError,
     ];
@@ -117,6 +121,7 @@ impl RuleId {
             RuleId::CallDenied => "call-denied",
             RuleId::OpenWriteOutsideOutput => "open-write-outside-output",
             RuleId::OpenWriteUnknownPath => "open-write-unknown-path",
+            RuleId::OpenReadOutside => "open-read-outside",
             RuleId::CodeFileWrite => "code-file-write",
             RuleId::InternalError => "internal-error",
         }

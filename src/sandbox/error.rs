@@ -50,11 +50,15 @@ impl SandboxError {
     /// Wraps an engine error, turning connection failures into [`SandboxError::Unreachable`].
     pub fn from_engine(action: &'static str, e: bollard::errors::Error) -> Self {
         let detail = e.to_string();
+        // The engine answered: whatever the message says, it is reachable.
+        if let bollard::errors::Error::DockerResponseServerError { .. } = e {
+            return SandboxError::Engine { action, detail };
+        }
         let lower = detail.to_ascii_lowercase();
         if lower.contains("connect") || lower.contains("no such file") || lower.contains("refused")
         {
             return SandboxError::Unreachable {
-                host: super::docker::docker_host(),
+                host: super::host::docker_host(),
                 detail,
             };
         }

@@ -14,6 +14,7 @@
 
 mod docker;
 mod error;
+mod host;
 mod protocol;
 mod types;
 
@@ -31,10 +32,11 @@ use sha2::{Digest, Sha256};
 use tokio::io::AsyncWriteExt;
 
 pub use docker::{
-    BASE_ENV, LABEL_EXPIRES, LABEL_HOST, LABEL_MANAGED, LABEL_PID, LABEL_RUN, SANDBOX_USER,
-    docker_host,
+    BASE_ENV, ContainerFacts, LABEL_EXPIRES, LABEL_HOST, LABEL_MANAGED, LABEL_PID, LABEL_RUN,
+    RUNSC_PIDS_OVERHEAD, SANDBOX_USER, SECCOMP_PROFILE, STOPPED_GRACE_SECONDS, is_leftover,
 };
 pub use error::SandboxError;
+pub use host::docker_host;
 pub use types::*;
 
 use protocol::{CappedBuffer, Frame, FrameReader, RunnerReport};
@@ -55,6 +57,7 @@ fn random_hex(n: usize) -> String {
 #[derive(Clone)]
 pub struct Sandbox {
     docker: Docker,
+    engine: docker::Engine,
     live: Arc<Mutex<HashSet<String>>>,
     images: Arc<Mutex<HashMap<String, ImageInfo>>>,
 }
@@ -69,11 +72,18 @@ impl Sandbox {
     /// Connects to the engine (`DOCKER_HOST` or the local socket) and
     /// negotiates the API version.
     pub async fn connect() -> Result<Sandbox, SandboxError> {
+        let docker = docker::connect().await?;
         Ok(Sandbox {
-            docker: docker::connect().await?,
+            engine: docker::engine_kind(&docker).await,
+            docker,
             live: Arc::default(),
             images: Arc::default(),
         })
+    }
+
+    /// True when `DOCKER_HOST` is Podman's Docker-compatible API.
+    pub fn is_podman(&self) -> bool {
+        self.engine == docker::Engine::Podman
     }
 
     /// The underlying bollard client (tests inspect containers with it).
@@ -81,18 +91,29 @@ impl Sandbox {
         &self.docker
     }
 
-    /// Removes containers left behind by bot processes that died (same host,
-    /// pid gone) or whose time is up. Returns how many were removed.
+    /// Removes containers that are certainly abandoned (see [`is_leftover`]:
+    /// past their expiry label, or stopped for longer than a grace period).
+    /// Never judged by process ids, which other PID namespaces cannot see.
+    /// Returns how many were removed.
     pub async fn cleanup_leftovers(&self) -> Result<usize, SandboxError> {
         let mut removed = 0;
+        let now = docker::now_unix();
         for c in docker::list_managed(&self.docker).await? {
-            let labels = c.labels.unwrap_or_default();
-            if docker::is_leftover(&labels)
+            let Some(facts) = docker::container_facts(&self.docker, &c).await else {
+                continue;
+            };
+            if is_leftover(&facts, now)
                 && let Some(id) = c.id
             {
-                tracing::info!(container = %id, "removing a leftover sandbox container");
-                docker::remove(&self.docker, &id).await?;
-                removed += 1;
+                tracing::info!(container = %id, state = %facts.state, "removing a leftover sandbox container");
+                // One that cannot be removed now (e.g. its removal is under
+                // way elsewhere) must not keep the others from going.
+                match docker::remove(&self.docker, &id).await {
+                    Ok(()) => removed += 1,
+                    Err(e) => {
+                        tracing::warn!(container = %id, error = %e, "could not remove a leftover")
+                    }
+                }
             }
         }
         Ok(removed)
@@ -133,7 +154,7 @@ impl Sandbox {
         }
         let image = self.image_info(&cfg.image).await?;
         let name = format!("compute-bot-{}", random_hex(6));
-        let body = docker::container_body(cfg, docker::run_labels(&name, cfg));
+        let body = docker::container_body(cfg, docker::run_labels(&name, cfg), self.engine);
         self.docker
             .create_container(
                 Some(CreateContainerOptions {
@@ -170,6 +191,7 @@ impl Sandbox {
             limits: cfg.limits.clone(),
             attach,
             guard,
+            preloading: !cfg.preload.is_empty(),
         })
     }
 
@@ -235,6 +257,16 @@ pub struct Prepared {
     limits: Limits,
     attach: bollard::container::AttachContainerResults,
     guard: Guard,
+    preloading: bool,
+}
+
+/// What [`execute_in`] needs of a prepared container.
+struct Parts {
+    name: String,
+    image: ImageInfo,
+    limits: Limits,
+    attach: bollard::container::AttachContainerResults,
+    preloading: bool,
 }
 
 impl std::fmt::Debug for Prepared {
@@ -255,6 +287,7 @@ struct Collected {
     artifact_bytes: u64,
     report: Option<RunnerReport>,
     notes: Vec<String>,
+    started: Option<Instant>,
 }
 
 impl Collected {
@@ -289,11 +322,31 @@ impl Prepared {
             limits,
             attach,
             guard,
+            preloading,
         } = self;
-        let result = execute_in(&guard.sandbox.docker, &name, image, limits, attach, job).await;
+        let parts = Parts {
+            name: name.clone(),
+            image,
+            limits,
+            attach,
+            preloading,
+        };
+        let result = execute_in(&guard.sandbox.docker, parts, job).await;
         let removal = guard.remove().await;
-        let outcome = result?;
-        removal?;
+        let mut outcome = result?;
+        if let Err(e) = removal {
+            // Nothing is lost: the outcome stands; one more try on a fresh connection.
+            let retried = match docker::connect().await {
+                Ok(d) => docker::remove(&d, &name).await,
+                Err(e) => Err(e),
+            };
+            if retried.is_err() {
+                tracing::warn!(container = %name, error = %e, "could not remove the container");
+                outcome.notes.push(format!(
+                    "the container could not be removed ({e}); any bot removes it once its expiry label passes"
+                ));
+            }
+        }
         Ok(outcome)
     }
 }
@@ -338,42 +391,80 @@ fn check_inputs(job: &Job, limits: &Limits) -> Result<(), SandboxError> {
     Ok(())
 }
 
-async fn execute_in(
-    docker: &Docker,
-    name: &str,
-    image: ImageInfo,
-    limits: Limits,
-    attach: bollard::container::AttachContainerResults,
-    job: &Job,
-) -> Result<Outcome, SandboxError> {
-    check_inputs(job, &limits)?;
-    let nonce = random_hex(16);
-    let bytes = protocol::encode_job(&nonce, job, &limits);
-    let bollard::container::AttachContainerResults { mut output, input } = attach;
-    let started = Instant::now();
-    let deadline = tokio::time::Instant::from_std(started + limits.timeout);
-    let writer = tokio::spawn(async move {
-        let mut input = input;
-        let r = input.write_all(&bytes).await;
-        let _ = input.flush().await;
-        // Keep the write half open until the job is read; dropping closes it.
-        r
-    });
+/// How the stream of frames ended.
+struct Stream {
+    timed_out: bool,
+    error: Option<String>,
+    duration: std::time::Duration,
+}
 
-    let mut reader = FrameReader::new(&nonce);
-    let mut c = Collected {
-        stdout: CappedBuffer::new(limits.stdout_cap.bytes()),
-        stderr: CappedBuffer::new(limits.stderr_cap.bytes()),
-        runner_stderr: CappedBuffer::new(8 * 1024),
-        artifacts: Vec::new(),
-        current: None,
-        artifact_bytes: 0,
-        report: None,
-        notes: Vec::new(),
+impl Collected {
+    fn new(limits: &Limits) -> Collected {
+        Collected {
+            stdout: CappedBuffer::new(limits.stdout_cap.bytes()),
+            stderr: CappedBuffer::new(limits.stderr_cap.bytes()),
+            runner_stderr: CappedBuffer::new(8 * 1024),
+            artifacts: Vec::new(),
+            current: None,
+            artifact_bytes: 0,
+            report: None,
+            notes: Vec::new(),
+            started: None,
+        }
+    }
+
+    fn take_frame(&mut self, frame: Frame, limits: &Limits) {
+        match frame {
+            Frame::Stdout(b) => self.stdout.push(&b),
+            Frame::Stderr(b) => self.stderr.push(&b),
+            Frame::Artifact(h) => {
+                self.finish_artifact();
+                self.current = Some((h.name, Vec::new()));
+            }
+            Frame::ArtifactChunk(b) => {
+                self.artifact_bytes += b.len() as u64;
+                if self.artifact_bytes > limits.artifacts_max_bytes.bytes() {
+                    if let Some((n, _)) = self.current.take() {
+                        self.notes
+                            .push(format!("artifact {n} dropped: over the artifact byte cap"));
+                    }
+                } else if let Some((_, buf)) = self.current.as_mut() {
+                    buf.extend_from_slice(&b);
+                }
+            }
+            Frame::Report(r) => {
+                self.finish_artifact();
+                self.report = Some(*r);
+            }
+            Frame::Started => self.started = Some(Instant::now()),
+        }
+    }
+}
+
+/// Reads frames until the report arrives, the stream ends or the deadline passes.
+async fn collect(
+    output: &mut (impl futures_util::Stream<Item = Result<LogOutput, bollard::errors::Error>> + Unpin),
+    reader: &mut FrameReader,
+    c: &mut Collected,
+    limits: &Limits,
+    preloading: bool,
+) -> Stream {
+    let started = Instant::now();
+    // Until the code starts (a preloading child may still be importing), the
+    // deadline allows for that wait; from the start frame on it is the run's
+    // own timeout.
+    let grace = if preloading {
+        PRELOAD_GRACE
+    } else {
+        std::time::Duration::ZERO
     };
     let mut timed_out = false;
-    let mut stream_error = None;
+    let mut error = None;
     while c.report.is_none() {
+        let deadline = tokio::time::Instant::from_std(match c.started {
+            Some(s) => (s + limits.timeout).min(started + limits.timeout + grace),
+            None => started + limits.timeout + grace,
+        });
         let item = tokio::select! {
             biased;
             _ = tokio::time::sleep_until(deadline) => { timed_out = true; break; }
@@ -382,170 +473,245 @@ async fn execute_in(
         match item {
             Some(Ok(LogOutput::StdOut { message })) => {
                 for frame in reader.push(&message) {
-                    match frame {
-                        Frame::Stdout(b) => c.stdout.push(&b),
-                        Frame::Stderr(b) => c.stderr.push(&b),
-                        Frame::Artifact(h) => {
-                            c.finish_artifact();
-                            c.current = Some((h.name, Vec::new()));
-                        }
-                        Frame::ArtifactChunk(b) => {
-                            c.artifact_bytes += b.len() as u64;
-                            if c.artifact_bytes > limits.artifacts_max_bytes.bytes() {
-                                if let Some((n, _)) = c.current.take() {
-                                    c.notes.push(format!(
-                                        "artifact {n} dropped: over the artifact byte cap"
-                                    ));
-                                }
-                            } else if let Some((_, buf)) = c.current.as_mut() {
-                                buf.extend_from_slice(&b);
-                            }
-                        }
-                        Frame::Report(r) => {
-                            c.finish_artifact();
-                            c.report = Some(*r);
-                        }
-                    }
+                    c.take_frame(frame, limits);
                 }
             }
             Some(Ok(LogOutput::StdErr { message })) => c.runner_stderr.push(&message),
             Some(Ok(_)) => {}
             Some(Err(e)) => {
-                stream_error = Some(e.to_string());
+                error = Some(e.to_string());
                 break;
             }
             None => break,
         }
     }
-    let duration = started.elapsed();
+    Stream {
+        timed_out,
+        error,
+        duration: started.elapsed(),
+    }
+}
+
+/// After the deadline: kill the container (unpausing it first when someone
+/// paused it from outside, which would otherwise keep the kill from landing).
+async fn kill_at_deadline(docker: &Docker, name: &str, notes: &mut Vec<String>) {
+    if let Ok(info) = docker.inspect_container(name, None).await
+        && info.state.and_then(|s| s.paused) == Some(true)
+    {
+        notes.push(
+            "the container was paused from outside compute-bot; the deadline passed while it was paused"
+                .into(),
+        );
+        let _ = docker.unpause_container(name).await;
+    }
+    let _ = docker
+        .kill_container(
+            name,
+            Some(KillContainerOptions {
+                signal: "SIGKILL".into(),
+            }),
+        )
+        .await;
+}
+
+/// The runner ended without a report: ask the engine why, and say so when
+/// the container was removed or killed from outside. Returns whether the
+/// memory limit killed it.
+async fn explain_missing_report(docker: &Docker, name: &str, notes: &mut Vec<String>) -> bool {
+    for _ in 0..20 {
+        match docker.inspect_container(name, None).await {
+            Ok(info) => {
+                let state = info.state.unwrap_or_default();
+                if state.running == Some(true) {
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    continue;
+                }
+                let oom = state.oom_killed.unwrap_or(false);
+                let code = state.exit_code.unwrap_or(-1);
+                notes.push(format!(
+                    "the runner ended without a report (container exit code {code})"
+                ));
+                if !oom && code == 137 {
+                    notes.push(
+                        "the container was killed or removed from outside compute-bot (SIGKILL from `docker kill`, a forced removal or another process; not by the deadline or the memory limit)"
+                            .into(),
+                    );
+                }
+                return oom;
+            }
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 404, ..
+            }) => {
+                notes.push(
+                    "the container was removed from outside compute-bot while the code ran \
+                     (by another process, bot or operator); no report came back"
+                        .into(),
+                );
+                return false;
+            }
+            Err(e) => {
+                notes.push(format!("the runner ended without a report ({e})"));
+                return false;
+            }
+        }
+    }
+    notes.push("the runner ended without a report (the container is still running)".into());
+    false
+}
+
+/// Longest the code may wait for a preloading child before the deadline
+/// starts counting anyway.
+const PRELOAD_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
+
+async fn execute_in(docker: &Docker, p: Parts, job: &Job) -> Result<Outcome, SandboxError> {
+    let Parts {
+        name,
+        image,
+        limits,
+        attach,
+        preloading,
+    } = p;
+    let name = name.as_str();
+    check_inputs(job, &limits)?;
+    let nonce = random_hex(16);
+    let bytes = protocol::encode_job(&nonce, job, &limits);
+    let bollard::container::AttachContainerResults { mut output, input } = attach;
+    let writer = tokio::spawn(async move {
+        let mut input = input;
+        let r = input.write_all(&bytes).await;
+        let _ = input.flush().await;
+        // Keep the write half open until the job is read; dropping closes it.
+        r
+    });
+    let mut reader = FrameReader::new(&nonce);
+    let mut c = Collected::new(&limits);
+    let stream = collect(&mut output, &mut reader, &mut c, &limits, preloading).await;
     writer.abort();
-    let collected_ms = duration.as_millis() as u64;
     if reader.noise_bytes > 0 {
         c.notes.push(format!(
             "{} bytes on the container's stdout were not runner frames (ignored)",
             reader.noise_bytes
         ));
     }
-    if let Some(e) = stream_error {
+    if let Some(e) = &stream.error {
         c.notes
             .push(format!("the output stream ended with an error: {e}"));
     }
-
     let mut oom_killed = false;
-    if timed_out {
-        let _ = docker
-            .kill_container(
-                name,
-                Some(KillContainerOptions {
-                    signal: "SIGKILL".into(),
-                }),
-            )
-            .await;
+    if stream.timed_out {
+        kill_at_deadline(docker, name, &mut c.notes).await;
     } else if c.report.is_none() {
-        // The runner died without reporting: ask the engine why.
-        let mut waited = 0;
-        loop {
-            match docker.inspect_container(name, None).await {
-                Ok(info) => {
-                    let state = info.state.unwrap_or_default();
-                    if state.running == Some(true) && waited < 20 {
-                        waited += 1;
-                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                        continue;
-                    }
-                    oom_killed = state.oom_killed.unwrap_or(false);
-                    c.notes.push(format!(
-                        "the runner ended without a report (container exit code {})",
-                        state.exit_code.unwrap_or(-1)
-                    ));
-                    break;
-                }
-                Err(e) => {
-                    c.notes
-                        .push(format!("the runner ended without a report ({e})"));
-                    break;
-                }
-            }
-        }
+        oom_killed = explain_missing_report(docker, name, &mut c.notes).await;
     }
     let runner_err = c.runner_stderr.text();
     if !runner_err.trim().is_empty() {
         c.notes
             .push(format!("runner stderr: {}", runner_err.trim()));
     }
+    let outcome = build_outcome(c, &stream, oom_killed, image, limits, job, name);
+    tracing::debug!(container = %name, status = outcome.status.as_str(), ms = outcome.duration_ms, "run finished");
+    Ok(outcome)
+}
 
+/// Status, exit code, signal, resources, audit and duration from the runner's report.
+fn from_report(
+    r: &RunnerReport,
+    c: &mut Collected,
+    limits: &Limits,
+) -> (RunStatus, Option<i64>, Option<i32>, Resources, Audit, u64) {
+    for a in &r.artifacts {
+        match c.artifacts.iter().find(|x| x.name == a.name) {
+            Some(x) if x.sha256 == a.sha256 && x.size == a.size => {}
+            Some(_) => c.notes.push(format!(
+                "artifact {} arrived damaged (checksum mismatch)",
+                a.name
+            )),
+            None => {}
+        }
+    }
+    c.notes.extend(r.notes.iter().cloned());
+    if r.start_wait_ms >= 100 {
+        c.notes.push(format!(
+            "the code waited {} ms for the sandbox's preloaded modules to finish loading",
+            r.start_wait_ms
+        ));
+    }
+    let oom = r.oom_kills.unwrap_or(0) > 0 && r.signal == Some(9);
+    let stdout_over = r.stdout_bytes > limits.stdout_cap.bytes();
+    let stderr_over = r.stderr_bytes > limits.stderr_cap.bytes();
+    c.stdout.truncated |= stdout_over;
+    c.stderr.truncated |= stderr_over;
+    let status = if oom {
+        RunStatus::Oom
+    } else if r.signal.is_some() {
+        RunStatus::Killed
+    } else if r.exit_code != Some(0) {
+        RunStatus::Error
+    } else if stdout_over || stderr_over {
+        RunStatus::OutputLimit
+    } else {
+        RunStatus::Ok
+    };
+    let resources = Resources {
+        peak_memory_bytes: Some(r.peak_memory_bytes),
+        cpu_time_ms: Some(r.cpu_time_ms),
+    };
+    (
+        status,
+        r.exit_code,
+        r.signal,
+        resources,
+        r.audit.clone(),
+        r.duration_ms,
+    )
+}
+
+fn build_outcome(
+    mut c: Collected,
+    stream: &Stream,
+    mut oom_killed: bool,
+    image: ImageInfo,
+    limits: Limits,
+    job: &Job,
+    name: &str,
+) -> Outcome {
     let report = c.report.take();
     let (status, exit_code, signal, resources, audit, duration_ms) = match &report {
         Some(r) => {
-            for a in &r.artifacts {
-                match c.artifacts.iter().find(|x| x.name == a.name) {
-                    Some(x) if x.sha256 == a.sha256 && x.size == a.size => {}
-                    Some(_) => c.notes.push(format!(
-                        "artifact {} arrived damaged (checksum mismatch)",
-                        a.name
-                    )),
-                    None => {}
-                }
-            }
-            c.notes.extend(r.notes.iter().cloned());
-            let oom = r.oom_kills.unwrap_or(0) > 0 && r.signal == Some(9);
-            oom_killed |= oom;
-            let truncated = r.stdout_bytes > limits.stdout_cap.bytes()
-                || r.stderr_bytes > limits.stderr_cap.bytes();
-            c.stdout.truncated |= r.stdout_bytes > limits.stdout_cap.bytes();
-            c.stderr.truncated |= r.stderr_bytes > limits.stderr_cap.bytes();
-            let status = if oom {
-                RunStatus::Oom
-            } else if r.signal.is_some() {
-                RunStatus::Killed
-            } else if r.exit_code != Some(0) {
-                RunStatus::Error
-            } else if truncated {
-                RunStatus::OutputLimit
-            } else {
-                RunStatus::Ok
-            };
-            (
-                status,
-                r.exit_code,
-                r.signal,
-                Resources {
-                    peak_memory_bytes: Some(r.peak_memory_bytes),
-                    cpu_time_ms: Some(r.cpu_time_ms),
-                },
-                r.audit.clone(),
-                r.duration_ms,
-            )
+            let parts = from_report(r, &mut c, &limits);
+            oom_killed |= parts.0 == RunStatus::Oom;
+            parts
         }
         None => {
-            let status = if timed_out {
+            let status = if stream.timed_out {
                 RunStatus::Timeout
             } else if oom_killed {
                 RunStatus::Oom
             } else {
                 RunStatus::Killed
             };
+            let ms = stream.duration.as_millis() as u64;
             (
                 status,
                 None,
                 None,
                 Resources::default(),
                 Audit::default(),
-                duration.as_millis() as u64,
+                ms,
             )
         }
     };
-    let outcome = Outcome {
+    Outcome {
         status,
         exit_code,
         signal,
         duration_ms,
-        collected_ms,
+        collected_ms: stream.duration.as_millis() as u64,
         stdout: c.stdout.text(),
         stderr: c.stderr.text(),
         stdout_truncated: c.stdout.truncated,
         stderr_truncated: c.stderr.truncated,
-        timed_out,
+        timed_out: stream.timed_out,
         oom_killed,
         image,
         limits,
@@ -555,7 +721,5 @@ async fn execute_in(
         code_sha256: sha256_hex(job.code.as_bytes()),
         container: name.to_string(),
         notes: c.notes,
-    };
-    tracing::debug!(container = %name, status = outcome.status.as_str(), ms = outcome.duration_ms, "run finished");
-    Ok(outcome)
+    }
 }

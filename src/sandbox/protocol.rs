@@ -40,6 +40,9 @@ struct Caps {
     stderr: u64,
     artifacts_max_files: u32,
     artifacts_max_bytes: u64,
+    /// The runner kills the code itself a little after this, so a container
+    /// whose bot died does not run on until its expiry.
+    timeout_ms: u64,
 }
 
 /// Encodes the job as the bytes written to the runner's stdin.
@@ -60,6 +63,7 @@ pub fn encode_job(nonce: &str, job: &Job, limits: &Limits) -> Vec<u8> {
             stderr: limits.stderr_cap.bytes(),
             artifacts_max_files: limits.artifacts_max_files,
             artifacts_max_bytes: limits.artifacts_max_bytes.bytes(),
+            timeout_ms: limits.timeout.as_millis() as u64,
         },
         rules: &job.rules,
     };
@@ -115,6 +119,10 @@ pub struct RunnerReport {
     pub artifacts: Vec<ReportedArtifact>,
     /// Runner notes (dropped artifacts, ...).
     pub notes: Vec<String>,
+    /// Milliseconds the code waited after handover for the child (its
+    /// preload) to be ready.
+    #[serde(default)]
+    pub start_wait_ms: u64,
 }
 
 /// One decoded frame.
@@ -128,6 +136,9 @@ pub enum Frame {
     Artifact(ArtifactHeader),
     /// A chunk of the current artifact.
     ArtifactChunk(Vec<u8>),
+    /// The code has started (the child finished preloading); the deadline
+    /// counts from here.
+    Started,
     /// The final report.
     Report(Box<RunnerReport>),
 }
@@ -191,6 +202,7 @@ impl FrameReader {
             b'e' => Frame::Stderr(payload),
             b'a' => Frame::Artifact(serde_json::from_slice(&payload).ok()?),
             b'c' => Frame::ArtifactChunk(payload),
+            b's' => Frame::Started,
             b'r' => Frame::Report(Box::new(serde_json::from_slice(&payload).ok()?)),
             _ => return None,
         })

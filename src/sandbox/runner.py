@@ -14,6 +14,16 @@ import binascii, json, os, select, sys, threading, time
 
 CHILD = r'''
 import os, sys, builtins
+# Preload what the policy names while the container waits for the code. It
+# runs before the audit hook exists and before any code is known; the code
+# gets nothing from it but a warm sys.modules (imports are still audited and
+# refused below, cached or not).
+for _m in (sys.argv[3].split(",") if len(sys.argv) > 3 else []):
+    if _m:
+        try:
+            __import__(_m)
+        except BaseException:
+            pass
 rd = os.fdopen(int(sys.argv[1]), "rb")
 code_len, flags, denied = rd.readline().decode().rstrip("\n").split("\t")
 src = rd.read(int(code_len)).decode("utf-8", "replace")
@@ -75,23 +85,51 @@ def denied_module(name):
         elif top == pat or name == pat:
             return True
     return False
+# The code's own code objects: main.py, and everything it compiles or hands to
+# exec/eval (with whatever file name it picks), including nested functions.
+user_files = {"main.py"}
+user_codes = set()
+def mark(co, depth=0):
+    if depth > 50 or co in user_codes:
+        return
+    user_codes.add(co)
+    for c in co.co_consts:
+        if isinstance(c, type(co)):
+            mark(c, depth + 1)
 def user_initiated(skip):
     # The nearest frame outside the machinery that raised the event: is it the code?
     f = sys._getframe(2)
     while f is not None:
         fn = f.f_code.co_filename
-        if fn == "main.py":
+        if fn in user_files or f.f_code in user_codes:
             return True
         if fn.startswith("<frozen importlib") or fn.endswith("importlib/__init__.py") or (skip and fn.endswith(skip)):
             f = f.f_back
             continue
         return False
     return False
+def called_by_user():
+    # The frame that raised the event itself (no skipping): imports compile
+    # and exec modules from importlib's frames, which must not count.
+    f = sys._getframe(2)
+    return f.f_code.co_filename in user_files or f.f_code in user_codes
 def refuse(what):
     send("refused", what)
     raise PermissionError("compute-bot sandbox policy: " + what + " is refused")
 def hook(event, args):
-    if event == "open":
+    if event == "compile":
+        name = args[1] if len(args) > 1 else None
+        if isinstance(name, bytes):
+            name = name.decode("utf-8", "replace")
+        if name is not None and not isinstance(name, str):
+            name = str(name)
+        if name and name not in user_files and called_by_user():
+            user_files.add(name)
+    elif event == "exec":
+        co = args[0] if args else None
+        if isinstance(co, type(hook.__code__)) and co not in user_codes and called_by_user():
+            mark(co)
+    elif event == "open":
         path = norm(args[0])
         if path is None:
             return
@@ -158,7 +196,28 @@ except SyntaxError:
     sys.exit(1)
 sys.stdout.reconfigure(line_buffering=True)
 g = {"__name__": "__main__", "__builtins__": builtins, "__file__": "main.py"}
+orig_import = builtins.__import__
+def guarded_import(name, globals=None, locals=None, fromlist=(), level=0):
+    # Every `import` statement of the code, even of a module already loaded
+    # (preloaded, or loaded by a library), which raises no "import" event.
+    f = sys._getframe(1)
+    if level == 0 and isinstance(name, str) and (f.f_code.co_filename in user_files or f.f_code in user_codes):
+        if denied_module(name):
+            refuse("import of " + name)
+        for sub in fromlist or ():
+            if isinstance(sub, str) and sub != "*" and denied_module(name + "." + sub) and not denied_module(name):
+                refuse("import of " + name + "." + sub)
+        top = name.split(".")[0]
+        if top not in seen:
+            seen.add(top)
+            send("import", top)
+    return orig_import(name, globals, locals, fromlist, level)
+builtins.__import__ = guarded_import
 sys.addaudithook(hook)
+try:
+    os.write(AUD, b"start\n")
+except OSError:
+    pass
 rc = 0
 try:
     exec(code, g)
@@ -243,9 +302,10 @@ def spawn_child():
     null = os.open("/dev/null", os.O_RDONLY)
     os.set_inheritable(code_r, True)
     os.set_inheritable(aud_w, True)
+    preload = sys.argv[2] if len(sys.argv) > 2 else ""
     pid = os.posix_spawn(
         sys.executable,
-        [sys.executable, "-s", "-P", "-c", CHILD, str(code_r), str(aud_w)],
+        [sys.executable, "-s", "-P", "-c", CHILD, str(code_r), str(aud_w), preload],
         env,
         file_actions=[
             (os.POSIX_SPAWN_DUP2, null, 0),
@@ -259,8 +319,7 @@ def spawn_child():
 
 
 def main():
-    pid, code_w, aud_r, out_r, err_r = spawn_child()
-    nondumpable()
+    # The font cache first: a preloading child imports matplotlib right away.
     os.makedirs("/tmp/mpl", exist_ok=True)
     try:
         for name in os.listdir("/opt/compute-bot/mpl"):
@@ -268,6 +327,8 @@ def main():
                 d.write(s.read())
     except OSError:
         pass
+    pid, code_w, aud_r, out_r, err_r = spawn_child()
+    nondumpable()
 
     stdin = sys.stdin.buffer
     idle = float(sys.argv[1]) if len(sys.argv) > 1 else 900.0
@@ -349,13 +410,18 @@ def main():
                 i += 1
         return "".join(out)
 
+    code_started = [None]
+
     def pump_audit():
         lists = {"net": "network_attempts", "sub": "subprocess_attempts", "import": "imports", "refused": "refused"}
         with os.fdopen(aud_r, "rb") as f:
             for line in f:
                 parts = [unesc(x) for x in line.decode("utf-8", "replace").rstrip("\n").split("\t")]
                 k = parts[0]
-                if k == "open" and len(parts) == 4:
+                if k == "start":
+                    code_started[0] = time.monotonic()
+                    frame(nonce, b"s", b"")
+                elif k == "open" and len(parts) == 4:
                     audit["files_opened"].append({"path": parts[1], "mode": parts[2], "denied": parts[3] == "1"})
                 elif k in lists and len(parts) == 2:
                     audit[lists[k]].append(parts[1])
@@ -369,7 +435,13 @@ def main():
     ]
     for t in threads:
         t.start()
+    # The bot kills the container at the deadline; this backstop ends the code
+    # when the bot is gone, so the container stops and is removed as a leftover.
+    backstop = threading.Timer(caps.get("timeout_ms", 600000) / 1000.0 + 35.0, os.kill, (pid, 9))
+    backstop.daemon = True
+    backstop.start()
     _, status, ru = os.wait4(pid, 0)
+    backstop.cancel()
     ended = time.monotonic()
     # A grandchild may keep the pipes open; do not wait for it.
     for t in threads:
@@ -378,7 +450,8 @@ def main():
     report = {
         "exit_code": exit_code if exit_code >= 0 else None,
         "signal": -exit_code if exit_code < 0 else None,
-        "duration_ms": int((ended - started) * 1000),
+        "duration_ms": int((ended - (code_started[0] or started)) * 1000),
+        "start_wait_ms": int(((code_started[0] or started) - started) * 1000),
         "peak_memory_bytes": ru.ru_maxrss * 1024,
         "cpu_time_ms": int((ru.ru_utime + ru.ru_stime) * 1000),
         "stdout_bytes": totals[b"o"],

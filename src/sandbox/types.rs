@@ -88,6 +88,47 @@ pub struct InputFile {
     pub bytes: Vec<u8>,
 }
 
+/// The OCI runtime the engine starts the container with.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Runtime {
+    /// runc (the engine's default) plus compute-bot's own seccomp allowlist.
+    #[default]
+    Runc,
+    /// gVisor: a user-space kernel between the code and the host
+    /// (`scripts/install-gvisor` registers it with Docker).
+    Runsc,
+}
+
+impl Runtime {
+    /// `COMPUTE_BOT_RUNTIME` (`runc` or `runsc`), else runc: the machine-wide
+    /// default for runs whose policy and flags do not name one.
+    pub fn from_env() -> Runtime {
+        match std::env::var("COMPUTE_BOT_RUNTIME").as_deref() {
+            Ok("runsc") => Runtime::Runsc,
+            Ok("runc") | Err(_) => Runtime::Runc,
+            Ok(other) => {
+                tracing::warn!(
+                    value = other,
+                    "COMPUTE_BOT_RUNTIME is not runc or runsc; using runc"
+                );
+                Runtime::Runc
+            }
+        }
+    }
+
+    /// The name the engine knows the runtime by.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Runtime::Runc => "runc",
+            Runtime::Runsc => "runsc",
+        }
+    }
+}
+
+/// Modules the child interpreter imports by default while it waits for the code.
+pub const DEFAULT_PRELOAD: &[&str] = &["pandas", "numpy", "matplotlib.pyplot"];
+
 /// Everything needed to create the container; shared by every run with the
 /// same settings.
 #[derive(Debug, Clone, PartialEq)]
@@ -101,6 +142,13 @@ pub struct SandboxConfig {
     pub env: BTreeMap<String, String>,
     /// Extra labels to put on the container (the run labels are always set).
     pub labels: BTreeMap<String, String>,
+    /// The OCI runtime (runc with the seccomp allowlist, or gVisor's runsc).
+    pub runtime: Runtime,
+    /// Modules the child interpreter imports while the container waits for
+    /// the code (dotted names). Empty by default here; policies default to
+    /// [`DEFAULT_PRELOAD`]. Preloading changes nothing the code may do: the
+    /// runner still audits and refuses its imports, cached or not.
+    pub preload: Vec<String>,
 }
 
 impl Default for SandboxConfig {
@@ -110,6 +158,8 @@ impl Default for SandboxConfig {
             limits: Limits::default(),
             env: BTreeMap::new(),
             labels: BTreeMap::new(),
+            runtime: Runtime::from_env(),
+            preload: Vec::new(),
         }
     }
 }

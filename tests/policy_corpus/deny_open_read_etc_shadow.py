@@ -1,0 +1,2 @@
+# expect: deny open-read-outside
+print(open("/etc/shadow").read())

@@ -1,0 +1,3 @@
+# expect: deny open-read-outside
+with open("/root/.bashrc", "r") as fh:
+    print(fh.read())
