@@ -2,16 +2,14 @@
 //! calls, reasoning-model rejections, cut replies, Azure routes, errors sent
 //! with HTTP 200, quota errors, refusals, the explanation's deadline.
 
-mod support;
-
 use std::time::{Duration, Instant};
 
+use crate::support::llm_standin::{Azure, CANARY_KEY, LlmStandin, Mode, Reply};
 use compute_bot::model::{
     ChatRequest, Message, ModelClient, ModelConfig, ModelError, Provider, Secret,
 };
 use compute_bot::policy::DataLevel;
 use compute_bot::prompt::{PromptError, parse_generated, run_python_tool};
-use support::llm_standin::{Azure, CANARY_KEY, LlmStandin, Mode, Reply};
 
 fn code_request() -> ChatRequest {
     ChatRequest {

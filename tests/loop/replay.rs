@@ -5,13 +5,11 @@
 //! `--comment` reads the record from a posted comment through the GitHub
 //! API (the loopback stand-in).
 
-mod support;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use crate::support::github_standin::GitHubStandIn;
 use serde_json::Value;
-use support::github_standin::GitHubStandIn;
 
 const BIN: &str = env!("CARGO_BIN_EXE_compute-bot");
 

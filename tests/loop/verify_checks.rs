@@ -4,15 +4,13 @@
 //! assertion, and `output.verify: independent` compares a second program
 //! written without seeing the first.
 
-mod support;
-
+use crate::support::llm_standin::{LlmStandin, Reply};
 use compute_bot::agent::{Agent, Request};
 use compute_bot::model::ModelClient;
 use compute_bot::policy::Policy;
 use compute_bot::report::{Report, ReportStatus};
 use compute_bot::sandbox::{InputFile, Sandbox, sha256_hex};
 use serde_json::json;
-use support::llm_standin::{LlmStandin, Reply};
 
 fn policy(output_extra: &str) -> Policy {
     let yaml = format!(

@@ -2,15 +2,13 @@
 //! with the Actions environment set, `GITHUB_API_URL` pointing at the
 //! stateful GitHub stand-in, real-shaped event payloads, and the real sandbox.
 
-mod support;
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::support::github_standin::GitHubStandIn;
+use crate::support::llm_standin::{CANARY_KEY, DEFAULT_MODEL, LlmStandin, Reply};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use support::github_standin::GitHubStandIn;
-use support::llm_standin::{CANARY_KEY, DEFAULT_MODEL, LlmStandin, Reply};
 
 const REPO: &str = "octo-org/data";
 const TOKEN: &str = "ghs_standin_token_8c1d7e";
@@ -172,11 +170,11 @@ impl Fixture {
     }
 
     /// Comments on `issue` written by the bot.
-    fn bot_comments(&self, issue: u64) -> Vec<support::github_standin::StoredComment> {
+    fn bot_comments(&self, issue: u64) -> Vec<crate::support::github_standin::StoredComment> {
         self.gh
             .comments(REPO, issue)
             .into_iter()
-            .filter(|c| c.author == support::github_standin::DEFAULT_APP_LOGIN)
+            .filter(|c| c.author == crate::support::github_standin::DEFAULT_APP_LOGIN)
             .collect()
     }
 }

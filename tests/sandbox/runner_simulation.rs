@@ -13,12 +13,10 @@
 //! directory, and this test forwards that socket to the stand-in's loopback
 //! port. No traffic leaves this machine's loopback and Unix sockets.
 
-mod support;
-
 use std::path::Path;
 use std::process::Command;
 
-use support::github_standin::{DEFAULT_APP_LOGIN, GitHubStandIn};
+use crate::support::github_standin::{DEFAULT_APP_LOGIN, GitHubStandIn};
 
 const REPO: &str = "octo-org/data";
 const TOKEN: &str = "ghs_runner_sim_token_51a9";

@@ -3,13 +3,11 @@
 //! and without `retry-after`), against the real client over octocrab and the
 //! stateful stand-in, which keeps refusing until the limit is over.
 
-mod support;
-
 use std::time::{Duration, Instant};
 
+use crate::support::github_standin::GitHubStandIn;
 use compute_bot::github::client::{GitHub, GitHubError, RateLimits, Reaction};
 use compute_bot::github::event::{RepoRef, Secret};
-use support::github_standin::GitHubStandIn;
 
 const REPO: &str = "octo-org/data";
 const TOKEN: &str = "ghs_rate_limit_token_42";

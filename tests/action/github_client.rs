@@ -1,12 +1,10 @@
 //! The real `GitHub` client (octocrab) against the stateful loopback stand-in.
 
-mod support;
-
 use std::time::Duration;
 
+use crate::support::github_standin::{DEFAULT_APP_LOGIN, GitHubStandIn};
 use compute_bot::github::client::{GitHub, Permission, Reaction};
 use compute_bot::github::event::{RepoRef, Secret};
-use support::github_standin::{DEFAULT_APP_LOGIN, GitHubStandIn};
 
 const REPO: &str = "octo-org/data";
 const TOKEN: &str = "ghs_test_token_0123456789";

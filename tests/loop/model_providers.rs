@@ -1,18 +1,16 @@
 //! Model providers against loopback stand-ins speaking the real wire formats.
 
-mod support;
-
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::support::llm_standin::{CANARY_KEY, DEFAULT_MODEL, LlmStandin, Reply};
 use compute_bot::model::{
     ChatRequest, Message, ModelClient, ModelError, Provider, Secret, TokenUsage,
 };
 use compute_bot::prompt::{PromptContext, PromptError, generation_request, parse_reply};
 use compute_bot::sandbox::Limits;
 use serde_json::json;
-use support::llm_standin::{CANARY_KEY, DEFAULT_MODEL, LlmStandin, Reply};
 
 fn request() -> ChatRequest {
     ChatRequest {

@@ -106,7 +106,7 @@ fn every_rule_id_has_a_stable_string() {
             "{id}"
         );
         // and the module docs list it
-        let docs = include_str!("../src/policy/mod.rs");
+        let docs = include_str!("../../src/policy/mod.rs");
         assert!(
             docs.contains(&format!("| `{id}` |")),
             "{id} missing from the rule table"

@@ -4,11 +4,9 @@
 //! changed input named, a non-reproducible result shown as `differs`, and
 //! only people who may run code may replay.
 
-mod support;
-
 use std::collections::BTreeMap;
 
-use support::github_standin::{DEFAULT_APP_LOGIN, GitHubStandIn, StoredComment};
+use crate::support::github_standin::{DEFAULT_APP_LOGIN, GitHubStandIn, StoredComment};
 
 const REPO: &str = "octo-org/data";
 const TOKEN: &str = "ghs_standin_token_replay";

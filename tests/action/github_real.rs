@@ -6,14 +6,12 @@
 //! real binary as a process against the GitHub and model stand-ins and the
 //! real sandbox.
 
-mod support;
-
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use crate::support::github_standin::{DEFAULT_APP_LOGIN, GitHubStandIn};
+use crate::support::llm_standin::{DEFAULT_MODEL, LlmStandin, Reply};
 use sha2::{Digest, Sha256};
-use support::github_standin::{DEFAULT_APP_LOGIN, GitHubStandIn};
-use support::llm_standin::{DEFAULT_MODEL, LlmStandin, Reply};
 
 const REPO: &str = "octo-org/data";
 const TOKEN: &str = "ghs_identity_token_5d2a";
@@ -82,7 +80,7 @@ impl Fixture {
         self.dir.path().join("ws")
     }
 
-    fn bot_comments(&self) -> Vec<support::github_standin::StoredComment> {
+    fn bot_comments(&self) -> Vec<crate::support::github_standin::StoredComment> {
         self.gh
             .comments(REPO, 7)
             .into_iter()

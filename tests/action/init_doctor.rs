@@ -1,13 +1,11 @@
 //! `compute-bot init` and `compute-bot doctor` as a user runs them: the real
 //! binary, a real git repository, the real Docker engine, the LLM stand-in.
 
-mod support;
-
 use std::path::Path;
 use std::process::{Command, Output};
 
+use crate::support::llm_standin::{CANARY_KEY, LlmStandin, Reply};
 use sha2::{Digest, Sha256};
-use support::llm_standin::{CANARY_KEY, LlmStandin, Reply};
 
 fn bot(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_compute-bot"));

@@ -5,11 +5,10 @@
 //! the model, not only how the run ended. A missing Docker engine fails
 //! these tests; nothing skips.
 
-mod support;
-
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use crate::support::llm_standin::{CANARY_KEY, LlmStandin, Recorded, Reply};
 use compute_bot::agent::{Agent, AgentError, Request, Stage};
 use compute_bot::explain::template_explanation;
 use compute_bot::model::{ModelClient, TokenUsage};
@@ -18,7 +17,6 @@ use compute_bot::report::{Report, ReportStatus};
 use compute_bot::sandbox::{InputFile, RunStatus, Sandbox, sha256_hex};
 use compute_bot::units::format_duration;
 use serde_json::{Value, json};
-use support::llm_standin::{CANARY_KEY, LlmStandin, Recorded, Reply};
 
 /// The schema most scenarios use: `{"total": <number>}` and nothing else.
 const SCHEMA: &str = "

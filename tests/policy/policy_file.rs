@@ -246,7 +246,7 @@ fn runtime_rules_carry_the_denied_modules_and_refusals() {
     let rules = Policy::default().runtime_rules();
     assert!(rules.restrict_files && rules.deny_subprocess && rules.deny_network);
     // The runner refuses these only when the code itself imports them, so
-    // pandas may still load subprocess or socket internally (see tests/sandbox.rs).
+    // pandas may still load subprocess or socket internally (see tests/sandbox/sandbox.rs).
     for m in [
         "multiprocessing",
         "pty",

@@ -1,0 +1,16 @@
+//! The GitHub Action front end against the GitHub stand-in: events, commands, handlers, rate limits, approval, workflows and release files, init and doctor.
+//!
+//! One test crate per area (each links the library once); each file is a module.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod github_action;
+mod github_action_files;
+mod github_client;
+mod github_event;
+mod github_rate_limits;
+mod github_real;
+mod init_doctor;
+mod release_files;
+mod replay_action;

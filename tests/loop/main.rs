@@ -1,0 +1,13 @@
+//! The controlled loop with the model stand-in: generation, repair, stops, model providers and settings, checks beyond the schema, replay.
+//!
+//! One test crate per area (each links the library once); each file is a module.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod loop_scenarios;
+mod model_behaviour;
+mod model_config;
+mod model_providers;
+mod replay;
+mod verify_checks;
