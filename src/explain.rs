@@ -188,7 +188,7 @@ fn scalar(v: &Value) -> Option<String> {
     match v {
         Value::Null => Some("null".into()),
         Value::Bool(b) => Some(b.to_string()),
-        Value::Number(n) => Some(n.to_string()),
+        Value::Number(n) => Some(crate::units::readable_json_number(n)),
         Value::String(s) if s.chars().count() <= 40 && !s.contains('\n') => {
             Some(format!("{:?}", s))
         }
@@ -208,6 +208,15 @@ mod tests {
         assert_eq!(
             template_explanation(None, &r),
             "The code ran in the sandbox and returned 4 fields: mean = 2.5, rows (a list of 3 items), unit = \"kg\", meta (an object with 1 field)."
+        );
+    }
+
+    #[test]
+    fn template_numbers_have_significant_digits_and_integers_stay_exact() {
+        let r = json!({"average_conversion": 0.08478968314121142, "rows": 1234567});
+        assert_eq!(
+            template_explanation(None, &r),
+            "The code ran in the sandbox and returned 2 fields: average_conversion = 0.08479, rows = 1234567."
         );
     }
 

@@ -22,7 +22,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         &["markdown", "model", "policy", "sandbox", "units"],
     ),
     ("validate", &["model"]),
-    ("explain", &["model", "policy", "prompt"]),
+    ("explain", &["model", "policy", "prompt", "units"]),
     // The run record is plain data over the policy and the sandbox's types.
     ("record", &["policy", "sandbox"]),
     (

@@ -8,6 +8,7 @@
 //! a result, the goal or the model is escaped so that it cannot inject HTML,
 //! mentions or table cells.
 
+pub use crate::units::{SIGNIFICANT_DIGITS, readable_json_number, readable_number};
 use std::fmt::Write as _;
 
 use serde_json::Value;
@@ -806,54 +807,6 @@ fn num(v: f64) -> String {
     } else {
         format!("{v}")
     }
-}
-
-/// Significant digits numbers are shown with in text (tables, the answer
-/// line, chart values). The JSON (report, `result` output, JSON blocks)
-/// keeps every digit.
-pub const SIGNIFICANT_DIGITS: usize = 4;
-
-/// A number for people: integers as they are; other values to
-/// [`SIGNIFICANT_DIGITS`] significant digits without trailing zeros, never
-/// dropping digits before the decimal point (`0.08478968314121142` →
-/// `0.08479`, `12345.678` → `12346`); very small or large values in
-/// scientific notation (`8.479e-7`).
-pub fn readable_number(v: f64) -> String {
-    if !v.is_finite() {
-        return v.to_string();
-    }
-    if v.fract() == 0.0 && v.abs() < 1e15 {
-        return format!("{}", v as i64);
-    }
-    let mag = v.abs().log10().floor() as i32;
-    if !(-4..15).contains(&mag) {
-        let t = format!("{:.*e}", SIGNIFICANT_DIGITS - 1, v);
-        let (m, e) = t.split_once('e').unwrap_or((&t, "0"));
-        let m = if m.contains('.') {
-            m.trim_end_matches('0').trim_end_matches('.')
-        } else {
-            m
-        };
-        return format!("{m}e{e}");
-    }
-    let decimals = (SIGNIFICANT_DIGITS as i32 - 1 - mag).max(0) as usize;
-    let t = format!("{v:.decimals$}");
-    let t = if t.contains('.') {
-        t.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        t
-    };
-    if t == "-0" { "0".into() } else { t }
-}
-
-/// [`readable_number`] for a JSON number (integers exactly as written).
-fn readable_json_number(n: &serde_json::Number) -> String {
-    if n.is_i64() || n.is_u64() {
-        return n.to_string();
-    }
-    n.as_f64()
-        .map(readable_number)
-        .unwrap_or_else(|| n.to_string())
 }
 
 /// True when some number in `v` is shown with fewer digits than it has.
