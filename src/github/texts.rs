@@ -14,8 +14,9 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use crate::github::client::Permission;
+use crate::markdown::{escape_cell, fenced_exact, is_bidi_control, neutralize};
 use crate::policy::{Finding, Severity};
-use crate::render::{escape_cell, fenced_exact, is_bidi_control, neutralize};
+use crate::report::{Report, ReportStatus};
 
 const RUN_MARKER_START: &str = "<!-- compute-bot:run=";
 const PENDING_MARKER_START: &str = "<!-- compute-bot:pending sha256=";
@@ -130,6 +131,23 @@ fn first_fenced_block(text: &str) -> Option<String> {
     crate::markdown::first_fenced(text)
         .filter(|b| b.closed)
         .map(|b| b.raw)
+}
+
+/// The approval part of the comment for `report` when it needs approval
+/// (and has its code and hash): [`approval_block`] with the findings that
+/// ask for it, to put in `RenderContext::approval`. `None` for any other
+/// report.
+pub fn approval_for(report: &Report, command: &str) -> Option<String> {
+    if report.status != ReportStatus::NeedsApproval {
+        return None;
+    }
+    let (code, sha) = (report.code.as_ref()?, report.code_sha256.as_ref()?);
+    let findings = report
+        .verdict
+        .as_ref()
+        .map(|v| v.findings.as_slice())
+        .unwrap_or_default();
+    Some(approval_block(code, sha, findings, command))
 }
 
 /// The approval part of a needs-approval comment: findings, hash, how to
