@@ -59,7 +59,10 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ),
     ("github::event", &["secret"]),
     ("github::command", &["github::event", "markdown"]),
-    ("github::client", &["github::event", "secret", "units"]),
+    (
+        "github::client",
+        &["github::event", "policy", "secret", "units"],
+    ),
     ("github::actions_io", &["render"]),
     (
         "github::flow",

@@ -4,8 +4,9 @@ mod support;
 
 use std::time::Duration;
 
-use compute_bot::github::client::{GitHub, Permission, Reaction};
+use compute_bot::github::client::{GitHub, Reaction};
 use compute_bot::github::event::{RepoRef, Secret};
+use compute_bot::policy::Permission;
 use support::github_standin::{DEFAULT_APP_LOGIN, GitHubStandIn};
 
 const REPO: &str = "octo-org/data";

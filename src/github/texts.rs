@@ -13,9 +13,8 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
-use crate::github::client::Permission;
 use crate::markdown::{escape_cell, fenced_exact, is_bidi_control, neutralize};
-use crate::policy::{Finding, Severity};
+use crate::policy::{Finding, Permission, Severity};
 use crate::report::{Report, ReportStatus};
 
 const RUN_MARKER_START: &str = "<!-- compute-bot:run=";
@@ -284,6 +283,11 @@ pub fn refused_permission(user: &str, has: Permission, needs: Permission, comman
     format!(
         "🚫 @{user}, `{command}` needs **{needs}** permission on this repository (or being listed in the policy's `who.users`); you have **{has}**. Nothing was generated or run.\n"
     )
+}
+
+/// Refused for another of the policy's reasons (`reason`, fit for a reply).
+pub fn refused_by_policy(user: &str, reason: &str, command: &str) -> String {
+    format!("🚫 @{user}, `{command}`: {reason}. Nothing was generated or run.\n")
 }
 
 /// Refused: the policy lists users and the commenter is not one of them.
