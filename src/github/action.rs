@@ -63,7 +63,7 @@ use crate::policy::{Permission, Policy, PolicyError, Refusal};
 use crate::status::{Exit, Status};
 
 /// Policy files looked for (in this order) when the `policy` input is empty.
-pub const DEFAULT_POLICY_PATHS: [&str; 2] =
+pub(crate) const DEFAULT_POLICY_PATHS: [&str; 2] =
     [".github/compute-bot.yml", ".github/compute-policy.yml"];
 
 /// Runs the action from the process environment; returns how it ended.
@@ -269,7 +269,7 @@ fn policy_error(env: &ActionEnv, e: &PolicyError) -> Exit {
 
 /// Loads the policy named by the `policy` input (relative to the workspace),
 /// else the first of [`DEFAULT_POLICY_PATHS`] that exists, else the default.
-pub fn load_policy(env: &ActionEnv) -> Result<Policy, PolicyError> {
+pub(crate) fn load_policy(env: &ActionEnv) -> Result<Policy, PolicyError> {
     let (path, shown) = match &env.inputs.policy {
         Some(p) => {
             let given = Path::new(p.trim());

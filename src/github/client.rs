@@ -244,7 +244,7 @@ struct Shared {
 }
 
 /// The login the workflow token (`GITHUB_TOKEN`) posts as.
-pub const ACTIONS_BOT_LOGIN: &str = "github-actions[bot]";
+pub(crate) const ACTIONS_BOT_LOGIN: &str = "github-actions[bot]";
 
 fn rfc3339(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Secs, true)
