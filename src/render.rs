@@ -13,7 +13,6 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use crate::github::texts;
 use crate::policy::{Decision, Severity, Verdict};
 use crate::report::{Attempt, Report, ReportStatus};
 use crate::sandbox::{Outcome, RunStatus};
@@ -32,118 +31,24 @@ pub const CHART_MAX_POINTS: usize = 100;
 pub struct RenderContext {
     /// The workflow run link (`{server}/{repo}/actions/runs/{id}`).
     pub run_url: Option<String>,
-    /// A hidden marker to put first (e.g. [`texts::run_marker`]).
+    /// A hidden marker to put first (e.g. `github::texts::run_marker`).
     pub marker: Option<String>,
-    /// The comment command, for the approval instructions (`/compute` when unset).
+    /// The comment command, for the reproduce line (`/compute` when unset).
     pub command: Option<String>,
+    /// The approval part of a needs-approval report, written by the front
+    /// end that can take an approval (the GitHub comment's is
+    /// `github::texts::approval_for`); it replaces the code and findings.
+    /// Unset, such a report shows its code and findings as any other.
+    pub approval: Option<String>,
 }
 
 // ---------------------------------------------------------------- escaping
 
-/// A backtick fence longer than any backtick run in `content` (at least 3).
-pub fn fence_for(content: &str) -> String {
-    let mut longest = 0;
-    let mut run = 0;
-    for c in content.chars() {
-        if c == '`' {
-            run += 1;
-            longest = longest.max(run);
-        } else {
-            run = 0;
-        }
-    }
-    "`".repeat((longest + 1).max(3))
-}
-
-/// True for the Unicode bidirectional controls that can make text read in
-/// another order than it is stored (U+202A–U+202E embeddings and overrides,
-/// U+2066–U+2069 isolates, U+200E/U+200F marks, U+061C the Arabic letter mark).
-pub fn is_bidi_control(c: char) -> bool {
-    matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}')
-}
-
-/// Makes bidirectional controls visible: each becomes the text `[U+202E]`
-/// (its code point), so untrusted text cannot reorder what a reader sees
-/// ("Trojan Source"). Every rendering of untrusted text goes through it:
-/// [`neutralize`] (and so [`escape_cell`]), [`fenced`], chart labels and the
-/// terminal [`text`].
-pub fn show_bidi(s: &str) -> String {
-    if !s.chars().any(is_bidi_control) {
-        return s.to_string();
-    }
-    let mut out = String::with_capacity(s.len() + 16);
-    for c in s.chars() {
-        if is_bidi_control(c) {
-            let _ = write!(out, "[U+{:04X}]", c as u32);
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
-/// Wraps `content` in a fenced block with `lang`, using [`fence_for`];
-/// bidirectional controls are shown as [`show_bidi`] does.
-pub fn fenced(lang: &str, content: &str) -> String {
-    fenced_exact(lang, &show_bidi(content))
-}
-
-/// [`fenced`] keeping `content` byte for byte (for code that is read back
-/// and hash-checked, such as code waiting for approval).
-pub fn fenced_exact(lang: &str, content: &str) -> String {
-    let fence = fence_for(content);
-    let nl = if content.ends_with('\n') || content.is_empty() {
-        ""
-    } else {
-        "\n"
-    };
-    format!("{fence}{lang}\n{content}{nl}{fence}\n")
-}
-
-/// Makes prose safe to post: `@name` cannot notify (a zero-width space is
-/// put after `@`) and `<`/`>` are entities, so no HTML or hidden comments.
-/// Markdown emphasis and lists survive.
-pub fn neutralize(s: &str) -> String {
-    let s = show_bidi(s);
-    let mut out = String::with_capacity(s.len());
-    let mut chars = s.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '@' => {
-                out.push('@');
-                if chars
-                    .peek()
-                    .is_some_and(|n| n.is_ascii_alphanumeric() || *n == '-' || *n == '_')
-                {
-                    out.push('\u{200b}');
-                }
-            }
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            _ => out.push(c),
-        }
-    }
-    out
-}
-
-/// Escapes text for one markdown table cell (or inline text): neutralized,
-/// markdown punctuation escaped, pipes escaped, line breaks as `<br>`.
-pub fn escape_cell(s: &str) -> String {
-    let n = neutralize(s);
-    let mut out = String::with_capacity(n.len());
-    for c in n.chars() {
-        match c {
-            '\\' | '`' | '|' | '*' | '_' | '[' | ']' | '~' | '#' => {
-                out.push('\\');
-                out.push(c);
-            }
-            '\r' => {}
-            '\n' => out.push_str("<br>"),
-            _ => out.push(c),
-        }
-    }
-    out
-}
+/// The escaping helpers live in the shared Markdown module (so the GitHub
+/// texts use them without knowing render); re-exported for the renderers.
+pub use crate::markdown::{
+    escape_cell, fence_for, fenced, fenced_exact, is_bidi_control, neutralize, show_bidi,
+};
 
 /// Cuts `s` to at most `max` characters, adding `…` when cut.
 pub fn cut_chars(s: &str, max: usize) -> String {
@@ -432,21 +337,18 @@ fn render_md(report: &Report, ctx: &RenderContext, b: &Budget, cut_note: Option<
         s.push_str(&chart);
     }
     let command = ctx.command.as_deref().unwrap_or("/compute");
-    if report.status == ReportStatus::NeedsApproval {
-        if let (Some(code), Some(sha)) = (&report.code, &report.code_sha256) {
-            let findings = report
-                .verdict
-                .as_ref()
-                .map(|v| v.findings.as_slice())
-                .unwrap_or_default();
-            s.push('\n');
-            s.push_str(&texts::approval_block(code, sha, findings, command));
-        }
+    let approval = ctx
+        .approval
+        .as_deref()
+        .filter(|_| report.status == ReportStatus::NeedsApproval);
+    if let Some(block) = approval {
+        s.push('\n');
+        s.push_str(block);
     } else if let Some(code) = &report.code {
         s.push('\n');
         s.push_str(&code_md(report, code, b));
     }
-    if report.status != ReportStatus::NeedsApproval
+    if approval.is_none()
         && let Some(v) = &report.verdict
         && !v.findings.is_empty()
     {

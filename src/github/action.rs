@@ -52,18 +52,18 @@ use std::path::{Path, PathBuf};
 
 use crate::github::actions_io::{self, Outputs};
 use crate::github::approval::{approve, deny};
-use crate::github::client::{GitHub, Permission, Reaction};
+use crate::github::client::{GitHub, Reaction};
 use crate::github::command::{self, Command};
 use crate::github::event::{ActionEnv, Trigger};
 use crate::github::flow::{self, Decision, Screened};
 use crate::github::request::{Job, execute};
 use crate::github::texts;
 use crate::github::thread::{Ctx, Published, Stop, Thread, conclude, end_quietly, log_annotation};
-use crate::policy::{self, Policy, PolicyError};
+use crate::policy::{Permission, Policy, PolicyError, Refusal};
 use crate::status::{Exit, Status};
 
 /// Policy files looked for (in this order) when the `policy` input is empty.
-pub const DEFAULT_POLICY_PATHS: [&str; 2] =
+pub(crate) const DEFAULT_POLICY_PATHS: [&str; 2] =
     [".github/compute-bot.yml", ".github/compute-policy.yml"];
 
 /// Runs the action from the process environment; returns how it ended.
@@ -269,7 +269,7 @@ fn policy_error(env: &ActionEnv, e: &PolicyError) -> Exit {
 
 /// Loads the policy named by the `policy` input (relative to the workspace),
 /// else the first of [`DEFAULT_POLICY_PATHS`] that exists, else the default.
-pub fn load_policy(env: &ActionEnv) -> Result<Policy, PolicyError> {
+pub(crate) fn load_policy(env: &ActionEnv) -> Result<Policy, PolicyError> {
     let (path, shown) = match &env.inputs.policy {
         Some(p) => {
             let given = Path::new(p.trim());
@@ -297,16 +297,6 @@ pub fn load_policy(env: &ActionEnv) -> Result<Policy, PolicyError> {
     Ok(p)
 }
 
-fn permission_of(p: policy::Permission) -> Permission {
-    match p {
-        policy::Permission::Read => Permission::Read,
-        policy::Permission::Triage => Permission::Triage,
-        policy::Permission::Write => Permission::Write,
-        policy::Permission::Maintain => Permission::Maintain,
-        policy::Permission::Admin => Permission::Admin,
-    }
-}
-
 // ------------------------------------------------------------ comments
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -316,50 +306,40 @@ enum Kind {
     Deny,
 }
 
-/// The policy's permission for a GitHub one; `None` for no access.
-fn policy_permission(p: Permission) -> Option<policy::Permission> {
-    match p {
-        Permission::None => None,
-        Permission::Read => Some(policy::Permission::Read),
-        Permission::Triage => Some(policy::Permission::Triage),
-        Permission::Write => Some(policy::Permission::Write),
-        Permission::Maintain => Some(policy::Permission::Maintain),
-        Permission::Admin => Some(policy::Permission::Admin),
-    }
-}
-
 /// Whether `user`, who has `has` on the repository, may do `kind`. The
-/// decision is the policy's own ([`policy::Who::permits`] for a run,
-/// [`policy::Escalation::may_approve`] for `approve` / `deny`): at least the
-/// minimum permission and, when the policy lists logins, being listed. The
-/// reply says which of the two is missing. (Bots and edited comments were
-/// screened before.)
+/// decision and its reason are the policy's own ([`policy::Who::permits`]
+/// for a run, [`policy::Escalation::permits`] for `approve` / `deny`): at
+/// least the minimum permission and, when the policy lists logins, being
+/// listed; the reply is written from that reason. (Bots and edited comments
+/// were screened before.)
 fn authorize(user: &str, has: Permission, policy: &Policy, prefix: &str, kind: Kind) -> Decision {
-    let level = policy_permission(has);
-    let (allowed, listed, min) = match kind {
-        Kind::Run => (
-            level.is_some_and(|l| policy.who.permits(user, l, false, false).is_ok()),
-            &policy.who.users,
-            policy.who.min_permission,
-        ),
-        Kind::Approve | Kind::Deny => (
-            level.is_some_and(|l| policy.escalation.may_approve(user, l)),
-            &policy.escalation.approvers,
-            policy.escalation.min_permission,
-        ),
+    let verdict = match kind {
+        Kind::Run => policy.who.permits(user, has, false, false),
+        Kind::Approve | Kind::Deny => policy.escalation.permits(user, has),
     };
-    if allowed {
+    let Err(why) = verdict else {
         return Decision::Proceed;
-    }
-    let needs = permission_of(min);
-    let unlisted = !listed.is_empty() && !listed.iter().any(|u| u.eq_ignore_ascii_case(user));
-    Decision::Refuse(match (kind, unlisted) {
-        (Kind::Run, true) => texts::refused_not_listed(user, prefix),
-        (Kind::Run, false) => texts::refused_permission(user, has, needs, prefix),
-        (Kind::Approve, true) => texts::refused_not_approver(user, "approve", prefix),
-        (Kind::Approve, false) => texts::refused_approval(user, needs, prefix),
-        (Kind::Deny, true) => texts::refused_not_approver(user, "deny", prefix),
-        (Kind::Deny, false) => texts::refused_deny(user, needs, prefix),
+    };
+    Decision::Refuse(match (kind, why) {
+        (Kind::Run, Refusal::NotListed { .. }) => texts::refused_not_listed(user, prefix),
+        (Kind::Run, Refusal::BelowMinimum { needs, .. }) => {
+            texts::refused_permission(user, has, needs, prefix)
+        }
+        (Kind::Approve, Refusal::NotListed { .. }) => {
+            texts::refused_not_approver(user, "approve", prefix)
+        }
+        (Kind::Approve, Refusal::BelowMinimum { needs, .. }) => {
+            texts::refused_approval(user, needs, prefix)
+        }
+        (Kind::Deny, Refusal::NotListed { .. }) => {
+            texts::refused_not_approver(user, "deny", prefix)
+        }
+        (Kind::Deny, Refusal::BelowMinimum { needs, .. }) => {
+            texts::refused_deny(user, needs, prefix)
+        }
+        (_, why @ (Refusal::Bot { .. } | Refusal::Edited)) => {
+            texts::refused_by_policy(user, &why.to_string(), prefix)
+        }
     })
 }
 

@@ -23,7 +23,6 @@
 
 use std::fmt;
 use std::future::Future;
-use std::str::FromStr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -33,79 +32,10 @@ use octocrab::Octocrab;
 use octocrab::models::issues::Comment;
 use octocrab::models::reactions::ReactionContent;
 use octocrab::service::middleware::retry::RetryConfig;
-use serde::{Deserialize, Serialize};
 use tracing::{debug, warn};
 
 use crate::github::event::{RepoRef, Secret, is_bot};
-
-/// A user's permission on a repository, lowest first (so `>=` compares).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Permission {
-    /// No access.
-    None,
-    /// Read.
-    Read,
-    /// Triage (manage issues and PRs without write access).
-    Triage,
-    /// Write (push).
-    Write,
-    /// Maintain.
-    Maintain,
-    /// Admin.
-    Admin,
-}
-
-impl Permission {
-    /// All values, lowest first.
-    pub const ALL: [Permission; 6] = [
-        Permission::None,
-        Permission::Read,
-        Permission::Triage,
-        Permission::Write,
-        Permission::Maintain,
-        Permission::Admin,
-    ];
-
-    /// The name GitHub uses (`admin`, `maintain`, `write`, `triage`, `read`, `none`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Permission::None => "none",
-            Permission::Read => "read",
-            Permission::Triage => "triage",
-            Permission::Write => "write",
-            Permission::Maintain => "maintain",
-            Permission::Admin => "admin",
-        }
-    }
-}
-
-impl fmt::Display for Permission {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Permission {
-    type Err = String;
-
-    /// Accepts GitHub's names (case-insensitive); `pull` / `push` as the legacy aliases.
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Ok(match s.trim().to_ascii_lowercase().as_str() {
-            "none" => Permission::None,
-            "read" | "pull" => Permission::Read,
-            "triage" => Permission::Triage,
-            "write" | "push" => Permission::Write,
-            "maintain" => Permission::Maintain,
-            "admin" => Permission::Admin,
-            other => {
-                return Err(format!(
-                    "`{other}` is not a permission; use one of none, read, triage, write, maintain, admin"
-                ));
-            }
-        })
-    }
-}
+use crate::policy::Permission;
 
 /// Reactions the bot puts on comments.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -314,7 +244,7 @@ struct Shared {
 }
 
 /// The login the workflow token (`GITHUB_TOKEN`) posts as.
-pub const ACTIONS_BOT_LOGIN: &str = "github-actions[bot]";
+pub(crate) const ACTIONS_BOT_LOGIN: &str = "github-actions[bot]";
 
 fn rfc3339(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Secs, true)
@@ -918,24 +848,6 @@ fn encode_segment(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn permissions_order_and_parse() {
-        assert!(Permission::Admin > Permission::Maintain);
-        assert!(Permission::Maintain > Permission::Write);
-        assert!(Permission::Write > Permission::Triage);
-        assert!(Permission::Triage > Permission::Read);
-        assert!(Permission::Read > Permission::None);
-        for p in Permission::ALL {
-            assert_eq!(p.as_str().parse::<Permission>().unwrap(), p);
-        }
-        assert!(
-            "owner"
-                .parse::<Permission>()
-                .unwrap_err()
-                .contains("maintain")
-        );
-    }
 
     #[test]
     fn segments_are_encoded() {

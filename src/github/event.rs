@@ -11,11 +11,11 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 /// The API root used when `GITHUB_API_URL` is not set.
-pub const DEFAULT_API_URL: &str = "https://api.github.com";
+pub(crate) const DEFAULT_API_URL: &str = "https://api.github.com";
 /// The web root used when `GITHUB_SERVER_URL` is not set.
-pub const DEFAULT_SERVER_URL: &str = "https://github.com";
+pub(crate) const DEFAULT_SERVER_URL: &str = "https://github.com";
 /// The comment command used when the `command` input is empty.
-pub const DEFAULT_COMMAND: &str = "/compute";
+pub(crate) const DEFAULT_COMMAND: &str = "/compute";
 
 pub use crate::secret::Secret;
 
@@ -133,7 +133,7 @@ fn required<'a>(vars: &'a BTreeMap<String, String>, name: &str) -> Result<&'a st
 }
 
 /// Splits a path list written with commas and/or newlines; blanks are dropped.
-pub fn split_list(text: &str) -> Vec<String> {
+pub(crate) fn split_list(text: &str) -> Vec<String> {
     text.split([',', '\n'])
         .map(|s| s.trim())
         .filter(|s| !s.is_empty())
@@ -142,7 +142,7 @@ pub fn split_list(text: &str) -> Vec<String> {
 }
 
 /// Parses an issue number written as `12` or `#12`.
-pub fn parse_issue_number(text: &str) -> Option<u64> {
+pub(crate) fn parse_issue_number(text: &str) -> Option<u64> {
     let t = text.trim();
     t.strip_prefix('#')
         .unwrap_or(t)
@@ -333,7 +333,7 @@ pub enum Trigger {
 }
 
 /// Reads and parses a JSON event file, with the path and position in errors.
-pub fn read_event_file(path: &Path) -> Result<Value, EventError> {
+pub(crate) fn read_event_file(path: &Path) -> Result<Value, EventError> {
     let text = std::fs::read_to_string(path).map_err(|source| EventError::Read {
         path: path.to_path_buf(),
         source,
@@ -347,7 +347,7 @@ pub fn read_event_file(path: &Path) -> Result<Value, EventError> {
 }
 
 /// True for a login ending in `[bot]` or a user of type `Bot`.
-pub fn is_bot(login: &str, user_type: Option<&str>) -> bool {
+pub(crate) fn is_bot(login: &str, user_type: Option<&str>) -> bool {
     login.ends_with("[bot]") || user_type.is_some_and(|t| t.eq_ignore_ascii_case("bot"))
 }
 

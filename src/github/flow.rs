@@ -4,7 +4,8 @@
 //! Order for a comment: [`screen`] first (no API call: is it a command, is the
 //! author a bot, is it an edit?); then the orchestration fetches the author's
 //! permission and decides with the policy's own rules (`policy::Who::permits`,
-//! `policy::Escalation::may_approve`) — one source of truth for who may do what.
+//! `policy::Escalation::permits`, and their `Refusal` for the reply) — one
+//! source of truth for who may do what.
 
 use crate::github::command::{self, Command};
 use crate::github::event::Trigger;

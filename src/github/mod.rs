@@ -28,6 +28,6 @@ pub mod texts;
 pub(crate) mod thread;
 pub mod tracking;
 
-pub use client::{GitHub, GitHubError, Permission, Reaction};
+pub use client::{GitHub, GitHubError, Reaction};
 pub use command::Command;
 pub use event::{ActionEnv, EnvError, EventError, RepoRef, Trigger};

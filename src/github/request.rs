@@ -393,6 +393,7 @@ fn publish(
         run_url: Some(ctx.env.run_url()),
         marker: Some(head),
         command: Some(ctx.prefix.to_string()),
+        approval: texts::approval_for(&report, ctx.prefix),
     };
     Published {
         status: Status::from(report.status),

@@ -13,16 +13,16 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
-use crate::github::client::Permission;
-use crate::policy::{Finding, Severity};
-use crate::render::{escape_cell, fenced_exact, is_bidi_control, neutralize};
+use crate::markdown::{escape_cell, fenced_exact, is_bidi_control, neutralize};
+use crate::policy::{Finding, Permission, Severity};
+use crate::report::{Report, ReportStatus};
 
 const RUN_MARKER_START: &str = "<!-- compute-bot:run=";
 const PENDING_MARKER_START: &str = "<!-- compute-bot:pending sha256=";
 const REQUEST_MARKER_START: &str = "<!-- compute-bot:request=";
 const MARKER_END: &str = " -->";
 /// Marks a request as closed (denied or already approved) so it cannot be approved again.
-pub const CLOSED_MARKER: &str = "<!-- compute-bot:closed -->";
+pub(crate) const CLOSED_MARKER: &str = "<!-- compute-bot:closed -->";
 
 /// The hidden marker of the tracking comment of workflow run `run_id`.
 pub fn run_marker(run_id: &str) -> String {
@@ -36,7 +36,7 @@ fn clean_id(s: &str) -> String {
 }
 
 /// The hidden marker put before code that waits for approval.
-pub fn pending_marker(sha256_hex: &str) -> String {
+pub(crate) fn pending_marker(sha256_hex: &str) -> String {
     format!(
         "{PENDING_MARKER_START}{}{MARKER_END}",
         sha256_hex.to_ascii_lowercase()
@@ -132,9 +132,31 @@ fn first_fenced_block(text: &str) -> Option<String> {
         .map(|b| b.raw)
 }
 
+/// The approval part of the comment for `report` when it needs approval
+/// (and has its code and hash): [`approval_block`] with the findings that
+/// ask for it, to put in `RenderContext::approval`. `None` for any other
+/// report.
+pub fn approval_for(report: &Report, command: &str) -> Option<String> {
+    if report.status != ReportStatus::NeedsApproval {
+        return None;
+    }
+    let (code, sha) = (report.code.as_ref()?, report.code_sha256.as_ref()?);
+    let findings = report
+        .verdict
+        .as_ref()
+        .map(|v| v.findings.as_slice())
+        .unwrap_or_default();
+    Some(approval_block(code, sha, findings, command))
+}
+
 /// The approval part of a needs-approval comment: findings, hash, how to
 /// approve or deny, the pending marker and the exact code.
-pub fn approval_block(code: &str, sha256: &str, findings: &[Finding], command: &str) -> String {
+pub(crate) fn approval_block(
+    code: &str,
+    sha256: &str,
+    findings: &[Finding],
+    command: &str,
+) -> String {
     let mut s = String::from(
         "#### Approval needed\n\nThe policy asks a human to approve this code before it runs:\n\n",
     );
@@ -227,7 +249,7 @@ fn footer(run_url: Option<&str>) -> String {
 
 /// The tracking comment while work goes on: a checklist with the current stage.
 /// `attempt` is 1-based; `max_attempts` the policy's limit.
-pub fn progress(
+pub(crate) fn progress(
     marker: &str,
     stage: Stage,
     attempt: u32,
@@ -254,7 +276,7 @@ pub fn progress(
 }
 
 /// The first reply to a command: seen, starting.
-pub fn acknowledged(marker: &str, run_url: Option<&str>) -> String {
+pub(crate) fn acknowledged(marker: &str, run_url: Option<&str>) -> String {
     format!(
         "{marker}\n👀 **compute-bot** got the request and is starting.\n{}",
         footer(run_url)
@@ -262,21 +284,31 @@ pub fn acknowledged(marker: &str, run_url: Option<&str>) -> String {
 }
 
 /// Refused: the commenter's permission is below what the policy needs.
-pub fn refused_permission(user: &str, has: Permission, needs: Permission, command: &str) -> String {
+pub(crate) fn refused_permission(
+    user: &str,
+    has: Permission,
+    needs: Permission,
+    command: &str,
+) -> String {
     format!(
         "🚫 @{user}, `{command}` needs **{needs}** permission on this repository (or being listed in the policy's `who.users`); you have **{has}**. Nothing was generated or run.\n"
     )
 }
 
+/// Refused for another of the policy's reasons (`reason`, fit for a reply).
+pub(crate) fn refused_by_policy(user: &str, reason: &str, command: &str) -> String {
+    format!("🚫 @{user}, `{command}`: {reason}. Nothing was generated or run.\n")
+}
+
 /// Refused: the policy lists users and the commenter is not one of them.
-pub fn refused_not_listed(user: &str, command: &str) -> String {
+pub(crate) fn refused_not_listed(user: &str, command: &str) -> String {
     format!(
         "🚫 @{user}, `{command}` may only be used by the users the policy's `who` lists. Nothing was generated or run.\n"
     )
 }
 
 /// Refused: an approval by someone the policy's `escalation` does not allow.
-pub fn refused_approval(user: &str, needs: Permission, command: &str) -> String {
+pub(crate) fn refused_approval(user: &str, needs: Permission, command: &str) -> String {
     format!(
         "🚫 @{user}, `{command} approve` needs someone the policy's `escalation` allows (at least **{needs}** permission). The code was not run.\n"
     )
@@ -284,33 +316,33 @@ pub fn refused_approval(user: &str, needs: Permission, command: &str) -> String 
 
 /// Refused: the policy lists approvers and the commenter is not one of them.
 /// `verb` is `approve` or `deny`.
-pub fn refused_not_approver(user: &str, verb: &str, command: &str) -> String {
+pub(crate) fn refused_not_approver(user: &str, verb: &str, command: &str) -> String {
     format!(
         "🚫 @{user}, `{command} {verb}` may only be used by the approvers the policy's `escalation` lists. Nothing was run or changed.\n"
     )
 }
 
 /// Refused: a `deny` by someone the policy's `escalation` does not allow.
-pub fn refused_deny(user: &str, needs: Permission, command: &str) -> String {
+pub(crate) fn refused_deny(user: &str, needs: Permission, command: &str) -> String {
     format!(
         "🚫 @{user}, `{command} deny` needs someone the policy's `escalation` allows (at least **{needs}** permission). The request stays open.\n"
     )
 }
 
 /// Ignored (for the log notice; nothing is posted for ignored events).
-pub fn ignored(reason: &str) -> String {
+pub(crate) fn ignored(reason: &str) -> String {
     format!("compute-bot: nothing to do: {reason}")
 }
 
 /// `approve`/`deny` when nothing waits for approval.
-pub fn nothing_pending(user: &str, command: &str) -> String {
+pub(crate) fn nothing_pending(user: &str, command: &str) -> String {
     format!(
         "ℹ️ @{user}, nothing on this thread waits for approval, so `{command} approve` / `{command} deny` has nothing to act on.\n"
     )
 }
 
 /// The approval could not be honoured: the shown code was changed or is missing.
-pub fn approval_invalid(reason: &str) -> String {
+pub(crate) fn approval_invalid(reason: &str) -> String {
     format!(
         "⚠️ The approval was not carried out: {}. Ask again with a new `/compute` comment.\n",
         neutralize(reason)
@@ -318,19 +350,19 @@ pub fn approval_invalid(reason: &str) -> String {
 }
 
 /// Appended to the approval comment when someone approves: who, and that it runs.
-pub fn approved_by(user: &str, sha256: &str) -> String {
+pub(crate) fn approved_by(user: &str, sha256: &str) -> String {
     format!(
         "\n{CLOSED_MARKER}\n✅ Approved by @{user}; running exactly the code with sha256 `{sha256}`.\n"
     )
 }
 
 /// Appended to the approval comment on `deny`: closed, nothing ran.
-pub fn denied(user: &str) -> String {
+pub(crate) fn denied(user: &str) -> String {
     format!("\n{CLOSED_MARKER}\n🛑 Denied by @{user}. The request is closed; nothing was run.\n")
 }
 
 /// A comment with a goal-less command: how to use the bot.
-pub fn usage(command: &str) -> String {
+pub(crate) fn usage(command: &str) -> String {
     format!(
         "ℹ️ Write the goal after the command, e.g. `{command} mean and median of column price inputs=data/sales.csv`, or add a fenced ```` ```python ```` block with the exact code to run. Options go before the goal as `key=value` (quotes allowed): `inputs=\"data/a b.csv,data/c.csv\"`.\n"
     )
@@ -338,14 +370,14 @@ pub fn usage(command: &str) -> String {
 
 /// The end of a request that stopped before anything ran: in the tracking
 /// comment (or a reply) and the summary. `details` is Markdown.
-pub fn stopped(title: &str, details: &str, run_url: &str) -> String {
+pub(crate) fn stopped(title: &str, details: &str, run_url: &str) -> String {
     format!(
         "### ❌ compute-bot: {title}\n\n{details}\n\nNothing was run.\n\n<sub>[Workflow run]({run_url})</sub>\n"
     )
 }
 
 /// The summary when the run could not start (environment, event, token).
-pub fn could_not_start(message: &str) -> String {
+pub(crate) fn could_not_start(message: &str) -> String {
     format!(
         "### 💥 compute-bot could not start\n\n{}\n",
         neutralize(message)
@@ -354,7 +386,7 @@ pub fn could_not_start(message: &str) -> String {
 
 /// The summary when the policy file is not usable; `error` is the
 /// `file:line:column: message` text, `file` the workspace-relative path.
-pub fn policy_unusable(error: &str, file: &str) -> String {
+pub(crate) fn policy_unusable(error: &str, file: &str) -> String {
     format!(
         "### 💥 compute-bot: the policy file is not usable\n\n```text\n{}\n```\n\nNothing was posted or run. Fix the file (`compute-bot policy check {file}` shows the same message locally).\n",
         error.replace("```", "'''")
@@ -362,27 +394,27 @@ pub fn policy_unusable(error: &str, file: &str) -> String {
 }
 
 /// The summary of a `deny`.
-pub fn denied_summary(user: &str) -> String {
+pub(crate) fn denied_summary(user: &str) -> String {
     format!(
         "### compute-bot: request denied\n\n@{user} denied the code waiting for approval; nothing was run.\n"
     )
 }
 
 /// The line on top of an approved run's result.
-pub fn approved_run(user: &str, request_url: &str, sha256: &str) -> String {
+pub(crate) fn approved_run(user: &str, request_url: &str, sha256: &str) -> String {
     format!(
         "\n✅ Approved by @{user} ([request]({request_url})): ran exactly the code with sha256 `{sha256}`.\n"
     )
 }
 
 /// What to tell a commenter when there is a goal but no code and no model.
-pub const NO_MODEL_ACTION_HELP: &str = "No language model is configured for this workflow, so no code can be generated for this goal. Either configure a model — set the action inputs `provider` (`openai` for any OpenAI-compatible endpoint, or `anthropic`), `model` and `api_key` (from a repository secret), and `base_url` if needed — or give the exact code to run in a fenced ```` ```python ```` block in the comment (or the `code` input for workflow_dispatch and schedule runs).";
+pub(crate) const NO_MODEL_ACTION_HELP: &str = "No language model is configured for this workflow, so no code can be generated for this goal. Either configure a model — set the action inputs `provider` (`openai` for any OpenAI-compatible endpoint, or `anthropic`), `model` and `api_key` (from a repository secret), and `base_url` if needed — or give the exact code to run in a fenced ```` ```python ```` block in the comment (or the `code` input for workflow_dispatch and schedule runs).";
 
 /// Added to model configuration errors, whose text names the `COMPUTE_BOT_*` variables.
-pub const MODEL_INPUTS_HINT: &str = "In the workflow, the action inputs `provider`, `model`, `base_url` and `api_key` set these (they win over the `COMPUTE_BOT_*` variables).";
+pub(crate) const MODEL_INPUTS_HINT: &str = "In the workflow, the action inputs `provider`, `model`, `base_url` and `api_key` set these (they win over the `COMPUTE_BOT_*` variables).";
 
 /// The approved request's inputs changed since the code was shown.
-pub fn inputs_changed(paths: &[String], command: &str) -> String {
+pub(crate) fn inputs_changed(paths: &[String], command: &str) -> String {
     let list: Vec<String> = paths
         .iter()
         .map(|p| {
@@ -401,7 +433,7 @@ pub fn inputs_changed(paths: &[String], command: &str) -> String {
 /// What a needs-approval comment records besides the code, so that the
 /// approved run gets the same goal and the same inputs.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PendingRequest {
+pub(crate) struct PendingRequest {
     /// The goal.
     pub goal: Option<String>,
     /// Extra context.
@@ -412,7 +444,7 @@ pub struct PendingRequest {
 
 /// One input of a pending request.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PendingInput {
+pub(crate) struct PendingInput {
     /// Workspace-relative path.
     pub path: String,
     /// Hex SHA-256 of the contents when the code was shown.
@@ -421,13 +453,13 @@ pub struct PendingInput {
 
 /// The hidden marker that records a [`PendingRequest`] (hex-encoded JSON, so
 /// no text in it can end the HTML comment).
-pub fn request_marker(req: &PendingRequest) -> String {
+pub(crate) fn request_marker(req: &PendingRequest) -> String {
     let json = serde_json::to_vec(req).unwrap_or_default();
     format!("{REQUEST_MARKER_START}{}{MARKER_END}", hex::encode(json))
 }
 
 /// Reads the [`PendingRequest`] back from a comment, if it has one.
-pub fn read_request_marker(body: &str) -> Option<PendingRequest> {
+pub(crate) fn read_request_marker(body: &str) -> Option<PendingRequest> {
     let start = body.find(REQUEST_MARKER_START)? + REQUEST_MARKER_START.len();
     let rest = &body[start..];
     let end = rest.find(MARKER_END)?;

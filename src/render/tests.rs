@@ -3,7 +3,7 @@ use std::collections::BTreeMap;
 use serde_json::json;
 
 use super::*;
-use crate::github::texts::{read_pending, run_marker, sha256_hex};
+use crate::github::texts::{approval_for, read_pending, run_marker, sha256_hex};
 use crate::model::TokenUsage;
 use crate::policy::Finding;
 use crate::sandbox::{Audit, FileOpen, ImageInfo, Limits, Resources};
@@ -90,6 +90,15 @@ fn ctx() -> RenderContext {
         run_url: Some("https://github.com/o/r/actions/runs/9".into()),
         marker: Some(run_marker("9")),
         command: None,
+        approval: None,
+    }
+}
+
+/// The context the GitHub front end renders a needs-approval report with.
+fn approval_ctx(r: &Report) -> RenderContext {
+    RenderContext {
+        approval: approval_for(r, "/compute"),
+        ..ctx()
     }
 }
 
@@ -288,7 +297,7 @@ fn needs_approval_shows_the_code_that_can_be_read_back() {
         column: 1,
         snippet: "import requests".into(),
     }]));
-    let md = markdown(&r, &ctx());
+    let md = markdown(&r, &approval_ctx(&r));
     assert!(md.contains("needs approval"));
     assert!(md.contains("`/compute approve`"));
     assert!(md.contains("import-escalate"));
@@ -352,7 +361,7 @@ fn nothing_can_push_the_comment_over_the_limit() {
             })
             .collect(),
     ));
-    let md = markdown(&r, &ctx());
+    let md = markdown(&r, &approval_ctx(&r));
     assert!(
         md.chars().count() <= COMMENT_LIMIT,
         "{}",
@@ -368,7 +377,7 @@ fn nothing_can_push_the_comment_over_the_limit() {
     // A long explanation alone is shortened and said so.
     let mut r = report(json!({"a": 1}), "print(1)\n");
     r.explanation = Some("é".repeat(100_000));
-    let md = markdown(&r, &ctx());
+    let md = markdown(&r, &approval_ctx(&r));
     assert!(md.chars().count() <= COMMENT_LIMIT);
     assert!(md.contains("explanation was cut at 20000 of 100000 characters"));
 }
@@ -435,6 +444,30 @@ fn bidi_controls_are_shown_in_values_keys_goal_output_and_code() {
 }
 
 #[test]
+fn needs_approval_without_a_front_end_block_shows_code_and_findings() {
+    // A front end that takes no approvals (the terminal) passes none: the
+    // report reads as any other, with no comment instructions or markers.
+    let code = "import requests\n";
+    let mut r = report(serde_json::Value::Null, code);
+    r.result = None;
+    r.outcome = None;
+    r.status = ReportStatus::NeedsApproval;
+    r.verdict = Some(Verdict::from_findings(vec![Finding {
+        rule: "import-escalate".into(),
+        severity: Severity::Escalate,
+        message: "`requests` needs approval".into(),
+        line: 1,
+        column: 1,
+        snippet: "import requests".into(),
+    }]));
+    let md = markdown(&r, &ctx());
+    assert!(md.contains("import requests"), "{md}");
+    assert!(md.contains("import-escalate"), "{md}");
+    assert!(!md.contains("/compute approve"), "{md}");
+    assert!(read_pending(&md).is_err(), "{md}");
+}
+
+#[test]
 fn code_waiting_for_approval_stays_exact_with_a_bidi_warning() {
     let code = "ok = True # \u{202E} }if{ \nprint(ok)\n";
     let mut r = report(serde_json::Value::Null, code);
@@ -449,7 +482,7 @@ fn code_waiting_for_approval_stays_exact_with_a_bidi_warning() {
         column: 1,
         snippet: String::new(),
     }]));
-    let md = markdown(&r, &ctx());
+    let md = markdown(&r, &approval_ctx(&r));
     assert!(
         md.contains("invisible bidirectional control characters (U+202E)"),
         "{md}"

@@ -3,8 +3,9 @@
 use std::time::Duration;
 
 use crate::support::github_standin::{DEFAULT_APP_LOGIN, GitHubStandIn};
-use compute_bot::github::client::{GitHub, Permission, Reaction};
+use compute_bot::github::client::{GitHub, Reaction};
 use compute_bot::github::event::{RepoRef, Secret};
+use compute_bot::policy::Permission;
 
 const REPO: &str = "octo-org/data";
 const TOKEN: &str = "ghs_test_token_0123456789";
@@ -277,17 +278,19 @@ fn needs_approval_report(code: &str) -> compute_bot::report::Report {
 
 #[tokio::test]
 async fn approval_reads_back_exactly_the_shown_code_from_the_bots_comment() {
-    use compute_bot::github::texts::{PendingError, read_pending, run_marker};
+    use compute_bot::github::texts::{PendingError, approval_for, read_pending, run_marker};
     use compute_bot::render::{RenderContext, markdown};
     let (gh, client) = setup().await;
     let code = "import socket\nprint('```')\n";
     let marker = run_marker("6001");
+    let shown = needs_approval_report(code);
     let body = markdown(
-        &needs_approval_report(code),
+        &shown,
         &RenderContext {
             run_url: None,
             marker: Some(marker.clone()),
             command: None,
+            approval: approval_for(&shown, "/compute"),
         },
     );
     let bot_comment = client.create_comment(7, &body).await.unwrap();
@@ -298,7 +301,13 @@ async fn approval_reads_back_exactly_the_shown_code_from_the_bots_comment() {
         REPO,
         7,
         "mallory",
-        &markdown(&fake, &RenderContext::default()),
+        &markdown(
+            &fake,
+            &RenderContext {
+                approval: approval_for(&fake, "/compute"),
+                ..RenderContext::default()
+            },
+        ),
     );
     gh.seed_comment(REPO, 7, "maint", "/compute approve");
 

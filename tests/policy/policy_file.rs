@@ -124,6 +124,13 @@ fn allowlist_patterns_and_rule_ids_are_validated() {
         19,
         "unknown variant `god`",
     );
+    // `none` is a level a user can have, never a minimum a policy can set.
+    assert_at(
+        &err("escalation:\n  min_permission: none\n"),
+        2,
+        19,
+        "unknown variant `none`",
+    );
     assert_at(
         &err("inputs:\n  allow: ['a[']\n"),
         2,
@@ -317,7 +324,7 @@ fn who_and_escalation_decide_triggers_and_approvals() {
         .who
         .permits("alice", Permission::Read, false, false)
         .unwrap_err();
-    assert!(e.contains("at least write"), "{e}");
+    assert!(e.to_string().contains("at least write"), "{e}");
     assert!(
         p.who
             .permits("alice", Permission::Admin, true, false)
@@ -338,4 +345,22 @@ fn who_and_escalation_decide_triggers_and_approvals() {
             .is_ok()
     );
     assert!(d.escalation.may_approve("anyone", Permission::Admin));
+}
+
+#[test]
+fn permissions_order_and_parse_with_githubs_names() {
+    assert!(Permission::Admin > Permission::Maintain);
+    assert!(Permission::Maintain > Permission::Write);
+    assert!(Permission::Write > Permission::Triage);
+    assert!(Permission::Triage > Permission::Read);
+    assert!(Permission::Read > Permission::None);
+    for p in Permission::ALL {
+        assert_eq!(p.as_str().parse::<Permission>().unwrap(), p);
+    }
+    assert!(
+        "owner"
+            .parse::<Permission>()
+            .unwrap_err()
+            .contains("maintain")
+    );
 }
