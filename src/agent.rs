@@ -17,7 +17,9 @@ use crate::model::{ModelClient, ModelError, TokenUsage};
 use crate::policy::{Decision, Policy, check_code};
 use crate::prompt::{self, PromptContext, RepairNote};
 use crate::report::{Attempt, InputSummary, Report, ReportStatus};
-use crate::sandbox::{InputFile, Job, Prepared, Sandbox, SandboxConfig, SandboxError, sha256_hex};
+use crate::sandbox::{
+    Executor, InputFile, Job, Outcome, PreparedRun, SandboxConfig, SandboxError, sha256_hex,
+};
 use crate::validate::{ValidateError, Validator};
 
 /// The name of the file in `/out` that may carry the result instead of stdout.
@@ -97,27 +99,86 @@ pub enum AgentError {
     /// Neither a goal nor code was given.
     #[error("nothing to do: give a goal (--goal) or code (--code)")]
     Empty,
+    /// The model provider refused the configuration during the run (key,
+    /// model name, base URL, quota: [`ModelError::is_configuration`]). The
+    /// report so far (attempts, code, stop reason) is kept.
+    #[error("the model configuration is not usable: {error}")]
+    ModelConfiguration {
+        /// The provider's answer.
+        error: ModelError,
+        /// The report up to the refusal (status `failed`, with its stop reason).
+        report: Box<Report>,
+    },
 }
 
 /// The loop with everything it needs; stages talk through plain data.
 pub struct Agent<'a> {
     /// The policy in force.
     pub policy: &'a Policy,
-    /// The sandbox to run in.
-    pub sandbox: &'a Sandbox,
+    /// The executor to run in: the Docker [`crate::sandbox::Sandbox`], or an
+    /// in-memory one in loop tests where Docker is not what is under test.
+    pub sandbox: &'a dyn Executor,
     /// The model, when one is configured.
     pub model: Option<&'a ModelClient>,
     /// Called when a stage starts.
     pub progress: &'a (dyn Fn(Stage) + Send + Sync),
 }
 
+/// What one attempt leads to; the loop in [`Agent::answer`] acts on it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Next {
+    /// A valid, confirmed result: the request is answered.
+    Done,
+    /// The attempt failed for this reason; the model may repair it (when
+    /// attempts are left).
+    Repair(String),
+    /// The request stops for this reason.
+    Stop(String),
+    /// The code waits for a human approval, for this reason.
+    NeedsApproval(String),
+}
+
+/// A container being prepared in the background.
+type Pending = tokio::task::JoinHandle<Result<Box<dyn PreparedRun>, SandboxError>>;
+
+/// Time per stage, and time spent waiting on the model and on the sandbox
+/// (container preparation, execution, removal); the loop's own overhead is
+/// the rest of the total.
+#[derive(Default)]
 struct Clock {
     timings: BTreeMap<String, u64>,
+    model: Duration,
+    sandbox: Duration,
 }
 
 impl Clock {
     fn add(&mut self, stage: &str, since: Instant) {
         *self.timings.entry(stage.to_string()).or_default() += since.elapsed().as_millis() as u64;
+    }
+}
+
+/// What one request carries from attempt to attempt.
+struct Run {
+    request: Request,
+    goal: Option<String>,
+    /// Exact code (from the request or a fenced block in the goal).
+    fixed_code: Option<String>,
+    validator: Validator,
+    ctx: PromptContext,
+    attempts_allowed: u32,
+    report: Report,
+    history: Vec<RepairNote>,
+    pending: Option<Pending>,
+    clock: Clock,
+    /// A sandbox configuration error: the request ends with it.
+    fatal: Option<AgentError>,
+    /// A configuration error from the model provider that stopped the run.
+    model_config_error: Option<ModelError>,
+}
+
+impl Run {
+    fn may_repair(&self, number: u32) -> bool {
+        self.fixed_code.is_none() && number < self.attempts_allowed
     }
 }
 
@@ -133,22 +194,42 @@ impl Agent<'_> {
         }
     }
 
-    fn start_prepare(&self) -> tokio::task::JoinHandle<Result<Prepared, SandboxError>> {
-        let sandbox = self.sandbox.clone();
-        let cfg = self.sandbox_config();
-        tokio::spawn(async move { sandbox.prepare(&cfg).await })
+    fn start_prepare(&self) -> Pending {
+        self.sandbox.start_prepare(self.sandbox_config())
     }
 
     /// Answers a request. Configuration problems are errors; everything that
-    /// happens once the request is under way is in the report.
+    /// happens once the request is under way is in the report (a model
+    /// provider refusing the configuration mid-run is an error that carries
+    /// the report so far: [`AgentError::ModelConfiguration`]).
     pub async fn answer(&self, req: Request) -> Result<Report, AgentError> {
         let total = Instant::now();
-        let mut clock = Clock {
-            timings: BTreeMap::new(),
-        };
+        let mut run = self.begin(req).await?;
+        for number in 1..=run.attempts_allowed {
+            let mut attempt = Attempt {
+                number,
+                ..Default::default()
+            };
+            let next = self.attempt(&mut run, &mut attempt).await;
+            let settled = self.settle(&mut run, attempt, next);
+            if let Some(e) = run.fatal.take() {
+                return Err(e);
+            }
+            if settled {
+                break;
+            }
+        }
+        self.discard_pending(&mut run).await;
+        finish_attempts(&mut run.report);
+        self.explain(&mut run).await;
+        self.close(run, total).await
+    }
+
+    /// Everything a request needs before its first attempt.
+    async fn begin(&self, request: Request) -> Result<Run, AgentError> {
         // A goal with nothing a reader can see (blank, only an HTML comment
         // or invisible characters) is no goal.
-        let goal = req
+        let goal = request
             .goal
             .as_deref()
             .map(prompt::sanitize_goal)
@@ -156,7 +237,7 @@ impl Agent<'_> {
         // A fenced python block in the goal is exact code to run — taken
         // from the sanitized goal, so a block hidden in an HTML comment (or
         // behind invisible characters) is not run unseen by a reader.
-        let fixed_code = req.code.clone().or_else(|| {
+        let fixed_code = request.code.clone().or_else(|| {
             goal.as_deref()
                 .and_then(prompt::extract_fenced_code)
                 .filter(|c| !c.trim().is_empty())
@@ -167,7 +248,7 @@ impl Agent<'_> {
         if fixed_code.is_none() && self.model.is_none() {
             return Err(AgentError::NoModel(crate::model::NO_MODEL_HELP.to_string()));
         }
-        let schema = req
+        let schema = request
             .schema
             .clone()
             .unwrap_or_else(|| self.policy.output.schema.clone());
@@ -177,17 +258,49 @@ impl Agent<'_> {
         } else {
             u32::from(self.policy.attempts.get())
         };
-        let inputs: Vec<InputSummary> = req
-            .inputs
-            .iter()
-            .map(|f| InputSummary {
-                name: f.name.clone(),
-                size: f.bytes.len() as u64,
-                sha256: sha256_hex(&f.bytes),
-            })
-            .collect();
-        let mut report = Report {
-            goal: goal.clone(),
+        let report = self.empty_report(goal.clone(), &request.inputs);
+        // The prompt states the image's library versions (its labels; the
+        // lookup is cached and also serves the container start).
+        let versions = match &fixed_code {
+            None => self
+                .sandbox
+                .image_labels(self.policy.image())
+                .await
+                .map(|labels| prompt::library_versions(&labels))
+                .unwrap_or_default(),
+            Some(_) => BTreeMap::new(),
+        };
+        let ctx = PromptContext::for_request(
+            self.policy,
+            goal.as_deref().unwrap_or_default(),
+            &request.inputs,
+            &schema,
+            request.context.clone(),
+        )
+        .with_library_versions(versions);
+        // Start a container while the model writes code (generated code only:
+        // exact code is checked before any container exists).
+        let pending = fixed_code.is_none().then(|| self.start_prepare());
+        Ok(Run {
+            request,
+            goal,
+            fixed_code,
+            validator,
+            ctx,
+            attempts_allowed,
+            report,
+            history: Vec::new(),
+            pending,
+            clock: Clock::default(),
+            fatal: None,
+            model_config_error: None,
+        })
+    }
+
+    /// The report before any attempt.
+    fn empty_report(&self, goal: Option<String>, inputs: &[InputFile]) -> Report {
+        Report {
+            goal,
             plan: None,
             status: ReportStatus::Failed,
             stop_reason: None,
@@ -198,327 +311,368 @@ impl Agent<'_> {
             code_sha256: None,
             verdict: None,
             outcome: None,
-            inputs,
+            inputs: inputs
+                .iter()
+                .map(|f| InputSummary {
+                    name: f.name.clone(),
+                    size: f.bytes.len() as u64,
+                    sha256: sha256_hex(&f.bytes),
+                })
+                .collect(),
             policy: self.policy.origin.as_ref().map(|p| p.display().to_string()),
             usage: TokenUsage::default(),
             timings_ms: BTreeMap::new(),
             record: None,
-        };
-        // The prompt states the image's library versions (its labels; the
-        // lookup is cached and also serves the container start).
-        let versions = match &fixed_code {
-            None => self
-                .sandbox
-                .image_info(self.policy.image())
-                .await
-                .map(|i| prompt::library_versions(&i.labels))
-                .unwrap_or_default(),
-            Some(_) => BTreeMap::new(),
-        };
-        let ctx = PromptContext::for_request(
-            self.policy,
-            goal.as_deref().unwrap_or_default(),
-            &req.inputs,
-            &schema,
-            req.context.clone(),
-        )
-        .with_library_versions(versions);
-        // Start a container while the model writes code (generated code only:
-        // exact code is checked before any container exists).
-        let mut pending = if fixed_code.is_none() {
-            Some(self.start_prepare())
-        } else {
-            None
-        };
-        let mut history: Vec<RepairNote> = Vec::new();
-        // Time spent waiting on the model and on the sandbox (container
-        // preparation, execution, removal); the loop's own overhead is the
-        // rest of the total.
-        let mut model_time = Duration::ZERO;
-        let mut sandbox_time = Duration::ZERO;
-
-        for number in 1..=attempts_allowed {
-            let mut attempt = Attempt {
-                number,
-                ..Default::default()
-            };
-            // Generate.
-            let code = match &fixed_code {
-                Some(code) => code.clone(),
-                None => {
-                    (self.progress)(Stage::Generating {
-                        attempt: number,
-                        of: attempts_allowed,
-                    });
-                    let model = self.model.expect("checked above");
-                    let request = prompt::generation_request(&ctx, &history);
-                    let t = Instant::now();
-                    let reply = model.complete(&request).await;
-                    model_time += t.elapsed();
-                    clock.add("generate", t);
-                    match reply {
-                        Ok(reply) => {
-                            attempt.usage = reply.usage;
-                            report.usage.add(reply.usage);
-                            match prompt::parse_generated(&reply) {
-                                Ok(g) => {
-                                    attempt.plan = g.plan;
-                                    g.code
-                                }
-                                Err(e) => {
-                                    let problem = e.to_string();
-                                    repairable(
-                                        &mut report,
-                                        &mut history,
-                                        attempt,
-                                        String::new(),
-                                        problem,
-                                    );
-                                    continue;
-                                }
-                            }
-                        }
-                        Err(e) => {
-                            attempt.failure = Some(format!("the model call failed: {e}"));
-                            report.attempts.push(attempt);
-                            report.stop_reason = Some(model_stop_reason(&e));
-                            break;
-                        }
-                    }
-                }
-            };
-            attempt.code_sha256 = sha256_hex(code.as_bytes());
-            attempt.code = code.clone();
-            if attempt.plan.is_some() {
-                report.plan = attempt.plan.clone();
-            }
-
-            // Policy check.
-            (self.progress)(Stage::Checking { attempt: number });
-            let t = Instant::now();
-            let verdict = check_code(self.policy, &code);
-            clock.add("check", t);
-            attempt.verdict = Some(verdict.clone());
-            match verdict.decision {
-                Decision::Allow => {}
-                // Exactly the code a human approved: the escalation is settled.
-                Decision::Escalate if req.is_approved(&attempt.code_sha256) => {
-                    tracing::info!(
-                        sha256 = %attempt.code_sha256,
-                        "running escalated code that a human approved"
-                    );
-                }
-                Decision::Escalate => {
-                    report.status = ReportStatus::NeedsApproval;
-                    report.stop_reason = Some(format!(
-                        "the code needs a human approval before it may run:\n{}",
-                        findings_text(&verdict)
-                    ));
-                    report.code = Some(code.clone());
-                    report.code_sha256 = Some(attempt.code_sha256.clone());
-                    report.verdict = Some(verdict);
-                    report.attempts.push(attempt);
-                    break;
-                }
-                Decision::Deny => {
-                    let problem =
-                        format!("the policy denied the code:\n{}", findings_text(&verdict));
-                    repairable(&mut report, &mut history, attempt, code.clone(), problem);
-                    continue;
-                }
-            }
-
-            // Execute.
-            (self.progress)(Stage::Running { attempt: number });
-            let t = Instant::now();
-            let prepared = match pending.take() {
-                Some(handle) => handle.await.expect("prepare task"),
-                None => self.sandbox.prepare(&self.sandbox_config()).await,
-            };
-            sandbox_time += t.elapsed();
-            let prepared = match prepared {
-                Ok(p) => p,
-                Err(e) if e.is_configuration() => return Err(e.into()),
-                Err(e) => {
-                    attempt.failure = Some(format!("the sandbox failed: {e}"));
-                    report.attempts.push(attempt);
-                    report.stop_reason = Some(format!("the sandbox failed: {e}"));
-                    break;
-                }
-            };
-            let job = Job {
-                code: code.clone(),
-                inputs: req.inputs.clone(),
-                rules: self.policy.runtime_rules(),
-            };
-            let started = Instant::now();
-            let outcome = prepared.execute(&job).await;
-            sandbox_time += started.elapsed();
-            clock.add("execute", t);
-            let outcome = match outcome {
-                Ok(o) => o,
-                Err(e) => {
-                    attempt.failure = Some(format!("the sandbox failed: {e}"));
-                    report.attempts.push(attempt);
-                    report.stop_reason = Some(format!("the sandbox failed: {e}"));
-                    break;
-                }
-            };
-            attempt.outcome = Some(outcome.clone());
-            // A repair follows unless this attempt succeeds: start its
-            // container now, while the model writes the fix. A successful
-            // run then never waits for a container it does not use.
-            let may_repair = fixed_code.is_none() && number < attempts_allowed;
-            if let Some(problem) = outcome_problem(&outcome) {
-                if may_repair {
-                    pending = Some(self.start_prepare());
-                }
-                repairable(&mut report, &mut history, attempt, code.clone(), problem);
-                continue;
-            }
-
-            // Validate.
-            (self.progress)(Stage::Validating { attempt: number });
-            let t = Instant::now();
-            let result_file = outcome
-                .artifacts
-                .iter()
-                .find(|a| a.name == RESULT_FILE)
-                .map(|a| a.bytes.as_slice());
-            let validation = validator.validate_output(&outcome.stdout, result_file);
-            clock.add("validate", t);
-            attempt.result = validation.value.clone();
-            attempt.validation_errors = validation.errors.clone();
-            if !validation.is_valid() {
-                let problem = match truncated_output_problem(&outcome, result_file.is_some()) {
-                    Some(cut) => cut,
-                    None => validation
-                        .problem()
-                        .unwrap_or_else(|| "the output did not match the schema".to_string()),
-                };
-                if may_repair {
-                    pending = Some(self.start_prepare());
-                }
-                repairable(&mut report, &mut history, attempt, code.clone(), problem);
-                continue;
-            }
-            // Repeat runs, output checks, independent verification (src/verify.rs).
-            let confirmed = crate::verify::confirm(crate::verify::ConfirmInput {
-                policy: self.policy,
-                sandbox: self.sandbox,
-                model: self.model,
-                config: self.sandbox_config(),
-                job: &job,
-                validator: &validator,
-                prompt: &ctx,
-                result: validation
-                    .value
-                    .as_ref()
-                    .expect("a valid result has a value"),
-                approved: req.is_approved(&attempt.code_sha256),
-            })
-            .await;
-            let stop = confirmed.keep_in(&mut report, &outcome, &mut sandbox_time, &mut model_time);
-            if let Some((status, reason)) = stop {
-                report.status = status;
-                report.stop_reason = Some(reason);
-                report.attempts.push(attempt);
-                break;
-            }
-            report.status = ReportStatus::Ok;
-            report.result = validation.value;
-            report.attempts.push(attempt);
-            break;
         }
-        if let Some(handle) = pending.take() {
-            // An unused container: remove it now rather than on drop.
+    }
+
+    /// One attempt: generate (or take the exact code) → check → execute →
+    /// validate → confirm. What it found is in `attempt`; what follows is
+    /// the returned [`Next`].
+    async fn attempt(&self, run: &mut Run, attempt: &mut Attempt) -> Next {
+        let code = match self.generate(run, attempt).await {
+            Ok(code) => code,
+            Err(next) => return next,
+        };
+        attempt.code_sha256 = sha256_hex(code.as_bytes());
+        attempt.code = code.clone();
+        if attempt.plan.is_some() {
+            run.report.plan = attempt.plan.clone();
+        }
+        if let Some(next) = self.check(run, attempt, &code) {
+            return next;
+        }
+        let job = Job {
+            code,
+            inputs: run.request.inputs.clone(),
+            rules: self.policy.runtime_rules(),
+        };
+        let outcome = match self.execute(run, attempt, &job).await {
+            Ok(outcome) => outcome,
+            Err(next) => return next,
+        };
+        if let Some(problem) = outcome_problem(&outcome) {
+            return Next::Repair(problem);
+        }
+        let value = match self.validate(run, attempt, &outcome) {
+            Ok(value) => value,
+            Err(next) => return next,
+        };
+        self.confirm(run, attempt, &job, &outcome, &value).await
+    }
+
+    /// Keeps the attempt in the report and acts on `next`; true when the
+    /// loop ends here.
+    fn settle(&self, run: &mut Run, mut attempt: Attempt, next: Next) -> bool {
+        let ends = match next {
+            Next::Done => {
+                run.report.status = ReportStatus::Ok;
+                run.report.result = attempt.result.clone();
+                true
+            }
+            Next::Repair(problem) => {
+                attempt.failure = Some(problem.clone());
+                run.history.push(RepairNote {
+                    code: attempt.code.clone(),
+                    problem,
+                });
+                // A repair follows: start its container now, while the model
+                // writes the fix. A successful run never waits for a
+                // container it does not use.
+                if run.may_repair(attempt.number) && run.pending.is_none() {
+                    run.pending = Some(self.start_prepare());
+                }
+                false
+            }
+            Next::Stop(reason) => {
+                run.report.stop_reason = Some(reason);
+                true
+            }
+            Next::NeedsApproval(reason) => {
+                run.report.status = ReportStatus::NeedsApproval;
+                run.report.stop_reason = Some(reason);
+                true
+            }
+        };
+        run.report.attempts.push(attempt);
+        ends
+    }
+
+    /// The code of this attempt: the exact code, or the model's.
+    async fn generate(&self, run: &mut Run, attempt: &mut Attempt) -> Result<String, Next> {
+        if let Some(code) = &run.fixed_code {
+            return Ok(code.clone());
+        }
+        (self.progress)(Stage::Generating {
+            attempt: attempt.number,
+            of: run.attempts_allowed,
+        });
+        let model = self.model.expect("checked in begin");
+        let request = prompt::generation_request(&run.ctx, &run.history);
+        let t = Instant::now();
+        let reply = model.complete(&request).await;
+        run.clock.model += t.elapsed();
+        run.clock.add("generate", t);
+        match reply {
+            Ok(reply) => {
+                attempt.usage = reply.usage;
+                run.report.usage.add(reply.usage);
+                match prompt::parse_generated(&reply) {
+                    Ok(g) => {
+                        attempt.plan = g.plan;
+                        Ok(g.code)
+                    }
+                    Err(e) => Err(Next::Repair(e.to_string())),
+                }
+            }
+            Err(e) => {
+                attempt.failure = Some(format!("the model call failed: {e}"));
+                let reason = model_stop_reason(&e);
+                if e.is_configuration() {
+                    run.model_config_error = Some(e);
+                }
+                Err(Next::Stop(reason))
+            }
+        }
+    }
+
+    /// The policy check; `None` when the code may run.
+    fn check(&self, run: &mut Run, attempt: &mut Attempt, code: &str) -> Option<Next> {
+        (self.progress)(Stage::Checking {
+            attempt: attempt.number,
+        });
+        let t = Instant::now();
+        let verdict = check_code(self.policy, code);
+        run.clock.add("check", t);
+        attempt.verdict = Some(verdict.clone());
+        match verdict.decision {
+            Decision::Allow => None,
+            // Exactly the code a human approved: the escalation is settled.
+            Decision::Escalate if run.request.is_approved(&attempt.code_sha256) => {
+                tracing::info!(
+                    sha256 = %attempt.code_sha256,
+                    "running escalated code that a human approved"
+                );
+                None
+            }
+            Decision::Escalate => Some(Next::NeedsApproval(format!(
+                "the code needs a human approval before it may run:\n{}",
+                findings_text(&verdict)
+            ))),
+            Decision::Deny => Some(Next::Repair(format!(
+                "the policy denied the code:\n{}",
+                findings_text(&verdict)
+            ))),
+        }
+    }
+
+    /// Runs the job in a prepared container (the one started in the
+    /// background, or a new one).
+    async fn execute(
+        &self,
+        run: &mut Run,
+        attempt: &mut Attempt,
+        job: &Job,
+    ) -> Result<Outcome, Next> {
+        (self.progress)(Stage::Running {
+            attempt: attempt.number,
+        });
+        let t = Instant::now();
+        let handle = run.pending.take().unwrap_or_else(|| self.start_prepare());
+        let prepared = handle.await.expect("prepare task");
+        run.clock.sandbox += t.elapsed();
+        let sandbox_failed = |attempt: &mut Attempt, e: &SandboxError| {
+            let reason = format!("the sandbox failed: {e}");
+            attempt.failure = Some(reason.clone());
+            Next::Stop(reason)
+        };
+        let prepared = match prepared {
+            Ok(p) => p,
+            Err(e) => {
+                let next = sandbox_failed(attempt, &e);
+                if e.is_configuration() {
+                    run.fatal = Some(e.into());
+                }
+                return Err(next);
+            }
+        };
+        let started = Instant::now();
+        let outcome = prepared.execute(job).await;
+        run.clock.sandbox += started.elapsed();
+        run.clock.add("execute", t);
+        match outcome {
+            Ok(o) => {
+                attempt.outcome = Some(o.clone());
+                Ok(o)
+            }
+            Err(e) => Err(sandbox_failed(attempt, &e)),
+        }
+    }
+
+    /// Validates the output against the schema; the valid result.
+    fn validate(
+        &self,
+        run: &mut Run,
+        attempt: &mut Attempt,
+        outcome: &Outcome,
+    ) -> Result<Value, Next> {
+        (self.progress)(Stage::Validating {
+            attempt: attempt.number,
+        });
+        let t = Instant::now();
+        let result_file = outcome
+            .artifacts
+            .iter()
+            .find(|a| a.name == RESULT_FILE)
+            .map(|a| a.bytes.as_slice());
+        let validation = run.validator.validate_output(&outcome.stdout, result_file);
+        run.clock.add("validate", t);
+        attempt.result = validation.value.clone();
+        attempt.validation_errors = validation.errors.clone();
+        if validation.is_valid() {
+            return Ok(validation.value.expect("a valid result has a value"));
+        }
+        Err(Next::Repair(
+            match truncated_output_problem(outcome, result_file.is_some()) {
+                Some(cut) => cut,
+                None => validation
+                    .problem()
+                    .unwrap_or_else(|| "the output did not match the schema".to_string()),
+            },
+        ))
+    }
+
+    /// Repeat runs, output checks, independent verification (src/verify.rs).
+    async fn confirm(
+        &self,
+        run: &mut Run,
+        attempt: &Attempt,
+        job: &Job,
+        outcome: &Outcome,
+        value: &Value,
+    ) -> Next {
+        let confirmed = crate::verify::confirm(crate::verify::ConfirmInput {
+            policy: self.policy,
+            sandbox: self.sandbox,
+            model: self.model,
+            config: self.sandbox_config(),
+            job,
+            validator: &run.validator,
+            prompt: &run.ctx,
+            result: value,
+            approved: run.request.is_approved(&attempt.code_sha256),
+        })
+        .await;
+        let stop = confirmed.keep_in(
+            &mut run.report,
+            outcome,
+            &mut run.clock.sandbox,
+            &mut run.clock.model,
+        );
+        match stop {
+            None => Next::Done,
+            Some((ReportStatus::NeedsApproval, reason)) => Next::NeedsApproval(reason),
+            Some((_, reason)) => Next::Stop(reason),
+        }
+    }
+
+    /// An unused container: removed now rather than on drop.
+    async fn discard_pending(&self, run: &mut Run) {
+        if let Some(handle) = run.pending.take() {
             let t = Instant::now();
             if let Ok(Ok(p)) = handle.await {
                 let _ = p.discard().await;
             }
-            sandbox_time += t.elapsed();
+            run.clock.sandbox += t.elapsed();
         }
+    }
 
-        // The final code, verdict and outcome are those of the last attempt.
-        if let Some(last) = report.attempts.last() {
-            if !last.code.is_empty() {
-                report.code = Some(last.code.clone());
-                report.code_sha256 = Some(last.code_sha256.clone());
-            }
-            report.verdict = last.verdict.clone();
-            report.outcome = last.outcome.clone();
-        }
-        if report.status == ReportStatus::Failed && report.stop_reason.is_none() {
-            let last = report
-                .attempts
-                .last()
-                .and_then(|a| a.failure.clone())
-                .unwrap_or_else(|| "no attempt produced a valid result".to_string());
-            report.stop_reason = Some(format!(
-                "stopped after {} attempt{}: {}",
-                report.attempts.len(),
-                if report.attempts.len() == 1 { "" } else { "s" },
-                last
-            ));
-        }
-
-        // Explain.
-        if let Some(result) = &report.result {
-            (self.progress)(Stage::Explaining);
-            let t = Instant::now();
-            let explanation = match (self.policy.explain, self.model) {
-                (true, Some(model)) => {
-                    let called = Instant::now();
-                    let reply = explain::explain(
-                        model,
-                        goal.as_deref().unwrap_or(""),
-                        result,
-                        self.policy.model.data,
-                    )
-                    .await;
-                    model_time += called.elapsed();
-                    match reply {
-                        Ok((text, usage)) => {
-                            report.usage.add(usage);
-                            text
-                        }
-                        Err(e) => {
-                            tracing::warn!(error = %e, "explanation failed; using the template");
-                            explain::template_explanation(goal.as_deref(), result)
-                        }
+    /// The explanation of a result (the model's, or the template).
+    async fn explain(&self, run: &mut Run) {
+        let Some(result) = &run.report.result else {
+            return;
+        };
+        (self.progress)(Stage::Explaining);
+        let goal = run.goal.as_deref();
+        let t = Instant::now();
+        let explanation = match (self.policy.explain, self.model) {
+            (true, Some(model)) => {
+                let called = Instant::now();
+                let reply =
+                    explain::explain(model, goal.unwrap_or(""), result, self.policy.model.data)
+                        .await;
+                run.clock.model += called.elapsed();
+                match reply {
+                    Ok((text, usage)) => {
+                        run.report.usage.add(usage);
+                        text
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "explanation failed; using the template");
+                        explain::template_explanation(goal, result)
                     }
                 }
-                _ => explain::template_explanation(goal.as_deref(), result),
-            };
-            clock.add("explain", t);
-            report.explanation = Some(explanation);
-        }
+            }
+            _ => explain::template_explanation(goal, result),
+        };
+        run.clock.add("explain", t);
+        run.report.explanation = Some(explanation);
+    }
+
+    /// Timings and the run record; the report, or the model's configuration
+    /// error with the report so far.
+    async fn close(&self, run: Run, total: Instant) -> Result<Report, AgentError> {
+        let Run {
+            mut report,
+            mut clock,
+            model_config_error,
+            ..
+        } = run;
         let total = total.elapsed();
         let ms = |d: Duration| d.as_millis() as u64;
         clock.timings.insert("total".into(), ms(total));
-        clock.timings.insert("model".into(), ms(model_time));
-        clock.timings.insert("sandbox".into(), ms(sandbox_time));
+        clock.timings.insert("model".into(), ms(clock.model));
+        clock.timings.insert("sandbox".into(), ms(clock.sandbox));
         clock.timings.insert(
             "loop_overhead".into(),
-            ms(total.saturating_sub(model_time + sandbox_time)),
+            ms(total.saturating_sub(clock.model + clock.sandbox)),
         );
         report.timings_ms = clock.timings;
         report.attach_record(self.policy, self.sandbox).await;
-        Ok(report)
+        match model_config_error {
+            Some(error) => Err(AgentError::ModelConfiguration {
+                error,
+                report: Box::new(report),
+            }),
+            None => Ok(report),
+        }
     }
 }
 
-/// Records a failed attempt whose reason goes back to the model for a repair.
-fn repairable(
-    report: &mut Report,
-    history: &mut Vec<RepairNote>,
-    mut attempt: Attempt,
-    code: String,
-    problem: String,
-) {
-    attempt.failure = Some(problem.clone());
-    history.push(RepairNote { code, problem });
-    report.attempts.push(attempt);
+/// The final code, verdict and outcome are those of the last attempt; a
+/// failed request without a reason gets the last attempt's.
+fn finish_attempts(report: &mut Report) {
+    if let Some(last) = report.attempts.last() {
+        if !last.code.is_empty() {
+            report.code = Some(last.code.clone());
+            report.code_sha256 = Some(last.code_sha256.clone());
+        }
+        report.verdict = last.verdict.clone();
+        report.outcome = last.outcome.clone();
+    }
+    if report.status == ReportStatus::Failed && report.stop_reason.is_none() {
+        let last = report
+            .attempts
+            .last()
+            .and_then(|a| a.failure.clone())
+            .unwrap_or_else(|| "no attempt produced a valid result".to_string());
+        report.stop_reason = Some(format!(
+            "stopped after {} attempt{}: {}",
+            report.attempts.len(),
+            if report.attempts.len() == 1 { "" } else { "s" },
+            last
+        ));
+    }
 }
 
 fn model_stop_reason(e: &ModelError) -> String {
@@ -527,6 +681,11 @@ fn model_stop_reason(e: &ModelError) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use futures_util::future::BoxFuture;
+
     use super::*;
 
     fn escalate_policy() -> Policy {
@@ -537,16 +696,68 @@ mod tests {
         .unwrap()
     }
 
-    /// Neither path below starts a container: escalate and deny stop at the check.
+    /// An executor that starts nothing and counts what the loop asks of it;
+    /// every run fails, so a run that happened shows in the report.
+    #[derive(Default)]
+    struct Counting {
+        prepared: Arc<AtomicUsize>,
+        runs: AtomicUsize,
+    }
+
+    struct Nothing;
+
+    fn refused() -> SandboxError {
+        SandboxError::Engine {
+            action: "running in memory",
+            detail: "the counting executor runs nothing".into(),
+        }
+    }
+
+    impl PreparedRun for Nothing {
+        fn execute<'a>(
+            self: Box<Self>,
+            _job: &'a Job,
+        ) -> BoxFuture<'a, Result<Outcome, SandboxError>> {
+            Box::pin(async { Err(refused()) })
+        }
+        fn discard(self: Box<Self>) -> BoxFuture<'static, Result<(), SandboxError>> {
+            Box::pin(async { Ok(()) })
+        }
+    }
+
+    impl Executor for Counting {
+        fn image_labels<'a>(
+            &'a self,
+            _image: &'a str,
+        ) -> BoxFuture<'a, Result<BTreeMap<String, String>, SandboxError>> {
+            Box::pin(async { Ok(BTreeMap::new()) })
+        }
+        fn start_prepare(&self, _cfg: SandboxConfig) -> Pending {
+            self.prepared.fetch_add(1, Ordering::SeqCst);
+            tokio::spawn(async { Ok(Box::new(Nothing) as Box<dyn PreparedRun>) })
+        }
+        fn run<'a>(
+            &'a self,
+            _cfg: &'a SandboxConfig,
+            _job: &'a Job,
+        ) -> BoxFuture<'a, Result<Outcome, SandboxError>> {
+            self.runs.fetch_add(1, Ordering::SeqCst);
+            Box::pin(async { Err(refused()) })
+        }
+        fn engine_version(&self) -> BoxFuture<'_, Option<String>> {
+            Box::pin(async { None })
+        }
+    }
+
+    /// Neither path below prepares a container: escalate and deny stop at
+    /// the check, approved or not.
     #[tokio::test]
     async fn an_approval_covers_only_the_approved_code_and_never_a_deny() {
-        let Ok(sandbox) = Sandbox::connect().await else {
-            panic!("these tests need the Docker engine");
-        };
         let policy = escalate_policy();
+        let executor = Counting::default();
         let agent = Agent {
             policy: &policy,
-            sandbox: &sandbox,
+            sandbox: &executor,
             model: None,
             progress: &|_| {},
         };
@@ -562,6 +773,7 @@ mod tests {
             .unwrap();
         assert_eq!(report.status, ReportStatus::NeedsApproval);
         assert!(report.outcome.is_none());
+        assert_eq!(report.code_sha256, Some(sha256_hex(escalating.as_bytes())));
         // A deny stays a deny, approved or not.
         let denied = "import subprocess\nsubprocess.run(['id'])\n";
         let report = agent
@@ -575,6 +787,28 @@ mod tests {
         assert_eq!(report.status, ReportStatus::Failed);
         assert!(report.outcome.is_none());
         assert!(report.stop_reason.as_deref().unwrap().contains("denied"));
+        assert_eq!(executor.prepared.load(Ordering::SeqCst), 0);
+        assert_eq!(executor.runs.load(Ordering::SeqCst), 0);
+        // The approved escalating code is let through to the executor, whose
+        // failure is the stop.
+        let report = agent
+            .answer(Request {
+                code: Some(escalating.into()),
+                approved_sha256: Some(sha256_hex(escalating.as_bytes())),
+                ..Request::default()
+            })
+            .await
+            .unwrap();
+        assert_eq!(report.status, ReportStatus::Failed);
+        assert_eq!(executor.prepared.load(Ordering::SeqCst), 1);
+        assert!(
+            report
+                .stop_reason
+                .as_deref()
+                .unwrap()
+                .contains("the counting executor runs nothing"),
+            "{report:#?}"
+        );
         assert!(
             Request {
                 approved_sha256: Some("ABC".into()),

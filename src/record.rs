@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::policy::Policy;
-use crate::sandbox::{BASE_ENV, Limits, Outcome, RunStatus, RuntimeRules, Sandbox, sha256_hex};
+use crate::sandbox::{BASE_ENV, Limits, Outcome, RunStatus, RuntimeRules, sha256_hex};
 
 /// The record format version.
 pub const RECORD_VERSION: u32 = 1;
@@ -163,13 +163,8 @@ pub fn code_env(extra: &BTreeMap<String, String>) -> BTreeMap<String, String> {
 }
 
 /// The engine's version, as `20.10.24 (API 1.41)`; `None` when it cannot be asked.
-pub async fn engine_version(sandbox: &Sandbox) -> Option<String> {
-    let v = sandbox.docker().version().await.ok()?;
-    Some(format!(
-        "{} (API {})",
-        v.version.unwrap_or_default(),
-        v.api_version.unwrap_or_default()
-    ))
+pub async fn engine_version(sandbox: &dyn crate::sandbox::Executor) -> Option<String> {
+    sandbox.engine_version().await
 }
 
 impl RunRecord {

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::model::TokenUsage;
 use crate::policy::{Policy, Verdict};
 use crate::record::{RecordedInput, RunRecord};
-use crate::sandbox::{Outcome, Sandbox};
+use crate::sandbox::{Executor, Outcome};
 
 /// How a request ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -155,7 +155,7 @@ impl Report {
 
     /// Attaches the record of the report's final run, with the engine version
     /// (one engine call). Called once at the end of the loop.
-    pub async fn attach_record(&mut self, policy: &Policy, sandbox: &Sandbox) {
+    pub async fn attach_record(&mut self, policy: &Policy, sandbox: &dyn Executor) {
         let report = self;
         if let Some(mut r) = report.run_record(policy) {
             r.runtime.engine = crate::record::engine_version(sandbox).await;

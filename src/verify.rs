@@ -18,7 +18,7 @@ use crate::problems::{RESULT_FILE, outcome_problem};
 use crate::prompt::{self, PromptContext};
 use crate::record::result_sha256;
 use crate::report::ReportStatus;
-use crate::sandbox::{Job, Outcome, RuntimeRules, Sandbox, SandboxConfig, sha256_hex};
+use crate::sandbox::{Executor, Job, Outcome, RuntimeRules, SandboxConfig, sha256_hex};
 use crate::validate::Validator;
 
 pub use crate::record::{CheckOutcome, RepeatRun, Verification};
@@ -78,7 +78,7 @@ pub struct ConfirmInput<'a> {
     /// The policy in force (`output.repeat`, `checks`, `verify`, `tolerance`).
     pub policy: &'a Policy,
     /// The sandbox.
-    pub sandbox: &'a Sandbox,
+    pub sandbox: &'a dyn Executor,
     /// The model, for `verify: independent`.
     pub model: Option<&'a ModelClient>,
     /// The container settings of the original run.
@@ -190,7 +190,7 @@ pub fn result_of(outcome: &Outcome, validator: &Validator) -> Result<Value, Stri
 /// Runs the job `extra` more times, each in a fresh container, and
 /// compares each result with `first` exactly (canonical JSON).
 pub async fn repeat_runs(
-    sandbox: &Sandbox,
+    sandbox: &dyn Executor,
     cfg: &SandboxConfig,
     job: &Job,
     validator: &Validator,
@@ -265,7 +265,7 @@ print(json.dumps(out))
 /// Runs the checks over `result` in a fresh container. `Err` when the
 /// check program itself could not run.
 pub async fn run_checks(
-    sandbox: &Sandbox,
+    sandbox: &dyn Executor,
     cfg: &SandboxConfig,
     checks: &[String],
     result: &Value,

@@ -177,8 +177,17 @@ pub(crate) async fn answer_command(args: RunArgs) -> Status {
         // The terminal has no approval step: escalated code stops (exit 3).
         approved_sha256: None,
     };
-    let mut report = match agent.answer(request).await {
-        Ok(r) => r,
+    // The provider refusing the key, model or quota mid-run is a
+    // configuration error (exit 2); the report so far is still printed.
+    let (mut report, status) = match agent.answer(request).await {
+        Ok(r) => {
+            let status = Status::from(r.status);
+            (r, status)
+        }
+        Err(AgentError::ModelConfiguration { error, report }) => {
+            eprintln!("error: the model configuration is not usable: {error}");
+            (*report, Status::Error)
+        }
         Err(AgentError::Sandbox(e)) if !e.is_configuration() => {
             eprintln!("error: {e}");
             return Status::Failed;
@@ -204,5 +213,5 @@ pub(crate) async fn answer_command(args: RunArgs) -> Status {
         Format::Markdown => print!("{}", render::markdown(&report, &RenderContext::default())),
         Format::Text => print!("{}", render::text(&report)),
     }
-    Status::from(report.status)
+    status
 }

@@ -196,19 +196,30 @@ pub(crate) async fn execute(
         progress: &|_| {},
     };
     let progress = show_progress.then_some(max_attempts);
-    let report = answer_with_progress(agent, request, thread, progress)
-        .await
-        .map_err(|e| {
+    let report = match answer_with_progress(agent, request, thread, progress).await {
+        Ok(report) => report,
+        // The provider refused the key, model or quota mid-run: the report
+        // so far is published, and the run's status is `error`.
+        Err(AgentError::ModelConfiguration { report, .. }) => {
+            let report = action_key_hint(*report, key_setting.as_deref());
+            let mut published = publish(ctx, &job, &resolved, &marker, report);
+            published.status = Status::Error;
+            return Ok(published);
+        }
+        Err(e) => {
             let status = match e {
                 AgentError::NoModel(_) | AgentError::Empty => Status::Failed,
-                AgentError::Schema(_) | AgentError::Sandbox(_) => Status::Error,
+                AgentError::Schema(_)
+                | AgentError::Sandbox(_)
+                | AgentError::ModelConfiguration { .. } => Status::Error,
             };
-            Stop::new(
+            return Err(Stop::new(
                 status,
                 "the request could not start",
                 render::neutralize(&e.to_string()),
-            )
-        })?;
+            ));
+        }
+    };
     let report = action_key_hint(report, key_setting.as_deref());
     Ok(publish(ctx, &job, &resolved, &marker, report))
 }

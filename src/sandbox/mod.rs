@@ -14,6 +14,7 @@
 
 mod docker;
 mod error;
+mod executor;
 mod host;
 mod protocol;
 mod types;
@@ -36,6 +37,7 @@ pub use docker::{
     RUNSC_PIDS_OVERHEAD, SANDBOX_USER, SECCOMP_PROFILE, STOPPED_GRACE_SECONDS, is_leftover,
 };
 pub use error::SandboxError;
+pub use executor::{Executor, PreparedRun};
 pub use host::docker_host;
 pub use types::*;
 

@@ -325,7 +325,9 @@ async fn a_refused_key_names_the_api_key_input() {
     let run = f
         .run_with("7302", &model_env(&llm, "sk-wrong-key-0000"))
         .await;
-    assert_ne!(run.code, 0, "{}", run.log());
+    // A refused key is a configuration error: status `error`, exit 2.
+    assert_eq!(run.out("status"), "error", "{}", run.log());
+    assert_eq!(run.code, 2, "{}", run.log());
     assert_eq!(llm.requests().len(), 1, "a 401 is not retried");
     let comment = &f.bot_comments()[0].body;
     assert!(

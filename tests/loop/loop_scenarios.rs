@@ -5,17 +5,23 @@
 //! the model, not only how the run ended. A missing Docker engine fails
 //! these tests; nothing skips.
 
-use std::sync::Mutex;
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::support::llm_standin::{CANARY_KEY, LlmStandin, Recorded, Reply};
 use compute_bot::agent::{Agent, AgentError, Request, Stage};
 use compute_bot::explain::template_explanation;
-use compute_bot::model::{ModelClient, TokenUsage};
+use compute_bot::model::{ModelClient, ModelError, TokenUsage};
 use compute_bot::policy::{Decision, Policy};
 use compute_bot::report::{Report, ReportStatus};
-use compute_bot::sandbox::{InputFile, RunStatus, Sandbox, sha256_hex};
+use compute_bot::sandbox::{
+    Audit, Executor, ImageInfo, InputFile, Job, Limits, Outcome, PreparedRun, Resources, RunStatus,
+    Sandbox, SandboxConfig, SandboxError, sha256_hex,
+};
 use compute_bot::units::format_duration;
+use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 
 /// The schema most scenarios use: `{"total": <number>}` and nothing else.
@@ -104,26 +110,37 @@ impl Run {
     }
 }
 
+/// Runs the agent on `executor`; the answer, the stages announced, the time.
+async fn run_on(
+    policy: &Policy,
+    executor: &dyn Executor,
+    model: Option<&ModelClient>,
+    req: Request,
+) -> (Result<Report, AgentError>, Vec<Stage>, Duration) {
+    let stages = Mutex::new(Vec::new());
+    let progress = |s: Stage| stages.lock().unwrap().push(s);
+    let agent = Agent {
+        policy,
+        sandbox: executor,
+        model,
+        progress: &progress,
+    };
+    let start = Instant::now();
+    let answer = agent.answer(req).await;
+    let elapsed = start.elapsed();
+    (answer, stages.into_inner().unwrap(), elapsed)
+}
+
 async fn try_answer(
     policy: &Policy,
     model: Option<&ModelClient>,
     req: Request,
 ) -> Result<Run, AgentError> {
     let sb = sandbox().await;
-    let stages = Mutex::new(Vec::new());
-    let progress = |s: Stage| stages.lock().unwrap().push(s);
-    let agent = Agent {
-        policy,
-        sandbox: &sb,
-        model,
-        progress: &progress,
-    };
-    let start = Instant::now();
-    let report = agent.answer(req).await?;
-    let elapsed = start.elapsed();
+    let (answer, stages, elapsed) = run_on(policy, &sb, model, req).await;
     let run = Run {
-        report,
-        stages: stages.into_inner().unwrap(),
+        report: answer?,
+        stages,
         elapsed,
     };
     assert_report_consistent(&run.report);
@@ -132,6 +149,28 @@ async fn try_answer(
 
 async fn answer(policy: &Policy, model: Option<&ModelClient>, req: Request) -> Run {
     try_answer(policy, model, req).await.expect("answer")
+}
+
+/// A run the model provider refused (key, model, quota): a configuration
+/// error that still carries the report so far.
+async fn refused(policy: &Policy, model: &ModelClient, req: Request) -> (Run, ModelError) {
+    match try_answer(policy, Some(model), req).await {
+        Err(AgentError::ModelConfiguration { error, report }) => {
+            assert!(error.is_configuration(), "{error:?}");
+            assert_report_consistent(&report);
+            let run = Run {
+                report: *report,
+                stages: Vec::new(),
+                elapsed: Duration::ZERO,
+            };
+            (run, error)
+        }
+        Err(e) => panic!("expected a model configuration error, got {e:?}"),
+        Ok(run) => panic!(
+            "expected a model configuration error, got {:#?}",
+            run.report
+        ),
+    }
 }
 
 /// What must hold for every report, whatever happened.
@@ -677,9 +716,13 @@ async fn unauthorized_names_the_key_setting_and_never_the_key() {
     for llm in [LlmStandin::openai().await, LlmStandin::anthropic().await] {
         llm.push(Reply::unauthorized());
         let model = client(&llm);
-        let run = answer(&quick_policy(), Some(&model), goal("Add 1, 2 and 3.")).await;
+        let (run, error) = refused(&quick_policy(), &model, goal("Add 1, 2 and 3.")).await;
         let r = &run.report;
 
+        assert!(
+            matches!(error, ModelError::Auth { status: 401, .. }),
+            "{error:?}"
+        );
         assert_eq!(r.status, ReportStatus::Failed, "{r:#?}");
         assert_eq!(r.attempts.len(), 1);
         let stop = run.stop_reason();
@@ -698,7 +741,11 @@ async fn forbidden_and_unknown_model_name_the_setting_to_fix() {
     let llm = LlmStandin::anthropic().await;
     llm.push(Reply::forbidden());
     let model = client(&llm);
-    let run = answer(&quick_policy(), Some(&model), goal("Add 1, 2 and 3.")).await;
+    let (run, error) = refused(&quick_policy(), &model, goal("Add 1, 2 and 3.")).await;
+    assert!(
+        matches!(error, ModelError::Auth { status: 403, .. }),
+        "{error:?}"
+    );
     assert_eq!(run.report.status, ReportStatus::Failed);
     assert!(
         run.stop_reason().contains("HTTP 403"),
@@ -710,7 +757,8 @@ async fn forbidden_and_unknown_model_name_the_setting_to_fix() {
     let llm = LlmStandin::openai().await;
     llm.push(Reply::model_not_found());
     let model = client(&llm);
-    let run = answer(&quick_policy(), Some(&model), goal("Add 1, 2 and 3.")).await;
+    let (run, error) = refused(&quick_policy(), &model, goal("Add 1, 2 and 3.")).await;
+    assert!(matches!(error, ModelError::NotFound { .. }), "{error:?}");
     assert_eq!(run.report.status, ReportStatus::Failed);
     let stop = run.stop_reason();
     assert!(stop.contains("HTTP 404"), "{stop}");
@@ -1142,4 +1190,263 @@ async fn the_report_json_has_the_documented_fields() {
     }
     assert_eq!(v["status"], "ok");
     assert_eq!(v["attempts"][0]["outcome"]["status"], "ok");
+}
+
+/// One scripted run of the in-memory executor: status, stdout, stderr.
+type Scripted = (RunStatus, &'static str, &'static str);
+
+/// An executor in memory, for loop behaviour where Docker is not what is
+/// under test: each prepared run answers with the next scripted outcome
+/// (none left: an engine error); it keeps the code of every job and counts
+/// prepared and discarded runs.
+struct InMemory {
+    script: Arc<Mutex<VecDeque<Scripted>>>,
+    jobs: Arc<Mutex<Vec<String>>>,
+    prepared: AtomicUsize,
+    discarded: Arc<AtomicUsize>,
+    limits: Limits,
+}
+
+struct InMemoryRun {
+    script: Arc<Mutex<VecDeque<Scripted>>>,
+    jobs: Arc<Mutex<Vec<String>>>,
+    discarded: Arc<AtomicUsize>,
+    limits: Limits,
+}
+
+impl InMemory {
+    fn new(policy: &Policy, script: impl IntoIterator<Item = Scripted>) -> Self {
+        InMemory {
+            script: Arc::new(Mutex::new(script.into_iter().collect())),
+            jobs: Arc::default(),
+            prepared: AtomicUsize::new(0),
+            discarded: Arc::default(),
+            limits: policy.limits(),
+        }
+    }
+
+    fn jobs(&self) -> Vec<String> {
+        self.jobs.lock().unwrap().clone()
+    }
+}
+
+impl Executor for InMemory {
+    fn image_labels<'a>(
+        &'a self,
+        _image: &'a str,
+    ) -> BoxFuture<'a, Result<BTreeMap<String, String>, SandboxError>> {
+        Box::pin(async { Ok(BTreeMap::new()) })
+    }
+
+    fn start_prepare(
+        &self,
+        _cfg: SandboxConfig,
+    ) -> tokio::task::JoinHandle<Result<Box<dyn PreparedRun>, SandboxError>> {
+        self.prepared.fetch_add(1, Ordering::SeqCst);
+        let run = InMemoryRun {
+            script: self.script.clone(),
+            jobs: self.jobs.clone(),
+            discarded: self.discarded.clone(),
+            limits: self.limits.clone(),
+        };
+        tokio::spawn(async move { Ok(Box::new(run) as Box<dyn PreparedRun>) })
+    }
+
+    fn run<'a>(
+        &'a self,
+        _cfg: &'a SandboxConfig,
+        _job: &'a Job,
+    ) -> BoxFuture<'a, Result<Outcome, SandboxError>> {
+        panic!("no policy in these tests repeats, checks or verifies")
+    }
+
+    fn engine_version(&self) -> BoxFuture<'_, Option<String>> {
+        Box::pin(async { Some("in memory".to_string()) })
+    }
+}
+
+impl PreparedRun for InMemoryRun {
+    fn execute<'a>(self: Box<Self>, job: &'a Job) -> BoxFuture<'a, Result<Outcome, SandboxError>> {
+        Box::pin(async move {
+            self.jobs.lock().unwrap().push(job.code.clone());
+            let Some((status, stdout, stderr)) = self.script.lock().unwrap().pop_front() else {
+                return Err(SandboxError::Engine {
+                    action: "running in memory",
+                    detail: "no scripted outcome left".into(),
+                });
+            };
+            Ok(Outcome {
+                status,
+                exit_code: Some(if status == RunStatus::Ok { 0 } else { 1 }),
+                signal: None,
+                duration_ms: 1,
+                collected_ms: 1,
+                stdout: stdout.into(),
+                stderr: stderr.into(),
+                stdout_truncated: false,
+                stderr_truncated: false,
+                timed_out: false,
+                oom_killed: false,
+                image: ImageInfo::default(),
+                limits: self.limits.clone(),
+                resources: Resources::default(),
+                audit: Audit::default(),
+                artifacts: Vec::new(),
+                code_sha256: sha256_hex(job.code.as_bytes()),
+                container: "in-memory".into(),
+                notes: Vec::new(),
+            })
+        })
+    }
+
+    fn discard(self: Box<Self>) -> BoxFuture<'static, Result<(), SandboxError>> {
+        self.discarded.fetch_add(1, Ordering::SeqCst);
+        Box::pin(async { Ok(()) })
+    }
+}
+
+const DIVIDES_BY_ZERO: &str = "import json\nprint(json.dumps({'total': 1 / 0}))\n";
+const TRACEBACK: &str = "Traceback (most recent call last):\n  File \"main.py\", line 2\nZeroDivisionError: division by zero\n";
+
+/// A failed run goes back to the model with its stderr; the repair runs in
+/// the container prepared while the model wrote it, and nothing is left.
+#[tokio::test]
+async fn a_failed_run_is_repaired_in_the_container_prepared_meanwhile() {
+    let llm = LlmStandin::openai().await;
+    llm.push_all([
+        Reply::code("Divide.", DIVIDES_BY_ZERO),
+        Reply::code("Add.", GOOD),
+        Reply::text("The total is 6."),
+    ]);
+    let model = client(&llm);
+    let policy = quick_policy();
+    let executor = InMemory::new(
+        &policy,
+        [
+            (RunStatus::Error, "", TRACEBACK),
+            (RunStatus::Ok, "{\"total\": 6}\n", ""),
+        ],
+    );
+    let (answer, stages, _) =
+        run_on(&policy, &executor, Some(&model), goal("Add 1, 2 and 3.")).await;
+    let r = answer.expect("answer");
+    assert_report_consistent(&r);
+
+    assert_eq!(r.status, ReportStatus::Ok, "{r:#?}");
+    assert_eq!(r.result, Some(json!({"total": 6})));
+    assert_eq!(r.attempts.len(), 2);
+    let failure = r.attempts[0].failure.as_deref().unwrap();
+    assert!(
+        failure.contains("exit code 1") && failure.contains("ZeroDivisionError"),
+        "{failure}"
+    );
+    assert_eq!(r.code.as_deref(), Some(GOOD));
+    assert_eq!(
+        executor.jobs(),
+        vec![DIVIDES_BY_ZERO.to_string(), GOOD.to_string()]
+    );
+    // One container up front, one started for the repair; none unused.
+    assert_eq!(executor.prepared.load(Ordering::SeqCst), 2);
+    assert_eq!(executor.discarded.load(Ordering::SeqCst), 0);
+    let running = stages
+        .iter()
+        .filter(|s| matches!(s, Stage::Running { .. }))
+        .count();
+    assert_eq!(running, 2, "{stages:?}");
+    // The repair request carried the traceback; the explanation is the model's.
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 3);
+    assert!(
+        !requests[0]
+            .everything_but_auth()
+            .contains("ZeroDivisionError")
+    );
+    assert!(
+        requests[1]
+            .everything_but_auth()
+            .contains("ZeroDivisionError")
+    );
+    assert_eq!(r.explanation.as_deref(), Some("The total is 6."));
+    let record = r.record.as_ref().expect("a record");
+    assert_eq!(record.runtime.engine.as_deref(), Some("in memory"));
+}
+
+/// Attempts are bounded: every run failing stops after `attempts`, with the
+/// last reason, and the container prepared for a repair that never comes
+/// is not started.
+#[tokio::test]
+async fn repairs_stop_at_the_attempt_limit() {
+    let llm = LlmStandin::anthropic().await;
+    llm.push_all([
+        Reply::code("1.", DIVIDES_BY_ZERO),
+        Reply::code("2.", DIVIDES_BY_ZERO),
+    ]);
+    let model = client(&llm);
+    let policy = policy(2, "5s", "256MiB", true);
+    let executor = InMemory::new(
+        &policy,
+        [
+            (RunStatus::Error, "", TRACEBACK),
+            (RunStatus::Timeout, "", ""),
+        ],
+    );
+    let (answer, _, _) = run_on(&policy, &executor, Some(&model), goal("Add 1, 2 and 3.")).await;
+    let r = answer.expect("answer");
+    assert_report_consistent(&r);
+    assert_eq!(r.status, ReportStatus::Failed);
+    assert_eq!(r.attempts.len(), 2);
+    let stop = r.stop_reason.as_deref().unwrap();
+    assert!(
+        stop.starts_with(
+            "stopped after 2 attempts: the code did not finish within the 5000 ms limit"
+        ),
+        "{stop}"
+    );
+    assert_eq!(executor.jobs().len(), 2);
+    assert_eq!(executor.prepared.load(Ordering::SeqCst), 2);
+    assert_eq!(llm.requests().len(), 2, "no explanation without a result");
+}
+
+/// `compute-bot run --goal` with a key the provider refuses: exit 2 (a
+/// configuration error, not a failed computation), the report so far on
+/// stdout, and the key nowhere.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_exits_2_when_the_provider_refuses_the_key() {
+    let llm = LlmStandin::openai().await;
+    llm.push(Reply::unauthorized());
+    let base_url = llm.base_url();
+    let out = tokio::task::spawn_blocking(move || {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_compute-bot"));
+        cmd.args(["run", "--goal", "Add 1, 2 and 3.", "--format", "json"]);
+        for k in [
+            "OPENAI_API_KEY",
+            "ANTHROPIC_API_KEY",
+            "COMPUTE_BOT_PROVIDER",
+            "GITHUB_ACTIONS",
+        ] {
+            cmd.env_remove(k);
+        }
+        cmd.env("COMPUTE_BOT_API_KEY", CANARY_KEY)
+            .env("COMPUTE_BOT_MODEL", "gpt-test")
+            .env("COMPUTE_BOT_BASE_URL", base_url)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("the model configuration is not usable") && stderr.contains("HTTP 401"),
+        "{stderr}"
+    );
+    let report: Value = serde_json::from_str(&stdout).expect("the report on stdout");
+    assert_eq!(report["attempts"].as_array().map(Vec::len), Some(1));
+    assert!(
+        report["stop_reason"].as_str().unwrap().contains("HTTP 401"),
+        "{report:#}"
+    );
+    assert!(!stdout.contains(CANARY_KEY) && !stderr.contains(CANARY_KEY));
+    assert_eq!(llm.requests().len(), 1, "a 401 is not retried");
 }
