@@ -1,7 +1,8 @@
 //! The reliability suite (run by `scripts/reliability`, not in CI): many
 //! runs in one bot process, sequential and concurrent, checking every
 //! status, that no container outlives its run and that the bot's RSS stays
-//! flat; then faults mid-run (container killed, paused, removed).
+//! flat; then faults mid-run (container killed, paused, removed, and the
+//! engine connection dropped under a running job).
 //!
 //! `cargo bench --bench reliability -- SEQUENTIAL CONCURRENT` (defaults 1000 200).
 
@@ -104,6 +105,94 @@ async fn fault(sb: &Sandbox, action: &[&str], want: RunStatus, note: &str) -> Re
     }
 }
 
+/// A loopback TCP proxy to the engine's socket whose open connections can
+/// be cut at once (the listener stays, so later connections work again).
+struct EngineProxy {
+    port: u16,
+    conns: Arc<std::sync::Mutex<Vec<tokio::task::AbortHandle>>>,
+}
+
+impl EngineProxy {
+    async fn start() -> EngineProxy {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let conns = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let list = conns.clone();
+        tokio::spawn(async move {
+            while let Ok((mut tcp, _)) = listener.accept().await {
+                let task = tokio::spawn(async move {
+                    if let Ok(mut unix) =
+                        tokio::net::UnixStream::connect("/var/run/docker.sock").await
+                    {
+                        let _ = tokio::io::copy_bidirectional(&mut tcp, &mut unix).await;
+                    }
+                });
+                list.lock().unwrap().push(task.abort_handle());
+            }
+        });
+        EngineProxy { port, conns }
+    }
+
+    /// Drops every open connection (the attach stream, pooled requests).
+    fn cut(&self) -> usize {
+        let mut conns = self.conns.lock().unwrap();
+        let n = conns.iter().filter(|c| !c.is_finished()).count();
+        conns.drain(..).for_each(|c| c.abort());
+        n
+    }
+}
+
+/// The engine connection drops while the code runs: the run must end (no
+/// hang) with an error or a status that says so, and the container must be gone.
+async fn engine_drop(sb: &Sandbox) -> Result<String, String> {
+    let proxy = EngineProxy::start().await;
+    // SAFETY: set before the proxied client is built, removed right after;
+    // nothing else in this process reads DOCKER_HOST concurrently here.
+    unsafe { std::env::set_var("DOCKER_HOST", format!("tcp://127.0.0.1:{}", proxy.port)) };
+    let proxied = Sandbox::connect().await;
+    unsafe { std::env::remove_var("DOCKER_HOST") };
+    let proxied = proxied.map_err(|e| format!("engine drop: connect through the proxy: {e}"))?;
+    let prepared = proxied.prepare(&cfg()).await.map_err(|e| e.to_string())?;
+    let name = prepared.name().to_string();
+    let job = Job {
+        code: "import time\ntime.sleep(1.5)\nprint('late')".into(),
+        ..Default::default()
+    };
+    let run = tokio::spawn(async move { prepared.execute(&job).await });
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let cut = proxy.cut();
+    let ended = tokio::time::timeout(Duration::from_secs(60), run).await;
+    let what = match ended {
+        Err(_) => {
+            return Err(format!(
+                "engine drop: the run did not end within 60 s ({cut} connections cut)"
+            ));
+        }
+        Ok(joined) => match joined.map_err(|e| e.to_string())? {
+            Ok(o) => format!("status {:?}, notes {:?}", o.status, o.notes),
+            Err(e) => format!("error: {e}"),
+        },
+    };
+    // Give a failed removal's own retry a moment, then look.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let gone = sb.docker().inspect_container(&name, None).await.is_err();
+    if gone {
+        Ok(format!("{cut} connections cut -> {what}; container gone"))
+    } else {
+        let _ = sb
+            .docker()
+            .remove_container(
+                &name,
+                Some(bollard::query_parameters::RemoveContainerOptions {
+                    force: true,
+                    ..Default::default()
+                }),
+            )
+            .await;
+        Err(format!("engine drop: {what}; container {name} left behind"))
+    }
+}
+
 #[tokio::main]
 async fn main() {
     let nums: Vec<usize> = std::env::args()
@@ -123,6 +212,13 @@ async fn main() {
         }
         if (i + 1) % 100 == 0 {
             rss_samples.push(rss_kib());
+            println!(
+                "progress: {} sequential runs in {:.0} s, {} wrong, RSS {} KiB",
+                i + 1,
+                started.elapsed().as_secs_f64(),
+                failures.len(),
+                rss_kib()
+            );
         }
     }
     let seq_secs = started.elapsed().as_secs_f64();
@@ -155,7 +251,11 @@ async fn main() {
         .await),
         (fault(&sb, &["rm", "-f"], RunStatus::Killed, "from outside").await),
         (fault(&sb, &["pause"], RunStatus::Timeout, "paused from outside").await),
+        engine_drop(&sb)
+            .await
+            .map(|what| println!("engine connection dropped mid-run: {what}")),
     ];
+    let n_faults = faults.len();
     let fault_failures: Vec<String> = faults.into_iter().filter_map(|r| r.err()).collect();
     let left = ours_left(&sb).await;
     println!(
@@ -166,8 +266,8 @@ async fn main() {
         println!("  {f}");
     }
     println!(
-        "faults (kill, remove, pause mid-run) handled: {}/3",
-        3 - fault_failures.len()
+        "faults (kill, remove, pause, engine connection dropped mid-run) handled: {}/{n_faults}",
+        n_faults - fault_failures.len()
     );
     for f in &fault_failures {
         println!("  {f}");
