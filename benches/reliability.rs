@@ -77,8 +77,16 @@ async fn one(sb: &Sandbox, i: usize) -> Result<(), String> {
     }
 }
 
-async fn fault(sb: &Sandbox, action: &[&str], want: RunStatus, note: &str) -> Result<(), String> {
-    let prepared = sb.prepare(&cfg()).await.map_err(|e| e.to_string())?;
+/// Hands `prepared` a job that sleeps 1.5 s and waits 0.7 s, so a fault
+/// lands mid-run; returns the container's name and the running execution.
+async fn start_sleeper(
+    prepared: compute_bot::sandbox::Prepared,
+) -> (
+    String,
+    tokio::task::JoinHandle<
+        Result<compute_bot::sandbox::Outcome, compute_bot::sandbox::SandboxError>,
+    >,
+) {
     let name = prepared.name().to_string();
     let job = Job {
         code: "import time\ntime.sleep(1.5)\nprint('late')".into(),
@@ -86,6 +94,12 @@ async fn fault(sb: &Sandbox, action: &[&str], want: RunStatus, note: &str) -> Re
     };
     let run = tokio::spawn(async move { prepared.execute(&job).await });
     tokio::time::sleep(Duration::from_millis(700)).await;
+    (name, run)
+}
+
+async fn fault(sb: &Sandbox, action: &[&str], want: RunStatus, note: &str) -> Result<(), String> {
+    let prepared = sb.prepare(&cfg()).await.map_err(|e| e.to_string())?;
+    let (name, run) = start_sleeper(prepared).await;
     let mut args: Vec<&str> = action.to_vec();
     args.push(&name);
     let _ = std::process::Command::new("docker").args(&args).output();
@@ -153,13 +167,7 @@ async fn engine_drop(sb: &Sandbox) -> Result<String, String> {
     unsafe { std::env::remove_var("DOCKER_HOST") };
     let proxied = proxied.map_err(|e| format!("engine drop: connect through the proxy: {e}"))?;
     let prepared = proxied.prepare(&cfg()).await.map_err(|e| e.to_string())?;
-    let name = prepared.name().to_string();
-    let job = Job {
-        code: "import time\ntime.sleep(1.5)\nprint('late')".into(),
-        ..Default::default()
-    };
-    let run = tokio::spawn(async move { prepared.execute(&job).await });
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    let (name, run) = start_sleeper(prepared).await;
     let cut = proxy.cut();
     let ended = tokio::time::timeout(Duration::from_secs(60), run).await;
     let what = match ended {

@@ -118,27 +118,15 @@ impl Fixture {
     }
 
     fn base_env(&self, event: &str, run_id: &str) -> BTreeMap<String, String> {
-        let mut env: BTreeMap<String, String> = [
-            ("GITHUB_EVENT_NAME", event.to_string()),
-            ("GITHUB_EVENT_PATH", self.event_path().display().to_string()),
-            ("GITHUB_REPOSITORY", REPO.to_string()),
-            ("GITHUB_API_URL", self.gh.uri()),
-            ("GITHUB_SERVER_URL", "https://github.example".to_string()),
-            ("GITHUB_RUN_ID", run_id.to_string()),
-            ("GITHUB_RUN_ATTEMPT", "1".to_string()),
-            ("GITHUB_WORKSPACE", self.ws().display().to_string()),
-            ("INPUT_GITHUB_TOKEN", TOKEN.to_string()),
-            ("INPUT_COMMAND", "/compute".to_string()),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect();
-        for k in ["PATH", "DOCKER_HOST", "HOME"] {
-            if let Ok(v) = std::env::var(k) {
-                env.insert(k.to_string(), v);
-            }
-        }
-        env
+        crate::support::action_env(
+            event,
+            &self.event_path(),
+            REPO,
+            &self.gh.uri(),
+            run_id,
+            &self.ws(),
+            TOKEN,
+        )
     }
 
     async fn run_with(&self, env: BTreeMap<String, String>) -> Run {

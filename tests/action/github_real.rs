@@ -6,7 +6,6 @@
 //! real binary as a process against the GitHub and model stand-ins and the
 //! real sandbox.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use crate::support::github_standin::{DEFAULT_APP_LOGIN, GitHubStandIn};
@@ -108,29 +107,16 @@ impl Fixture {
         let summary = self.dir.path().join("step_summary.md");
         let _ = std::fs::remove_file(&outputs);
         let _ = std::fs::remove_file(&summary);
-        let mut env: BTreeMap<&str, String> = [
-            ("GITHUB_EVENT_NAME", "issue_comment".to_string()),
-            (
-                "GITHUB_EVENT_PATH",
-                self.dir.path().join("event.json").display().to_string(),
-            ),
-            ("GITHUB_REPOSITORY", REPO.to_string()),
-            ("GITHUB_API_URL", self.gh.uri()),
-            ("GITHUB_SERVER_URL", "https://github.example".to_string()),
-            ("GITHUB_RUN_ID", run_id.to_string()),
-            ("GITHUB_RUN_ATTEMPT", "1".to_string()),
-            ("GITHUB_WORKSPACE", self.ws().display().to_string()),
-            ("INPUT_GITHUB_TOKEN", TOKEN.to_string()),
-            ("INPUT_COMMAND", "/compute".to_string()),
-        ]
-        .into_iter()
-        .collect();
-        for k in ["PATH", "DOCKER_HOST", "HOME"] {
-            if let Ok(v) = std::env::var(k) {
-                env.insert(k, v);
-            }
-        }
-        env.extend(extra.iter().cloned());
+        let mut env = crate::support::action_env(
+            "issue_comment",
+            &self.dir.path().join("event.json"),
+            REPO,
+            &self.gh.uri(),
+            run_id,
+            &self.ws(),
+            TOKEN,
+        );
+        env.extend(extra.iter().map(|(k, v)| (k.to_string(), v.clone())));
         let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_compute-bot"))
             .arg("action")
             .env_clear()

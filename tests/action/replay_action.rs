@@ -4,8 +4,6 @@
 //! changed input named, a non-reproducible result shown as `differs`, and
 //! only people who may run code may replay.
 
-use std::collections::BTreeMap;
-
 use crate::support::github_standin::{DEFAULT_APP_LOGIN, GitHubStandIn, StoredComment};
 
 const REPO: &str = "octo-org/data";
@@ -48,26 +46,15 @@ impl Fixture {
         )
         .unwrap();
         let ws = self.dir.path().join("ws");
-        let mut env: BTreeMap<String, String> = [
-            ("GITHUB_EVENT_NAME", "issue_comment".to_string()),
-            ("GITHUB_EVENT_PATH", event.display().to_string()),
-            ("GITHUB_REPOSITORY", REPO.to_string()),
-            ("GITHUB_API_URL", self.gh.uri()),
-            ("GITHUB_SERVER_URL", "https://github.example".to_string()),
-            ("GITHUB_RUN_ID", run_id.to_string()),
-            ("GITHUB_RUN_ATTEMPT", "1".to_string()),
-            ("GITHUB_WORKSPACE", ws.display().to_string()),
-            ("INPUT_GITHUB_TOKEN", TOKEN.to_string()),
-            ("INPUT_COMMAND", "/compute".to_string()),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect();
-        for k in ["PATH", "DOCKER_HOST", "HOME"] {
-            if let Ok(v) = std::env::var(k) {
-                env.insert(k.to_string(), v);
-            }
-        }
+        let env = crate::support::action_env(
+            "issue_comment",
+            &event,
+            REPO,
+            &self.gh.uri(),
+            run_id,
+            &ws,
+            TOKEN,
+        );
         let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_compute-bot"))
             .arg("action")
             .env_clear()
