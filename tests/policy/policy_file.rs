@@ -37,6 +37,8 @@ fn assert_at(e: &PolicyError, line: u64, column: u64, needle: &str) {
 fn unknown_key_reports_its_position() {
     let e = err("version: 1\nsandbox:\n  timeout: 5s\n  netwrk: none\n");
     assert_at(&e, 4, 3, "unknown field `netwrk`");
+    let e = err("sandbox:\n  data_max_bytes: 1GiB\n");
+    assert_at(&e, 2, 3, "inputs.max_total_bytes");
     let e = err("version: 1\nwhom:\n  users: []\n");
     assert_at(&e, 2, 1, "unknown field `whom`");
 }
@@ -88,6 +90,30 @@ fn out_of_range_values_report_their_position() {
     assert_at(&err("attempts: 11\n"), 1, 11, "from 1 to 10");
     assert_at(&err("sandbox:\n  cpus: 0\n"), 2, 9, "cpus");
     assert_at(&err("sandbox:\n  pids: 100000\n"), 2, 9, "pids");
+    assert_at(
+        &err("sandbox:\n  timeout: 50ms\n"),
+        2,
+        12,
+        "from 100ms to 10m",
+    );
+    assert_at(
+        &err("sandbox:\n  timeout: 11m\n"),
+        2,
+        12,
+        "from 100ms to 10m",
+    );
+    assert_at(
+        &err("sandbox:\n  memory: 8MiB\n"),
+        2,
+        11,
+        "from 16MiB to 16GiB",
+    );
+    assert_at(
+        &err("sandbox:\n  memory: 17GiB\n"),
+        2,
+        11,
+        "from 16MiB to 16GiB",
+    );
     assert_at(&err("code:\n  max_bytes: 2MiB\n"), 2, 14, "at most 1MiB");
     assert_at(&err("version: 2\n"), 1, 10, "version: 1");
 }
@@ -191,8 +217,8 @@ fn default_yml_is_policy_default() {
 #[test]
 fn bundled_policies_load_with_their_intent() {
     let strict = Policy::load(&root().join("policies/strict.yml")).unwrap();
-    assert_eq!(strict.sandbox.timeout, Duration::from_secs(2));
-    assert_eq!(strict.sandbox.memory, ByteSize::mib(64));
+    assert_eq!(strict.limits().timeout, Duration::from_secs(2));
+    assert_eq!(strict.limits().memory, ByteSize::mib(64));
     assert!(
         !strict
             .code
