@@ -426,10 +426,10 @@ impl<'de> Deserialize<'de> for SandboxPolicy {
                 let mut s = SandboxPolicy::default();
                 let mut seen: Vec<String> = Vec::new();
                 while let Some(key) = map.next_key::<String>()? {
-                    if let Some(k) = SANDBOX_KEYS.iter().find(|k| **k == key) {
-                        if seen.contains(&key) {
-                            return Err(de::Error::duplicate_field(k));
-                        }
+                    if let Some(k) = SANDBOX_KEYS.iter().find(|k| **k == key)
+                        && seen.contains(&key)
+                    {
+                        return Err(de::Error::duplicate_field(k));
                     }
                     let l = &mut s.limits;
                     match key.as_str() {
