@@ -79,6 +79,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         &["github::client", "markdown", "policy", "report", "sandbox"],
     ),
     ("github::tracking", &["github::client", "github::texts"]),
+    // `Ctx` carries the engine session the front end opened (sandbox).
     (
         "github::thread",
         &[
@@ -89,6 +90,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "github::tracking",
             "policy",
             "render",
+            "sandbox",
             "status",
         ],
     ),
@@ -151,6 +153,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "github::thread",
             "model",
             "policy",
+            "sandbox",
             "status",
         ],
     ),

@@ -6,7 +6,7 @@ use crate::agent::{Agent, AgentError, Request, Stage};
 use crate::model::{ModelClient, ModelConfig, ModelOverrides};
 use crate::policy::Policy;
 use crate::render::{self, RenderContext};
-use crate::sandbox::{InputFile, Sandbox};
+use crate::sandbox::{InputFile, Session};
 use crate::status::Status;
 
 use super::run::{read_code, read_inputs, usage};
@@ -106,7 +106,7 @@ fn progress_line(stage: Stage) -> String {
 }
 
 /// Runs the loop for `run` and prints the report; returns how it ended.
-pub(crate) async fn answer_command(args: RunArgs) -> Status {
+pub(crate) async fn answer_command(args: RunArgs, session: &Session) -> Status {
     let mut policy = match &args.policy {
         Some(path) => match Policy::load(path) {
             Ok(p) => p,
@@ -149,13 +149,10 @@ pub(crate) async fn answer_command(args: RunArgs) -> Status {
         Ok(None) => None,
         Err(e) => return usage(&e.to_string()),
     };
-    let sandbox = match Sandbox::connect().await {
+    let sandbox = match session.sandbox().await {
         Ok(s) => s,
         Err(e) => return usage(&e.to_string()),
     };
-    if let Err(e) = sandbox.cleanup_leftovers().await {
-        tracing::warn!(error = %e, "could not clean up leftover containers");
-    }
     let show_progress = args.format == Format::Text;
     let progress = move |stage: Stage| {
         if show_progress {
@@ -164,7 +161,7 @@ pub(crate) async fn answer_command(args: RunArgs) -> Status {
     };
     let agent = Agent {
         policy: &policy,
-        sandbox: &sandbox,
+        sandbox,
         model: model.as_ref(),
         progress: &progress,
     };

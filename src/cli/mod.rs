@@ -14,6 +14,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::sandbox::Session;
 use crate::status::{Exit, Front, Status, stop_signal};
 
 use run::run_command;
@@ -144,8 +145,9 @@ fn parse_duration_arg(s: &str) -> Result<std::time::Duration, String> {
 
 /// Parses the process arguments and runs the command; returns how it
 /// ended. This is the one place that waits for SIGINT / SIGTERM: the
-/// command's future is dropped then, which removes its sandbox containers,
-/// and the run ends [`Status::Interrupted`] (exit 130).
+/// command's future is dropped then, and the run ends
+/// [`Status::Interrupted`] (exit 130). Either way the engine session is
+/// closed last, so no container outlives the command.
 pub async fn main() -> Exit {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -162,9 +164,10 @@ pub async fn main() -> Exit {
         Command::Action => Front::Action,
         _ => Front::Cli,
     };
+    let session = Session::default();
     let work = async {
         match cli.command {
-            Command::Run(args) => Exit::cli(run_command(*args).await),
+            Command::Run(args) => Exit::cli(run_command(*args, &session).await),
             Command::Policy(PolicyCommand::Check {
                 policy,
                 code,
@@ -174,20 +177,20 @@ pub async fn main() -> Exit {
                 code.as_deref(),
                 format == Format::Json,
             ))),
-            Command::Action => crate::github::action::run_from_process_env().await,
+            Command::Action => crate::github::action::run_from_process_env(&session).await,
             Command::Init(args) => Exit::cli(init::init_command(&args)),
             Command::Doctor(args) => Exit::cli(doctor::doctor_command(&args).await),
-            Command::Replay(args) => {
-                Exit::cli(status_from_code(replay::replay_command(*args).await))
-            }
+            Command::Replay(args) => Exit::cli(status_from_code(
+                replay::replay_command(*args, &session).await,
+            )),
         }
     };
-    // The select ends before the message: the dropped command has removed
-    // its containers by then.
     let finished = tokio::select! {
         exit = work => Some(exit),
         _ = stop_signal() => None,
     };
+    // Before any message: a dropped command's containers are gone after it.
+    session.close().await;
     finished.unwrap_or_else(|| {
         interrupted(front);
         Exit {

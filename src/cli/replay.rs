@@ -10,7 +10,7 @@ use clap::Args;
 use crate::github::client::GitHub;
 use crate::github::event::{RepoRef, Secret};
 use crate::replay::{EXIT_MISMATCH, Recorded, ReplayError, replay, resolve_inputs};
-use crate::sandbox::Sandbox;
+use crate::sandbox::Session;
 
 use super::Format;
 
@@ -110,7 +110,7 @@ fn fail(e: &str) -> i32 {
 }
 
 /// Runs `compute-bot replay` and returns the exit status.
-pub async fn replay_command(args: ReplayArgs) -> i32 {
+pub async fn replay_command(args: ReplayArgs, session: &Session) -> i32 {
     let rec = match (&args.report, &args.comment) {
         (Some(p), _) => Recorded::from_report_file(p),
         (None, Some(c)) => load_comment(&args, c).await,
@@ -130,18 +130,11 @@ pub async fn replay_command(args: ReplayArgs) -> i32 {
         return fail(&format!("cannot replay:\n{}", problems.join("\n")));
     }
     let inputs = inputs.unwrap_or_default();
-    let sandbox = match Sandbox::connect().await {
+    let sandbox = match session.sandbox().await {
         Ok(s) => s,
         Err(e) => return fail(&e.to_string()),
     };
-    let verdict = tokio::select! {
-        v = replay(&sandbox, &rec, inputs, args.image.as_deref()) => v,
-        _ = super::stop_signal() => {
-            sandbox.remove_all_live().await;
-            eprintln!("interrupted: the sandbox container was removed");
-            return 130;
-        }
-    };
+    let verdict = replay(sandbox, &rec, inputs, args.image.as_deref()).await;
     match verdict {
         Ok(v) => {
             match args.format {

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::sandbox::{InputFile, Job, Outcome, RunStatus, Sandbox, SandboxConfig, SandboxError};
+use crate::sandbox::{InputFile, Job, Outcome, RunStatus, SandboxConfig, SandboxError, Session};
 
 use super::{Format, RunArgs};
 use crate::status::Status;
@@ -74,14 +74,14 @@ pub(crate) fn write_artifacts(outcome: &Outcome, dir: &Path) -> std::io::Result<
 }
 
 /// Runs `compute-bot run` and returns how it ended.
-pub(crate) async fn run_command(args: RunArgs) -> Status {
+pub(crate) async fn run_command(args: RunArgs, session: &Session) -> Status {
     if args.goal.is_some()
         || args.policy.is_some()
         || args.schema.is_some()
         || args.repeat.is_some()
         || args.format == Format::Markdown
     {
-        return super::answer::answer_command(args).await;
+        return super::answer::answer_command(args, session).await;
     }
     let Some(code_path) = args.code.as_deref() else {
         return usage("give --code FILE, or --goal TEXT");
@@ -141,7 +141,7 @@ pub(crate) async fn run_command(args: RunArgs) -> Status {
         inputs,
         rules: policy.runtime_rules(),
     };
-    let outcome = match execute(&cfg, &job).await {
+    let outcome = match execute(&cfg, &job, session).await {
         Ok(o) => o,
         Err(e) if e.is_configuration() => return usage(&e.to_string()),
         Err(e) => {
@@ -168,14 +168,15 @@ pub(crate) async fn run_command(args: RunArgs) -> Status {
     }
 }
 
-/// Connects, removes leftovers, runs. Dropped (Ctrl-C or SIGTERM in
-/// [`crate::cli::main`]), the run removes its container.
-pub(crate) async fn execute(cfg: &SandboxConfig, job: &Job) -> Result<Outcome, SandboxError> {
-    let sandbox = Sandbox::connect().await?;
-    if let Err(e) = sandbox.cleanup_leftovers().await {
-        tracing::warn!(error = %e, "could not clean up leftover containers");
-    }
-    sandbox.run(cfg, job).await
+/// Runs in a fresh container of the session. Dropped (Ctrl-C or SIGTERM in
+/// [`crate::cli::main`]), the run's container is removed when the session
+/// closes.
+pub(crate) async fn execute(
+    cfg: &SandboxConfig,
+    job: &Job,
+    session: &Session,
+) -> Result<Outcome, SandboxError> {
+    session.sandbox().await?.run(cfg, job).await
 }
 
 /// Prints a usage / configuration error: [`Status::Error`] (exit 2).

@@ -60,6 +60,7 @@ use crate::github::request::{Job, execute};
 use crate::github::texts;
 use crate::github::thread::{Ctx, Published, Stop, Thread, conclude, end_quietly, log_annotation};
 use crate::policy::{Permission, Policy, PolicyError, Refusal};
+use crate::sandbox::Session;
 use crate::status::{Exit, Status};
 
 /// Policy files looked for (in this order) when the `policy` input is empty.
@@ -69,9 +70,9 @@ pub(crate) const DEFAULT_POLICY_PATHS: [&str; 2] =
 /// Runs the action from the process environment; returns how it ended.
 /// (SIGINT / SIGTERM are [`crate::cli::main`]'s: dropping this future
 /// removes the sandbox containers.)
-pub async fn run_from_process_env() -> Exit {
+pub async fn run_from_process_env(session: &Session) -> Exit {
     let vars: BTreeMap<String, String> = std::env::vars().collect();
-    run(&vars).await
+    run(&vars, session).await
 }
 
 // ------------------------------------------------------------ workflow log
@@ -135,7 +136,7 @@ fn conclude_raw(vars: &BTreeMap<String, String>, message: &str) -> Exit {
 
 /// Runs the action with the variables in `vars` (the process environment in
 /// production); returns how it ended. Workflow commands go to stdout.
-pub async fn run(vars: &BTreeMap<String, String>) -> Exit {
+pub async fn run(vars: &BTreeMap<String, String>, session: &Session) -> Exit {
     mask_secrets(vars);
     let env = match ActionEnv::from_map(vars) {
         Ok(e) => e,
@@ -184,6 +185,7 @@ pub async fn run(vars: &BTreeMap<String, String>) -> Exit {
         policy: &policy,
         gh: &gh,
         prefix: &prefix,
+        session,
     };
     match (trigger, screened) {
         (

@@ -15,7 +15,6 @@ use crate::record::RECORD_MARKER_START;
 use crate::render;
 use crate::replay::{Recorded, ReplayError, ReplayVerdict, code_mismatch, compare_inputs, replay};
 use crate::sandbox::InputFile;
-use crate::sandbox::Sandbox;
 use crate::status::Status;
 
 /// The verdict comment for a precondition that does not hold.
@@ -81,14 +80,14 @@ async fn answer(ctx: &Ctx<'_>, issue: u64) -> Answer {
             return (cannot(&source, &p), Reaction::MinusOne, Status::Failed);
         }
     };
-    let sandbox = match Sandbox::connect().await {
+    let sandbox = match ctx.session.sandbox().await {
         Ok(s) => s,
         Err(e) => {
             let text = cannot(&source, &[e.to_string()]);
             return (text, Reaction::Confused, Status::Failed);
         }
     };
-    verdict(&source, &rec, replay(&sandbox, &rec, inputs, None).await)
+    verdict(&source, &rec, replay(sandbox, &rec, inputs, None).await)
 }
 
 /// The code hash, the current policy's verdict on the code, and the inputs

@@ -15,7 +15,6 @@ use crate::github::thread::{Ctx, Post, Published, Stop, Thread};
 use crate::model::{ModelClient, ModelConfig, ModelOverrides, Provider};
 use crate::render::{self, RenderContext};
 use crate::report::{Report, ReportStatus};
-use crate::sandbox::Sandbox;
 use crate::status::Status;
 
 /// Where the JSON report goes, relative to the workspace (the one directory a
@@ -163,7 +162,7 @@ pub(crate) async fn execute(
     let show_progress = thread.acknowledge(&marker, &env.run_url()).await;
     let resolved = resolve_inputs(ctx, &job)?;
     let (model, has_code, key_setting) = model_for(ctx, &job)?;
-    let sandbox = Sandbox::connect().await.map_err(|e| {
+    let sandbox = ctx.session.sandbox().await.map_err(|e| {
         Stop::new(
             Status::Error,
             "the sandbox is not available",
@@ -173,9 +172,6 @@ pub(crate) async fn execute(
             ),
         )
     })?;
-    if let Err(e) = sandbox.cleanup_leftovers().await {
-        tracing::warn!(error = %e, "could not clean up leftover containers");
-    }
     let max_attempts = if has_code {
         1
     } else {
@@ -191,7 +187,7 @@ pub(crate) async fn execute(
     };
     let agent = Agent {
         policy: ctx.policy,
-        sandbox: &sandbox,
+        sandbox,
         model: model.as_ref(),
         progress: &|_| {},
     };

@@ -20,6 +20,7 @@ use crate::github::texts;
 use crate::github::tracking::Tracker;
 use crate::policy::Policy;
 use crate::render;
+use crate::sandbox::Session;
 use crate::status::{Exit, Status};
 
 /// What every handler of one run shares.
@@ -29,6 +30,8 @@ pub(crate) struct Ctx<'a> {
     pub(crate) policy: &'a Policy,
     pub(crate) gh: &'a GitHub,
     pub(crate) prefix: &'a str,
+    /// The engine connection, made when a handler first needs it.
+    pub(crate) session: &'a Session,
 }
 
 /// Writes a workflow annotation (`::error::`, `::warning::`, `::notice::`).

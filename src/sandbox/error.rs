@@ -36,6 +36,10 @@ pub enum SandboxError {
         /// What is wrong and what to do.
         problem: String,
     },
+    /// The run is ending: [`super::Sandbox::close`] was called, so no new
+    /// container starts.
+    #[error("the run is ending (interrupted); no new container is started")]
+    Closed,
     /// The engine answered with an error.
     #[error("Docker engine error while {action}: {detail}")]
     Engine {

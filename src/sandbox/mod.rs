@@ -17,11 +17,13 @@ mod error;
 mod executor;
 mod host;
 mod protocol;
+mod session;
 mod types;
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bollard::Docker;
 use bollard::container::LogOutput;
@@ -31,6 +33,7 @@ use bollard::query_parameters::{
 use futures_util::StreamExt;
 use sha2::{Digest, Sha256};
 use tokio::io::AsyncWriteExt;
+use tokio::task::JoinHandle;
 
 pub use docker::{
     BASE_ENV, ContainerFacts, LABEL_EXPIRES, LABEL_HOST, LABEL_MANAGED, LABEL_PID, LABEL_RUN,
@@ -39,6 +42,7 @@ pub use docker::{
 pub use error::SandboxError;
 pub use executor::{Executor, PreparedRun};
 pub use host::docker_host;
+pub use session::Session;
 pub use types::*;
 
 use protocol::{CappedBuffer, Frame, FrameReader, RunnerReport};
@@ -54,15 +58,36 @@ fn random_hex(n: usize) -> String {
     hex::encode(b)
 }
 
-/// A connection to the Docker engine plus the set of containers this process
-/// has alive, so that they can be removed on Ctrl-C.
+/// A connection to the Docker engine plus the containers made through it
+/// that are not removed yet, so that [`Sandbox::close`] can finish them.
 #[derive(Clone)]
 pub struct Sandbox {
     docker: Docker,
     engine: docker::Engine,
-    live: Arc<Mutex<HashSet<String>>>,
+    live: Arc<Live>,
     images: Arc<Mutex<HashMap<String, ImageInfo>>>,
 }
+
+/// The containers of one [`Sandbox`] (and its clones) not removed yet, and
+/// the removals its guards started when dropped.
+#[derive(Default)]
+struct Live {
+    /// Names from just before creation until removal succeeded.
+    names: Mutex<HashSet<String>>,
+    /// Removal tasks of dropped guards, not yet awaited.
+    removals: Mutex<Vec<JoinHandle<()>>>,
+    /// Set by [`Sandbox::close`]: no new container may start.
+    closing: AtomicBool,
+}
+
+impl Live {
+    fn forget(&self, name: &str) {
+        self.names.lock().expect("lock").remove(name);
+    }
+}
+
+/// How long [`Sandbox::close`] keeps at containers still being created.
+const CLOSE_WAIT: Duration = Duration::from_secs(30);
 
 impl std::fmt::Debug for Sandbox {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -121,13 +146,43 @@ impl Sandbox {
         Ok(removed)
     }
 
-    /// Removes every container this process still has alive (Ctrl-C path).
-    pub async fn remove_all_live(&self) {
-        let names: Vec<String> = self.live.lock().expect("lock").drain().collect();
-        for name in names {
-            if let Err(e) = docker::remove(&self.docker, &name).await {
-                tracing::warn!(container = %name, error = %e, "could not remove container");
+    /// Removes every container of this connection that is still there and
+    /// waits for the removals its dropped runs started; a container still
+    /// being created is removed once its creation returns. Call it before
+    /// the runtime ends (a dropped run's removal is a task on the runtime);
+    /// after it, [`Sandbox::prepare`] refuses.
+    pub async fn close(&self) {
+        self.live.closing.store(true, Ordering::SeqCst);
+        let deadline = Instant::now() + CLOSE_WAIT;
+        loop {
+            let started: Vec<JoinHandle<()>> =
+                std::mem::take(&mut *self.live.removals.lock().expect("lock"));
+            for task in started {
+                let _ = task.await;
             }
+            let names: Vec<String> = self
+                .live
+                .names
+                .lock()
+                .expect("lock")
+                .iter()
+                .cloned()
+                .collect();
+            if names.is_empty() {
+                return;
+            }
+            // A name stays listed while its guard lives: its container may
+            // still be in creation, so one removal is not the end of it.
+            for name in &names {
+                if let Err(e) = docker::remove(&self.docker, name).await {
+                    tracing::warn!(container = %name, error = %e, "could not remove container");
+                }
+            }
+            if Instant::now() >= deadline {
+                tracing::warn!(containers = ?names, "containers still in use at exit; the next run's leftover sweep removes them once expired");
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
 
@@ -157,6 +212,7 @@ impl Sandbox {
         let image = self.image_info(&cfg.image).await?;
         let name = format!("compute-bot-{}", random_hex(6));
         let body = docker::container_body(cfg, docker::run_labels(&name, cfg), self.engine);
+        let guard = Guard::new(self, &name)?;
         self.docker
             .create_container(
                 Some(CreateContainerOptions {
@@ -167,7 +223,6 @@ impl Sandbox {
             )
             .await
             .map_err(|e| SandboxError::from_engine("creating the container", e))?;
-        let guard = Guard::new(self, &name);
         let attach = self
             .docker
             .attach_container(
@@ -203,8 +258,9 @@ impl Sandbox {
     }
 }
 
-/// Removes its container when dropped without [`Guard::remove`] (error,
-/// panic, cancelled future), so no container outlives its run.
+/// Lists its container from just before creation and removes it: through
+/// [`Guard::remove`], or when dropped without it (error, panic, cancelled
+/// future) by a task on the current runtime that [`Sandbox::close`] awaits.
 struct Guard {
     sandbox: Sandbox,
     name: String,
@@ -212,19 +268,29 @@ struct Guard {
 }
 
 impl Guard {
-    fn new(sandbox: &Sandbox, name: &str) -> Guard {
-        sandbox.live.lock().expect("lock").insert(name.to_string());
-        Guard {
+    /// Lists `name`; refused once the sandbox is closing.
+    fn new(sandbox: &Sandbox, name: &str) -> Result<Guard, SandboxError> {
+        if sandbox.live.closing.load(Ordering::SeqCst) {
+            return Err(SandboxError::Closed);
+        }
+        sandbox
+            .live
+            .names
+            .lock()
+            .expect("lock")
+            .insert(name.to_string());
+        Ok(Guard {
             sandbox: sandbox.clone(),
             name: name.to_string(),
             armed: true,
-        }
+        })
     }
 
     async fn remove(mut self) -> Result<(), SandboxError> {
         self.armed = false;
-        self.sandbox.live.lock().expect("lock").remove(&self.name);
-        docker::remove(&self.sandbox.docker, &self.name).await
+        docker::remove(&self.sandbox.docker, &self.name).await?;
+        self.sandbox.live.forget(&self.name);
+        Ok(())
     }
 }
 
@@ -233,22 +299,20 @@ impl Drop for Guard {
         if !self.armed {
             return;
         }
-        self.sandbox.live.lock().expect("lock").remove(&self.name);
-        let name = self.name.clone();
-        // A fresh runtime on its own thread: the current one may be gone or busy.
-        let handle = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build();
-            if let Ok(rt) = rt {
-                rt.block_on(async {
-                    if let Ok(d) = docker::connect().await {
-                        let _ = docker::remove(&d, &name).await;
-                    }
-                });
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            tracing::warn!(container = %self.name, "no runtime to remove the container; the next run's leftover sweep removes it once expired");
+            return;
+        };
+        let (sandbox, name) = (self.sandbox.clone(), self.name.clone());
+        let task = runtime.spawn(async move {
+            match docker::remove(&sandbox.docker, &name).await {
+                Ok(()) => sandbox.live.forget(&name),
+                Err(e) => {
+                    tracing::warn!(container = %name, error = %e, "could not remove container")
+                }
             }
         });
-        let _ = handle.join();
+        self.sandbox.live.removals.lock().expect("lock").push(task);
     }
 }
 

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use compute_bot::sandbox::{
     InputFile, Job, LABEL_MANAGED, LABEL_RUN, Limits, Outcome, RunStatus, Sandbox, SandboxConfig,
+    SandboxError,
 };
 use compute_bot::units::ByteSize;
 
@@ -721,18 +722,25 @@ async fn leftovers_are_removed_only_on_facts_every_bot_shares() {
 
 #[tokio::test]
 async fn a_run_dropped_midway_removes_its_container() {
-    // A cancelled future or a panic drops the run without finishing it.
+    // A cancelled future or a panic drops the run without finishing it: the
+    // drop starts the removal, and closing the sandbox waits for it.
     let sb = sandbox().await;
     let prepared = sb.prepare(&cfg(quick())).await.unwrap();
     let name = prepared.name().to_string();
     assert!(sb.docker().inspect_container(&name, None).await.is_ok());
     drop(prepared);
+    sb.close().await;
     assert_gone(&sb, &name).await;
+    // Once closing, no new container starts.
+    let refused = sb.prepare(&cfg(quick())).await.unwrap_err();
+    assert!(matches!(refused, SandboxError::Closed), "{refused:?}");
     // Cancelled while the code runs.
+    let sb = sandbox().await;
     let (config, sleeper) = (cfg(quick()), job("import time\ntime.sleep(60)\n"));
     let run = sb.run(&config, &sleeper);
     let cancelled = tokio::time::timeout(Duration::from_secs(3), run).await;
     assert!(cancelled.is_err(), "the run should still have been going");
+    sb.close().await;
     let left = Command::new("docker")
         .args(["ps", "-aq", "--filter"])
         .arg(format!("label=org.compute-bot.pid={}", std::process::id()))
