@@ -11,6 +11,10 @@ use std::time::Duration;
 
 use compute_bot::sandbox::{Job, LABEL_PID, Limits, RunStatus, Sandbox, SandboxConfig};
 
+#[path = "../tests/support/engine_proxy.rs"]
+mod engine_proxy;
+use engine_proxy::EngineProxy;
+
 /// (code, expected status) cycled through the runs.
 const CASES: &[(&str, RunStatus)] = &[
     ("print(sum(range(10)))", RunStatus::Ok),
@@ -119,53 +123,11 @@ async fn fault(sb: &Sandbox, action: &[&str], want: RunStatus, note: &str) -> Re
     }
 }
 
-/// A loopback TCP proxy to the engine's socket whose open connections can
-/// be cut at once (the listener stays, so later connections work again).
-struct EngineProxy {
-    port: u16,
-    conns: Arc<std::sync::Mutex<Vec<tokio::task::AbortHandle>>>,
-}
-
-impl EngineProxy {
-    async fn start() -> EngineProxy {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let conns = Arc::new(std::sync::Mutex::new(Vec::new()));
-        let list = conns.clone();
-        tokio::spawn(async move {
-            while let Ok((mut tcp, _)) = listener.accept().await {
-                let task = tokio::spawn(async move {
-                    if let Ok(mut unix) =
-                        tokio::net::UnixStream::connect("/var/run/docker.sock").await
-                    {
-                        let _ = tokio::io::copy_bidirectional(&mut tcp, &mut unix).await;
-                    }
-                });
-                list.lock().unwrap().push(task.abort_handle());
-            }
-        });
-        EngineProxy { port, conns }
-    }
-
-    /// Drops every open connection (the attach stream, pooled requests).
-    fn cut(&self) -> usize {
-        let mut conns = self.conns.lock().unwrap();
-        let n = conns.iter().filter(|c| !c.is_finished()).count();
-        conns.drain(..).for_each(|c| c.abort());
-        n
-    }
-}
-
 /// The engine connection drops while the code runs: the run must end (no
 /// hang) with an error or a status that says so, and the container must be gone.
 async fn engine_drop(sb: &Sandbox) -> Result<String, String> {
     let proxy = EngineProxy::start().await;
-    // SAFETY: set before the proxied client is built, removed right after;
-    // nothing else in this process reads DOCKER_HOST concurrently here.
-    unsafe { std::env::set_var("DOCKER_HOST", format!("tcp://127.0.0.1:{}", proxy.port)) };
-    let proxied = Sandbox::connect().await;
-    unsafe { std::env::remove_var("DOCKER_HOST") };
-    let proxied = proxied.map_err(|e| format!("engine drop: connect through the proxy: {e}"))?;
+    let proxied = proxy.sandbox().await;
     let prepared = proxied.prepare(&cfg()).await.map_err(|e| e.to_string())?;
     let (name, run) = start_sleeper(prepared).await;
     let cut = proxy.cut();

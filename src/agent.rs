@@ -23,7 +23,9 @@ use crate::sandbox::{
 use crate::validate::{ValidateError, Validator};
 
 /// The name of the file in `/out` that may carry the result instead of stdout.
-pub use crate::problems::{RESULT_FILE, findings_text, outcome_problem, truncated_output_problem};
+pub use crate::problems::{
+    RESULT_FILE, engine_problem, findings_text, outcome_problem, truncated_output_problem,
+};
 
 /// What is asked: a goal to answer, or exact code to run, and the inputs.
 #[derive(Debug, Clone, Default)]
@@ -351,6 +353,10 @@ impl Agent<'_> {
             Ok(outcome) => outcome,
             Err(next) => return next,
         };
+        if let Some(reason) = engine_problem(&outcome) {
+            attempt.failure = Some(reason.clone());
+            return Next::Stop(reason);
+        }
         if let Some(problem) = outcome_problem(&outcome) {
             return Next::Repair(problem);
         }
@@ -641,8 +647,11 @@ impl Agent<'_> {
         report.attach_record(self.policy, self.sandbox).await;
         match model_config_error {
             Some(error) => Err(AgentError::ModelConfiguration {
+                report: Box::new(Report {
+                    status: ReportStatus::Error,
+                    ..report
+                }),
                 error,
-                report: Box::new(report),
             }),
             None => Ok(report),
         }

@@ -41,11 +41,26 @@ pub fn outcome_problem(o: &Outcome) -> Option<String> {
             "the code ran out of memory (limit {}); use less memory (read only needed columns, use chunks)",
             o.limits.memory
         )),
-        RunStatus::Killed => Some(format!(
-            "the code was killed by signal {}",
-            o.signal.unwrap_or(0)
-        )),
+        RunStatus::Killed => Some(match o.signal {
+            Some(signal) => format!("the code was killed by signal {signal}"),
+            None => format!(
+                "the run ended without the runner's report: {}",
+                o.notes.join("; ")
+            ),
+        }),
+        // Nothing about the code is known: the loop stops (no repair).
+        RunStatus::Lost => engine_problem(o),
     }
+}
+
+/// Why a run must stop without a repair: the engine connection was lost,
+/// so the fault is not in the code. `None` for every other outcome.
+pub fn engine_problem(o: &Outcome) -> Option<String> {
+    (o.status == RunStatus::Lost).then(|| {
+        "the connection to the Docker engine was lost while the code ran, so how it ended is \
+         unknown; the run was stopped — check the engine (`compute-bot doctor`) and ask again"
+            .to_string()
+    })
 }
 
 /// Why a run whose stdout was cut at the cap gave no readable result: the

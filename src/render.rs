@@ -272,6 +272,7 @@ fn status_heading(report: &Report) -> &'static str {
         ReportStatus::Ok => "✅ compute-bot: result",
         ReportStatus::Failed => "❌ compute-bot: no result",
         ReportStatus::NeedsApproval => "⏸️ compute-bot: needs approval",
+        ReportStatus::Error => "⚠️ compute-bot: configuration error",
     }
 }
 
@@ -394,8 +395,13 @@ fn status_line(report: &Report) -> String {
     };
     match report.status {
         ReportStatus::Ok => format!("**Status:** ok · {attempts} · result validated"),
-        ReportStatus::Failed => format!(
-            "**Status:** failed · {attempts} · **stopped:** {}",
+        ReportStatus::Failed | ReportStatus::Error => format!(
+            "**Status:** {} · {attempts} · **stopped:** {}",
+            if report.status == ReportStatus::Error {
+                "error"
+            } else {
+                "failed"
+            },
             escape_cell(&cut_chars(
                 report.stop_reason.as_deref().unwrap_or("no reason given"),
                 1000
@@ -1063,6 +1069,7 @@ pub fn text(report: &Report) -> String {
         ReportStatus::Ok => "ok",
         ReportStatus::Failed => "failed",
         ReportStatus::NeedsApproval => "needs approval",
+        ReportStatus::Error => "error",
     };
     let _ = writeln!(
         s,

@@ -20,11 +20,14 @@ pub enum ReportStatus {
     Failed,
     /// The code waits for a human approval.
     NeedsApproval,
+    /// A configuration error stopped the request (e.g. the model provider
+    /// refused the key or the model name); `stop_reason` says what to fix.
+    Error,
 }
 
 impl ReportStatus {
-    /// The terminal's exit status for this status (0 ok, 1 failed, 3 needs
-    /// approval): [`crate::status::Status::exit_code`] with the CLI front end.
+    /// The terminal's exit status for this status (0 ok, 1 failed, 2 error, 3
+    /// needs approval): [`crate::status::Status::exit_code`] with the CLI front end.
     pub fn exit_code(self) -> i32 {
         crate::status::Status::from(self).exit_code(crate::status::Front::Cli)
     }
@@ -37,6 +40,7 @@ impl From<ReportStatus> for crate::status::Status {
             ReportStatus::Ok => Status::Ok,
             ReportStatus::Failed => Status::Failed,
             ReportStatus::NeedsApproval => Status::NeedsApproval,
+            ReportStatus::Error => Status::Error,
         }
     }
 }

@@ -198,9 +198,7 @@ pub(crate) async fn execute(
         // so far is published, and the run's status is `error`.
         Err(AgentError::ModelConfiguration { report, .. }) => {
             let report = action_key_hint(*report, key_setting.as_deref());
-            let mut published = publish(ctx, &job, &resolved, &marker, report);
-            published.status = Status::Error;
-            return Ok(published);
+            return Ok(publish(ctx, &job, &resolved, &marker, report));
         }
         Err(e) => {
             let status = match e {
@@ -407,7 +405,7 @@ fn publish(
         post: Post::Tracking(render::markdown(&report, &rctx)),
         reaction: match report.status {
             ReportStatus::Ok => Some(Reaction::Rocket),
-            ReportStatus::Failed => Some(Reaction::Confused),
+            ReportStatus::Failed | ReportStatus::Error => Some(Reaction::Confused),
             ReportStatus::NeedsApproval => None,
         },
         summary: render::summary(&report, &rctx),

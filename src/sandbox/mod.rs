@@ -580,10 +580,11 @@ async fn kill_at_deadline(docker: &Docker, name: &str, notes: &mut Vec<String>) 
         .await;
 }
 
-/// The runner ended without a report: ask the engine why, and say so when
-/// the container was removed or killed from outside. Returns whether the
-/// memory limit killed it.
-async fn explain_missing_report(docker: &Docker, name: &str, notes: &mut Vec<String>) -> bool {
+/// The runner's output ended without a report: ask the engine why, and say
+/// so when the container was removed or killed from outside, or when it is
+/// still running (the stream, not the runner, ended: the connection to the
+/// engine was lost). Returns the run's status: `Oom`, `Lost` or `Killed`.
+async fn explain_missing_report(docker: &Docker, name: &str, notes: &mut Vec<String>) -> RunStatus {
     for _ in 0..20 {
         match docker.inspect_container(name, None).await {
             Ok(info) => {
@@ -594,6 +595,16 @@ async fn explain_missing_report(docker: &Docker, name: &str, notes: &mut Vec<Str
                 }
                 let oom = state.oom_killed.unwrap_or(false);
                 let code = state.exit_code.unwrap_or(-1);
+                if code == 0 && !oom {
+                    // The runner finished normally, and it always reports
+                    // before it does: the report was lost on the way.
+                    notes.push(
+                        "the connection to the Docker engine was lost while the code ran: the \
+                         runner finished (exit code 0) but its report never arrived"
+                            .into(),
+                    );
+                    return RunStatus::Lost;
+                }
                 notes.push(format!(
                     "the runner ended without a report (container exit code {code})"
                 ));
@@ -603,7 +614,11 @@ async fn explain_missing_report(docker: &Docker, name: &str, notes: &mut Vec<Str
                             .into(),
                     );
                 }
-                return oom;
+                return if oom {
+                    RunStatus::Oom
+                } else {
+                    RunStatus::Killed
+                };
             }
             Err(bollard::errors::Error::DockerResponseServerError {
                 status_code: 404, ..
@@ -613,16 +628,22 @@ async fn explain_missing_report(docker: &Docker, name: &str, notes: &mut Vec<Str
                      (by another process, bot or operator); no report came back"
                         .into(),
                 );
-                return false;
+                return RunStatus::Killed;
             }
             Err(e) => {
-                notes.push(format!("the runner ended without a report ({e})"));
-                return false;
+                notes.push(format!(
+                    "the connection to the Docker engine was lost while the code ran ({e}); no report came back"
+                ));
+                return RunStatus::Lost;
             }
         }
     }
-    notes.push("the runner ended without a report (the container is still running)".into());
-    false
+    notes.push(
+        "the connection to the Docker engine was lost while the code ran: the output stream \
+         closed with the container still running; the run was stopped"
+            .into(),
+    );
+    RunStatus::Lost
 }
 
 /// Longest the code may wait for a preloading child before the deadline
@@ -663,18 +684,18 @@ async fn execute_in(docker: &Docker, p: Parts, job: &Job) -> Result<Outcome, San
         c.notes
             .push(format!("the output stream ended with an error: {e}"));
     }
-    let mut oom_killed = false;
+    let mut no_report = RunStatus::Killed;
     if stream.timed_out {
         kill_at_deadline(docker, name, &mut c.notes).await;
     } else if c.report.is_none() {
-        oom_killed = explain_missing_report(docker, name, &mut c.notes).await;
+        no_report = explain_missing_report(docker, name, &mut c.notes).await;
     }
     let runner_err = c.runner_stderr.text();
     if !runner_err.trim().is_empty() {
         c.notes
             .push(format!("runner stderr: {}", runner_err.trim()));
     }
-    let outcome = build_outcome(c, &stream, oom_killed, image, limits, job, name);
+    let outcome = build_outcome(c, &stream, no_report, image, limits, job, name);
     tracing::debug!(container = %name, status = outcome.status.as_str(), ms = outcome.duration_ms, "run finished");
     Ok(outcome)
 }
@@ -735,13 +756,14 @@ fn from_report(
 fn build_outcome(
     mut c: Collected,
     stream: &Stream,
-    mut oom_killed: bool,
+    no_report: RunStatus,
     image: ImageInfo,
     limits: Limits,
     job: &Job,
     name: &str,
 ) -> Outcome {
     let report = c.report.take();
+    let mut oom_killed = false;
     let (status, exit_code, signal, resources, audit, duration_ms) = match &report {
         Some(r) => {
             let parts = from_report(r, &mut c, &limits);
@@ -751,11 +773,10 @@ fn build_outcome(
         None => {
             let status = if stream.timed_out {
                 RunStatus::Timeout
-            } else if oom_killed {
-                RunStatus::Oom
             } else {
-                RunStatus::Killed
+                no_report
             };
+            oom_killed = status == RunStatus::Oom;
             let ms = stream.duration.as_millis() as u64;
             (
                 status,

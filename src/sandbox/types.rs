@@ -189,8 +189,12 @@ pub enum RunStatus {
     Oom,
     /// The code exited 0 but printed more than a cap allows; output was cut.
     OutputLimit,
-    /// The code was killed by a signal (other than by the deadline or OOM).
+    /// The code was killed by a signal (other than by the deadline or OOM),
+    /// or its container was killed or removed from outside.
     Killed,
+    /// The connection to the engine was lost while the code ran: how the
+    /// code ended is unknown, and the run was stopped.
+    Lost,
 }
 
 impl RunStatus {
@@ -203,6 +207,7 @@ impl RunStatus {
             RunStatus::Oom => "oom",
             RunStatus::OutputLimit => "output_limit",
             RunStatus::Killed => "killed",
+            RunStatus::Lost => "lost",
         }
     }
 }

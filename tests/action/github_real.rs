@@ -317,6 +317,11 @@ async fn a_refused_key_names_the_api_key_input() {
     assert_eq!(llm.requests().len(), 1, "a 401 is not retried");
     let comment = &f.bot_comments()[0].body;
     assert!(
+        comment.contains("compute-bot: configuration error"),
+        "{comment}"
+    );
+    assert!(comment.contains("**Status:** error"), "{comment}");
+    assert!(
         comment.contains("set the action input \\`api\\_key\\`"),
         "{comment}"
     );

@@ -158,6 +158,7 @@ async fn refused(policy: &Policy, model: &ModelClient, req: Request) -> (Run, Mo
         Err(AgentError::ModelConfiguration { error, report }) => {
             assert!(error.is_configuration(), "{error:?}");
             assert_report_consistent(&report);
+            assert_eq!(report.status, ReportStatus::Error);
             let run = Run {
                 report: *report,
                 stages: Vec::new(),
@@ -202,7 +203,7 @@ fn assert_report_consistent(r: &Report) {
                     .all(|a| a.failure.is_some())
             );
         }
-        ReportStatus::Failed | ReportStatus::NeedsApproval => {
+        ReportStatus::Failed | ReportStatus::NeedsApproval | ReportStatus::Error => {
             assert!(r.result.is_none() && r.explanation.is_none() && r.stop_reason.is_some());
         }
     }
@@ -1407,6 +1408,30 @@ async fn repairs_stop_at_the_attempt_limit() {
     assert_eq!(llm.requests().len(), 2, "no explanation without a result");
 }
 
+/// A run whose engine connection was lost stops at once: the code did
+/// nothing wrong, so no repair is asked of the model and no container is
+/// prepared for one.
+#[tokio::test]
+async fn a_lost_engine_connection_stops_without_a_repair() {
+    let llm = LlmStandin::openai().await;
+    llm.push_all([Reply::code("Add.", GOOD), Reply::code("Again.", GOOD)]);
+    let model = client(&llm);
+    let policy = quick_policy();
+    let executor = InMemory::new(&policy, [(RunStatus::Lost, "", "")]);
+    let (answer, _, _) = run_on(&policy, &executor, Some(&model), goal("Add 1, 2 and 3.")).await;
+    let r = answer.expect("answer");
+    assert_report_consistent(&r);
+    assert_eq!(r.status, ReportStatus::Failed);
+    assert_eq!(r.attempts.len(), 1, "{r:#?}");
+    let stop = r.stop_reason.as_deref().unwrap();
+    assert!(
+        stop.contains("connection to the Docker engine was lost"),
+        "{stop}"
+    );
+    assert_eq!(llm.requests().len(), 1, "no repair request");
+    assert_eq!(executor.prepared.load(Ordering::SeqCst), 1);
+}
+
 /// `compute-bot run --goal` with a key the provider refuses: exit 2 (a
 /// configuration error, not a failed computation), the report so far on
 /// stdout, and the key nowhere.
@@ -1442,6 +1467,8 @@ async fn the_cli_exits_2_when_the_provider_refuses_the_key() {
         "{stderr}"
     );
     let report: Value = serde_json::from_str(&stdout).expect("the report on stdout");
+    // The report's own status agrees with the exit code.
+    assert_eq!(report["status"], "error", "{report:#}");
     assert_eq!(report["attempts"].as_array().map(Vec::len), Some(1));
     assert!(
         report["stop_reason"].as_str().unwrap().contains("HTTP 401"),

@@ -7,6 +7,7 @@ mod support;
 
 mod boundary;
 mod cli_run;
+mod engine_lost;
 mod runner_simulation;
 mod sandbox;
 mod validate_python_output;

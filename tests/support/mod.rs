@@ -2,6 +2,7 @@
 //! the model providers, speaking their real wire formats and keeping state.
 #![allow(dead_code)]
 
+pub mod engine_proxy;
 pub mod github_standin;
 pub mod llm_standin;
 
