@@ -31,50 +31,7 @@ struct Fixture {
 }
 
 /// What one run of the binary left behind.
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-    outputs: BTreeMap<String, String>,
-    summary: String,
-}
-
-impl Run {
-    fn out(&self, name: &str) -> &str {
-        self.outputs
-            .get(name)
-            .map(String::as_str)
-            .unwrap_or_else(|| panic!("no output {name} in {:?}\n{}", self.outputs, self.log()))
-    }
-
-    fn log(&self) -> String {
-        format!(
-            "exit {}\n--- stdout\n{}\n--- stderr\n{}",
-            self.code, self.stdout, self.stderr
-        )
-    }
-}
-
-/// Parses a `GITHUB_OUTPUT` file (`name=value` and `name<<DELIM` blocks).
-fn parse_outputs(text: &str) -> BTreeMap<String, String> {
-    let mut out = BTreeMap::new();
-    let mut lines = text.lines();
-    while let Some(line) = lines.next() {
-        if let Some((name, delim)) = line.split_once("<<") {
-            let mut v = Vec::new();
-            for l in lines.by_ref() {
-                if l == delim {
-                    break;
-                }
-                v.push(l);
-            }
-            out.insert(name.to_string(), v.join("\n"));
-        } else if let Some((name, value)) = line.split_once('=') {
-            out.insert(name.to_string(), value.to_string());
-        }
-    }
-    out
-}
+use crate::support::ActionRun as Run;
 
 impl Fixture {
     async fn new() -> Fixture {
@@ -130,27 +87,7 @@ impl Fixture {
     }
 
     async fn run_with(&self, env: BTreeMap<String, String>) -> Run {
-        let outputs = self.dir.path().join("github_output");
-        let summary = self.dir.path().join("step_summary.md");
-        let _ = std::fs::remove_file(&outputs);
-        let _ = std::fs::remove_file(&summary);
-        let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_compute-bot"))
-            .arg("action")
-            .env_clear()
-            .envs(&env)
-            .env("GITHUB_OUTPUT", &outputs)
-            .env("GITHUB_STEP_SUMMARY", &summary)
-            .current_dir(self.ws())
-            .output()
-            .await
-            .expect("the binary starts");
-        Run {
-            code: out.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-            outputs: parse_outputs(&std::fs::read_to_string(&outputs).unwrap_or_default()),
-            summary: std::fs::read_to_string(&summary).unwrap_or_default(),
-        }
+        crate::support::run_action(&env, self.dir.path(), &self.ws()).await
     }
 
     async fn run(&self, event: &str, run_id: &str) -> Run {

@@ -28,30 +28,7 @@ struct Fixture {
     dir: tempfile::TempDir,
 }
 
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-    outputs: String,
-    summary: String,
-}
-
-impl Run {
-    fn out(&self, name: &str) -> String {
-        let prefix = format!("{name}=");
-        self.outputs
-            .lines()
-            .find_map(|l| l.strip_prefix(&prefix))
-            .unwrap_or_default()
-            .to_string()
-    }
-    fn log(&self) -> String {
-        format!(
-            "exit {}\n--- stdout\n{}\n--- stderr\n{}\n--- outputs\n{}",
-            self.code, self.stdout, self.stderr, self.outputs
-        )
-    }
-}
+use crate::support::ActionRun as Run;
 
 impl Fixture {
     async fn new() -> Fixture {
@@ -103,10 +80,6 @@ impl Fixture {
     }
 
     async fn run_with(&self, run_id: &str, extra: &[(&'static str, String)]) -> Run {
-        let outputs = self.dir.path().join("github_output");
-        let summary = self.dir.path().join("step_summary.md");
-        let _ = std::fs::remove_file(&outputs);
-        let _ = std::fs::remove_file(&summary);
         let mut env = crate::support::action_env(
             "issue_comment",
             &self.dir.path().join("event.json"),
@@ -117,23 +90,7 @@ impl Fixture {
             TOKEN,
         );
         env.extend(extra.iter().map(|(k, v)| (k.to_string(), v.clone())));
-        let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_compute-bot"))
-            .arg("action")
-            .env_clear()
-            .envs(&env)
-            .env("GITHUB_OUTPUT", &outputs)
-            .env("GITHUB_STEP_SUMMARY", &summary)
-            .current_dir(self.ws())
-            .output()
-            .await
-            .expect("the binary starts");
-        Run {
-            code: out.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-            outputs: std::fs::read_to_string(&outputs).unwrap_or_default(),
-            summary: std::fs::read_to_string(&summary).unwrap_or_default(),
-        }
+        crate::support::run_action(&env, self.dir.path(), &self.ws()).await
     }
 }
 
@@ -216,9 +173,9 @@ async fn a_large_result_is_capped_in_the_output_and_keeps_its_key_order() {
     assert_eq!(run.out("status"), "ok", "{}", run.log());
     assert_eq!(run.out("result"), "null", "{}", run.log());
     assert!(
-        run.outputs.len() < 2_000,
+        run.outputs_file.len() < 2_000,
         "{} bytes of outputs",
-        run.outputs.len()
+        run.outputs_file.len()
     );
     assert!(
         run.stdout.contains("::warning::")
@@ -233,11 +190,11 @@ async fn a_large_result_is_capped_in_the_output_and_keeps_its_key_order() {
         &run.summary[..200]
     );
     assert!(
-        run.summary.contains(&report_path),
+        run.summary.contains(report_path),
         "the note names the report file"
     );
     let report: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(f.ws().join(&report_path)).unwrap()).unwrap();
+        serde_json::from_slice(&std::fs::read(f.ws().join(report_path)).unwrap()).unwrap();
     assert_eq!(report["result"]["rows"].as_array().unwrap().len(), 20_000);
     let keys: Vec<&String> = report["result"].as_object().unwrap().keys().collect();
     assert_eq!(

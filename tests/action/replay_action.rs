@@ -55,19 +55,7 @@ impl Fixture {
             &ws,
             TOKEN,
         );
-        let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_compute-bot"))
-            .arg("action")
-            .env_clear()
-            .envs(&env)
-            .current_dir(&ws)
-            .output()
-            .await
-            .unwrap();
-        let log = format!(
-            "{}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let run = crate::support::run_action(&env, self.dir.path(), &ws).await;
         let newest = self
             .gh
             .comments(REPO, 7)
@@ -75,7 +63,7 @@ impl Fixture {
             .filter(|c| c.author == DEFAULT_APP_LOGIN)
             .max_by_key(|c| c.id)
             .expect("the bot answered");
-        (out.status.code().unwrap_or(-1), newest, log)
+        (run.code, newest, run.log())
     }
 }
 

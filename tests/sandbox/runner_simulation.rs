@@ -96,26 +96,6 @@ async fn unix_to_loopback(sock: &Path, target: String) {
     });
 }
 
-fn parse_outputs(text: &str) -> std::collections::BTreeMap<String, String> {
-    let mut out = std::collections::BTreeMap::new();
-    let mut lines = text.lines();
-    while let Some(line) = lines.next() {
-        if let Some((name, delim)) = line.split_once("<<") {
-            let mut value = Vec::new();
-            for l in lines.by_ref() {
-                if l == delim {
-                    break;
-                }
-                value.push(l);
-            }
-            out.insert(name.to_string(), value.join("\n"));
-        } else if let Some((name, value)) = line.split_once('=') {
-            out.insert(name.to_string(), value.to_string());
-        }
-    }
-    out
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn bot_image_answers_a_comment_as_a_container_action() {
     let pid = std::process::id();
@@ -267,8 +247,9 @@ async fn bot_image_answers_a_comment_as_a_container_action() {
     assert!(c.contains("<!-- compute-bot:run=4242 -->"));
     assert_eq!(gh.reactions(cid), vec!["eyes", "rocket"]);
 
-    let outputs =
-        parse_outputs(&std::fs::read_to_string(d.join("file_commands/set_output_1")).unwrap());
+    let outputs = crate::support::parse_outputs(
+        &std::fs::read_to_string(d.join("file_commands/set_output_1")).unwrap(),
+    );
     assert_eq!(
         outputs.get("status").map(String::as_str),
         Some("ok"),

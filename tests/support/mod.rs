@@ -43,3 +43,87 @@ pub fn action_env(
     }
     env
 }
+
+/// What one `compute-bot action` run left, as a runner sees it.
+pub struct ActionRun {
+    /// The exit status (-1 when killed by a signal).
+    pub code: i32,
+    /// The log's stdout (workflow commands, annotations).
+    pub stdout: String,
+    /// The log's stderr.
+    pub stderr: String,
+    /// The `GITHUB_OUTPUT` file as written.
+    pub outputs_file: String,
+    /// Its outputs by name (`name=value` lines and `name<<DELIM` blocks).
+    pub outputs: BTreeMap<String, String>,
+    /// The `GITHUB_STEP_SUMMARY` file.
+    pub summary: String,
+}
+
+impl ActionRun {
+    /// One output; panics with the log when the run did not set it.
+    pub fn out(&self, name: &str) -> &str {
+        self.outputs
+            .get(name)
+            .map(String::as_str)
+            .unwrap_or_else(|| panic!("no output {name} in {:?}\n{}", self.outputs, self.log()))
+    }
+
+    /// Exit status, stdout, stderr and outputs, for assertion messages.
+    pub fn log(&self) -> String {
+        format!(
+            "exit {}\n--- stdout\n{}\n--- stderr\n{}\n--- outputs\n{}",
+            self.code, self.stdout, self.stderr, self.outputs_file
+        )
+    }
+}
+
+/// Parses a `GITHUB_OUTPUT` file (`name=value` and `name<<DELIM` blocks).
+pub fn parse_outputs(text: &str) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        if let Some((name, delim)) = line.split_once("<<") {
+            let mut v = Vec::new();
+            for l in lines.by_ref() {
+                if l == delim {
+                    break;
+                }
+                v.push(l);
+            }
+            out.insert(name.to_string(), v.join("\n"));
+        } else if let Some((name, value)) = line.split_once('=') {
+            out.insert(name.to_string(), value.to_string());
+        }
+    }
+    out
+}
+
+/// Runs `compute-bot action` as a runner does: with exactly `env` (see
+/// [`action_env`]), fresh `GITHUB_OUTPUT` and `GITHUB_STEP_SUMMARY` files
+/// in `dir`, in `workspace`.
+pub async fn run_action(env: &BTreeMap<String, String>, dir: &Path, workspace: &Path) -> ActionRun {
+    let outputs = dir.join("github_output");
+    let summary = dir.join("step_summary.md");
+    let _ = std::fs::remove_file(&outputs);
+    let _ = std::fs::remove_file(&summary);
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_compute-bot"))
+        .arg("action")
+        .env_clear()
+        .envs(env)
+        .env("GITHUB_OUTPUT", &outputs)
+        .env("GITHUB_STEP_SUMMARY", &summary)
+        .current_dir(workspace)
+        .output()
+        .await
+        .expect("the binary starts");
+    let outputs_file = std::fs::read_to_string(&outputs).unwrap_or_default();
+    ActionRun {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        outputs: parse_outputs(&outputs_file),
+        outputs_file,
+        summary: std::fs::read_to_string(&summary).unwrap_or_default(),
+    }
+}
