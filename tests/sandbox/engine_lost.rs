@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use compute_bot::problems::{engine_problem, outcome_problem};
+use compute_bot::agent::{engine_problem, outcome_problem};
 use compute_bot::sandbox::{Job, Limits, RunStatus, Sandbox, SandboxConfig};
 
 use crate::support::engine_proxy::EngineProxy;
