@@ -32,13 +32,14 @@ use futures_util::StreamExt;
 use sha2::{Digest, Sha256};
 use tokio::io::AsyncWriteExt;
 
+pub(crate) use docker::BASE_ENV;
 pub use docker::{
-    BASE_ENV, ContainerFacts, LABEL_EXPIRES, LABEL_HOST, LABEL_MANAGED, LABEL_PID, LABEL_RUN,
-    RUNSC_PIDS_OVERHEAD, SANDBOX_USER, SECCOMP_PROFILE, STOPPED_GRACE_SECONDS, is_leftover,
+    ContainerFacts, LABEL_EXPIRES, LABEL_MANAGED, LABEL_PID, LABEL_RUN, RUNSC_PIDS_OVERHEAD,
+    SECCOMP_PROFILE, STOPPED_GRACE_SECONDS, is_leftover,
 };
 pub use error::SandboxError;
 pub use executor::{Executor, PreparedRun};
-pub use host::docker_host;
+pub(crate) use host::docker_host;
 pub use types::*;
 
 use protocol::{CappedBuffer, Frame, FrameReader, RunnerReport};
@@ -122,7 +123,7 @@ impl Sandbox {
     }
 
     /// Removes every container this process still has alive (Ctrl-C path).
-    pub async fn remove_all_live(&self) {
+    pub(crate) async fn remove_all_live(&self) {
         let names: Vec<String> = self.live.lock().expect("lock").drain().collect();
         for name in names {
             if let Err(e) = docker::remove(&self.docker, &name).await {
@@ -132,7 +133,7 @@ impl Sandbox {
     }
 
     /// Facts about an image (cached per reference).
-    pub async fn image_info(&self, reference: &str) -> Result<ImageInfo, SandboxError> {
+    pub(crate) async fn image_info(&self, reference: &str) -> Result<ImageInfo, SandboxError> {
         if let Some(info) = self.images.lock().expect("lock").get(reference) {
             return Ok(info.clone());
         }
@@ -312,7 +313,7 @@ impl Prepared {
     }
 
     /// Removes the container without running anything in it.
-    pub async fn discard(self) -> Result<(), SandboxError> {
+    pub(crate) async fn discard(self) -> Result<(), SandboxError> {
         self.guard.remove().await
     }
 
