@@ -19,10 +19,10 @@ use crate::units::{ByteSize, human_duration};
 
 /// The largest `code.max_bytes` a policy may set. Bigger scripts are not
 /// data analysis, and the checker's cost grows with the size.
-pub const MAX_CODE_BYTES_LIMIT: ByteSize = ByteSize::mib(1);
+pub(crate) const MAX_CODE_BYTES_LIMIT: ByteSize = ByteSize::mib(1);
 
 /// The most generate/repair attempts a policy may allow.
-pub const MAX_ATTEMPTS: u8 = 10;
+pub(crate) const MAX_ATTEMPTS: u8 = 10;
 
 /// Why a policy file could not be used, with where in the file.
 ///
@@ -177,7 +177,7 @@ impl std::str::FromStr for Permission {
 pub struct Who {
     /// GitHub logins allowed to trigger runs; empty means anyone who has
     /// `min_permission` on the repository.
-    pub users: Vec<String>,
+    pub(crate) users: Vec<String>,
     /// The weakest repository permission that may trigger runs.
     pub min_permission: Permission,
     /// Whether bot accounts (`[bot]` logins, `type: Bot`) may trigger runs.
@@ -304,7 +304,7 @@ impl Who {
 
 /// The network mode of the sandbox. Only `none` exists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Network {
+pub(crate) enum Network {
     /// No network interface besides loopback.
     #[default]
     None,
@@ -338,7 +338,7 @@ impl<'de> Deserialize<'de> for Network {
 pub struct SandboxPolicy {
     /// Image reference (tag or `name@sha256:...` digest).
     #[serde(deserialize_with = "de_image")]
-    pub image: String,
+    pub(crate) image: String,
     /// Wall-clock deadline (`10s`, `1500ms`), 100ms..=10m.
     #[serde(with = "human_duration")]
     pub timeout: Duration,
@@ -346,33 +346,33 @@ pub struct SandboxPolicy {
     pub memory: ByteSize,
     /// CPU quota in cores, greater than 0 and at most 64.
     #[serde(deserialize_with = "de_cpus")]
-    pub cpus: f64,
+    pub(crate) cpus: f64,
     /// Maximum processes and threads, 1..=4096.
     #[serde(deserialize_with = "de_pids")]
-    pub pids: i64,
+    pub(crate) pids: i64,
     /// Bytes of stdout kept.
-    pub stdout_cap: ByteSize,
+    pub(crate) stdout_cap: ByteSize,
     /// Bytes of stderr kept.
-    pub stderr_cap: ByteSize,
+    pub(crate) stderr_cap: ByteSize,
     /// Size of the `/tmp` tmpfs.
-    pub tmpfs: ByteSize,
+    pub(crate) tmpfs: ByteSize,
     /// Most files collected from `/out`.
-    pub artifacts_max_files: u32,
+    pub(crate) artifacts_max_files: u32,
     /// Most bytes collected from `/out`.
-    pub artifacts_max_bytes: ByteSize,
+    pub(crate) artifacts_max_bytes: ByteSize,
     /// Open file descriptors per process.
-    pub nofile: u64,
+    pub(crate) nofile: u64,
     /// Largest file a process may write.
-    pub fsize: ByteSize,
+    pub(crate) fsize: ByteSize,
     /// Network mode; only `none` is accepted.
-    pub network: Network,
+    pub(crate) network: Network,
     /// OCI runtime: `runc` (default, with compute-bot's seccomp allowlist)
     /// or `runsc` (gVisor; see `scripts/install-gvisor`).
-    pub runtime: Runtime,
+    pub(crate) runtime: Runtime,
     /// Modules imported while the container waits for the code (default
     /// pandas, numpy, matplotlib.pyplot; `[]` for none). Dotted names only.
     #[serde(deserialize_with = "de_preload")]
-    pub preload: Vec<String>,
+    pub(crate) preload: Vec<String>,
 }
 
 fn de_preload<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
@@ -453,7 +453,7 @@ fn de_pids<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
 pub struct Inputs {
     /// Glob allowlist of workspace-relative paths (`**/*.csv`).
     #[serde(deserialize_with = "de_globs")]
-    pub allow: Vec<String>,
+    pub(crate) allow: Vec<String>,
     /// Largest single input file.
     pub max_file_bytes: ByteSize,
     /// Largest total of all input files of one run.
@@ -516,7 +516,7 @@ fn de_globs<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
 /// The language of the code. Only Python exists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Language {
+pub(crate) enum Language {
     /// Python 3.
     #[default]
     Python,
@@ -527,7 +527,7 @@ pub enum Language {
 #[serde(deny_unknown_fields, default)]
 pub struct CodePolicy {
     /// The code's language; only `python`.
-    pub language: Language,
+    pub(crate) language: Language,
     /// Largest accepted script, at most 1MiB.
     #[serde(deserialize_with = "de_max_bytes")]
     pub max_bytes: ByteSize,
@@ -543,7 +543,7 @@ pub struct CodePolicy {
     /// Calls and attributes that are denied, as resolved dotted names
     /// (`os.remove`, `os.exec*`); a bare name is a builtin (`input`).
     #[serde(deserialize_with = "de_call_patterns")]
-    pub deny_calls: Vec<String>,
+    pub(crate) deny_calls: Vec<String>,
     /// Rule ids whose findings escalate to a human instead of denying.
     #[serde(deserialize_with = "de_escalate")]
     pub escalate: Vec<RuleId>,
@@ -557,7 +557,7 @@ fn strs(v: &[&str]) -> Vec<String> {
 
 /// The default import allowlist (data analysis). Kept in sync with
 /// `policies/default.yml` by a test.
-pub const DEFAULT_ALLOW_IMPORTS: &[&str] = &[
+pub(crate) const DEFAULT_ALLOW_IMPORTS: &[&str] = &[
     "pandas.*",
     "numpy.*",
     "matplotlib.*",
@@ -608,7 +608,7 @@ pub const DEFAULT_ALLOW_IMPORTS: &[&str] = &[
 ];
 
 /// The default list of always-denied modules.
-pub const DEFAULT_DENY_MODULES: &[&str] = &[
+pub(crate) const DEFAULT_DENY_MODULES: &[&str] = &[
     "ctypes",
     "_ctypes",
     "cffi",
@@ -671,7 +671,7 @@ pub const DEFAULT_DENY_MODULES: &[&str] = &[
 
 /// The default list of denied calls (beyond the built-in families, which
 /// cannot be switched off): file-system and environment changes through `os`.
-pub const DEFAULT_DENY_CALLS: &[&str] = &[
+pub(crate) const DEFAULT_DENY_CALLS: &[&str] = &[
     "os.remove",
     "os.unlink",
     "os.rmdir",
@@ -817,7 +817,7 @@ impl Attempts {
     }
 
     /// `n` attempts, or `None` when `n` is outside 1..=10.
-    pub fn new(n: u8) -> Option<Self> {
+    pub(crate) fn new(n: u8) -> Option<Self> {
         (1..=MAX_ATTEMPTS).contains(&n).then_some(Attempts(n))
     }
 }
@@ -865,19 +865,19 @@ pub struct Output {
     pub schema: serde_json::Value,
     /// How many times the code runs, each in a fresh container (1..=10). A
     /// result that changes between runs is flagged, not posted as fact.
-    pub repeat: Repeat,
+    pub(crate) repeat: Repeat,
     /// Python expressions (or `assert` statements) over `result`, run in
     /// the sandbox after the schema validation, e.g.
     /// `0 <= result["average_conversion"] <= 1`.
-    pub checks: Vec<String>,
+    pub(crate) checks: Vec<String>,
     /// What a failed check does: `stop` (default) or `escalate`.
-    pub on_check_failure: OnCheckFailure,
+    pub(crate) on_check_failure: OnCheckFailure,
     /// `independent`: the model writes a second program without seeing the
     /// first; both run and their results must agree within `tolerance`.
-    pub verify: VerifyMode,
+    pub(crate) verify: VerifyMode,
     /// Largest difference two numbers may have and still agree, absolute or
     /// relative to the larger one (default 1e-9).
-    pub tolerance: f64,
+    pub(crate) tolerance: f64,
 }
 
 impl Default for Output {
@@ -894,20 +894,20 @@ impl Default for Output {
 }
 
 /// Most runs `output.repeat` allows.
-pub const MAX_REPEAT: u8 = 10;
+pub(crate) const MAX_REPEAT: u8 = 10;
 
 /// `output.repeat`: how many runs in all (1..=[`MAX_REPEAT`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct Repeat(u8);
+pub(crate) struct Repeat(u8);
 
 impl Repeat {
     /// `n` runs, when 1 ≤ n ≤ [`MAX_REPEAT`].
-    pub fn new(n: u8) -> Option<Repeat> {
+    pub(crate) fn new(n: u8) -> Option<Repeat> {
         (1..=MAX_REPEAT).contains(&n).then_some(Repeat(n))
     }
 
     /// The number of runs.
-    pub fn get(self) -> u8 {
+    pub(crate) fn get(self) -> u8 {
         self.0
     }
 }
@@ -932,7 +932,7 @@ impl<'de> Deserialize<'de> for Repeat {
 /// `output.on_check_failure`: what a failed `output.checks` entry does.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum OnCheckFailure {
+pub(crate) enum OnCheckFailure {
     /// Stop without a result, showing the failed assertion.
     #[default]
     Stop,
@@ -943,7 +943,7 @@ pub enum OnCheckFailure {
 /// `output.verify`: whether a second, independent program must agree.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum VerifyMode {
+pub(crate) enum VerifyMode {
     /// No second program.
     #[default]
     None,
@@ -975,7 +975,7 @@ pub enum DataLevel {
 #[serde(deny_unknown_fields, default)]
 pub struct ModelPolicy {
     /// How much of the data leaves for the model (`preview`, `schema`, `none`).
-    pub data: DataLevel,
+    pub(crate) data: DataLevel,
 }
 
 /// `escalation`: who may approve code that escalated.
@@ -984,7 +984,7 @@ pub struct ModelPolicy {
 pub struct Escalation {
     /// GitHub logins that may approve; empty means anyone with
     /// `min_permission`.
-    pub approvers: Vec<String>,
+    pub(crate) approvers: Vec<String>,
     /// The weakest repository permission an approver needs.
     pub min_permission: Permission,
 }
@@ -1002,7 +1002,7 @@ impl Escalation {
     /// Whether `login` (with `permission` on the repository) may approve or
     /// deny escalated code; `Err` says why not. Logins compare
     /// case-insensitively.
-    pub fn permits(&self, login: &str, permission: Permission) -> Result<(), Refusal> {
+    pub(crate) fn permits(&self, login: &str, permission: Permission) -> Result<(), Refusal> {
         if !listed(&self.approvers, login) {
             return Err(Refusal::NotListed {
                 login: login.to_string(),
@@ -1237,7 +1237,7 @@ impl Policy {
     }
 
     /// Sets the sandbox limits (e.g. after [`Policy::tightened_limits`]).
-    pub fn set_limits(&mut self, l: &Limits) {
+    pub(crate) fn set_limits(&mut self, l: &Limits) {
         let s = &mut self.sandbox;
         s.timeout = l.timeout;
         s.memory = l.memory;

@@ -130,7 +130,7 @@ impl RuleId {
     /// Whether a policy may turn this rule's findings into escalations.
     /// Code that does not parse, is too large or too deep cannot be
     /// reviewed meaningfully and is always denied.
-    pub fn escalatable(self) -> bool {
+    pub(crate) fn escalatable(self) -> bool {
         !matches!(
             self,
             RuleId::SyntaxError
