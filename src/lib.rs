@@ -8,21 +8,21 @@ pub mod agent;
 pub mod cli;
 pub mod explain;
 pub mod github;
-pub mod markdown;
+pub(crate) mod markdown;
 pub mod model;
 pub mod policy;
-pub mod problems;
+pub(crate) mod problems;
 pub mod prompt;
 pub mod record;
 pub mod render;
 pub mod replay;
 pub mod report;
 pub mod sandbox;
-pub mod secret;
+pub(crate) mod secret;
 pub mod status;
 pub mod units;
 pub mod validate;
-pub mod verify;
+pub(crate) mod verify;
 
 #[cfg(test)]
 mod layering;

@@ -24,7 +24,7 @@ use run::run_command;
 pub(crate) struct Cli {
     /// What to do.
     #[command(subcommand)]
-    pub command: Command,
+    pub(crate) command: Command,
 }
 
 /// The subcommands.
@@ -86,56 +86,56 @@ pub(crate) enum Format {
 pub(crate) struct RunArgs {
     /// The Python file to run (exactly this code; no generation).
     #[arg(long, value_name = "FILE", required_unless_present = "goal")]
-    pub code: Option<PathBuf>,
+    pub(crate) code: Option<PathBuf>,
     /// The question, in words; a ```python block inside it is run as is.
     #[arg(long, value_name = "TEXT")]
-    pub goal: Option<String>,
+    pub(crate) goal: Option<String>,
     /// The policy file (default: the built-in data-analysis policy).
     #[arg(long, value_name = "FILE")]
-    pub policy: Option<PathBuf>,
+    pub(crate) policy: Option<PathBuf>,
     /// A JSON Schema (JSON or YAML file) the result must match.
     #[arg(long, value_name = "FILE")]
-    pub schema: Option<PathBuf>,
+    pub(crate) schema: Option<PathBuf>,
     /// An input file; it appears read-only as /data/<file name>. Repeatable.
     #[arg(long = "input", value_name = "PATH")]
-    pub inputs: Vec<PathBuf>,
+    pub(crate) inputs: Vec<PathBuf>,
     /// Sandbox image (tag or digest; default: the policy's, else compute-bot-sandbox:python).
     #[arg(long)]
-    pub image: Option<String>,
+    pub(crate) image: Option<String>,
     /// Model provider: openai (any OpenAI-compatible endpoint) or anthropic.
     #[arg(long)]
-    pub provider: Option<crate::model::Provider>,
+    pub(crate) provider: Option<crate::model::Provider>,
     /// Model name (else COMPUTE_BOT_MODEL).
     #[arg(long)]
-    pub model: Option<String>,
+    pub(crate) model: Option<String>,
     /// Provider base URL (else COMPUTE_BOT_BASE_URL).
     #[arg(long, value_name = "URL")]
-    pub base_url: Option<String>,
+    pub(crate) base_url: Option<String>,
     /// Wall-clock limit, e.g. 10s or 1500ms (with a policy: may only tighten it).
     #[arg(long, value_parser = parse_duration_arg)]
-    pub timeout: Option<std::time::Duration>,
+    pub(crate) timeout: Option<std::time::Duration>,
     /// Memory limit, e.g. 256MiB (swap is disabled).
     #[arg(long)]
-    pub memory: Option<crate::units::ByteSize>,
+    pub(crate) memory: Option<crate::units::ByteSize>,
     /// CPU quota in cores, e.g. 1 or 0.5.
     #[arg(long)]
-    pub cpus: Option<f64>,
+    pub(crate) cpus: Option<f64>,
     /// Maximum number of processes and threads.
     #[arg(long)]
-    pub pids: Option<i64>,
+    pub(crate) pids: Option<i64>,
     /// Run the code N times in all, each in a fresh container, and flag a
     /// result that changes (raises the policy's `output.repeat`).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=10))]
-    pub repeat: Option<u8>,
+    pub(crate) repeat: Option<u8>,
     /// OCI runtime: runc (with compute-bot's seccomp allowlist) or runsc (gVisor).
     #[arg(long, value_enum)]
-    pub runtime: Option<crate::sandbox::Runtime>,
+    pub(crate) runtime: Option<crate::sandbox::Runtime>,
     /// Write the files the code left in /out into this directory.
     #[arg(long, value_name = "DIR")]
-    pub artifacts: Option<PathBuf>,
+    pub(crate) artifacts: Option<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
+    pub(crate) format: Format,
 }
 
 fn parse_duration_arg(s: &str) -> Result<std::time::Duration, String> {

@@ -69,7 +69,7 @@ pub(crate) const DEFAULT_POLICY_PATHS: [&str; 2] =
 /// Runs the action from the process environment; returns how it ended.
 /// (SIGINT / SIGTERM are [`crate::cli::main`]'s: dropping this future
 /// removes the sandbox containers.)
-pub async fn run_from_process_env() -> Exit {
+pub(crate) async fn run_from_process_env() -> Exit {
     let vars: BTreeMap<String, String> = std::env::vars().collect();
     run(&vars).await
 }
@@ -135,7 +135,7 @@ fn conclude_raw(vars: &BTreeMap<String, String>, message: &str) -> Exit {
 
 /// Runs the action with the variables in `vars` (the process environment in
 /// production); returns how it ended. Workflow commands go to stdout.
-pub async fn run(vars: &BTreeMap<String, String>) -> Exit {
+pub(crate) async fn run(vars: &BTreeMap<String, String>) -> Exit {
     mask_secrets(vars);
     let env = match ActionEnv::from_map(vars) {
         Ok(e) => e,

@@ -14,20 +14,16 @@
 //!   Stop>` and `thread::conclude` alone posts, reacts, writes the outputs
 //!   and decides the status.
 
-pub mod action;
+pub(crate) mod action;
 pub mod actions_io;
-pub mod approval;
+pub(crate) mod approval;
 pub mod client;
 pub mod command;
 pub mod event;
 pub mod flow;
-pub mod inputs;
-pub mod replay;
-pub mod request;
+pub(crate) mod inputs;
+pub(crate) mod replay;
+pub(crate) mod request;
 pub mod texts;
 pub(crate) mod thread;
 pub mod tracking;
-
-pub use client::{GitHub, GitHubError, Reaction};
-pub use command::Command;
-pub use event::{ActionEnv, EnvError, EventError, RepoRef, Trigger};

@@ -54,7 +54,7 @@ pub struct PendingCode {
     /// The exact code that was shown.
     pub code: String,
     /// Its hex SHA-256 (equal to the one in the marker).
-    pub sha256: String,
+    pub(crate) sha256: String,
 }
 
 /// Why no approvable code could be read from a comment.
@@ -220,7 +220,7 @@ pub enum Stage {
 
 impl Stage {
     /// All stages in order.
-    pub const ALL: [Stage; 5] = [
+    pub(crate) const ALL: [Stage; 5] = [
         Stage::Planning,
         Stage::Generating,
         Stage::Checking,
@@ -229,7 +229,7 @@ impl Stage {
     ];
 
     /// Lower-case name.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Stage::Planning => "planning",
             Stage::Generating => "generating code",
@@ -435,20 +435,20 @@ pub(crate) fn inputs_changed(paths: &[String], command: &str) -> String {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct PendingRequest {
     /// The goal.
-    pub goal: Option<String>,
+    pub(crate) goal: Option<String>,
     /// Extra context.
-    pub context: Option<String>,
+    pub(crate) context: Option<String>,
     /// Workspace inputs with the hashes the approver was shown.
-    pub inputs: Vec<PendingInput>,
+    pub(crate) inputs: Vec<PendingInput>,
 }
 
 /// One input of a pending request.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct PendingInput {
     /// Workspace-relative path.
-    pub path: String,
+    pub(crate) path: String,
     /// Hex SHA-256 of the contents when the code was shown.
-    pub sha256: String,
+    pub(crate) sha256: String,
 }
 
 /// The hidden marker that records a [`PendingRequest`] (hex-encoded JSON, so
