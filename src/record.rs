@@ -17,12 +17,12 @@ use crate::policy::Policy;
 use crate::sandbox::{BASE_ENV, Limits, Outcome, RuntimeRules, sha256_hex};
 
 /// The record format version.
-pub(crate) const RECORD_VERSION: u32 = 1;
+const RECORD_VERSION: u32 = 1;
 
 /// Start of the hidden marker that carries the record in a comment.
 pub(crate) const RECORD_MARKER_START: &str = "<!-- compute-bot:record ";
 /// End of the hidden record marker.
-pub(crate) const RECORD_MARKER_END: &str = " -->";
+const RECORD_MARKER_END: &str = " -->";
 
 /// One input file as the code saw it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -56,7 +56,7 @@ pub(crate) struct RecordedImage {
 pub struct Runtime {
     /// The Python version, from the image's `org.compute-bot.python` label.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) python: Option<String>,
+    python: Option<String>,
     /// The Docker engine version and API version (`20.10.24 (API 1.41)`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub engine: Option<String>,
@@ -64,7 +64,7 @@ pub struct Runtime {
     pub(crate) status: String,
     /// Exit code of the code's process.
     #[serde(default)]
-    pub(crate) exit_code: Option<i64>,
+    exit_code: Option<i64>,
     /// Milliseconds the code ran.
     pub(crate) duration_ms: u64,
 }
@@ -73,7 +73,7 @@ pub struct Runtime {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunRecord {
     /// Record format version ([`RECORD_VERSION`]).
-    pub(crate) version: u32,
+    version: u32,
     /// The compute-bot version that ran it.
     pub(crate) bot_version: String,
     /// Hex SHA-256 of the exact code.
@@ -115,7 +115,7 @@ pub struct RunRecord {
 }
 
 /// Largest result (canonical JSON characters) carried in a comment marker.
-pub(crate) const MARKER_RESULT_MAX: usize = 4_000;
+const MARKER_RESULT_MAX: usize = 4_000;
 
 /// Hex SHA-256 of the effective policy.
 pub fn policy_sha256(policy: &Policy) -> String {
@@ -140,7 +140,7 @@ fn sorted(v: &Value) -> Value {
 
 /// Canonical JSON text of a result: keys sorted, no whitespace. The result
 /// hash is taken over these bytes.
-pub(crate) fn canonical_json(v: &Value) -> String {
+fn canonical_json(v: &Value) -> String {
     let s = sorted(v);
     // serde_json may keep insertion order (feature `preserve_order`); the
     // keys were inserted sorted, so the text is canonical either way.
@@ -208,7 +208,7 @@ impl RunRecord {
 
     /// The same record without the bulky parts (the verification program's
     /// code and result), for a comment's hidden marker.
-    pub(crate) fn compact(&self) -> RunRecord {
+    fn compact(&self) -> RunRecord {
         let mut r = self.clone();
         if let Some(v) = r.verification.as_mut() {
             v.code = None;

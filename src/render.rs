@@ -8,7 +8,7 @@
 //! a result, the goal or the model is escaped so that it cannot inject HTML,
 //! mentions or table cells.
 
-pub(crate) use crate::units::{SIGNIFICANT_DIGITS, readable_json_number, readable_number};
+use crate::units::{SIGNIFICANT_DIGITS, readable_json_number, readable_number};
 use std::fmt::Write as _;
 
 use serde_json::Value;
@@ -24,7 +24,7 @@ pub const COMMENT_LIMIT: usize = 65_536;
 pub(crate) const SUMMARY_LIMIT: usize = 1_048_576;
 
 /// Most points a chart shows.
-pub(crate) const CHART_MAX_POINTS: usize = 100;
+const CHART_MAX_POINTS: usize = 100;
 
 /// Where the rendering goes and what links to put in it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -555,15 +555,15 @@ fn result_md(result: &Value, b: &Budget) -> String {
 
 /// A numeric series found in a result: labels, values and a title.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Series {
+struct Series {
     /// What the series is (a field name, or `result`).
-    pub(crate) title: String,
+    title: String,
     /// The x-axis labels.
-    pub(crate) labels: Vec<String>,
+    labels: Vec<String>,
     /// The values.
-    pub(crate) values: Vec<f64>,
+    values: Vec<f64>,
     /// True when labels came from the data (bar chart), false for positions (line).
-    pub(crate) labelled: bool,
+    labelled: bool,
 }
 
 const LABEL_NUMERIC_KEYS: [&str; 12] = [
@@ -679,7 +679,7 @@ fn pick_value_key<'a>(candidates: &[&'a String], hint: Option<&str>) -> &'a Stri
 /// records with one label and one numeric field), or the first such list
 /// among an object's fields; preferring the numeric field the goal (`hint`)
 /// names.
-pub(crate) fn find_series_for(result: &Value, hint: Option<&str>) -> Option<Series> {
+fn find_series_for(result: &Value, hint: Option<&str>) -> Option<Series> {
     if let Some(s) = series_of(result, "result", hint) {
         return Some(s);
     }
@@ -717,11 +717,11 @@ fn has_rounded_numbers(v: &Value) -> bool {
 
 /// Most x-axis labels a chart shows by name; with more points the x axis
 /// is numbered and its title names the first and last label.
-pub(crate) const CHART_MAX_LABELS: usize = 8;
+const CHART_MAX_LABELS: usize = 8;
 
 /// A mermaid `xychart-beta` block for the result's numeric series, if any.
 #[cfg(test)]
-pub(crate) fn chart(result: &Value) -> Option<String> {
+fn chart(result: &Value) -> Option<String> {
     chart_for(result, None)
 }
 
@@ -733,7 +733,7 @@ pub(crate) fn chart(result: &Value) -> Option<String> {
 /// x axis; with more, the x axis is numbered 1…n (mermaid then picks readable
 /// ticks) and its title names the first and last label. Values are written
 /// to [`SIGNIFICANT_DIGITS`] significant digits.
-pub(crate) fn chart_for(result: &Value, hint: Option<&str>) -> Option<String> {
+fn chart_for(result: &Value, hint: Option<&str>) -> Option<String> {
     let s = find_series_for(result, hint)?;
     let total = s.values.len();
     let n = total.min(CHART_MAX_POINTS);
@@ -852,7 +852,7 @@ fn findings_md(v: &Verdict, max: usize) -> String {
 }
 
 /// `ok (exit 0)`, `timeout`, `killed (signal 9)`.
-pub(crate) fn exit_text(o: &Outcome) -> String {
+fn exit_text(o: &Outcome) -> String {
     let mut t = o.status.as_str().to_string();
     if let Some(c) = o.exit_code {
         let _ = write!(t, " (exit {c})");

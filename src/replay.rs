@@ -21,9 +21,9 @@ use crate::sandbox::{
 use crate::verify::differences;
 
 /// Exit status: the run reproduced.
-pub(crate) const EXIT_REPRODUCED: i32 = 0;
+const EXIT_REPRODUCED: i32 = 0;
 /// Exit status: the run gave a different result or stdout.
-pub(crate) const EXIT_DIFFERS: i32 = 1;
+const EXIT_DIFFERS: i32 = 1;
 /// Exit status: a precondition does not hold (code, input, image) or usage error.
 pub(crate) const EXIT_MISMATCH: i32 = 2;
 
@@ -36,9 +36,9 @@ pub struct Recorded {
     /// The code as found (its hash is checked against the record).
     pub(crate) code: String,
     /// The original result, when the source carries it.
-    pub(crate) result: Option<Value>,
+    result: Option<Value>,
     /// Where it came from, for messages (`report.json`, a comment URL).
-    pub(crate) source: String,
+    source: String,
 }
 
 impl Recorded {
@@ -106,7 +106,7 @@ impl Recorded {
 }
 
 /// The contents of every ```` ```python ```` fenced block, in order.
-pub(crate) fn python_blocks(body: &str) -> Vec<String> {
+fn python_blocks(body: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut open: Option<(String, String)> = None;
     for line in body.split_inclusive('\n') {
@@ -268,7 +268,7 @@ fn names(record: &RunRecord) -> String {
 
 /// Checks that the image (the recorded reference, or `image` when given)
 /// has the recorded id. Returns the reference to run.
-pub(crate) async fn check_image(
+async fn check_image(
     sandbox: &Sandbox,
     record: &RunRecord,
     image: Option<&str>,
@@ -299,31 +299,31 @@ pub(crate) struct ReplayVerdict {
     /// True when status, stdout and result hashes all match the record.
     pub(crate) reproduced: bool,
     /// `reproduced` or `differs`.
-    pub(crate) verdict: &'static str,
+    verdict: &'static str,
     /// Where the record came from.
-    pub(crate) source: String,
+    source: String,
     /// What differs: hashes, status, and the result diff.
     pub(crate) differences: Vec<String>,
     /// Notes that do not decide the verdict (environment, engine, bot version).
     pub(crate) notes: Vec<String>,
     /// The recorded stdout sha256.
-    pub(crate) recorded_stdout_sha256: String,
+    recorded_stdout_sha256: String,
     /// The replay's stdout sha256.
-    pub(crate) stdout_sha256: String,
+    stdout_sha256: String,
     /// The recorded result sha256.
-    pub(crate) recorded_result_sha256: Option<String>,
+    recorded_result_sha256: Option<String>,
     /// The replay's result sha256.
     pub(crate) result_sha256: Option<String>,
     /// The replay's result.
-    pub(crate) result: Option<Value>,
+    result: Option<Value>,
     /// Milliseconds the original code ran.
     pub(crate) recorded_duration_ms: u64,
     /// Milliseconds the replayed code ran.
     pub(crate) duration_ms: u64,
     /// Milliseconds the whole replay took (container start to removal).
-    pub(crate) total_ms: u64,
+    total_ms: u64,
     /// The replay's sandbox outcome.
-    pub(crate) outcome: Outcome,
+    outcome: Outcome,
 }
 
 /// Why a replay could not be judged.

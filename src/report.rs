@@ -125,7 +125,7 @@ impl Report {
     /// The record of a report's final run, or `None` when no code ran.
     /// The result hash is of the validated result, else of the last
     /// attempt's parsed (invalid) result.
-    pub(crate) fn run_record(&self, policy: &Policy) -> Option<RunRecord> {
+    fn run_record(&self, policy: &Policy) -> Option<RunRecord> {
         let report = self;
         let outcome = report.outcome.as_ref()?;
         let inputs: Vec<RecordedInput> = report

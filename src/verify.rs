@@ -21,25 +21,25 @@ use crate::report::ReportStatus;
 use crate::sandbox::{Executor, Job, Outcome, RuntimeRules, SandboxConfig, sha256_hex};
 use crate::validate::Validator;
 
-pub(crate) use crate::record::{CheckOutcome, RepeatRun, Verification};
+use crate::record::{CheckOutcome, RepeatRun, Verification};
 
 /// What the confirmation steps found.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Confirmation {
     /// Further runs (`output.repeat`).
-    pub(crate) repeats: Vec<RepeatRun>,
+    repeats: Vec<RepeatRun>,
     /// Check outcomes (`output.checks`).
-    pub(crate) checks: Vec<CheckOutcome>,
+    checks: Vec<CheckOutcome>,
     /// The second program (`output.verify`).
-    pub(crate) verification: Option<Verification>,
+    verification: Option<Verification>,
     /// When the result must not be posted as fact: the status and the reason.
-    pub(crate) stop: Option<(ReportStatus, String)>,
+    stop: Option<(ReportStatus, String)>,
     /// Tokens the second program used.
-    pub(crate) usage: TokenUsage,
+    usage: TokenUsage,
     /// Time spent in the sandbox.
-    pub(crate) sandbox_time: Duration,
+    sandbox_time: Duration,
     /// Time spent waiting on the model.
-    pub(crate) model_time: Duration,
+    model_time: Duration,
 }
 
 impl Confirmation {
@@ -167,7 +167,7 @@ fn diff_at(path: &str, a: &Value, b: &Value, tol: f64, out: &mut Vec<String>) {
 
 /// The result a run produced (`/out/result.json` or stdout's last line),
 /// validated; `Err` says why there is none.
-pub(crate) fn result_of(outcome: &Outcome, validator: &Validator) -> Result<Value, String> {
+fn result_of(outcome: &Outcome, validator: &Validator) -> Result<Value, String> {
     if let Some(p) = outcome_problem(outcome) {
         return Err(p);
     }
@@ -189,7 +189,7 @@ pub(crate) fn result_of(outcome: &Outcome, validator: &Validator) -> Result<Valu
 
 /// Runs the job `extra` more times, each in a fresh container, and
 /// compares each result with `first` exactly (canonical JSON).
-pub(crate) async fn repeat_runs(
+async fn repeat_runs(
     sandbox: &dyn Executor,
     cfg: &SandboxConfig,
     job: &Job,
@@ -233,7 +233,7 @@ pub(crate) async fn repeat_runs(
 /// The Python program that evaluates `checks` over `result` and prints one
 /// JSON line: a list of `{passed, error}`. JSON string and list literals
 /// are valid Python literals, so nothing from the result is ever code.
-pub(crate) fn check_program(checks: &[String], result: &Value) -> String {
+fn check_program(checks: &[String], result: &Value) -> String {
     let result_text = serde_json::to_string(&serde_json::to_string(result).unwrap_or_default())
         .unwrap_or_default();
     let checks_text = serde_json::to_string(checks).unwrap_or_default();
@@ -264,7 +264,7 @@ print(json.dumps(out))
 
 /// Runs the checks over `result` in a fresh container. `Err` when the
 /// check program itself could not run.
-pub(crate) async fn run_checks(
+async fn run_checks(
     sandbox: &dyn Executor,
     cfg: &SandboxConfig,
     checks: &[String],
@@ -303,7 +303,7 @@ pub(crate) async fn run_checks(
 
 /// The request for the second program: the same goal, inputs and schema,
 /// no history and nothing of the first program.
-pub(crate) fn independent_request(ctx: &PromptContext) -> crate::model::ChatRequest {
+fn independent_request(ctx: &PromptContext) -> crate::model::ChatRequest {
     let mut req = prompt::generation_request(ctx, &[]);
     if let Some(m) = req.messages.last_mut() {
         m.content.push_str(
@@ -317,7 +317,7 @@ pub(crate) fn independent_request(ctx: &PromptContext) -> crate::model::ChatRequ
 
 /// Asks the model for a second program, checks it against the policy, runs
 /// it and compares the results within the policy's tolerance.
-pub(crate) async fn verify_independent(
+async fn verify_independent(
     input: &ConfirmInput<'_>,
     model: &ModelClient,
     usage: &mut TokenUsage,
