@@ -11,10 +11,10 @@ use crate::prompt::sanitize_goal;
 
 /// The explanation is optional: after this long (retries included) the
 /// template is used and the validated result is not held back.
-pub(crate) const EXPLAIN_DEADLINE: Duration = Duration::from_secs(15);
+const EXPLAIN_DEADLINE: Duration = Duration::from_secs(15);
 
 /// Most characters of the result JSON put into the explanation prompt.
-pub(crate) const RESULT_MAX_CHARS: usize = 4_000;
+const RESULT_MAX_CHARS: usize = 4_000;
 /// Most characters of the goal put into the explanation prompt.
 const GOAL_MAX_CHARS: usize = 2_000;
 /// Completion budget of the explanation call.
@@ -72,18 +72,14 @@ pub async fn explain_within(
 
 /// The request [`explain`] sends at `preview` (for the tests to inspect).
 #[cfg(test)]
-pub(crate) fn explanation_request(goal: &str, result: &Value) -> ChatRequest {
+fn explanation_request(goal: &str, result: &Value) -> ChatRequest {
     explanation_request_at(goal, result, DataLevel::Preview).expect("preview sends a request")
 }
 
 /// The request [`explain`] sends at `level`: at `preview` the result JSON
 /// (at most [`RESULT_MAX_CHARS`]); at `schema` only its keys and value
 /// types; at `none` no request.
-pub(crate) fn explanation_request_at(
-    goal: &str,
-    result: &Value,
-    level: DataLevel,
-) -> Option<ChatRequest> {
+fn explanation_request_at(goal: &str, result: &Value, level: DataLevel) -> Option<ChatRequest> {
     let json = match level {
         DataLevel::Preview => serde_json::to_string(result).unwrap_or_else(|_| "null".into()),
         DataLevel::Schema => format!(

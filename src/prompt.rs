@@ -16,10 +16,10 @@ use crate::sandbox::{InputFile, Limits};
 use crate::units::format_duration;
 
 /// The name of the tool the model is made to call with its plan and code.
-pub(crate) const RUN_PYTHON_TOOL: &str = "run_python";
+const RUN_PYTHON_TOOL: &str = "run_python";
 
 /// Most bytes of one input preview.
-pub(crate) const PREVIEW_MAX_BYTES: usize = 2048;
+const PREVIEW_MAX_BYTES: usize = 2048;
 /// Most characters of one line in a preview.
 const PREVIEW_LINE_CHARS: usize = 160;
 /// Most characters of the schema in the prompt.
@@ -245,14 +245,14 @@ fn strip_invisible(s: &str) -> String {
 /// the first lines of other text, or the kind of a binary file. Lines are
 /// cut to a sane width and the whole is at most [`PREVIEW_MAX_BYTES`].
 #[cfg(test)]
-pub(crate) fn preview_input(name: &str, bytes: &[u8]) -> String {
+fn preview_input(name: &str, bytes: &[u8]) -> String {
     preview_input_at(name, bytes, DataLevel::Preview)
 }
 
 /// [`preview_input`] at a data level: `preview` shows rows and lines,
 /// `schema` column names with inferred types (JSON keys with value kinds),
 /// `none` the file's name and size only.
-pub(crate) fn preview_input_at(name: &str, bytes: &[u8], level: DataLevel) -> String {
+fn preview_input_at(name: &str, bytes: &[u8], level: DataLevel) -> String {
     match level {
         DataLevel::Preview => preview_rows(name, bytes),
         DataLevel::Schema => preview_schema(name, bytes),
@@ -697,7 +697,7 @@ const PROBLEM_PREVIEW_CHARS: usize = 2_000;
 /// head and tail up to 2,000 characters; `schema` keeps the bot's own first
 /// line, traceback frames and exception lines (each at most 200 characters),
 /// no printed data; `none` keeps the first line and the exception type only.
-pub(crate) fn problem_at(problem: &str, level: DataLevel) -> String {
+fn problem_at(problem: &str, level: DataLevel) -> String {
     match level {
         DataLevel::Preview => head_tail(problem, PROBLEM_PREVIEW_CHARS),
         DataLevel::Schema | DataLevel::None => {
@@ -855,7 +855,7 @@ pub fn parse_reply(text: &str) -> Result<Generated, PromptError> {
 }
 
 /// The plan in the prose before the code: after a `Plan:` marker if present.
-pub(crate) fn plan_of(prose: &str) -> Option<String> {
+fn plan_of(prose: &str) -> Option<String> {
     let lower = prose.to_ascii_lowercase();
     let plan = match lower.find("plan:") {
         Some(i) => &prose[i + "plan:".len()..],
