@@ -27,9 +27,9 @@ use pulldown_cmark::{CodeBlockKind, Event, Options, Parser, Tag, TagEnd};
 pub(crate) struct CodeBlock {
     /// The language: the first word of the info string, lower-cased
     /// (`python`, `py`, `` for a bare fence).
-    pub(crate) lang: String,
+    lang: String,
     /// The whole info string, trimmed.
-    pub(crate) info: String,
+    info: String,
     /// The content as CommonMark reads it (each line with its `\n`).
     pub(crate) code: String,
     /// The source text between the fence lines, exactly as written (CR line
@@ -38,26 +38,26 @@ pub(crate) struct CodeBlock {
     /// False when the text ends before the closing fence (a cut reply).
     pub(crate) closed: bool,
     /// Inside a block quote (`> ...`): someone quoting code, not asking.
-    pub(crate) quoted: bool,
+    quoted: bool,
     /// Bytes of the input the block covers, fences included.
     pub(crate) span: Range<usize>,
 }
 
 impl CodeBlock {
     /// True when the language tag names Python (`python`, `python3`, `py`, `py3`).
-    pub(crate) fn is_python(&self) -> bool {
+    fn is_python(&self) -> bool {
         is_python(&self.lang)
     }
 }
 
 /// True for the language tags that mean Python.
-pub(crate) fn is_python(lang: &str) -> bool {
+fn is_python(lang: &str) -> bool {
     matches!(lang, "python" | "python3" | "py" | "py3")
 }
 
 /// Every fenced code block of `text`, in order (indented code blocks are
 /// not fences and are not returned).
-pub(crate) fn code_blocks(text: &str) -> Vec<CodeBlock> {
+fn code_blocks(text: &str) -> Vec<CodeBlock> {
     let mut out = Vec::new();
     let mut quote_depth = 0usize;
     let mut current: Option<CodeBlock> = None;

@@ -41,7 +41,7 @@ pub(crate) enum Front {
 impl Status {
     /// Every status, for tables and tests.
     #[cfg(test)]
-    pub(crate) const ALL: [Status; 8] = [
+    const ALL: [Status; 8] = [
         Status::Ok,
         Status::NeedsApproval,
         Status::Ignored,
