@@ -50,14 +50,14 @@ pub(crate) async fn engine_kind(docker: &Docker) -> Engine {
 }
 
 /// The uid:gid the code runs as inside the container. Images must not need root.
-pub(crate) const SANDBOX_USER: &str = "10001:10001";
+const SANDBOX_USER: &str = "10001:10001";
 
 /// Label present on every container the bot creates.
 pub const LABEL_MANAGED: &str = "org.compute-bot.managed";
 /// Label naming the run (the container name).
 pub const LABEL_RUN: &str = "org.compute-bot.run";
 /// Label naming the host the creating bot ran on.
-pub(crate) const LABEL_HOST: &str = "org.compute-bot.host";
+const LABEL_HOST: &str = "org.compute-bot.host";
 /// Label with the pid of the creating bot process.
 pub const LABEL_PID: &str = "org.compute-bot.pid";
 /// Label with the unix time after which the container is certainly abandoned.
@@ -78,7 +78,7 @@ pub(crate) const BASE_ENV: &[(&str, &str)] = &[
 ];
 
 /// Seconds a prepared container waits for its code before its runner exits.
-pub(crate) const IDLE_SECONDS: u64 = 900;
+const IDLE_SECONDS: u64 = 900;
 
 /// Connects to the engine named by `DOCKER_HOST` (or the local socket) and
 /// negotiates the API version, so older engines (e.g. Docker 20.10, API 1.41)

@@ -313,7 +313,7 @@ impl Prepared {
     }
 
     /// Removes the container without running anything in it.
-    pub(crate) async fn discard(self) -> Result<(), SandboxError> {
+    async fn discard(self) -> Result<(), SandboxError> {
         self.guard.remove().await
     }
 

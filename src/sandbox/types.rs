@@ -103,7 +103,7 @@ pub enum Runtime {
 impl Runtime {
     /// `COMPUTE_BOT_RUNTIME` (`runc` or `runsc`), else runc: the machine-wide
     /// default for runs whose policy and flags do not name one.
-    pub(crate) fn from_env() -> Runtime {
+    fn from_env() -> Runtime {
         match std::env::var("COMPUTE_BOT_RUNTIME").as_deref() {
             Ok("runsc") => Runtime::Runsc,
             Ok("runc") | Err(_) => Runtime::Runc,
@@ -281,13 +281,13 @@ pub struct ImageInfo {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct DataStack {
     /// `org.compute-bot.python`.
-    pub(crate) python: Option<String>,
+    python: Option<String>,
     /// `org.compute-bot.pandas`.
-    pub(crate) pandas: Option<String>,
+    pandas: Option<String>,
     /// `org.compute-bot.numpy`.
-    pub(crate) numpy: Option<String>,
+    numpy: Option<String>,
     /// `org.compute-bot.matplotlib`.
-    pub(crate) matplotlib: Option<String>,
+    matplotlib: Option<String>,
 }
 
 impl DataStack {
