@@ -20,7 +20,7 @@ pub(crate) enum Role {
 
 impl Role {
     /// The wire name (`user`, `assistant`), the same for both providers.
-    pub(crate) fn as_str(self) -> &'static str {
+    fn as_str(self) -> &'static str {
         match self {
             Role::User => "user",
             Role::Assistant => "assistant",
@@ -824,7 +824,7 @@ fn retry_after(headers: &HeaderMap) -> Option<Duration> {
 }
 
 /// Parses a `Retry-After` value: delay seconds or an HTTP date (relative to `now`).
-pub(crate) fn parse_retry_after(v: &str, now: chrono::DateTime<chrono::Utc>) -> Option<Duration> {
+fn parse_retry_after(v: &str, now: chrono::DateTime<chrono::Utc>) -> Option<Duration> {
     if let Ok(secs) = v.parse::<f64>() {
         return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(1e6)));
     }

@@ -8,26 +8,26 @@ use std::time::Duration;
 use super::ModelError;
 
 /// Environment variable naming the provider (`openai` or `anthropic`).
-pub(crate) const ENV_PROVIDER: &str = "COMPUTE_BOT_PROVIDER";
+const ENV_PROVIDER: &str = "COMPUTE_BOT_PROVIDER";
 /// Environment variable with the API base URL.
-pub(crate) const ENV_BASE_URL: &str = "COMPUTE_BOT_BASE_URL";
+const ENV_BASE_URL: &str = "COMPUTE_BOT_BASE_URL";
 /// Environment variable with the model name.
-pub(crate) const ENV_MODEL: &str = "COMPUTE_BOT_MODEL";
+const ENV_MODEL: &str = "COMPUTE_BOT_MODEL";
 /// Environment variable with the API key (takes precedence over the provider's own variable).
 pub(crate) const ENV_API_KEY: &str = "COMPUTE_BOT_API_KEY";
 /// Environment variable with the per-request timeout (`60s`, `1500ms`).
-pub(crate) const ENV_TIMEOUT: &str = "COMPUTE_BOT_MODEL_TIMEOUT";
+const ENV_TIMEOUT: &str = "COMPUTE_BOT_MODEL_TIMEOUT";
 /// Environment variable with the default completion budget in tokens.
-pub(crate) const ENV_MAX_TOKENS: &str = "COMPUTE_BOT_MAX_TOKENS";
+const ENV_MAX_TOKENS: &str = "COMPUTE_BOT_MAX_TOKENS";
 /// Environment variable with the sampling temperature.
-pub(crate) const ENV_TEMPERATURE: &str = "COMPUTE_BOT_TEMPERATURE";
+const ENV_TEMPERATURE: &str = "COMPUTE_BOT_TEMPERATURE";
 /// Environment variable with the number of retries after the first request.
-pub(crate) const ENV_RETRIES: &str = "COMPUTE_BOT_MODEL_RETRIES";
+const ENV_RETRIES: &str = "COMPUTE_BOT_MODEL_RETRIES";
 /// Environment variable with the total time retries may take (`120s`, `5m`).
-pub(crate) const ENV_RETRY_TIME: &str = "COMPUTE_BOT_MODEL_RETRY_TIME";
+const ENV_RETRY_TIME: &str = "COMPUTE_BOT_MODEL_RETRY_TIME";
 
 /// The default completion budget of ordinary models.
-pub(crate) const DEFAULT_MAX_TOKENS: u32 = 4096;
+const DEFAULT_MAX_TOKENS: u32 = 4096;
 /// The default completion budget of reasoning models, whose hidden
 /// reasoning tokens count against it.
 pub const DEFAULT_REASONING_MAX_TOKENS: u32 = 16_384;
@@ -76,7 +76,7 @@ pub enum Provider {
 
 impl Provider {
     /// The name used in configuration (`openai`, `anthropic`).
-    pub(crate) fn as_str(self) -> &'static str {
+    fn as_str(self) -> &'static str {
         match self {
             Provider::OpenAi => "openai",
             Provider::Anthropic => "anthropic",
@@ -92,7 +92,7 @@ impl Provider {
     }
 
     /// The base URL used when none is configured.
-    pub(crate) fn default_base_url(self) -> &'static str {
+    fn default_base_url(self) -> &'static str {
         match self {
             Provider::OpenAi => "https://api.openai.com/v1",
             Provider::Anthropic => "https://api.anthropic.com",
@@ -157,7 +157,7 @@ pub trait Env {
 
 /// The real process environment.
 #[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct ProcessEnv;
+struct ProcessEnv;
 
 impl Env for ProcessEnv {
     fn var(&self, name: &str) -> Option<String> {
