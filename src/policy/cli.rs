@@ -10,7 +10,7 @@ pub(crate) const EXIT_ALLOW: i32 = 0;
 /// Exit code: the code is denied.
 pub(crate) const EXIT_DENY: i32 = 1;
 /// Exit code: the policy or the code file could not be read or is invalid.
-pub(crate) const EXIT_ERROR: i32 = 2;
+const EXIT_ERROR: i32 = 2;
 /// Exit code: the code needs a human approval.
 pub(crate) const EXIT_ESCALATE: i32 = 3;
 
@@ -69,7 +69,7 @@ pub fn check_command(policy_path: &Path, code_path: Option<&Path>, json: bool) -
 }
 
 /// The exit code for a decision: 0 allow, 1 deny, 3 escalate.
-pub(crate) fn exit_code(decision: Decision) -> i32 {
+fn exit_code(decision: Decision) -> i32 {
     match decision {
         Decision::Allow => EXIT_ALLOW,
         Decision::Deny => EXIT_DENY,

@@ -22,7 +22,7 @@ use crate::units::{ByteSize, human_duration};
 pub(crate) const MAX_CODE_BYTES_LIMIT: ByteSize = ByteSize::mib(1);
 
 /// The most generate/repair attempts a policy may allow.
-pub(crate) const MAX_ATTEMPTS: u8 = 10;
+const MAX_ATTEMPTS: u8 = 10;
 
 /// Why a policy file could not be used, with where in the file.
 ///
@@ -304,7 +304,7 @@ impl Who {
 
 /// The network mode of the sandbox. Only `none` exists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) enum Network {
+enum Network {
     /// No network interface besides loopback.
     #[default]
     None,
@@ -346,26 +346,26 @@ pub struct SandboxPolicy {
     pub memory: ByteSize,
     /// CPU quota in cores, greater than 0 and at most 64.
     #[serde(deserialize_with = "de_cpus")]
-    pub(crate) cpus: f64,
+    cpus: f64,
     /// Maximum processes and threads, 1..=4096.
     #[serde(deserialize_with = "de_pids")]
-    pub(crate) pids: i64,
+    pids: i64,
     /// Bytes of stdout kept.
-    pub(crate) stdout_cap: ByteSize,
+    stdout_cap: ByteSize,
     /// Bytes of stderr kept.
-    pub(crate) stderr_cap: ByteSize,
+    stderr_cap: ByteSize,
     /// Size of the `/tmp` tmpfs.
-    pub(crate) tmpfs: ByteSize,
+    tmpfs: ByteSize,
     /// Most files collected from `/out`.
-    pub(crate) artifacts_max_files: u32,
+    artifacts_max_files: u32,
     /// Most bytes collected from `/out`.
-    pub(crate) artifacts_max_bytes: ByteSize,
+    artifacts_max_bytes: ByteSize,
     /// Open file descriptors per process.
-    pub(crate) nofile: u64,
+    nofile: u64,
     /// Largest file a process may write.
-    pub(crate) fsize: ByteSize,
+    fsize: ByteSize,
     /// Network mode; only `none` is accepted.
-    pub(crate) network: Network,
+    network: Network,
     /// OCI runtime: `runc` (default, with compute-bot's seccomp allowlist)
     /// or `runsc` (gVisor; see `scripts/install-gvisor`).
     pub(crate) runtime: Runtime,
@@ -516,7 +516,7 @@ fn de_globs<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
 /// The language of the code. Only Python exists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub(crate) enum Language {
+enum Language {
     /// Python 3.
     #[default]
     Python,
@@ -527,7 +527,7 @@ pub(crate) enum Language {
 #[serde(deny_unknown_fields, default)]
 pub struct CodePolicy {
     /// The code's language; only `python`.
-    pub(crate) language: Language,
+    language: Language,
     /// Largest accepted script, at most 1MiB.
     #[serde(deserialize_with = "de_max_bytes")]
     pub max_bytes: ByteSize,
@@ -557,7 +557,7 @@ fn strs(v: &[&str]) -> Vec<String> {
 
 /// The default import allowlist (data analysis). Kept in sync with
 /// `policies/default.yml` by a test.
-pub(crate) const DEFAULT_ALLOW_IMPORTS: &[&str] = &[
+const DEFAULT_ALLOW_IMPORTS: &[&str] = &[
     "pandas.*",
     "numpy.*",
     "matplotlib.*",
@@ -608,7 +608,7 @@ pub(crate) const DEFAULT_ALLOW_IMPORTS: &[&str] = &[
 ];
 
 /// The default list of always-denied modules.
-pub(crate) const DEFAULT_DENY_MODULES: &[&str] = &[
+const DEFAULT_DENY_MODULES: &[&str] = &[
     "ctypes",
     "_ctypes",
     "cffi",
@@ -671,7 +671,7 @@ pub(crate) const DEFAULT_DENY_MODULES: &[&str] = &[
 
 /// The default list of denied calls (beyond the built-in families, which
 /// cannot be switched off): file-system and environment changes through `os`.
-pub(crate) const DEFAULT_DENY_CALLS: &[&str] = &[
+const DEFAULT_DENY_CALLS: &[&str] = &[
     "os.remove",
     "os.unlink",
     "os.rmdir",
@@ -817,7 +817,7 @@ impl Attempts {
     }
 
     /// `n` attempts, or `None` when `n` is outside 1..=10.
-    pub(crate) fn new(n: u8) -> Option<Self> {
+    fn new(n: u8) -> Option<Self> {
         (1..=MAX_ATTEMPTS).contains(&n).then_some(Attempts(n))
     }
 }
@@ -894,7 +894,7 @@ impl Default for Output {
 }
 
 /// Most runs `output.repeat` allows.
-pub(crate) const MAX_REPEAT: u8 = 10;
+const MAX_REPEAT: u8 = 10;
 
 /// `output.repeat`: how many runs in all (1..=[`MAX_REPEAT`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -984,7 +984,7 @@ pub struct ModelPolicy {
 pub struct Escalation {
     /// GitHub logins that may approve; empty means anyone with
     /// `min_permission`.
-    pub(crate) approvers: Vec<String>,
+    approvers: Vec<String>,
     /// The weakest repository permission an approver needs.
     pub min_permission: Permission,
 }
