@@ -27,12 +27,12 @@ pub(crate) struct DoctorArgs {
     /// The policy file (default: .github/compute-bot.yml or
     /// .github/compute-policy.yml when present, else the built-in policy).
     #[arg(long, value_name = "FILE")]
-    pub(crate) policy: Option<PathBuf>,
+    policy: Option<PathBuf>,
 }
 
 /// One check's outcome.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Check {
+enum Check {
     /// There and working: what was found.
     Ok(String),
     /// Missing or broken: what, and the fix.
@@ -70,7 +70,7 @@ pub(crate) async fn doctor_command(args: &DoctorArgs) -> Status {
 }
 
 /// The checks in order, named.
-pub(crate) async fn run_checks(args: &DoctorArgs) -> Vec<(&'static str, Check)> {
+async fn run_checks(args: &DoctorArgs) -> Vec<(&'static str, Check)> {
     let mut out = Vec::new();
     let (policy_check, policy) = check_policy(args.policy.as_deref());
     out.push(("policy", policy_check));

@@ -19,36 +19,33 @@ use super::Format;
 pub(crate) struct ReplayArgs {
     /// A JSON report (`compute-bot run --format json`, or the action's `report_path`).
     #[arg(value_name = "REPORT.json", required_unless_present = "comment")]
-    pub(crate) report: Option<PathBuf>,
+    report: Option<PathBuf>,
     /// Read the record from a posted comment instead: its URL
     /// (`https://github.com/o/r/issues/1#issuecomment-123`) or id (with
     /// --repo or GITHUB_REPOSITORY). Uses GITHUB_TOKEN and GITHUB_API_URL.
     #[arg(long, value_name = "URL|ID", conflicts_with = "report")]
-    pub(crate) comment: Option<String>,
+    comment: Option<String>,
     /// The repository (`owner/name`) of a comment given by id.
     #[arg(long, value_name = "OWNER/NAME")]
-    pub(crate) repo: Option<String>,
+    repo: Option<String>,
     /// An input file, matched to the record by file name (default: the
     /// recorded path under --workspace). Repeatable.
     #[arg(long = "input", value_name = "PATH")]
-    pub(crate) inputs: Vec<PathBuf>,
+    inputs: Vec<PathBuf>,
     /// Where recorded input paths are looked up (default: the current directory).
     #[arg(long, value_name = "DIR", default_value = ".")]
-    pub(crate) workspace: PathBuf,
+    workspace: PathBuf,
     /// Run this image reference instead of the recorded one; its id must
     /// still be the recorded id.
     #[arg(long)]
-    pub(crate) image: Option<String>,
+    image: Option<String>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub(crate) format: Format,
+    format: Format,
 }
 
 /// The comment id and repository named by `--comment` (a URL or an id).
-pub(crate) fn parse_comment_ref(
-    text: &str,
-    repo: Option<&str>,
-) -> Result<(u64, Option<RepoRef>), String> {
+fn parse_comment_ref(text: &str, repo: Option<&str>) -> Result<(u64, Option<RepoRef>), String> {
     let t = text.trim();
     if let Ok(id) = t.parse::<u64>() {
         let repo = repo

@@ -53,7 +53,7 @@ pub(crate) fn read_code(path: &Path) -> Result<String, String> {
 }
 
 /// Writes the artifacts of an outcome into `dir`.
-pub(crate) fn write_artifacts(outcome: &Outcome, dir: &Path) -> std::io::Result<()> {
+fn write_artifacts(outcome: &Outcome, dir: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     for a in &outcome.artifacts {
         let rel = Path::new(&a.name);
@@ -170,7 +170,7 @@ pub(crate) async fn run_command(args: RunArgs) -> Status {
 
 /// Connects, removes leftovers, runs. Dropped (Ctrl-C or SIGTERM in
 /// [`crate::cli::main`]), the run removes its container.
-pub(crate) async fn execute(cfg: &SandboxConfig, job: &Job) -> Result<Outcome, SandboxError> {
+async fn execute(cfg: &SandboxConfig, job: &Job) -> Result<Outcome, SandboxError> {
     let sandbox = Sandbox::connect().await?;
     if let Err(e) = sandbox.cleanup_leftovers().await {
         tracing::warn!(error = %e, "could not clean up leftover containers");
@@ -185,7 +185,7 @@ pub(crate) fn usage(msg: &str) -> Status {
 }
 
 /// A short terminal summary of an outcome.
-pub(crate) fn outcome_text(o: &Outcome) -> String {
+fn outcome_text(o: &Outcome) -> String {
     let mut s = String::new();
     s.push_str(&format!(
         "status: {}  exit code: {}  duration: {} ms\n",

@@ -11,7 +11,7 @@ use std::path::Path;
 use crate::render::SUMMARY_LIMIT;
 
 /// A random token (32 hex digits) for delimiters and stop-commands.
-pub(crate) fn random_token() -> String {
+fn random_token() -> String {
     format!("{:032x}", rand::random::<u128>())
 }
 
@@ -35,10 +35,10 @@ pub struct Outputs {
 /// outputs 1 MB in all ("Passing information between jobs"), shared with
 /// every other step, so the result keeps well below it. A larger result is
 /// written as `null` with a warning that points at the report file.
-pub(crate) const RESULT_OUTPUT_CAP: usize = 256 * 1024;
+const RESULT_OUTPUT_CAP: usize = 256 * 1024;
 
 /// The size of `s` as GitHub approximates output sizes (UTF-16 encoding).
-pub(crate) fn utf16_size(s: &str) -> usize {
+fn utf16_size(s: &str) -> usize {
     s.encode_utf16().count() * 2
 }
 
@@ -46,7 +46,7 @@ impl Outputs {
     /// The `result` output: the result as compact JSON in the order the code
     /// printed its keys, or `null` (no result, or one over
     /// [`RESULT_OUTPUT_CAP`]; see [`Outputs::result_note`]).
-    pub(crate) fn result_value(&self) -> String {
+    fn result_value(&self) -> String {
         match &self.result {
             Some(v) => {
                 let json = v.to_string();
@@ -99,7 +99,7 @@ impl Outputs {
 /// Formats one output entry. Values with a line break use the
 /// `name<<ghadelimiter_<random>` form, with a delimiter checked not to occur
 /// in the value.
-pub(crate) fn format_output(name: &str, value: &str) -> String {
+fn format_output(name: &str, value: &str) -> String {
     if !value.contains('\n') && !value.contains('\r') {
         return format!("{name}={value}\n");
     }

@@ -54,7 +54,7 @@ pub enum Reaction {
 
 impl Reaction {
     /// GitHub's name for it (`eyes`, `rocket`, `confused`, `-1`, `+1`).
-    pub(crate) fn as_str(self) -> &'static str {
+    fn as_str(self) -> &'static str {
         match self {
             Reaction::Eyes => "eyes",
             Reaction::Rocket => "rocket",
@@ -85,7 +85,7 @@ pub struct CommentInfo {
     /// The author's login.
     pub(crate) author_login: String,
     /// True when the author is a bot (`type: Bot` or a `[bot]` login).
-    pub(crate) author_is_bot: bool,
+    author_is_bot: bool,
     /// The comment's web address.
     pub(crate) html_url: String,
 }
@@ -207,7 +207,7 @@ impl RateLimits {
     /// The defaults, changed by `COMPUTE_BOT_GITHUB_WAIT` and
     /// `COMPUTE_BOT_GITHUB_SECONDARY_WAIT` when set (a value that does not
     /// parse is reported and ignored).
-    pub(crate) fn from_env() -> RateLimits {
+    fn from_env() -> RateLimits {
         let mut r = RateLimits::default();
         let read = |name: &str, into: &mut Duration| {
             if let Ok(v) = std::env::var(name)
@@ -244,7 +244,7 @@ struct Shared {
 }
 
 /// The login the workflow token (`GITHUB_TOKEN`) posts as.
-pub(crate) const ACTIONS_BOT_LOGIN: &str = "github-actions[bot]";
+const ACTIONS_BOT_LOGIN: &str = "github-actions[bot]";
 
 fn rfc3339(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Secs, true)

@@ -11,11 +11,11 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 /// The API root used when `GITHUB_API_URL` is not set.
-pub(crate) const DEFAULT_API_URL: &str = "https://api.github.com";
+const DEFAULT_API_URL: &str = "https://api.github.com";
 /// The web root used when `GITHUB_SERVER_URL` is not set.
-pub(crate) const DEFAULT_SERVER_URL: &str = "https://github.com";
+const DEFAULT_SERVER_URL: &str = "https://github.com";
 /// The comment command used when the `command` input is empty.
-pub(crate) const DEFAULT_COMMAND: &str = "/compute";
+const DEFAULT_COMMAND: &str = "/compute";
 
 pub use crate::secret::Secret;
 
@@ -142,7 +142,7 @@ pub(crate) fn split_list(text: &str) -> Vec<String> {
 }
 
 /// Parses an issue number written as `12` or `#12`.
-pub(crate) fn parse_issue_number(text: &str) -> Option<u64> {
+fn parse_issue_number(text: &str) -> Option<u64> {
     let t = text.trim();
     t.strip_prefix('#')
         .unwrap_or(t)
@@ -328,7 +328,7 @@ pub enum Trigger {
 }
 
 /// Reads and parses a JSON event file, with the path and position in errors.
-pub(crate) fn read_event_file(path: &Path) -> Result<Value, EventError> {
+fn read_event_file(path: &Path) -> Result<Value, EventError> {
     let text = std::fs::read_to_string(path).map_err(|source| EventError::Read {
         path: path.to_path_buf(),
         source,

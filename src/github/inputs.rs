@@ -60,7 +60,7 @@ fn normalize(path: &str) -> String {
 /// Words in `text` that look like relative file paths with an extension
 /// (`data/sales.csv`, `report.json`), in order, without duplicates. URLs,
 /// absolute paths and `..` paths are not taken.
-pub(crate) fn mentioned_paths(text: &str) -> Vec<String> {
+fn mentioned_paths(text: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let separators = |c: char| c.is_whitespace() || matches!(c, '`' | '"' | '\'' | ',' | ';' | '=');
     for word in text.split(separators) {

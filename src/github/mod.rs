@@ -16,14 +16,14 @@
 
 pub(crate) mod action;
 pub mod actions_io;
-pub(crate) mod approval;
+mod approval;
 pub mod client;
 pub mod command;
 pub mod event;
 pub mod flow;
-pub(crate) mod inputs;
-pub(crate) mod replay;
-pub(crate) mod request;
+mod inputs;
+mod replay;
+mod request;
 pub mod texts;
-pub(crate) mod thread;
+mod thread;
 pub mod tracking;
