@@ -22,10 +22,11 @@ use crate::sandbox::{
 };
 use crate::validate::{ValidateError, Validator};
 
-/// The name of the file in `/out` that may carry the result instead of stdout.
-pub use crate::problems::{
-    RESULT_FILE, engine_problem, findings_text, outcome_problem, truncated_output_problem,
-};
+use crate::problems::{RESULT_FILE, findings_text, truncated_output_problem};
+
+/// Why an outcome is unusable, and why one stops the loop (the sandbox
+/// tests check the texts the loop acts on).
+pub use crate::problems::{engine_problem, outcome_problem};
 
 /// What is asked: a goal to answer, or exact code to run, and the inputs.
 #[derive(Debug, Clone, Default)]
@@ -50,7 +51,7 @@ pub struct Request {
 
 impl Request {
     /// True when `code_sha256` is the hash a human approved.
-    pub fn is_approved(&self, code_sha256: &str) -> bool {
+    fn is_approved(&self, code_sha256: &str) -> bool {
         self.approved_sha256
             .as_deref()
             .is_some_and(|a| a.trim().eq_ignore_ascii_case(code_sha256))
@@ -128,7 +129,7 @@ pub struct Agent<'a> {
 
 /// What one attempt leads to; the loop in [`Agent::answer`] acts on it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Next {
+enum Next {
     /// A valid, confirmed result: the request is answered.
     Done,
     /// The attempt failed for this reason; the model may repair it (when

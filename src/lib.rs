@@ -8,21 +8,21 @@ pub mod agent;
 pub mod cli;
 pub mod explain;
 pub mod github;
-pub mod markdown;
+mod markdown;
 pub mod model;
 pub mod policy;
-pub mod problems;
+mod problems;
 pub mod prompt;
 pub mod record;
 pub mod render;
 pub mod replay;
 pub mod report;
 pub mod sandbox;
-pub mod secret;
+mod secret;
 pub mod status;
 pub mod units;
 pub mod validate;
-pub mod verify;
+mod verify;
 
 #[cfg(test)]
 mod layering;

@@ -24,40 +24,40 @@ use pulldown_cmark::{CodeBlockKind, Event, Options, Parser, Tag, TagEnd};
 
 /// One fenced code block of a Markdown text.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CodeBlock {
+pub(crate) struct CodeBlock {
     /// The language: the first word of the info string, lower-cased
     /// (`python`, `py`, `` for a bare fence).
-    pub lang: String,
+    lang: String,
     /// The whole info string, trimmed.
-    pub info: String,
+    info: String,
     /// The content as CommonMark reads it (each line with its `\n`).
-    pub code: String,
+    pub(crate) code: String,
     /// The source text between the fence lines, exactly as written (CR line
     /// ends kept; block-quote markers kept for quoted blocks).
-    pub raw: String,
+    pub(crate) raw: String,
     /// False when the text ends before the closing fence (a cut reply).
-    pub closed: bool,
+    pub(crate) closed: bool,
     /// Inside a block quote (`> ...`): someone quoting code, not asking.
-    pub quoted: bool,
+    quoted: bool,
     /// Bytes of the input the block covers, fences included.
-    pub span: Range<usize>,
+    pub(crate) span: Range<usize>,
 }
 
 impl CodeBlock {
     /// True when the language tag names Python (`python`, `python3`, `py`, `py3`).
-    pub fn is_python(&self) -> bool {
+    fn is_python(&self) -> bool {
         is_python(&self.lang)
     }
 }
 
 /// True for the language tags that mean Python.
-pub fn is_python(lang: &str) -> bool {
+fn is_python(lang: &str) -> bool {
     matches!(lang, "python" | "python3" | "py" | "py3")
 }
 
 /// Every fenced code block of `text`, in order (indented code blocks are
 /// not fences and are not returned).
-pub fn code_blocks(text: &str) -> Vec<CodeBlock> {
+fn code_blocks(text: &str) -> Vec<CodeBlock> {
     let mut out = Vec::new();
     let mut quote_depth = 0usize;
     let mut current: Option<CodeBlock> = None;
@@ -149,7 +149,7 @@ fn fence_shape(src: &str) -> (bool, String) {
 /// ```` ```py ````, ```` ```python3 ````, backticks or tildes) that is not
 /// quoted. A bare fence is not code (people paste data and logs that way).
 /// An unclosed fence runs to the end of the text, as CommonMark reads it.
-pub fn exact_code(text: &str) -> Option<CodeBlock> {
+pub(crate) fn exact_code(text: &str) -> Option<CodeBlock> {
     code_blocks(text)
         .into_iter()
         .find(|b| b.is_python() && !b.quoted)
@@ -157,13 +157,13 @@ pub fn exact_code(text: &str) -> Option<CodeBlock> {
 
 /// The first fenced block of any language, for reading back the bot's own
 /// comments ([`CodeBlock::raw`] keeps the text exactly as written).
-pub fn first_fenced(text: &str) -> Option<CodeBlock> {
+pub(crate) fn first_fenced(text: &str) -> Option<CodeBlock> {
     code_blocks(text).into_iter().next()
 }
 
 /// Why a model reply holds no usable program.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ReplyProblem {
+pub(crate) enum ReplyProblem {
     /// No python (or bare) fenced block outside think sections.
     NoCode,
     /// The block that would be the program is never closed: the reply was cut.
@@ -174,19 +174,19 @@ pub enum ReplyProblem {
 
 /// The program of a model reply and the prose before it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReplyCode {
+pub(crate) struct ReplyCode {
     /// The prose before the chosen block, outside think sections and other
     /// code blocks (the caller picks the plan out of it).
-    pub prose: String,
+    pub(crate) prose: String,
     /// The chosen block.
-    pub block: CodeBlock,
+    pub(crate) block: CodeBlock,
 }
 
 /// Picks the program out of a model reply: the last complete python block
 /// outside `<think>` sections; a bare fence only when there is no python
 /// block. When the last candidate is unclosed the reply was cut, and that is
 /// the answer (an earlier example snippet is never run instead).
-pub fn reply_code(reply: &str) -> Result<ReplyCode, ReplyProblem> {
+pub(crate) fn reply_code(reply: &str) -> Result<ReplyCode, ReplyProblem> {
     let visible = mask_think(reply);
     let blocks = code_blocks(&visible);
     let python: Vec<&CodeBlock> = blocks.iter().filter(|b| b.is_python()).collect();
@@ -224,7 +224,7 @@ pub fn reply_code(reply: &str) -> Result<ReplyCode, ReplyProblem> {
 /// `<thinking>…</thinking>` (any case); an unclosed opening tag runs to the
 /// end; a closing tag without an opening one (some servers strip the
 /// opening tag) hides everything before it.
-pub fn mask_think(text: &str) -> String {
+pub(crate) fn mask_think(text: &str) -> String {
     let lower = text.to_ascii_lowercase();
     let mut bytes = text.as_bytes().to_vec();
     let mut blank = |r: Range<usize>| {
@@ -269,7 +269,7 @@ pub fn mask_think(text: &str) -> String {
 // ---------------------------------------------------------------- escaping
 
 /// A backtick fence longer than any backtick run in `content` (at least 3).
-pub fn fence_for(content: &str) -> String {
+pub(crate) fn fence_for(content: &str) -> String {
     let mut longest = 0;
     let mut run = 0;
     for c in content.chars() {
@@ -286,7 +286,7 @@ pub fn fence_for(content: &str) -> String {
 /// True for the Unicode bidirectional controls that can make text read in
 /// another order than it is stored (U+202A–U+202E embeddings and overrides,
 /// U+2066–U+2069 isolates, U+200E/U+200F marks, U+061C the Arabic letter mark).
-pub fn is_bidi_control(c: char) -> bool {
+pub(crate) fn is_bidi_control(c: char) -> bool {
     matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}')
 }
 
@@ -295,7 +295,7 @@ pub fn is_bidi_control(c: char) -> bool {
 /// ("Trojan Source"). Every rendering of untrusted text goes through it:
 /// [`neutralize`] (and so [`escape_cell`]), [`fenced`], chart labels and the
 /// terminal text (`render::text`).
-pub fn show_bidi(s: &str) -> String {
+pub(crate) fn show_bidi(s: &str) -> String {
     if !s.chars().any(is_bidi_control) {
         return s.to_string();
     }
@@ -312,13 +312,13 @@ pub fn show_bidi(s: &str) -> String {
 
 /// Wraps `content` in a fenced block with `lang`, using [`fence_for`];
 /// bidirectional controls are shown as [`show_bidi`] does.
-pub fn fenced(lang: &str, content: &str) -> String {
+pub(crate) fn fenced(lang: &str, content: &str) -> String {
     fenced_exact(lang, &show_bidi(content))
 }
 
 /// [`fenced`] keeping `content` byte for byte (for code that is read back
 /// and hash-checked, such as code waiting for approval).
-pub fn fenced_exact(lang: &str, content: &str) -> String {
+pub(crate) fn fenced_exact(lang: &str, content: &str) -> String {
     let fence = fence_for(content);
     let nl = if content.ends_with('\n') || content.is_empty() {
         ""
@@ -331,7 +331,7 @@ pub fn fenced_exact(lang: &str, content: &str) -> String {
 /// Makes prose safe to post: `@name` cannot notify (a zero-width space is
 /// put after `@`) and `<`/`>` are entities, so no HTML or hidden comments.
 /// Markdown emphasis and lists survive.
-pub fn neutralize(s: &str) -> String {
+pub(crate) fn neutralize(s: &str) -> String {
     let s = show_bidi(s);
     let mut out = String::with_capacity(s.len());
     let mut chars = s.chars().peekable();
@@ -356,7 +356,7 @@ pub fn neutralize(s: &str) -> String {
 
 /// Escapes text for one markdown table cell (or inline text): neutralized,
 /// markdown punctuation escaped, pipes escaped, line breaks as `<br>`.
-pub fn escape_cell(s: &str) -> String {
+pub(crate) fn escape_cell(s: &str) -> String {
     let n = neutralize(s);
     let mut out = String::with_capacity(n.len());
     for c in n.chars() {

@@ -6,7 +6,7 @@ use crate::policy::Verdict;
 use crate::sandbox::{Outcome, RunStatus};
 
 /// The file in `/out` a program may write its result to instead of printing it.
-pub const RESULT_FILE: &str = "result.json";
+pub(crate) const RESULT_FILE: &str = "result.json";
 
 /// The last `n` lines of a text.
 fn tail(text: &str, n: usize) -> String {
@@ -66,7 +66,7 @@ pub fn engine_problem(o: &Outcome) -> Option<String> {
 /// Why a run whose stdout was cut at the cap gave no readable result: the
 /// JSON on the last line was lost with the rest. `None` when stdout was not
 /// cut or the result came from `/out/result.json`.
-pub fn truncated_output_problem(o: &Outcome, has_result_file: bool) -> Option<String> {
+pub(crate) fn truncated_output_problem(o: &Outcome, has_result_file: bool) -> Option<String> {
     (o.stdout_truncated && !has_result_file).then(|| {
         format!(
             "the code printed more than the {} stdout limit, so stdout was cut and the JSON result \
@@ -78,7 +78,7 @@ pub fn truncated_output_problem(o: &Outcome, has_result_file: bool) -> Option<St
 }
 
 /// Findings as text lines for a repair request or a stop reason.
-pub fn findings_text(v: &Verdict) -> String {
+pub(crate) fn findings_text(v: &Verdict) -> String {
     v.findings
         .iter()
         .map(|f| {

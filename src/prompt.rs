@@ -3,7 +3,7 @@
 //!
 //! The goal is untrusted text: [`sanitize_goal`] strips what a reader cannot
 //! see, and the system prompt tells the model to treat it as data. Inputs
-//! are described by host-side previews ([`preview_input`]), never by the
+//! are described by host-side previews ([`preview_input_at`]), never by the
 //! model reading files it was not given.
 
 use std::collections::BTreeMap;
@@ -16,10 +16,10 @@ use crate::sandbox::{InputFile, Limits};
 use crate::units::format_duration;
 
 /// The name of the tool the model is made to call with its plan and code.
-pub const RUN_PYTHON_TOOL: &str = "run_python";
+const RUN_PYTHON_TOOL: &str = "run_python";
 
 /// Most bytes of one input preview.
-pub const PREVIEW_MAX_BYTES: usize = 2048;
+const PREVIEW_MAX_BYTES: usize = 2048;
 /// Most characters of one line in a preview.
 const PREVIEW_LINE_CHARS: usize = 160;
 /// Most characters of the schema in the prompt.
@@ -38,7 +38,7 @@ pub struct PromptContext {
     pub allowed_modules: Vec<String>,
     /// The sandbox limits the code will run under.
     pub limits: Limits,
-    /// Input previews from [`preview_input`].
+    /// Input previews from [`preview_input_at`].
     pub inputs: Vec<String>,
     /// The JSON Schema the result must match.
     pub schema: Value,
@@ -58,7 +58,7 @@ impl PromptContext {
     /// policy's `model.data` level, the allowed modules and the limits.
     /// Library versions start empty; add them with
     /// [`PromptContext::with_library_versions`].
-    pub fn for_request(
+    pub(crate) fn for_request(
         policy: &Policy,
         goal: &str,
         inputs: &[InputFile],
@@ -83,7 +83,7 @@ impl PromptContext {
     }
 
     /// Sets the sandbox image's library versions (e.g. from its labels).
-    pub fn with_library_versions(mut self, versions: BTreeMap<String, String>) -> Self {
+    pub(crate) fn with_library_versions(mut self, versions: BTreeMap<String, String>) -> Self {
         self.library_versions = versions;
         self
     }
@@ -91,7 +91,7 @@ impl PromptContext {
 
 /// The library versions in an image's labels: `org.compute-bot.python=3.11.2`
 /// becomes `python → 3.11.2` (the image's own bookkeeping labels are left out).
-pub fn library_versions(labels: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+pub(crate) fn library_versions(labels: &BTreeMap<String, String>) -> BTreeMap<String, String> {
     labels
         .iter()
         .filter_map(|(k, v)| {
@@ -128,10 +128,10 @@ pub fn run_python_tool() -> Tool {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RepairNote {
     /// The code that failed.
-    pub code: String,
+    pub(crate) code: String,
     /// Why it failed, concretely: policy findings with lines, the tail of
     /// the traceback, the schema errors, the timeout or memory limit hit.
-    pub problem: String,
+    pub(crate) problem: String,
 }
 
 /// What the model returned: its plan and its code.
@@ -196,7 +196,7 @@ pub enum PromptError {
 /// characters, other control characters (except newline and tab), and HTML
 /// comments (`<!-- ... -->`, also an unclosed one to the end). Line endings
 /// become `\n`; the result is trimmed.
-pub fn sanitize_goal(text: &str) -> String {
+pub(crate) fn sanitize_goal(text: &str) -> String {
     let visible = strip_invisible(&text.replace("\r\n", "\n").replace('\r', "\n"));
     let mut out = String::with_capacity(visible.len());
     let mut rest = visible.as_str();
@@ -244,14 +244,15 @@ fn strip_invisible(s: &str) -> String {
 /// first 5 rows of a CSV/TSV, the top-level keys or array length of JSON,
 /// the first lines of other text, or the kind of a binary file. Lines are
 /// cut to a sane width and the whole is at most [`PREVIEW_MAX_BYTES`].
-pub fn preview_input(name: &str, bytes: &[u8]) -> String {
+#[cfg(test)]
+fn preview_input(name: &str, bytes: &[u8]) -> String {
     preview_input_at(name, bytes, DataLevel::Preview)
 }
 
 /// [`preview_input`] at a data level: `preview` shows rows and lines,
 /// `schema` column names with inferred types (JSON keys with value kinds),
 /// `none` the file's name and size only.
-pub fn preview_input_at(name: &str, bytes: &[u8], level: DataLevel) -> String {
+fn preview_input_at(name: &str, bytes: &[u8], level: DataLevel) -> String {
     match level {
         DataLevel::Preview => preview_rows(name, bytes),
         DataLevel::Schema => preview_schema(name, bytes),
@@ -696,7 +697,7 @@ const PROBLEM_PREVIEW_CHARS: usize = 2_000;
 /// head and tail up to 2,000 characters; `schema` keeps the bot's own first
 /// line, traceback frames and exception lines (each at most 200 characters),
 /// no printed data; `none` keeps the first line and the exception type only.
-pub fn problem_at(problem: &str, level: DataLevel) -> String {
+fn problem_at(problem: &str, level: DataLevel) -> String {
     match level {
         DataLevel::Preview => head_tail(problem, PROBLEM_PREVIEW_CHARS),
         DataLevel::Schema | DataLevel::None => {
@@ -828,7 +829,7 @@ pub fn parse_generated(reply: &ChatReply) -> Result<Generated, PromptError> {
 /// fences: exact code to run, by the same rules as a `/compute` comment
 /// ([`crate::markdown::exact_code`]). A block without a language is not code
 /// (people paste data and logs that way), so it never runs.
-pub fn extract_fenced_code(text: &str) -> Option<String> {
+pub(crate) fn extract_fenced_code(text: &str) -> Option<String> {
     crate::markdown::exact_code(text).map(|b| b.code)
 }
 
@@ -854,7 +855,7 @@ pub fn parse_reply(text: &str) -> Result<Generated, PromptError> {
 }
 
 /// The plan in the prose before the code: after a `Plan:` marker if present.
-pub(crate) fn plan_of(prose: &str) -> Option<String> {
+fn plan_of(prose: &str) -> Option<String> {
     let lower = prose.to_ascii_lowercase();
     let plan = match lower.find("plan:") {
         Some(i) => &prose[i + "plan:".len()..],

@@ -14,41 +14,41 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::policy::Policy;
-use crate::sandbox::{BASE_ENV, Limits, Outcome, RunStatus, RuntimeRules, sha256_hex};
+use crate::sandbox::{BASE_ENV, Limits, Outcome, RuntimeRules, sha256_hex};
 
 /// The record format version.
-pub const RECORD_VERSION: u32 = 1;
+const RECORD_VERSION: u32 = 1;
 
 /// Start of the hidden marker that carries the record in a comment.
-pub const RECORD_MARKER_START: &str = "<!-- compute-bot:record ";
+pub(crate) const RECORD_MARKER_START: &str = "<!-- compute-bot:record ";
 /// End of the hidden record marker.
-pub const RECORD_MARKER_END: &str = " -->";
+const RECORD_MARKER_END: &str = " -->";
 
 /// One input file as the code saw it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RecordedInput {
+pub(crate) struct RecordedInput {
     /// Name under `/data`.
-    pub name: String,
+    pub(crate) name: String,
     /// Size in bytes.
-    pub size: u64,
+    pub(crate) size: u64,
     /// Hex SHA-256 of the bytes.
-    pub sha256: String,
+    pub(crate) sha256: String,
     /// Where the file came from (relative to the working directory or the
     /// GitHub workspace), when the front end knows it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub path: Option<String>,
+    pub(crate) path: Option<String>,
 }
 
 /// The image the code ran in.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RecordedImage {
+pub(crate) struct RecordedImage {
     /// The reference asked for (tag or digest).
-    pub reference: String,
+    pub(crate) reference: String,
     /// The image id (`sha256:...`) the engine resolved it to.
-    pub id: String,
+    pub(crate) id: String,
     /// Repository digests (empty for a locally built image).
     #[serde(default)]
-    pub digests: Vec<String>,
+    pub(crate) digests: Vec<String>,
 }
 
 /// The runtime: interpreter, engine and how the run went.
@@ -56,46 +56,46 @@ pub struct RecordedImage {
 pub struct Runtime {
     /// The Python version, from the image's `org.compute-bot.python` label.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub python: Option<String>,
+    python: Option<String>,
     /// The Docker engine version and API version (`20.10.24 (API 1.41)`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub engine: Option<String>,
     /// How the run ended (`ok`, `error`, ...).
-    pub status: String,
+    pub(crate) status: String,
     /// Exit code of the code's process.
     #[serde(default)]
-    pub exit_code: Option<i64>,
+    exit_code: Option<i64>,
     /// Milliseconds the code ran.
-    pub duration_ms: u64,
+    pub(crate) duration_ms: u64,
 }
 
 /// Everything that determines one run's result, and hashes of what came out.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunRecord {
     /// Record format version ([`RECORD_VERSION`]).
-    pub version: u32,
+    version: u32,
     /// The compute-bot version that ran it.
-    pub bot_version: String,
+    pub(crate) bot_version: String,
     /// Hex SHA-256 of the exact code.
-    pub code_sha256: String,
+    pub(crate) code_sha256: String,
     /// The input files, in the order given.
-    pub inputs: Vec<RecordedInput>,
+    pub(crate) inputs: Vec<RecordedInput>,
     /// The image.
-    pub image: RecordedImage,
+    pub(crate) image: RecordedImage,
     /// Interpreter, engine, status and duration.
     pub runtime: Runtime,
     /// The limits the sandbox enforced.
-    pub limits: Limits,
+    pub(crate) limits: Limits,
     /// The runtime rules the runner applied.
-    pub rules: RuntimeRules,
+    pub(crate) rules: RuntimeRules,
     /// Hex SHA-256 of the effective policy, when a policy was in force.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub policy_sha256: Option<String>,
+    pub(crate) policy_sha256: Option<String>,
     /// The environment given to the code (the sandbox's fixed environment
     /// plus what the run named; nothing of the bot's own).
-    pub env: BTreeMap<String, String>,
+    pub(crate) env: BTreeMap<String, String>,
     /// Hex SHA-256 of the captured stdout.
-    pub stdout_sha256: String,
+    pub(crate) stdout_sha256: String,
     /// Hex SHA-256 of the result in canonical JSON, when a result was read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result_sha256: Option<String>,
@@ -115,7 +115,7 @@ pub struct RunRecord {
 }
 
 /// Largest result (canonical JSON characters) carried in a comment marker.
-pub const MARKER_RESULT_MAX: usize = 4_000;
+const MARKER_RESULT_MAX: usize = 4_000;
 
 /// Hex SHA-256 of the effective policy.
 pub fn policy_sha256(policy: &Policy) -> String {
@@ -140,7 +140,7 @@ fn sorted(v: &Value) -> Value {
 
 /// Canonical JSON text of a result: keys sorted, no whitespace. The result
 /// hash is taken over these bytes.
-pub fn canonical_json(v: &Value) -> String {
+fn canonical_json(v: &Value) -> String {
     let s = sorted(v);
     // serde_json may keep insertion order (feature `preserve_order`); the
     // keys were inserted sorted, so the text is canonical either way.
@@ -153,7 +153,7 @@ pub fn result_sha256(v: &Value) -> String {
 }
 
 /// The environment the code is given: the sandbox's fixed environment plus `extra`.
-pub fn code_env(extra: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+pub(crate) fn code_env(extra: &BTreeMap<String, String>) -> BTreeMap<String, String> {
     let mut env: BTreeMap<String, String> = BASE_ENV
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -163,13 +163,13 @@ pub fn code_env(extra: &BTreeMap<String, String>) -> BTreeMap<String, String> {
 }
 
 /// The engine's version, as `20.10.24 (API 1.41)`; `None` when it cannot be asked.
-pub async fn engine_version(sandbox: &dyn crate::sandbox::Executor) -> Option<String> {
+pub(crate) async fn engine_version(sandbox: &dyn crate::sandbox::Executor) -> Option<String> {
     sandbox.engine_version().await
 }
 
 impl RunRecord {
     /// The record of one finished run of `code_sha256` with these inputs.
-    pub fn of_outcome(
+    pub(crate) fn of_outcome(
         outcome: &Outcome,
         inputs: &[RecordedInput],
         rules: &RuntimeRules,
@@ -208,7 +208,7 @@ impl RunRecord {
 
     /// The same record without the bulky parts (the verification program's
     /// code and result), for a comment's hidden marker.
-    pub fn compact(&self) -> RunRecord {
+    fn compact(&self) -> RunRecord {
         let mut r = self.clone();
         if let Some(v) = r.verification.as_mut() {
             v.code = None;
@@ -224,7 +224,7 @@ impl RunRecord {
     /// when small) as JSON. `<`
     /// and `>` are written as JSON escapes, so the marker cannot be closed
     /// early or open HTML.
-    pub fn marker(&self, result: Option<&Value>) -> String {
+    pub(crate) fn marker(&self, result: Option<&Value>) -> String {
         let mut r = self.compact();
         r.result = result
             .filter(|v| canonical_json(v).chars().count() <= MARKER_RESULT_MAX)
@@ -248,17 +248,11 @@ impl RunRecord {
         serde_json::from_str(&rest[..end])
             .map_err(|e| format!("the comment's run record is not readable: {e}"))
     }
-
-    /// True when the run ended with a usable status (`ok` or `output_limit`).
-    pub fn ran_ok(&self) -> bool {
-        self.runtime.status == RunStatus::Ok.as_str()
-            || self.runtime.status == RunStatus::OutputLimit.as_str()
-    }
 }
 
 /// The visible one-line "Reproduce" under a result: the command that
 /// replays it (`command` is the comment command, e.g. `/compute`).
-pub fn reproduce_line(command: &str) -> String {
+pub(crate) fn reproduce_line(command: &str) -> String {
     format!(
         "\n**Reproduce:** `compute-bot replay --comment <this comment's link>` with the inputs \
          at this commit, or comment `{} replay` here.\n",
@@ -272,14 +266,14 @@ pub struct RepeatRun {
     /// 2-based run number (run 1 is the original).
     pub run: u32,
     /// How the run ended.
-    pub status: String,
+    pub(crate) status: String,
     /// Hex SHA-256 of its stdout.
-    pub stdout_sha256: String,
+    pub(crate) stdout_sha256: String,
     /// Hex SHA-256 of its result in canonical JSON, when one was read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result_sha256: Option<String>,
     /// Milliseconds the code ran.
-    pub duration_ms: u64,
+    pub(crate) duration_ms: u64,
     /// How its result differs from run 1 (empty when equal).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub differences: Vec<String>,
@@ -289,7 +283,7 @@ pub struct RepeatRun {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CheckOutcome {
     /// The check as written in the policy.
-    pub check: String,
+    pub(crate) check: String,
     /// True when it held.
     pub passed: bool,
     /// Why it failed (`the expression is false`, `AssertionError: ...`,
@@ -307,7 +301,7 @@ pub struct Verification {
     pub tolerance: f64,
     /// Hex SHA-256 of the second program.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub code_sha256: Option<String>,
+    pub(crate) code_sha256: Option<String>,
     /// The second program (left out of the comment's compact record).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code: Option<String>,
@@ -316,10 +310,10 @@ pub struct Verification {
     pub result: Option<Value>,
     /// Where the two results differ.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub differences: Vec<String>,
+    pub(crate) differences: Vec<String>,
     /// Why the second program gave no comparable result, if it did not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub problem: Option<String>,
+    pub(crate) problem: Option<String>,
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@
 //! a result, the goal or the model is escaped so that it cannot inject HTML,
 //! mentions or table cells.
 
-pub use crate::units::{SIGNIFICANT_DIGITS, readable_json_number, readable_number};
+use crate::units::{SIGNIFICANT_DIGITS, readable_json_number, readable_number};
 use std::fmt::Write as _;
 
 use serde_json::Value;
@@ -21,10 +21,10 @@ use crate::units::{ByteSize, format_duration};
 /// GitHub's limit on a comment body, in characters.
 pub const COMMENT_LIMIT: usize = 65_536;
 /// GitHub's limit on one step's job summary, in bytes.
-pub const SUMMARY_LIMIT: usize = 1_048_576;
+pub(crate) const SUMMARY_LIMIT: usize = 1_048_576;
 
 /// Most points a chart shows.
-pub const CHART_MAX_POINTS: usize = 100;
+const CHART_MAX_POINTS: usize = 100;
 
 /// Where the rendering goes and what links to put in it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -46,12 +46,10 @@ pub struct RenderContext {
 
 /// The escaping helpers live in the shared Markdown module (so the GitHub
 /// texts use them without knowing render); re-exported for the renderers.
-pub use crate::markdown::{
-    escape_cell, fence_for, fenced, fenced_exact, is_bidi_control, neutralize, show_bidi,
-};
+pub(crate) use crate::markdown::{escape_cell, fenced, is_bidi_control, neutralize, show_bidi};
 
 /// Cuts `s` to at most `max` characters, adding `…` when cut.
-pub fn cut_chars(s: &str, max: usize) -> String {
+pub(crate) fn cut_chars(s: &str, max: usize) -> String {
     if s.chars().count() <= max {
         return s.to_string();
     }
@@ -143,7 +141,7 @@ pub fn markdown(report: &Report, ctx: &RenderContext) -> String {
 }
 
 /// The job summary (never over [`SUMMARY_LIMIT`] bytes); no hidden marker.
-pub fn summary(report: &Report, ctx: &RenderContext) -> String {
+pub(crate) fn summary(report: &Report, ctx: &RenderContext) -> String {
     let ctx = RenderContext {
         marker: None,
         ..ctx.clone()
@@ -563,15 +561,15 @@ fn result_md(result: &Value, b: &Budget) -> String {
 
 /// A numeric series found in a result: labels, values and a title.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Series {
+struct Series {
     /// What the series is (a field name, or `result`).
-    pub title: String,
+    title: String,
     /// The x-axis labels.
-    pub labels: Vec<String>,
+    labels: Vec<String>,
     /// The values.
-    pub values: Vec<f64>,
+    values: Vec<f64>,
     /// True when labels came from the data (bar chart), false for positions (line).
-    pub labelled: bool,
+    labelled: bool,
 }
 
 const LABEL_NUMERIC_KEYS: [&str; 12] = [
@@ -685,13 +683,9 @@ fn pick_value_key<'a>(candidates: &[&'a String], hint: Option<&str>) -> &'a Stri
 
 /// Finds a numeric series: the result itself (a list of numbers, or of
 /// records with one label and one numeric field), or the first such list
-/// among an object's fields.
-pub fn find_series(result: &Value) -> Option<Series> {
-    find_series_for(result, None)
-}
-
-/// [`find_series`], preferring the numeric field the goal (`hint`) names.
-pub fn find_series_for(result: &Value, hint: Option<&str>) -> Option<Series> {
+/// among an object's fields; preferring the numeric field the goal (`hint`)
+/// names.
+fn find_series_for(result: &Value, hint: Option<&str>) -> Option<Series> {
     if let Some(s) = series_of(result, "result", hint) {
         return Some(s);
     }
@@ -729,10 +723,11 @@ fn has_rounded_numbers(v: &Value) -> bool {
 
 /// Most x-axis labels a chart shows by name; with more points the x axis
 /// is numbered and its title names the first and last label.
-pub const CHART_MAX_LABELS: usize = 8;
+const CHART_MAX_LABELS: usize = 8;
 
 /// A mermaid `xychart-beta` block for the result's numeric series, if any.
-pub fn chart(result: &Value) -> Option<String> {
+#[cfg(test)]
+fn chart(result: &Value) -> Option<String> {
     chart_for(result, None)
 }
 
@@ -744,7 +739,7 @@ pub fn chart(result: &Value) -> Option<String> {
 /// x axis; with more, the x axis is numbered 1…n (mermaid then picks readable
 /// ticks) and its title names the first and last label. Values are written
 /// to [`SIGNIFICANT_DIGITS`] significant digits.
-pub fn chart_for(result: &Value, hint: Option<&str>) -> Option<String> {
+fn chart_for(result: &Value, hint: Option<&str>) -> Option<String> {
     let s = find_series_for(result, hint)?;
     let total = s.values.len();
     let n = total.min(CHART_MAX_POINTS);
@@ -863,7 +858,7 @@ fn findings_md(v: &Verdict, max: usize) -> String {
 }
 
 /// `ok (exit 0)`, `timeout`, `killed (signal 9)`.
-pub fn exit_text(o: &Outcome) -> String {
+fn exit_text(o: &Outcome) -> String {
     let mut t = o.status.as_str().to_string();
     if let Some(c) = o.exit_code {
         let _ = write!(t, " (exit {c})");
@@ -1063,7 +1058,7 @@ fn attempts_md(attempts: &[Attempt]) -> String {
 // ---------------------------------------------------------------- text
 
 /// A plain-text rendering for a terminal.
-pub fn text(report: &Report) -> String {
+pub(crate) fn text(report: &Report) -> String {
     let mut s = String::new();
     let status = match report.status {
         ReportStatus::Ok => "ok",

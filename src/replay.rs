@@ -21,30 +21,30 @@ use crate::sandbox::{
 use crate::verify::differences;
 
 /// Exit status: the run reproduced.
-pub const EXIT_REPRODUCED: i32 = 0;
+const EXIT_REPRODUCED: i32 = 0;
 /// Exit status: the run gave a different result or stdout.
-pub const EXIT_DIFFERS: i32 = 1;
+const EXIT_DIFFERS: i32 = 1;
 /// Exit status: a precondition does not hold (code, input, image) or usage error.
-pub const EXIT_MISMATCH: i32 = 2;
+pub(crate) const EXIT_MISMATCH: i32 = 2;
 
 /// A recorded run to replay: the record, the exact code and, when known,
 /// the original result (for a readable diff).
 #[derive(Debug, Clone)]
 pub struct Recorded {
     /// The record.
-    pub record: RunRecord,
+    pub(crate) record: RunRecord,
     /// The code as found (its hash is checked against the record).
-    pub code: String,
+    pub(crate) code: String,
     /// The original result, when the source carries it.
-    pub result: Option<Value>,
+    result: Option<Value>,
     /// Where it came from, for messages (`report.json`, a comment URL).
-    pub source: String,
+    source: String,
 }
 
 impl Recorded {
     /// Reads a JSON report written by `compute-bot run --format json` or the
     /// action's `report_path`.
-    pub fn from_report_file(path: &Path) -> Result<Recorded, String> {
+    pub(crate) fn from_report_file(path: &Path) -> Result<Recorded, String> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("report `{}` cannot be read: {e}", path.display()))?;
         let report: Report = serde_json::from_str(&text).map_err(|e| {
@@ -106,7 +106,7 @@ impl Recorded {
 }
 
 /// The contents of every ```` ```python ```` fenced block, in order.
-pub fn python_blocks(body: &str) -> Vec<String> {
+fn python_blocks(body: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut open: Option<(String, String)> = None;
     for line in body.split_inclusive('\n') {
@@ -155,7 +155,7 @@ fn safe_relative(p: &str) -> bool {
 /// recorded path under `workspace` (only a relative path without `..`), else
 /// `workspace/<name>`; checks its size and sha256. Returns the files in
 /// recorded order, or every mismatch.
-pub fn resolve_inputs(
+pub(crate) fn resolve_inputs(
     record: &RunRecord,
     given: &[PathBuf],
     workspace: &Path,
@@ -222,7 +222,7 @@ pub fn resolve_inputs(
 /// Compares found files (`(where it was found, file)`) with the recorded
 /// inputs of the same name: size and sha256. Returns the files in recorded
 /// order, or every mismatch with both hashes.
-pub fn compare_inputs(
+pub(crate) fn compare_inputs(
     record: &RunRecord,
     found: Vec<(String, InputFile)>,
 ) -> Result<Vec<InputFile>, Vec<String>> {
@@ -268,7 +268,7 @@ fn names(record: &RunRecord) -> String {
 
 /// Checks that the image (the recorded reference, or `image` when given)
 /// has the recorded id. Returns the reference to run.
-pub async fn check_image(
+async fn check_image(
     sandbox: &Sandbox,
     record: &RunRecord,
     image: Option<&str>,
@@ -295,40 +295,40 @@ pub async fn check_image(
 
 /// The verdict of one replay.
 #[derive(Debug, Clone, Serialize)]
-pub struct ReplayVerdict {
+pub(crate) struct ReplayVerdict {
     /// True when status, stdout and result hashes all match the record.
-    pub reproduced: bool,
+    pub(crate) reproduced: bool,
     /// `reproduced` or `differs`.
-    pub verdict: &'static str,
+    verdict: &'static str,
     /// Where the record came from.
-    pub source: String,
+    source: String,
     /// What differs: hashes, status, and the result diff.
-    pub differences: Vec<String>,
+    pub(crate) differences: Vec<String>,
     /// Notes that do not decide the verdict (environment, engine, bot version).
-    pub notes: Vec<String>,
+    pub(crate) notes: Vec<String>,
     /// The recorded stdout sha256.
-    pub recorded_stdout_sha256: String,
+    recorded_stdout_sha256: String,
     /// The replay's stdout sha256.
-    pub stdout_sha256: String,
+    stdout_sha256: String,
     /// The recorded result sha256.
-    pub recorded_result_sha256: Option<String>,
+    recorded_result_sha256: Option<String>,
     /// The replay's result sha256.
-    pub result_sha256: Option<String>,
+    pub(crate) result_sha256: Option<String>,
     /// The replay's result.
-    pub result: Option<Value>,
+    result: Option<Value>,
     /// Milliseconds the original code ran.
-    pub recorded_duration_ms: u64,
+    pub(crate) recorded_duration_ms: u64,
     /// Milliseconds the replayed code ran.
-    pub duration_ms: u64,
+    pub(crate) duration_ms: u64,
     /// Milliseconds the whole replay took (container start to removal).
-    pub total_ms: u64,
+    total_ms: u64,
     /// The replay's sandbox outcome.
-    pub outcome: Outcome,
+    outcome: Outcome,
 }
 
 /// Why a replay could not be judged.
 #[derive(Debug, thiserror::Error)]
-pub enum ReplayError {
+pub(crate) enum ReplayError {
     /// A precondition does not hold (exit 2); one line per problem.
     #[error("cannot replay: {}", .0.join("\n"))]
     Mismatch(Vec<String>),
@@ -350,7 +350,7 @@ fn read_result(o: &Outcome) -> Option<Value> {
 }
 
 /// Checks the preconditions, re-runs the recorded code and compares.
-pub async fn replay(
+pub(crate) async fn replay(
     sandbox: &Sandbox,
     rec: &Recorded,
     inputs: Vec<InputFile>,
@@ -468,7 +468,7 @@ fn judge(rec: &Recorded, outcome: Outcome, notes: Vec<String>, total_ms: u64) ->
 
 impl ReplayVerdict {
     /// The exit status: 0 reproduced, 1 differs.
-    pub fn exit_code(&self) -> i32 {
+    pub(crate) fn exit_code(&self) -> i32 {
         if self.reproduced {
             EXIT_REPRODUCED
         } else {
@@ -477,7 +477,7 @@ impl ReplayVerdict {
     }
 
     /// A short human-readable verdict (Markdown-safe plain text).
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         let mut s = if self.reproduced {
             format!(
                 "reproduced: same result and stdout (result sha256 {}, stdout sha256 {}); the code ran {} ms (recorded {} ms)\n",

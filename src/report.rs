@@ -51,9 +51,9 @@ pub struct InputSummary {
     /// Name under `/data`.
     pub name: String,
     /// Size in bytes.
-    pub size: u64,
+    pub(crate) size: u64,
     /// Hex SHA-256.
-    pub sha256: String,
+    pub(crate) sha256: String,
 }
 
 /// One generate → check → run → validate round.
@@ -129,7 +129,7 @@ impl Report {
     /// The record of a report's final run, or `None` when no code ran.
     /// The result hash is of the validated result, else of the last
     /// attempt's parsed (invalid) result.
-    pub fn run_record(&self, policy: &Policy) -> Option<RunRecord> {
+    fn run_record(&self, policy: &Policy) -> Option<RunRecord> {
         let report = self;
         let outcome = report.outcome.as_ref()?;
         let inputs: Vec<RecordedInput> = report
@@ -159,7 +159,7 @@ impl Report {
 
     /// Attaches the record of the report's final run, with the engine version
     /// (one engine call). Called once at the end of the loop.
-    pub async fn attach_record(&mut self, policy: &Policy, sandbox: &dyn Executor) {
+    pub(crate) async fn attach_record(&mut self, policy: &Policy, sandbox: &dyn Executor) {
         let report = self;
         if let Some(mut r) = report.run_record(policy) {
             r.runtime.engine = crate::record::engine_version(sandbox).await;
@@ -175,7 +175,7 @@ impl Report {
 
     /// Fills in where each input came from, matching by file name (front ends
     /// know the paths; the loop only sees names).
-    pub fn set_input_paths(&mut self, paths: &[(String, String)]) {
+    pub(crate) fn set_input_paths(&mut self, paths: &[(String, String)]) {
         let report = self;
         if let Some(r) = report.record.as_mut() {
             for i in &mut r.inputs {

@@ -31,7 +31,7 @@ pub enum Status {
 /// Which front end ends: the terminal and the Action differ in one row
 /// (a waiting approval is exit 3 in a terminal, 0 in a workflow).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Front {
+pub(crate) enum Front {
     /// `compute-bot run` and `compute-bot policy check`.
     Cli,
     /// `compute-bot action`.
@@ -40,7 +40,8 @@ pub enum Front {
 
 impl Status {
     /// Every status, for tables and tests.
-    pub const ALL: [Status; 8] = [
+    #[cfg(test)]
+    const ALL: [Status; 8] = [
         Status::Ok,
         Status::NeedsApproval,
         Status::Ignored,
@@ -52,7 +53,7 @@ impl Status {
     ];
 
     /// The `status` output of the action.
-    pub const fn as_str(self) -> &'static str {
+    pub(crate) const fn as_str(self) -> &'static str {
         match self {
             Status::Ok => "ok",
             Status::NeedsApproval => "needs_approval",
@@ -69,7 +70,7 @@ impl Status {
     /// waiting approval, so the workflow is not red while it waits), 1 no
     /// valid result, 2 configuration or usage, 3 a waiting approval in a
     /// terminal, 130 interrupted.
-    pub const fn exit_code(self, front: Front) -> i32 {
+    pub(crate) const fn exit_code(self, front: Front) -> i32 {
         match (self, front) {
             (Status::Ok | Status::Ignored | Status::Refused | Status::Denied, _) => 0,
             (Status::NeedsApproval, Front::Action) => 0,
@@ -92,12 +93,12 @@ impl std::fmt::Display for Status {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Exit {
     /// How the run ended (the `status` output).
-    pub status: Status,
+    pub(crate) status: Status,
     /// Which front end.
-    pub front: Front,
+    pub(crate) front: Front,
     /// The action could not post what the thread should show (the summary
     /// still has it): at least exit 1, whatever the status.
-    pub unposted: bool,
+    pub(crate) unposted: bool,
 }
 
 impl Exit {
@@ -111,7 +112,7 @@ impl Exit {
     }
 
     /// The action ended with `status`.
-    pub const fn action(status: Status) -> Exit {
+    pub(crate) const fn action(status: Status) -> Exit {
         Exit {
             status,
             front: Front::Action,
@@ -120,7 +121,7 @@ impl Exit {
     }
 
     /// The same, marked as not shown in the thread.
-    pub const fn unposted(mut self, unposted: bool) -> Exit {
+    pub(crate) const fn unposted(mut self, unposted: bool) -> Exit {
         self.unposted = unposted;
         self
     }

@@ -11,7 +11,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// A number of bytes, written as `512`, `64KiB`, `256MiB`, `1GiB`, `10MB`, `1.5GiB`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
-pub struct ByteSize(pub u64);
+pub struct ByteSize(pub(crate) u64);
 
 impl ByteSize {
     /// `n` kibibytes.
@@ -107,7 +107,7 @@ impl<'de> Deserialize<'de> for ByteSize {
 }
 
 /// Parses a duration written as `10s`, `1500ms`, `2m`, `1h` or a bare number of seconds.
-pub fn parse_duration(s: &str) -> Result<Duration, UnitError> {
+pub(crate) fn parse_duration(s: &str) -> Result<Duration, UnitError> {
     let t = s.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -146,16 +146,16 @@ pub fn format_duration(d: Duration) -> String {
 }
 
 /// Serde adapter for durations written as human-readable strings.
-pub mod human_duration {
+pub(crate) mod human_duration {
     use super::*;
 
     /// Serializes as `10s` / `1500ms`.
-    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&format_duration(*d))
     }
 
     /// Accepts `10s`, `1500ms`, `2m` or a bare number of seconds.
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
         #[derive(Deserialize)]
         #[serde(untagged)]
         enum Raw {
@@ -172,14 +172,14 @@ pub mod human_duration {
 /// Significant digits numbers are shown with in text (tables, the answer
 /// line, chart values). The JSON (report, `result` output, JSON blocks)
 /// keeps every digit.
-pub const SIGNIFICANT_DIGITS: usize = 4;
+pub(crate) const SIGNIFICANT_DIGITS: usize = 4;
 
 /// A number for people: integers as they are; other values to
 /// [`SIGNIFICANT_DIGITS`] significant digits without trailing zeros, never
 /// dropping digits before the decimal point (`0.08478968314121142` →
 /// `0.08479`, `12345.678` → `12346`); very small or large values in
 /// scientific notation (`8.479e-7`).
-pub fn readable_number(v: f64) -> String {
+pub(crate) fn readable_number(v: f64) -> String {
     if !v.is_finite() {
         return v.to_string();
     }
@@ -208,7 +208,7 @@ pub fn readable_number(v: f64) -> String {
 }
 
 /// [`readable_number`] for a JSON number (integers exactly as written).
-pub fn readable_json_number(n: &serde_json::Number) -> String {
+pub(crate) fn readable_json_number(n: &serde_json::Number) -> String {
     if n.is_i64() || n.is_u64() {
         return n.to_string();
     }

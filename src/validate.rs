@@ -48,7 +48,7 @@ impl Validation {
     }
 
     /// The errors as one text for a repair note (`None` when valid).
-    pub fn problem(&self) -> Option<String> {
+    pub(crate) fn problem(&self) -> Option<String> {
         if self.is_valid() {
             return None;
         }

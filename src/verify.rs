@@ -21,32 +21,32 @@ use crate::report::ReportStatus;
 use crate::sandbox::{Executor, Job, Outcome, RuntimeRules, SandboxConfig, sha256_hex};
 use crate::validate::Validator;
 
-pub use crate::record::{CheckOutcome, RepeatRun, Verification};
+use crate::record::{CheckOutcome, RepeatRun, Verification};
 
 /// What the confirmation steps found.
 #[derive(Debug, Clone, Default)]
-pub struct Confirmation {
+pub(crate) struct Confirmation {
     /// Further runs (`output.repeat`).
-    pub repeats: Vec<RepeatRun>,
+    repeats: Vec<RepeatRun>,
     /// Check outcomes (`output.checks`).
-    pub checks: Vec<CheckOutcome>,
+    checks: Vec<CheckOutcome>,
     /// The second program (`output.verify`).
-    pub verification: Option<Verification>,
+    verification: Option<Verification>,
     /// When the result must not be posted as fact: the status and the reason.
-    pub stop: Option<(ReportStatus, String)>,
+    stop: Option<(ReportStatus, String)>,
     /// Tokens the second program used.
-    pub usage: TokenUsage,
+    usage: TokenUsage,
     /// Time spent in the sandbox.
-    pub sandbox_time: Duration,
+    sandbox_time: Duration,
     /// Time spent waiting on the model.
-    pub model_time: Duration,
+    model_time: Duration,
 }
 
 impl Confirmation {
     /// Puts what was found into the report's record (the loop's final
     /// [`crate::record::attach`] keeps it), adds tokens and times, and
     /// returns the stop, if any.
-    pub fn keep_in(
+    pub(crate) fn keep_in(
         self,
         report: &mut crate::report::Report,
         outcome: &Outcome,
@@ -74,26 +74,26 @@ impl Confirmation {
 }
 
 /// Everything [`confirm`] needs; plain data plus the sandbox and model.
-pub struct ConfirmInput<'a> {
+pub(crate) struct ConfirmInput<'a> {
     /// The policy in force (`output.repeat`, `checks`, `verify`, `tolerance`).
-    pub policy: &'a Policy,
+    pub(crate) policy: &'a Policy,
     /// The sandbox.
-    pub sandbox: &'a dyn Executor,
+    pub(crate) sandbox: &'a dyn Executor,
     /// The model, for `verify: independent`.
-    pub model: Option<&'a ModelClient>,
+    pub(crate) model: Option<&'a ModelClient>,
     /// The container settings of the original run.
-    pub config: SandboxConfig,
+    pub(crate) config: SandboxConfig,
     /// The job of the original run (code, inputs, rules).
-    pub job: &'a Job,
+    pub(crate) job: &'a Job,
     /// The schema validator.
-    pub validator: &'a Validator,
+    pub(crate) validator: &'a Validator,
     /// The prompt context (goal, inputs, schema), for the second program.
-    pub prompt: &'a PromptContext,
+    pub(crate) prompt: &'a PromptContext,
     /// The validated result of the original run.
-    pub result: &'a Value,
+    pub(crate) result: &'a Value,
     /// True when a human approved this code (a failed check that escalates
     /// is then accepted, with the failure recorded).
-    pub approved: bool,
+    pub(crate) approved: bool,
 }
 
 /// Most characters of one result shown in a stop reason.
@@ -116,7 +116,7 @@ fn close(a: f64, b: f64, tol: f64) -> bool {
 
 /// Where two JSON values differ, as `path: left ≠ right` lines (at most 20).
 /// Numbers compare within `tol`; everything else exactly.
-pub fn differences(a: &Value, b: &Value, tol: f64) -> Vec<String> {
+pub(crate) fn differences(a: &Value, b: &Value, tol: f64) -> Vec<String> {
     let mut out = Vec::new();
     diff_at("", a, b, tol, &mut out);
     if out.len() > 20 {
@@ -167,7 +167,7 @@ fn diff_at(path: &str, a: &Value, b: &Value, tol: f64, out: &mut Vec<String>) {
 
 /// The result a run produced (`/out/result.json` or stdout's last line),
 /// validated; `Err` says why there is none.
-pub fn result_of(outcome: &Outcome, validator: &Validator) -> Result<Value, String> {
+fn result_of(outcome: &Outcome, validator: &Validator) -> Result<Value, String> {
     if let Some(p) = outcome_problem(outcome) {
         return Err(p);
     }
@@ -189,7 +189,7 @@ pub fn result_of(outcome: &Outcome, validator: &Validator) -> Result<Value, Stri
 
 /// Runs the job `extra` more times, each in a fresh container, and
 /// compares each result with `first` exactly (canonical JSON).
-pub async fn repeat_runs(
+async fn repeat_runs(
     sandbox: &dyn Executor,
     cfg: &SandboxConfig,
     job: &Job,
@@ -233,7 +233,7 @@ pub async fn repeat_runs(
 /// The Python program that evaluates `checks` over `result` and prints one
 /// JSON line: a list of `{passed, error}`. JSON string and list literals
 /// are valid Python literals, so nothing from the result is ever code.
-pub fn check_program(checks: &[String], result: &Value) -> String {
+fn check_program(checks: &[String], result: &Value) -> String {
     let result_text = serde_json::to_string(&serde_json::to_string(result).unwrap_or_default())
         .unwrap_or_default();
     let checks_text = serde_json::to_string(checks).unwrap_or_default();
@@ -264,7 +264,7 @@ print(json.dumps(out))
 
 /// Runs the checks over `result` in a fresh container. `Err` when the
 /// check program itself could not run.
-pub async fn run_checks(
+async fn run_checks(
     sandbox: &dyn Executor,
     cfg: &SandboxConfig,
     checks: &[String],
@@ -303,7 +303,7 @@ pub async fn run_checks(
 
 /// The request for the second program: the same goal, inputs and schema,
 /// no history and nothing of the first program.
-pub fn independent_request(ctx: &PromptContext) -> crate::model::ChatRequest {
+fn independent_request(ctx: &PromptContext) -> crate::model::ChatRequest {
     let mut req = prompt::generation_request(ctx, &[]);
     if let Some(m) = req.messages.last_mut() {
         m.content.push_str(
@@ -317,7 +317,7 @@ pub fn independent_request(ctx: &PromptContext) -> crate::model::ChatRequest {
 
 /// Asks the model for a second program, checks it against the policy, runs
 /// it and compares the results within the policy's tolerance.
-pub async fn verify_independent(
+async fn verify_independent(
     input: &ConfirmInput<'_>,
     model: &ModelClient,
     usage: &mut TokenUsage,
@@ -384,7 +384,7 @@ pub async fn verify_independent(
 
 /// Repeat runs, checks and independent verification of a validated result,
 /// as the policy asks. Runs nothing when the policy asks for none of them.
-pub async fn confirm(input: ConfirmInput<'_>) -> Confirmation {
+pub(crate) async fn confirm(input: ConfirmInput<'_>) -> Confirmation {
     let mut c = Confirmation::default();
     let runs = u32::from(input.policy.output.repeat.get());
     let extra = runs.saturating_sub(1);

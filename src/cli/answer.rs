@@ -13,7 +13,7 @@ use super::run::{read_code, read_inputs, usage};
 use super::{Format, RunArgs};
 
 /// Reads a JSON Schema from a JSON or YAML file.
-pub(crate) fn read_schema(path: &Path) -> Result<serde_json::Value, String> {
+fn read_schema(path: &Path) -> Result<serde_json::Value, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("schema file `{}` cannot be read: {e}", path.display()))?;
     serde_json::from_str(&text)

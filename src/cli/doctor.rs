@@ -23,16 +23,16 @@ const LOCK: &str = include_str!("../../sandbox/requirements.lock");
 
 /// Flags of `compute-bot doctor`.
 #[derive(Debug, Args)]
-pub struct DoctorArgs {
+pub(crate) struct DoctorArgs {
     /// The policy file (default: .github/compute-bot.yml or
     /// .github/compute-policy.yml when present, else the built-in policy).
     #[arg(long, value_name = "FILE")]
-    pub policy: Option<PathBuf>,
+    policy: Option<PathBuf>,
 }
 
 /// One check's outcome.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Check {
+enum Check {
     /// There and working: what was found.
     Ok(String),
     /// Missing or broken: what, and the fix.
@@ -53,7 +53,7 @@ impl Check {
 
 /// Runs every check, prints one line each: `Ok` (exit 0) when none failed,
 /// else `Failed` (exit 1).
-pub async fn doctor_command(args: &DoctorArgs) -> Status {
+pub(crate) async fn doctor_command(args: &DoctorArgs) -> Status {
     let checks = run_checks(args).await;
     let mut failed = 0;
     for (name, check) in &checks {
@@ -70,7 +70,7 @@ pub async fn doctor_command(args: &DoctorArgs) -> Status {
 }
 
 /// The checks in order, named.
-pub async fn run_checks(args: &DoctorArgs) -> Vec<(&'static str, Check)> {
+async fn run_checks(args: &DoctorArgs) -> Vec<(&'static str, Check)> {
     let mut out = Vec::new();
     let (policy_check, policy) = check_policy(args.policy.as_deref());
     out.push(("policy", policy_check));

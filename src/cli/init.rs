@@ -12,14 +12,14 @@ use clap::Args;
 use crate::status::Status;
 
 /// The workflow `init` writes (also `examples/workflows/compute.yml`, linted by CI).
-pub const WORKFLOW: &str = include_str!("../../examples/workflows/compute.yml");
+const WORKFLOW: &str = include_str!("../../examples/workflows/compute.yml");
 /// The policy `init` writes (also `examples/compute-bot.yml`).
-pub const POLICY: &str = include_str!("../../examples/compute-bot.yml");
+const POLICY: &str = include_str!("../../examples/compute-bot.yml");
 
 /// Where the workflow goes, relative to the repository root.
-pub const WORKFLOW_PATH: &str = ".github/workflows/compute.yml";
+const WORKFLOW_PATH: &str = ".github/workflows/compute.yml";
 /// Where the policy goes: the path the action reads by default.
-pub const POLICY_PATH: &str = ".github/compute-bot.yml";
+const POLICY_PATH: &str = ".github/compute-bot.yml";
 
 const ACTION_PLACEHOLDER: &str =
     "OWNER/compute-bot@0000000000000000000000000000000000000000 # v1.0.0";
@@ -27,24 +27,24 @@ const SANDBOX_PLACEHOLDER: &str = "ghcr.io/OWNER/compute-bot-sandbox@sha256:0000
 
 /// Flags of `compute-bot init`.
 #[derive(Debug, Args)]
-pub struct InitArgs {
+pub(crate) struct InitArgs {
     /// The repository's directory (default: the current one).
-    pub dir: Option<PathBuf>,
+    dir: Option<PathBuf>,
     /// Overwrite the two files if they exist.
     #[arg(long)]
-    pub force: bool,
+    force: bool,
     /// The action to use, pinned: `OWNER/REPO@<40-hex commit>` with an optional
     /// ` # vX.Y.Z` (the release notes print it). Default: a placeholder to replace.
     #[arg(long, value_name = "REF")]
-    pub action: Option<String>,
+    action: Option<String>,
     /// The sandbox image by digest: `REGISTRY/NAME@sha256:<64 hex>` (the release
     /// notes print it). Default: a placeholder to replace.
     #[arg(long, value_name = "REF")]
-    pub sandbox_image: Option<String>,
+    sandbox_image: Option<String>,
 }
 
 /// Runs `compute-bot init`: `Ok` when written, `Error` (exit 2) when nothing was written.
-pub fn init_command(args: &InitArgs) -> Status {
+pub(crate) fn init_command(args: &InitArgs) -> Status {
     let dir = args.dir.clone().unwrap_or_else(|| PathBuf::from("."));
     match init(&dir, args) {
         Ok(text) => {
@@ -59,7 +59,7 @@ pub fn init_command(args: &InitArgs) -> Status {
 }
 
 /// Writes both files into the repository at `dir`; returns what to print.
-pub fn init(dir: &Path, args: &InitArgs) -> Result<String, String> {
+fn init(dir: &Path, args: &InitArgs) -> Result<String, String> {
     let root = git_root(dir).ok_or_else(|| {
         format!(
             "{} is not inside a git repository: run `git init` there first, or pass the repository's directory (compute-bot init DIR)",

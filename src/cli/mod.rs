@@ -22,15 +22,15 @@ use run::run_command;
 /// compute-bot: answers computational questions with code it actually ran in a locked-down sandbox.
 #[derive(Debug, Parser)]
 #[command(name = "compute-bot", version, about)]
-pub(crate) struct Cli {
+struct Cli {
     /// What to do.
     #[command(subcommand)]
-    pub command: Command,
+    command: Command,
 }
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]
-pub(crate) enum Command {
+enum Command {
     /// Run code (or answer a goal) in the sandbox and print the outcome.
     Run(Box<RunArgs>),
     /// Policy files: check one, or check code against one.
@@ -50,7 +50,7 @@ pub(crate) enum Command {
 
 /// `compute-bot policy ...`
 #[derive(Debug, Subcommand)]
-pub(crate) enum PolicyCommand {
+enum PolicyCommand {
     /// Validate POLICY and print the effective policy (exit 0 or 2); with
     /// --code, check the code and print the verdict (exit 0 allow, 1 deny,
     /// 3 escalate).
@@ -68,7 +68,7 @@ pub(crate) enum PolicyCommand {
 
 /// Output formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum Format {
+enum Format {
     /// One JSON object.
     Json,
     /// A short human-readable summary (progress on stderr).
@@ -84,59 +84,59 @@ pub(crate) enum Format {
 /// runs the whole loop (plan, generate, check, run, validate, explain) and
 /// prints the report.
 #[derive(Debug, Args)]
-pub(crate) struct RunArgs {
+struct RunArgs {
     /// The Python file to run (exactly this code; no generation).
     #[arg(long, value_name = "FILE", required_unless_present = "goal")]
-    pub code: Option<PathBuf>,
+    code: Option<PathBuf>,
     /// The question, in words; a ```python block inside it is run as is.
     #[arg(long, value_name = "TEXT")]
-    pub goal: Option<String>,
+    goal: Option<String>,
     /// The policy file (default: the built-in data-analysis policy).
     #[arg(long, value_name = "FILE")]
-    pub policy: Option<PathBuf>,
+    policy: Option<PathBuf>,
     /// A JSON Schema (JSON or YAML file) the result must match.
     #[arg(long, value_name = "FILE")]
-    pub schema: Option<PathBuf>,
+    schema: Option<PathBuf>,
     /// An input file; it appears read-only as /data/<file name>. Repeatable.
     #[arg(long = "input", value_name = "PATH")]
-    pub inputs: Vec<PathBuf>,
+    inputs: Vec<PathBuf>,
     /// Sandbox image (tag or digest; default: the policy's, else compute-bot-sandbox:python).
     #[arg(long)]
-    pub image: Option<String>,
+    image: Option<String>,
     /// Model provider: openai (any OpenAI-compatible endpoint) or anthropic.
     #[arg(long)]
-    pub provider: Option<crate::model::Provider>,
+    provider: Option<crate::model::Provider>,
     /// Model name (else COMPUTE_BOT_MODEL).
     #[arg(long)]
-    pub model: Option<String>,
+    model: Option<String>,
     /// Provider base URL (else COMPUTE_BOT_BASE_URL).
     #[arg(long, value_name = "URL")]
-    pub base_url: Option<String>,
+    base_url: Option<String>,
     /// Wall-clock limit, e.g. 10s or 1500ms (with a policy: may only tighten it).
     #[arg(long, value_parser = parse_duration_arg)]
-    pub timeout: Option<std::time::Duration>,
+    timeout: Option<std::time::Duration>,
     /// Memory limit, e.g. 256MiB (swap is disabled).
     #[arg(long)]
-    pub memory: Option<crate::units::ByteSize>,
+    memory: Option<crate::units::ByteSize>,
     /// CPU quota in cores, e.g. 1 or 0.5.
     #[arg(long)]
-    pub cpus: Option<f64>,
+    cpus: Option<f64>,
     /// Maximum number of processes and threads.
     #[arg(long)]
-    pub pids: Option<i64>,
+    pids: Option<i64>,
     /// Run the code N times in all, each in a fresh container, and flag a
     /// result that changes (raises the policy's `output.repeat`).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=10))]
-    pub repeat: Option<u8>,
+    repeat: Option<u8>,
     /// OCI runtime: runc (with compute-bot's seccomp allowlist) or runsc (gVisor).
     #[arg(long, value_enum)]
-    pub runtime: Option<crate::sandbox::Runtime>,
+    runtime: Option<crate::sandbox::Runtime>,
     /// Write the files the code left in /out into this directory.
     #[arg(long, value_name = "DIR")]
-    pub artifacts: Option<PathBuf>,
+    artifacts: Option<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
+    format: Format,
 }
 
 fn parse_duration_arg(s: &str) -> Result<std::time::Duration, String> {

@@ -16,36 +16,36 @@ use super::Format;
 
 /// Flags of `compute-bot replay`.
 #[derive(Debug, Args)]
-pub struct ReplayArgs {
+pub(crate) struct ReplayArgs {
     /// A JSON report (`compute-bot run --format json`, or the action's `report_path`).
     #[arg(value_name = "REPORT.json", required_unless_present = "comment")]
-    pub report: Option<PathBuf>,
+    report: Option<PathBuf>,
     /// Read the record from a posted comment instead: its URL
     /// (`https://github.com/o/r/issues/1#issuecomment-123`) or id (with
     /// --repo or GITHUB_REPOSITORY). Uses GITHUB_TOKEN and GITHUB_API_URL.
     #[arg(long, value_name = "URL|ID", conflicts_with = "report")]
-    pub comment: Option<String>,
+    comment: Option<String>,
     /// The repository (`owner/name`) of a comment given by id.
     #[arg(long, value_name = "OWNER/NAME")]
-    pub repo: Option<String>,
+    repo: Option<String>,
     /// An input file, matched to the record by file name (default: the
     /// recorded path under --workspace). Repeatable.
     #[arg(long = "input", value_name = "PATH")]
-    pub inputs: Vec<PathBuf>,
+    inputs: Vec<PathBuf>,
     /// Where recorded input paths are looked up (default: the current directory).
     #[arg(long, value_name = "DIR", default_value = ".")]
-    pub workspace: PathBuf,
+    workspace: PathBuf,
     /// Run this image reference instead of the recorded one; its id must
     /// still be the recorded id.
     #[arg(long)]
-    pub image: Option<String>,
+    image: Option<String>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
+    format: Format,
 }
 
 /// The comment id and repository named by `--comment` (a URL or an id).
-pub fn parse_comment_ref(text: &str, repo: Option<&str>) -> Result<(u64, Option<RepoRef>), String> {
+fn parse_comment_ref(text: &str, repo: Option<&str>) -> Result<(u64, Option<RepoRef>), String> {
     let t = text.trim();
     if let Ok(id) = t.parse::<u64>() {
         let repo = repo
@@ -110,7 +110,7 @@ fn fail(e: &str) -> i32 {
 }
 
 /// Runs `compute-bot replay` and returns the exit status.
-pub async fn replay_command(args: ReplayArgs, session: &Session) -> i32 {
+pub(crate) async fn replay_command(args: ReplayArgs, session: &Session) -> i32 {
     let rec = match (&args.report, &args.comment) {
         (Some(p), _) => Recorded::from_report_file(p),
         (None, Some(c)) => load_comment(&args, c).await,

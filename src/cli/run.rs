@@ -53,7 +53,7 @@ pub(crate) fn read_code(path: &Path) -> Result<String, String> {
 }
 
 /// Writes the artifacts of an outcome into `dir`.
-pub(crate) fn write_artifacts(outcome: &Outcome, dir: &Path) -> std::io::Result<()> {
+fn write_artifacts(outcome: &Outcome, dir: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     for a in &outcome.artifacts {
         let rel = Path::new(&a.name);
@@ -171,7 +171,7 @@ pub(crate) async fn run_command(args: RunArgs, session: &Session) -> Status {
 /// Runs in a fresh container of the session. Dropped (Ctrl-C or SIGTERM in
 /// [`crate::cli::main`]), the run's container is removed when the session
 /// closes.
-pub(crate) async fn execute(
+async fn execute(
     cfg: &SandboxConfig,
     job: &Job,
     session: &Session,
@@ -186,7 +186,7 @@ pub(crate) fn usage(msg: &str) -> Status {
 }
 
 /// A short terminal summary of an outcome.
-pub(crate) fn outcome_text(o: &Outcome) -> String {
+fn outcome_text(o: &Outcome) -> String {
     let mut s = String::new();
     s.push_str(&format!(
         "status: {}  exit code: {}  duration: {} ms\n",

@@ -64,13 +64,12 @@ use crate::sandbox::Session;
 use crate::status::{Exit, Status};
 
 /// Policy files looked for (in this order) when the `policy` input is empty.
-pub(crate) const DEFAULT_POLICY_PATHS: [&str; 2] =
-    [".github/compute-bot.yml", ".github/compute-policy.yml"];
+const DEFAULT_POLICY_PATHS: [&str; 2] = [".github/compute-bot.yml", ".github/compute-policy.yml"];
 
 /// Runs the action from the process environment; returns how it ended.
 /// (SIGINT / SIGTERM are [`crate::cli::main`]'s: dropping this future
 /// removes the sandbox containers.)
-pub async fn run_from_process_env(session: &Session) -> Exit {
+pub(crate) async fn run_from_process_env(session: &Session) -> Exit {
     let vars: BTreeMap<String, String> = std::env::vars().collect();
     run(&vars, session).await
 }
@@ -136,7 +135,7 @@ fn conclude_raw(vars: &BTreeMap<String, String>, message: &str) -> Exit {
 
 /// Runs the action with the variables in `vars` (the process environment in
 /// production); returns how it ended. Workflow commands go to stdout.
-pub async fn run(vars: &BTreeMap<String, String>, session: &Session) -> Exit {
+async fn run(vars: &BTreeMap<String, String>, session: &Session) -> Exit {
     mask_secrets(vars);
     let env = match ActionEnv::from_map(vars) {
         Ok(e) => e,
@@ -271,7 +270,7 @@ fn policy_error(env: &ActionEnv, e: &PolicyError) -> Exit {
 
 /// Loads the policy named by the `policy` input (relative to the workspace),
 /// else the first of [`DEFAULT_POLICY_PATHS`] that exists, else the default.
-pub(crate) fn load_policy(env: &ActionEnv) -> Result<Policy, PolicyError> {
+fn load_policy(env: &ActionEnv) -> Result<Policy, PolicyError> {
     let (path, shown) = match &env.inputs.policy {
         Some(p) => {
             let given = Path::new(p.trim());

@@ -11,7 +11,7 @@ use std::path::Path;
 use crate::render::SUMMARY_LIMIT;
 
 /// A random token (32 hex digits) for delimiters and stop-commands.
-pub fn random_token() -> String {
+fn random_token() -> String {
     format!("{:032x}", rand::random::<u128>())
 }
 
@@ -19,15 +19,15 @@ pub fn random_token() -> String {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Outputs {
     /// `ok`, `failed`, `needs_approval`, `refused`, `denied`, `ignored` or `error`.
-    pub status: String,
+    pub(crate) status: String,
     /// The result as JSON (`null` when there is none).
-    pub result: Option<serde_json::Value>,
+    pub(crate) result: Option<serde_json::Value>,
     /// The id of the comment posted, if any.
-    pub comment_id: Option<u64>,
+    pub(crate) comment_id: Option<u64>,
     /// Hex SHA-256 of the final code, if any.
-    pub code_sha256: Option<String>,
+    pub(crate) code_sha256: Option<String>,
     /// Path of the JSON report file.
-    pub report_path: Option<String>,
+    pub(crate) report_path: Option<String>,
 }
 
 /// The most the `result` output may take, in bytes as GitHub counts outputs
@@ -35,10 +35,10 @@ pub struct Outputs {
 /// outputs 1 MB in all ("Passing information between jobs"), shared with
 /// every other step, so the result keeps well below it. A larger result is
 /// written as `null` with a warning that points at the report file.
-pub const RESULT_OUTPUT_CAP: usize = 256 * 1024;
+const RESULT_OUTPUT_CAP: usize = 256 * 1024;
 
 /// The size of `s` as GitHub approximates output sizes (UTF-16 encoding).
-pub fn utf16_size(s: &str) -> usize {
+fn utf16_size(s: &str) -> usize {
     s.encode_utf16().count() * 2
 }
 
@@ -46,7 +46,7 @@ impl Outputs {
     /// The `result` output: the result as compact JSON in the order the code
     /// printed its keys, or `null` (no result, or one over
     /// [`RESULT_OUTPUT_CAP`]; see [`Outputs::result_note`]).
-    pub fn result_value(&self) -> String {
+    fn result_value(&self) -> String {
         match &self.result {
             Some(v) => {
                 let json = v.to_string();
@@ -62,7 +62,7 @@ impl Outputs {
 
     /// When the result was left out of the `result` output for its size:
     /// what to tell the user (for a `::warning::` and the job summary).
-    pub fn result_note(&self) -> Option<String> {
+    pub(crate) fn result_note(&self) -> Option<String> {
         let json = self.result.as_ref()?.to_string();
         let size = utf16_size(&json);
         if size <= RESULT_OUTPUT_CAP {
@@ -99,7 +99,7 @@ impl Outputs {
 /// Formats one output entry. Values with a line break use the
 /// `name<<ghadelimiter_<random>` form, with a delimiter checked not to occur
 /// in the value.
-pub fn format_output(name: &str, value: &str) -> String {
+fn format_output(name: &str, value: &str) -> String {
     if !value.contains('\n') && !value.contains('\r') {
         return format!("{name}={value}\n");
     }
@@ -114,7 +114,7 @@ pub fn format_output(name: &str, value: &str) -> String {
 
 /// Appends entries to the `GITHUB_OUTPUT` file. Names must be
 /// `[A-Za-z0-9_-]+` (checked).
-pub fn write_outputs(path: &Path, pairs: &[(&str, String)]) -> io::Result<()> {
+pub(crate) fn write_outputs(path: &Path, pairs: &[(&str, String)]) -> io::Result<()> {
     let mut text = String::new();
     for (name, value) in pairs {
         if name.is_empty()
@@ -154,7 +154,7 @@ fn append(path: &Path, text: &str, what: &str) -> io::Result<()> {
 /// Appends markdown to the `GITHUB_STEP_SUMMARY` file, keeping the file
 /// within 1 MiB: if the text does not fit in what is left, it is cut at a
 /// character boundary with a note. Returns how many bytes were written.
-pub fn append_summary(path: &Path, markdown: &str) -> io::Result<usize> {
+pub(crate) fn append_summary(path: &Path, markdown: &str) -> io::Result<usize> {
     let used = std::fs::metadata(path)
         .map(|m| m.len() as usize)
         .unwrap_or(0);
@@ -177,7 +177,7 @@ pub fn append_summary(path: &Path, markdown: &str) -> io::Result<usize> {
 }
 
 /// Escapes a workflow command's data (`%`, CR, LF).
-pub fn escape_data(s: &str) -> String {
+pub(crate) fn escape_data(s: &str) -> String {
     s.replace('%', "%25")
         .replace('\r', "%0D")
         .replace('\n', "%0A")
@@ -185,7 +185,7 @@ pub fn escape_data(s: &str) -> String {
 
 /// `::add-mask::` lines for a secret (one per non-empty line, so multi-line
 /// secrets are masked line by line).
-pub fn add_mask(out: &mut impl Write, secret: &str) -> io::Result<()> {
+pub(crate) fn add_mask(out: &mut impl Write, secret: &str) -> io::Result<()> {
     for line in secret.lines().map(str::trim).filter(|l| !l.is_empty()) {
         writeln!(out, "::add-mask::{}", escape_data(line))?;
     }
@@ -193,7 +193,7 @@ pub fn add_mask(out: &mut impl Write, secret: &str) -> io::Result<()> {
 }
 
 /// A `::notice::` (or `::warning::` / `::error::` with that `level`) line.
-pub fn annotation(out: &mut impl Write, level: &str, message: &str) -> io::Result<()> {
+pub(crate) fn annotation(out: &mut impl Write, level: &str, message: &str) -> io::Result<()> {
     let level = match level {
         "warning" | "error" | "debug" => level,
         _ => "notice",
@@ -204,7 +204,7 @@ pub fn annotation(out: &mut impl Write, level: &str, message: &str) -> io::Resul
 /// Echoes untrusted text (what the sandbox printed) to the log between
 /// `::stop-commands::<token>` and `::<token>::`, so nothing in it can issue a
 /// workflow command. The token is random and checked not to occur in the text.
-pub fn echo_untrusted(out: &mut impl Write, title: &str, text: &str) -> io::Result<()> {
+pub(crate) fn echo_untrusted(out: &mut impl Write, title: &str, text: &str) -> io::Result<()> {
     let token = loop {
         let t = random_token();
         if !text.contains(&t) {

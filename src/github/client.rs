@@ -54,7 +54,7 @@ pub enum Reaction {
 
 impl Reaction {
     /// GitHub's name for it (`eyes`, `rocket`, `confused`, `-1`, `+1`).
-    pub fn as_str(self) -> &'static str {
+    fn as_str(self) -> &'static str {
         match self {
             Reaction::Eyes => "eyes",
             Reaction::Rocket => "rocket",
@@ -79,15 +79,15 @@ impl Reaction {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommentInfo {
     /// The comment id.
-    pub id: u64,
+    pub(crate) id: u64,
     /// The text (empty when GitHub sent none).
     pub body: String,
     /// The author's login.
-    pub author_login: String,
+    pub(crate) author_login: String,
     /// True when the author is a bot (`type: Bot` or a `[bot]` login).
-    pub author_is_bot: bool,
+    author_is_bot: bool,
     /// The comment's web address.
-    pub html_url: String,
+    pub(crate) html_url: String,
 }
 
 impl From<Comment> for CommentInfo {
@@ -207,7 +207,7 @@ impl RateLimits {
     /// The defaults, changed by `COMPUTE_BOT_GITHUB_WAIT` and
     /// `COMPUTE_BOT_GITHUB_SECONDARY_WAIT` when set (a value that does not
     /// parse is reported and ignored).
-    pub fn from_env() -> RateLimits {
+    fn from_env() -> RateLimits {
         let mut r = RateLimits::default();
         let read = |name: &str, into: &mut Duration| {
             if let Ok(v) = std::env::var(name)
@@ -244,7 +244,7 @@ struct Shared {
 }
 
 /// The login the workflow token (`GITHUB_TOKEN`) posts as.
-pub(crate) const ACTIONS_BOT_LOGIN: &str = "github-actions[bot]";
+const ACTIONS_BOT_LOGIN: &str = "github-actions[bot]";
 
 fn rfc3339(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Secs, true)
@@ -413,7 +413,7 @@ impl GitHub {
 
     /// The login the token posts as, when known without asking (see
     /// [`GitHub::own_login`]); only comments by it count as the bot's own.
-    pub fn with_bot_login(mut self, login: impl Into<String>) -> Self {
+    pub(crate) fn with_bot_login(mut self, login: impl Into<String>) -> Self {
         self.bot_login = Some(login.into()).filter(|l: &String| !l.trim().is_empty());
         self
     }
@@ -425,7 +425,7 @@ impl GitHub {
     /// `GET /user`; otherwise [`ACTIONS_BOT_LOGIN`] (installation tokens,
     /// `ghs_…`, cannot read `/user`; the workflow token is the GitHub Actions
     /// app's). Kept once known.
-    pub async fn own_login(&self) -> Result<String, GitHubError> {
+    pub(crate) async fn own_login(&self) -> Result<String, GitHubError> {
         if let Some(l) = &self.bot_login {
             return Ok(l.clone());
         }
@@ -468,17 +468,6 @@ impl GitHub {
             debug!("the token posts as {login}");
             sh.own_login = Some(login.to_string());
         }
-    }
-
-    /// True when `c` was written by the identity this client posts as.
-    pub async fn is_own(&self, c: &CommentInfo) -> Result<bool, GitHubError> {
-        Ok(c.author_login
-            .eq_ignore_ascii_case(&self.own_login().await?))
-    }
-
-    /// The repository this client talks to.
-    pub fn repo(&self) -> &RepoRef {
-        &self.repo
     }
 
     fn redact(&self, text: String) -> String {
@@ -746,7 +735,7 @@ impl GitHub {
     }
 
     /// A comment with its author.
-    pub async fn comment(&self, comment_id: u64) -> Result<CommentInfo, GitHubError> {
+    pub(crate) async fn comment(&self, comment_id: u64) -> Result<CommentInfo, GitHubError> {
         let action = format!("reading comment {comment_id} in {}", self.repo);
         let c = self
             .call(&action, Need::ReadComments, || async {

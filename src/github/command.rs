@@ -33,7 +33,7 @@ pub enum Command {
 
 impl Command {
     /// The `inputs=` option as a list of paths (comma-separated, blanks dropped).
-    pub fn inputs(&self) -> Vec<String> {
+    pub(crate) fn inputs(&self) -> Vec<String> {
         match self {
             Command::Run { options, .. } => options
                 .get("inputs")

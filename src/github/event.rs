@@ -11,11 +11,11 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 /// The API root used when `GITHUB_API_URL` is not set.
-pub(crate) const DEFAULT_API_URL: &str = "https://api.github.com";
+const DEFAULT_API_URL: &str = "https://api.github.com";
 /// The web root used when `GITHUB_SERVER_URL` is not set.
-pub(crate) const DEFAULT_SERVER_URL: &str = "https://github.com";
+const DEFAULT_SERVER_URL: &str = "https://github.com";
 /// The comment command used when the `command` input is empty.
-pub(crate) const DEFAULT_COMMAND: &str = "/compute";
+const DEFAULT_COMMAND: &str = "/compute";
 
 pub use crate::secret::Secret;
 
@@ -23,9 +23,9 @@ pub use crate::secret::Secret;
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct RepoRef {
     /// The user or organization.
-    pub owner: String,
+    pub(crate) owner: String,
     /// The repository name.
-    pub name: String,
+    pub(crate) name: String,
 }
 
 impl RepoRef {
@@ -103,21 +103,21 @@ pub struct ActionEnv {
     /// `GITHUB_EVENT_PATH`.
     pub event_path: PathBuf,
     /// `GITHUB_REPOSITORY`.
-    pub repository: RepoRef,
+    pub(crate) repository: RepoRef,
     /// `GITHUB_API_URL` (default `https://api.github.com`), without a trailing slash.
     pub api_url: String,
     /// `GITHUB_SERVER_URL` (default `https://github.com`), without a trailing slash.
-    pub server_url: String,
+    pub(crate) server_url: String,
     /// `GITHUB_RUN_ID`.
     pub run_id: String,
     /// `GITHUB_RUN_ATTEMPT` (1 when unset).
     pub run_attempt: u32,
     /// `GITHUB_WORKSPACE`.
-    pub workspace: PathBuf,
+    pub(crate) workspace: PathBuf,
     /// `GITHUB_OUTPUT`, when set.
-    pub output: Option<PathBuf>,
+    pub(crate) output: Option<PathBuf>,
     /// `GITHUB_STEP_SUMMARY`, when set.
-    pub step_summary: Option<PathBuf>,
+    pub(crate) step_summary: Option<PathBuf>,
     /// The `INPUT_*` variables.
     pub inputs: ActionInputs,
 }
@@ -142,7 +142,7 @@ pub(crate) fn split_list(text: &str) -> Vec<String> {
 }
 
 /// Parses an issue number written as `12` or `#12`.
-pub(crate) fn parse_issue_number(text: &str) -> Option<u64> {
+fn parse_issue_number(text: &str) -> Option<u64> {
     let t = text.trim();
     t.strip_prefix('#')
         .unwrap_or(t)
@@ -210,13 +210,8 @@ impl ActionEnv {
         })
     }
 
-    /// Reads the environment of this process.
-    pub fn from_process() -> Result<ActionEnv, EnvError> {
-        ActionEnv::from_map(&std::env::vars().collect())
-    }
-
     /// The workflow token: `INPUT_GITHUB_TOKEN`.
-    pub fn token(&self) -> Result<&Secret, EnvError> {
+    pub(crate) fn token(&self) -> Result<&Secret, EnvError> {
         self.inputs.github_token.as_ref().ok_or_else(|| {
             EnvError::Missing(
                 "INPUT_GITHUB_TOKEN (the action input `github_token`, default `${{ github.token }}`)"
@@ -333,7 +328,7 @@ pub enum Trigger {
 }
 
 /// Reads and parses a JSON event file, with the path and position in errors.
-pub(crate) fn read_event_file(path: &Path) -> Result<Value, EventError> {
+fn read_event_file(path: &Path) -> Result<Value, EventError> {
     let text = std::fs::read_to_string(path).map_err(|source| EventError::Read {
         path: path.to_path_buf(),
         source,

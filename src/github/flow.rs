@@ -13,13 +13,11 @@ use crate::policy::Who;
 
 /// What to do with a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Decision {
+pub(crate) enum Decision {
     /// Go on.
     Proceed,
     /// Reply with this text (ready to post) and a 👎; run nothing.
     Refuse(String),
-    /// Do nothing and post nothing; log this reason as a notice.
-    Ignore(String),
 }
 
 /// The outcome of [`screen`].

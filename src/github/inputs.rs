@@ -25,22 +25,22 @@ use crate::sandbox::{InputFile, sha256_hex};
 
 /// One input that can be given to the code.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Resolved {
+pub(crate) struct Resolved {
     /// The workspace-relative path as named (normalized: no `./`).
-    pub path: String,
+    pub(crate) path: String,
     /// The file, named by its file name.
-    pub file: InputFile,
+    pub(crate) file: InputFile,
     /// Hex SHA-256 of the contents.
-    pub sha256: String,
+    pub(crate) sha256: String,
 }
 
 /// Why one input cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct InputProblem {
+pub(crate) struct InputProblem {
     /// The path as named (or `(all inputs)` for the total size).
-    pub path: String,
+    pub(crate) path: String,
     /// What is wrong and what to do.
-    pub problem: String,
+    pub(crate) problem: String,
 }
 
 impl fmt::Display for InputProblem {
@@ -60,7 +60,7 @@ fn normalize(path: &str) -> String {
 /// Words in `text` that look like relative file paths with an extension
 /// (`data/sales.csv`, `report.json`), in order, without duplicates. URLs,
 /// absolute paths and `..` paths are not taken.
-pub fn mentioned_paths(text: &str) -> Vec<String> {
+fn mentioned_paths(text: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let separators = |c: char| c.is_whitespace() || matches!(c, '`' | '"' | '\'' | ',' | ';' | '=');
     for word in text.split(separators) {
@@ -97,7 +97,7 @@ pub fn mentioned_paths(text: &str) -> Vec<String> {
 
 /// Resolves the inputs of one request. `explicit` are the paths named on
 /// purpose; `mentioned_in` is the goal text (see [`mentioned_paths`]).
-pub fn resolve(
+pub(crate) fn resolve(
     workspace: &Path,
     explicit: &[String],
     mentioned_in: &str,

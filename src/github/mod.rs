@@ -14,20 +14,16 @@
 //!   Stop>` and `thread::conclude` alone posts, reacts, writes the outputs
 //!   and decides the status.
 
-pub mod action;
+pub(crate) mod action;
 pub mod actions_io;
-pub mod approval;
+mod approval;
 pub mod client;
 pub mod command;
 pub mod event;
 pub mod flow;
-pub mod inputs;
-pub mod replay;
-pub mod request;
+mod inputs;
+mod replay;
+mod request;
 pub mod texts;
-pub(crate) mod thread;
+mod thread;
 pub mod tracking;
-
-pub use client::{GitHub, GitHubError, Reaction};
-pub use command::Command;
-pub use event::{ActionEnv, EnvError, EventError, RepoRef, Trigger};

@@ -19,7 +19,7 @@ use crate::status::Status;
 
 /// Where the JSON report goes, relative to the workspace (the one directory a
 /// container action shares with later steps such as `actions/upload-artifact`).
-pub const REPORT_DIR: &str = "compute-bot-reports";
+const REPORT_DIR: &str = "compute-bot-reports";
 
 #[derive(Debug, Default)]
 pub(crate) struct Approval {

@@ -22,7 +22,7 @@ const PENDING_MARKER_START: &str = "<!-- compute-bot:pending sha256=";
 const REQUEST_MARKER_START: &str = "<!-- compute-bot:request=";
 const MARKER_END: &str = " -->";
 /// Marks a request as closed (denied or already approved) so it cannot be approved again.
-pub(crate) const CLOSED_MARKER: &str = "<!-- compute-bot:closed -->";
+const CLOSED_MARKER: &str = "<!-- compute-bot:closed -->";
 
 /// The hidden marker of the tracking comment of workflow run `run_id`.
 pub fn run_marker(run_id: &str) -> String {
@@ -36,7 +36,7 @@ fn clean_id(s: &str) -> String {
 }
 
 /// The hidden marker put before code that waits for approval.
-pub(crate) fn pending_marker(sha256_hex: &str) -> String {
+fn pending_marker(sha256_hex: &str) -> String {
     format!(
         "{PENDING_MARKER_START}{}{MARKER_END}",
         sha256_hex.to_ascii_lowercase()
@@ -54,7 +54,7 @@ pub struct PendingCode {
     /// The exact code that was shown.
     pub code: String,
     /// Its hex SHA-256 (equal to the one in the marker).
-    pub sha256: String,
+    pub(crate) sha256: String,
 }
 
 /// Why no approvable code could be read from a comment.
@@ -151,12 +151,7 @@ pub fn approval_for(report: &Report, command: &str) -> Option<String> {
 
 /// The approval part of a needs-approval comment: findings, hash, how to
 /// approve or deny, the pending marker and the exact code.
-pub(crate) fn approval_block(
-    code: &str,
-    sha256: &str,
-    findings: &[Finding],
-    command: &str,
-) -> String {
+fn approval_block(code: &str, sha256: &str, findings: &[Finding], command: &str) -> String {
     let mut s = String::from(
         "#### Approval needed\n\nThe policy asks a human to approve this code before it runs:\n\n",
     );
@@ -220,7 +215,7 @@ pub enum Stage {
 
 impl Stage {
     /// All stages in order.
-    pub const ALL: [Stage; 5] = [
+    const ALL: [Stage; 5] = [
         Stage::Planning,
         Stage::Generating,
         Stage::Checking,
@@ -229,7 +224,7 @@ impl Stage {
     ];
 
     /// Lower-case name.
-    pub fn name(self) -> &'static str {
+    fn name(self) -> &'static str {
         match self {
             Stage::Planning => "planning",
             Stage::Generating => "generating code",
@@ -435,20 +430,20 @@ pub(crate) fn inputs_changed(paths: &[String], command: &str) -> String {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct PendingRequest {
     /// The goal.
-    pub goal: Option<String>,
+    pub(crate) goal: Option<String>,
     /// Extra context.
-    pub context: Option<String>,
+    pub(crate) context: Option<String>,
     /// Workspace inputs with the hashes the approver was shown.
-    pub inputs: Vec<PendingInput>,
+    pub(crate) inputs: Vec<PendingInput>,
 }
 
 /// One input of a pending request.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct PendingInput {
     /// Workspace-relative path.
-    pub path: String,
+    pub(crate) path: String,
     /// Hex SHA-256 of the contents when the code was shown.
-    pub sha256: String,
+    pub(crate) sha256: String,
 }
 
 /// The hidden marker that records a [`PendingRequest`] (hex-encoded JSON, so

@@ -90,9 +90,9 @@ impl Published {
 /// the summary as "Nothing was run", with 😕.
 #[derive(Debug)]
 pub(crate) struct Stop {
-    pub(crate) status: Status,
-    pub(crate) title: String,
-    pub(crate) details: String,
+    status: Status,
+    title: String,
+    details: String,
 }
 
 impl Stop {
@@ -134,7 +134,7 @@ impl<'a> Thread<'a> {
     }
 
     /// Reacts on the asking comment; a failure is remembered.
-    pub(crate) async fn react(&mut self, reaction: Reaction) {
+    async fn react(&mut self, reaction: Reaction) {
         if let Some(id) = self.reply_to
             && let Err(e) = self.gh.add_reaction(id, reaction).await
         {
@@ -272,7 +272,7 @@ fn note_github_errors(errors: &[GitHubError], shown: bool, summary: &mut String)
 }
 
 /// Writes the outputs and the summary (when the runner named the files).
-pub(crate) fn write_end(env: &ActionEnv, outputs: &Outputs, summary: Option<&str>) {
+fn write_end(env: &ActionEnv, outputs: &Outputs, summary: Option<&str>) {
     if let Some(path) = &env.output
         && let Err(e) = actions_io::write_outputs(path, &outputs.pairs())
     {

@@ -28,13 +28,8 @@ impl<'a> Tracker<'a> {
     }
 
     /// The comment id, once the comment exists.
-    pub fn comment_id(&self) -> Option<u64> {
+    pub(crate) fn comment_id(&self) -> Option<u64> {
         self.id
-    }
-
-    /// The marker this tracker writes first in every body.
-    pub fn marker(&self) -> &str {
-        &self.marker
     }
 
     async fn write(&mut self, body: &str) -> Result<u64, GitHubError> {

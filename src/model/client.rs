@@ -11,7 +11,7 @@ use super::{ModelConfig, ModelError, Provider, TokenUsage};
 
 /// Who wrote a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Role {
+pub(crate) enum Role {
     /// The caller (prompt, repair notes).
     User,
     /// The model (earlier replies).
@@ -20,7 +20,7 @@ pub enum Role {
 
 impl Role {
     /// The wire name (`user`, `assistant`), the same for both providers.
-    pub fn as_str(self) -> &'static str {
+    fn as_str(self) -> &'static str {
         match self {
             Role::User => "user",
             Role::Assistant => "assistant",
@@ -32,9 +32,9 @@ impl Role {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Message {
     /// Who wrote it.
-    pub role: Role,
+    pub(crate) role: Role,
     /// The text.
-    pub content: String,
+    pub(crate) content: String,
 }
 
 impl Message {
@@ -47,7 +47,7 @@ impl Message {
     }
 
     /// An assistant message.
-    pub fn assistant(content: impl Into<String>) -> Self {
+    pub(crate) fn assistant(content: impl Into<String>) -> Self {
         Message {
             role: Role::Assistant,
             content: content.into(),
@@ -61,11 +61,11 @@ impl Message {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Tool {
     /// The tool's name (`run_python`).
-    pub name: String,
+    pub(crate) name: String,
     /// What it is for, as the model reads it.
-    pub description: String,
+    pub(crate) description: String,
     /// The JSON Schema of its arguments.
-    pub parameters: Value,
+    pub(crate) parameters: Value,
 }
 
 /// A provider-neutral chat request.
@@ -86,7 +86,7 @@ pub struct ChatRequest {
 
 /// Why the model stopped writing.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub enum Finish {
+pub(crate) enum Finish {
     /// It finished (`stop`, `end_turn`, `tool_calls`, `tool_use`, ...).
     #[default]
     Complete,
@@ -102,11 +102,11 @@ pub struct ChatReply {
     /// The text of the answer (all text parts joined).
     pub text: String,
     /// The name and arguments of the tool the model called, if it called one.
-    pub tool_call: Option<(String, Value)>,
+    pub(crate) tool_call: Option<(String, Value)>,
     /// The model's refusal message (OpenAI `refusal`, Anthropic `stop_reason: refusal`).
-    pub refusal: Option<String>,
+    pub(crate) refusal: Option<String>,
     /// Why it stopped.
-    pub finish: Finish,
+    pub(crate) finish: Finish,
     /// Tokens used by this call, as the responses said (all requests of the
     /// call that returned usage, a cut empty reply included).
     pub usage: TokenUsage,
@@ -301,13 +301,8 @@ impl ModelClient {
         })
     }
 
-    /// The configuration this client uses.
-    pub fn config(&self) -> &ModelConfig {
-        &self.cfg
-    }
-
     /// The URL requests go to.
-    pub fn endpoint(&self) -> &str {
+    pub(crate) fn endpoint(&self) -> &str {
         &self.url
     }
 
@@ -829,7 +824,7 @@ fn retry_after(headers: &HeaderMap) -> Option<Duration> {
 }
 
 /// Parses a `Retry-After` value: delay seconds or an HTTP date (relative to `now`).
-pub(crate) fn parse_retry_after(v: &str, now: chrono::DateTime<chrono::Utc>) -> Option<Duration> {
+fn parse_retry_after(v: &str, now: chrono::DateTime<chrono::Utc>) -> Option<Duration> {
     if let Ok(secs) = v.parse::<f64>() {
         return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(1e6)));
     }

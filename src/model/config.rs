@@ -8,26 +8,26 @@ use std::time::Duration;
 use super::ModelError;
 
 /// Environment variable naming the provider (`openai` or `anthropic`).
-pub const ENV_PROVIDER: &str = "COMPUTE_BOT_PROVIDER";
+const ENV_PROVIDER: &str = "COMPUTE_BOT_PROVIDER";
 /// Environment variable with the API base URL.
-pub const ENV_BASE_URL: &str = "COMPUTE_BOT_BASE_URL";
+const ENV_BASE_URL: &str = "COMPUTE_BOT_BASE_URL";
 /// Environment variable with the model name.
-pub const ENV_MODEL: &str = "COMPUTE_BOT_MODEL";
+const ENV_MODEL: &str = "COMPUTE_BOT_MODEL";
 /// Environment variable with the API key (takes precedence over the provider's own variable).
-pub const ENV_API_KEY: &str = "COMPUTE_BOT_API_KEY";
+pub(crate) const ENV_API_KEY: &str = "COMPUTE_BOT_API_KEY";
 /// Environment variable with the per-request timeout (`60s`, `1500ms`).
-pub const ENV_TIMEOUT: &str = "COMPUTE_BOT_MODEL_TIMEOUT";
+const ENV_TIMEOUT: &str = "COMPUTE_BOT_MODEL_TIMEOUT";
 /// Environment variable with the default completion budget in tokens.
-pub const ENV_MAX_TOKENS: &str = "COMPUTE_BOT_MAX_TOKENS";
+const ENV_MAX_TOKENS: &str = "COMPUTE_BOT_MAX_TOKENS";
 /// Environment variable with the sampling temperature.
-pub const ENV_TEMPERATURE: &str = "COMPUTE_BOT_TEMPERATURE";
+const ENV_TEMPERATURE: &str = "COMPUTE_BOT_TEMPERATURE";
 /// Environment variable with the number of retries after the first request.
-pub const ENV_RETRIES: &str = "COMPUTE_BOT_MODEL_RETRIES";
+const ENV_RETRIES: &str = "COMPUTE_BOT_MODEL_RETRIES";
 /// Environment variable with the total time retries may take (`120s`, `5m`).
-pub const ENV_RETRY_TIME: &str = "COMPUTE_BOT_MODEL_RETRY_TIME";
+const ENV_RETRY_TIME: &str = "COMPUTE_BOT_MODEL_RETRY_TIME";
 
 /// The default completion budget of ordinary models.
-pub const DEFAULT_MAX_TOKENS: u32 = 4096;
+const DEFAULT_MAX_TOKENS: u32 = 4096;
 /// The default completion budget of reasoning models, whose hidden
 /// reasoning tokens count against it.
 pub const DEFAULT_REASONING_MAX_TOKENS: u32 = 16_384;
@@ -35,7 +35,7 @@ pub const DEFAULT_REASONING_MAX_TOKENS: u32 = 16_384;
 /// True for OpenAI's reasoning families (o1, o3, o4, gpt-5), which take
 /// `max_completion_tokens` and only the default temperature. The name may
 /// carry a router prefix (`openai/o3-mini`).
-pub fn is_openai_reasoning_model(model: &str) -> bool {
+pub(crate) fn is_openai_reasoning_model(model: &str) -> bool {
     let name = model
         .rsplit('/')
         .next()
@@ -49,7 +49,7 @@ pub fn is_openai_reasoning_model(model: &str) -> bool {
 /// True for models that reason before they answer (OpenAI's reasoning
 /// families, DeepSeek R1, QwQ, names saying `reasoning`/`thinking`): they
 /// get the larger default budget.
-pub fn is_reasoning_model(model: &str) -> bool {
+pub(crate) fn is_reasoning_model(model: &str) -> bool {
     let lower = model.to_ascii_lowercase();
     is_openai_reasoning_model(model)
         || ["deepseek-r1", "qwq", "reasoning", "thinking", "-r1"]
@@ -76,7 +76,7 @@ pub enum Provider {
 
 impl Provider {
     /// The name used in configuration (`openai`, `anthropic`).
-    pub fn as_str(self) -> &'static str {
+    fn as_str(self) -> &'static str {
         match self {
             Provider::OpenAi => "openai",
             Provider::Anthropic => "anthropic",
@@ -92,7 +92,7 @@ impl Provider {
     }
 
     /// The base URL used when none is configured.
-    pub fn default_base_url(self) -> &'static str {
+    fn default_base_url(self) -> &'static str {
         match self {
             Provider::OpenAi => "https://api.openai.com/v1",
             Provider::Anthropic => "https://api.anthropic.com",
@@ -157,7 +157,7 @@ pub trait Env {
 
 /// The real process environment.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct ProcessEnv;
+struct ProcessEnv;
 
 impl Env for ProcessEnv {
     fn var(&self, name: &str) -> Option<String> {
@@ -245,7 +245,7 @@ impl ModelConfig {
 
     /// Reads the configuration from flags and the process environment.
     /// `Ok(None)` when no model is configured at all.
-    pub fn from_env(overrides: &ModelOverrides) -> Result<Option<ModelConfig>, ModelError> {
+    pub(crate) fn from_env(overrides: &ModelOverrides) -> Result<Option<ModelConfig>, ModelError> {
         Self::from_env_with(overrides, &ProcessEnv)
     }
 
@@ -364,7 +364,7 @@ impl ModelConfig {
 
     /// Checks the values a provider would reject: a zero timeout or budget,
     /// a temperature outside the provider's range (OpenAI 0–2, Anthropic 0–1).
-    pub fn check(&self) -> Result<(), ModelError> {
+    pub(crate) fn check(&self) -> Result<(), ModelError> {
         if self.timeout.is_zero() {
             return Err(ModelError::Config(format!(
                 "the model request timeout is zero; set {ENV_TIMEOUT} to e.g. `60s`"

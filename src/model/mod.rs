@@ -10,14 +10,13 @@ mod client;
 mod config;
 mod error;
 
-pub use client::{
-    AZURE_DEFAULT_API_VERSION, ChatReply, ChatRequest, Finish, Message, ModelClient, Role, Tool,
-};
+#[cfg(test)]
+pub(crate) use client::Role;
+pub use client::{AZURE_DEFAULT_API_VERSION, ChatRequest, Message, ModelClient};
+pub(crate) use client::{ChatReply, Finish, Tool};
+pub(crate) use config::ENV_API_KEY;
 pub use config::{
-    DEFAULT_MAX_TOKENS, DEFAULT_REASONING_MAX_TOKENS, ENV_API_KEY, ENV_BASE_URL, ENV_MAX_TOKENS,
-    ENV_MODEL, ENV_PROVIDER, ENV_RETRIES, ENV_RETRY_TIME, ENV_TEMPERATURE, ENV_TIMEOUT, Env,
-    ModelConfig, ModelOverrides, NO_MODEL_HELP, ProcessEnv, Provider, Secret,
-    is_openai_reasoning_model, is_reasoning_model,
+    DEFAULT_REASONING_MAX_TOKENS, ModelConfig, ModelOverrides, NO_MODEL_HELP, Provider, Secret,
 };
 pub use error::ModelError;
 

@@ -24,7 +24,7 @@ use super::verdict::{Finding, Severity, Verdict};
 /// Statements and expressions nested deeper than this are not followed;
 /// the code is denied as `too-complex`. CPython itself refuses more than 200
 /// nested parentheses.
-pub const MAX_NESTING: usize = 300;
+const MAX_NESTING: usize = 300;
 
 /// CPython's limit on nested brackets.
 const MAX_BRACKETS: usize = 200;

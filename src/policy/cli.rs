@@ -6,13 +6,13 @@ use std::path::Path;
 use super::{Decision, Policy, Verdict, check_code};
 
 /// Exit code: the policy is valid / the code is allowed.
-pub const EXIT_ALLOW: i32 = 0;
+pub(crate) const EXIT_ALLOW: i32 = 0;
 /// Exit code: the code is denied.
-pub const EXIT_DENY: i32 = 1;
+pub(crate) const EXIT_DENY: i32 = 1;
 /// Exit code: the policy or the code file could not be read or is invalid.
-pub const EXIT_ERROR: i32 = 2;
+const EXIT_ERROR: i32 = 2;
 /// Exit code: the code needs a human approval.
-pub const EXIT_ESCALATE: i32 = 3;
+pub(crate) const EXIT_ESCALATE: i32 = 3;
 
 /// Runs `compute-bot policy check POLICY [--code FILE] [--format json]`.
 ///
@@ -69,7 +69,7 @@ pub fn check_command(policy_path: &Path, code_path: Option<&Path>, json: bool) -
 }
 
 /// The exit code for a decision: 0 allow, 1 deny, 3 escalate.
-pub fn exit_code(decision: Decision) -> i32 {
+fn exit_code(decision: Decision) -> i32 {
     match decision {
         Decision::Allow => EXIT_ALLOW,
         Decision::Deny => EXIT_DENY,

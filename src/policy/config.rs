@@ -19,10 +19,10 @@ use crate::units::{ByteSize, human_duration};
 
 /// The largest `code.max_bytes` a policy may set. Bigger scripts are not
 /// data analysis, and the checker's cost grows with the size.
-pub const MAX_CODE_BYTES_LIMIT: ByteSize = ByteSize::mib(1);
+pub(crate) const MAX_CODE_BYTES_LIMIT: ByteSize = ByteSize::mib(1);
 
 /// The most generate/repair attempts a policy may allow.
-pub const MAX_ATTEMPTS: u8 = 10;
+const MAX_ATTEMPTS: u8 = 10;
 
 /// Why a policy file could not be used, with where in the file.
 ///
@@ -177,7 +177,7 @@ impl std::str::FromStr for Permission {
 pub struct Who {
     /// GitHub logins allowed to trigger runs; empty means anyone who has
     /// `min_permission` on the repository.
-    pub users: Vec<String>,
+    pub(crate) users: Vec<String>,
     /// The weakest repository permission that may trigger runs.
     pub min_permission: Permission,
     /// Whether bot accounts (`[bot]` logins, `type: Bot`) may trigger runs.
@@ -304,7 +304,7 @@ impl Who {
 
 /// The network mode of the sandbox. Only `none` exists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Network {
+enum Network {
     /// No network interface besides loopback.
     #[default]
     None,
@@ -337,20 +337,20 @@ impl<'de> Deserialize<'de> for Network {
 #[derive(Debug, Clone, PartialEq)]
 pub struct SandboxPolicy {
     /// Image reference (tag or `name@sha256:...` digest).
-    pub image: String,
+    pub(crate) image: String,
     /// The limits, with these ranges checked on reading: `timeout` 100ms..=10m,
     /// `memory` 16MiB..=16GiB, `cpus` above 0 and at most 64, `pids` 1..=4096.
     /// `data_max_bytes` is not a key of this section: /data holds the inputs,
     /// so [`Policy::limits`] takes its size from `inputs.max_total_bytes`.
     limits: Limits,
     /// Network mode; only `none` is accepted.
-    pub network: Network,
+    network: Network,
     /// OCI runtime: `runc` (default, with compute-bot's seccomp allowlist)
     /// or `runsc` (gVisor; see `scripts/install-gvisor`).
-    pub runtime: Runtime,
+    pub(crate) runtime: Runtime,
     /// Modules imported while the container waits for the code (default
     /// pandas, numpy, matplotlib.pyplot; `[]` for none). Dotted names only.
-    pub preload: Vec<String>,
+    pub(crate) preload: Vec<String>,
 }
 
 impl Default for SandboxPolicy {
@@ -571,7 +571,7 @@ impl<'de> Deserialize<'de> for Preload {
 pub struct Inputs {
     /// Glob allowlist of workspace-relative paths (`**/*.csv`).
     #[serde(deserialize_with = "de_globs")]
-    pub allow: Vec<String>,
+    pub(crate) allow: Vec<String>,
     /// Largest single input file.
     pub max_file_bytes: ByteSize,
     /// Largest total of all input files of one run.
@@ -634,7 +634,7 @@ fn de_globs<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
 /// The language of the code. Only Python exists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Language {
+enum Language {
     /// Python 3.
     #[default]
     Python,
@@ -645,7 +645,7 @@ pub enum Language {
 #[serde(deny_unknown_fields, default)]
 pub struct CodePolicy {
     /// The code's language; only `python`.
-    pub language: Language,
+    language: Language,
     /// Largest accepted script, at most 1MiB.
     #[serde(deserialize_with = "de_max_bytes")]
     pub max_bytes: ByteSize,
@@ -661,7 +661,7 @@ pub struct CodePolicy {
     /// Calls and attributes that are denied, as resolved dotted names
     /// (`os.remove`, `os.exec*`); a bare name is a builtin (`input`).
     #[serde(deserialize_with = "de_call_patterns")]
-    pub deny_calls: Vec<String>,
+    pub(crate) deny_calls: Vec<String>,
     /// Rule ids whose findings escalate to a human instead of denying.
     #[serde(deserialize_with = "de_escalate")]
     pub escalate: Vec<RuleId>,
@@ -675,7 +675,7 @@ fn strs(v: &[&str]) -> Vec<String> {
 
 /// The default import allowlist (data analysis). Kept in sync with
 /// `policies/default.yml` by a test.
-pub const DEFAULT_ALLOW_IMPORTS: &[&str] = &[
+const DEFAULT_ALLOW_IMPORTS: &[&str] = &[
     "pandas.*",
     "numpy.*",
     "matplotlib.*",
@@ -726,7 +726,7 @@ pub const DEFAULT_ALLOW_IMPORTS: &[&str] = &[
 ];
 
 /// The default list of always-denied modules.
-pub const DEFAULT_DENY_MODULES: &[&str] = &[
+const DEFAULT_DENY_MODULES: &[&str] = &[
     "ctypes",
     "_ctypes",
     "cffi",
@@ -789,7 +789,7 @@ pub const DEFAULT_DENY_MODULES: &[&str] = &[
 
 /// The default list of denied calls (beyond the built-in families, which
 /// cannot be switched off): file-system and environment changes through `os`.
-pub const DEFAULT_DENY_CALLS: &[&str] = &[
+const DEFAULT_DENY_CALLS: &[&str] = &[
     "os.remove",
     "os.unlink",
     "os.rmdir",
@@ -935,7 +935,7 @@ impl Attempts {
     }
 
     /// `n` attempts, or `None` when `n` is outside 1..=10.
-    pub fn new(n: u8) -> Option<Self> {
+    fn new(n: u8) -> Option<Self> {
         (1..=MAX_ATTEMPTS).contains(&n).then_some(Attempts(n))
     }
 }
@@ -983,19 +983,19 @@ pub struct Output {
     pub schema: serde_json::Value,
     /// How many times the code runs, each in a fresh container (1..=10). A
     /// result that changes between runs is flagged, not posted as fact.
-    pub repeat: Repeat,
+    pub(crate) repeat: Repeat,
     /// Python expressions (or `assert` statements) over `result`, run in
     /// the sandbox after the schema validation, e.g.
     /// `0 <= result["average_conversion"] <= 1`.
-    pub checks: Vec<String>,
+    pub(crate) checks: Vec<String>,
     /// What a failed check does: `stop` (default) or `escalate`.
-    pub on_check_failure: OnCheckFailure,
+    pub(crate) on_check_failure: OnCheckFailure,
     /// `independent`: the model writes a second program without seeing the
     /// first; both run and their results must agree within `tolerance`.
-    pub verify: VerifyMode,
+    pub(crate) verify: VerifyMode,
     /// Largest difference two numbers may have and still agree, absolute or
     /// relative to the larger one (default 1e-9).
-    pub tolerance: f64,
+    pub(crate) tolerance: f64,
 }
 
 impl Default for Output {
@@ -1012,20 +1012,20 @@ impl Default for Output {
 }
 
 /// Most runs `output.repeat` allows.
-pub const MAX_REPEAT: u8 = 10;
+const MAX_REPEAT: u8 = 10;
 
 /// `output.repeat`: how many runs in all (1..=[`MAX_REPEAT`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct Repeat(u8);
+pub(crate) struct Repeat(u8);
 
 impl Repeat {
     /// `n` runs, when 1 ≤ n ≤ [`MAX_REPEAT`].
-    pub fn new(n: u8) -> Option<Repeat> {
+    pub(crate) fn new(n: u8) -> Option<Repeat> {
         (1..=MAX_REPEAT).contains(&n).then_some(Repeat(n))
     }
 
     /// The number of runs.
-    pub fn get(self) -> u8 {
+    pub(crate) fn get(self) -> u8 {
         self.0
     }
 }
@@ -1050,7 +1050,7 @@ impl<'de> Deserialize<'de> for Repeat {
 /// `output.on_check_failure`: what a failed `output.checks` entry does.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum OnCheckFailure {
+pub(crate) enum OnCheckFailure {
     /// Stop without a result, showing the failed assertion.
     #[default]
     Stop,
@@ -1061,7 +1061,7 @@ pub enum OnCheckFailure {
 /// `output.verify`: whether a second, independent program must agree.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum VerifyMode {
+pub(crate) enum VerifyMode {
     /// No second program.
     #[default]
     None,
@@ -1093,7 +1093,7 @@ pub enum DataLevel {
 #[serde(deny_unknown_fields, default)]
 pub struct ModelPolicy {
     /// How much of the data leaves for the model (`preview`, `schema`, `none`).
-    pub data: DataLevel,
+    pub(crate) data: DataLevel,
 }
 
 /// `escalation`: who may approve code that escalated.
@@ -1102,7 +1102,7 @@ pub struct ModelPolicy {
 pub struct Escalation {
     /// GitHub logins that may approve; empty means anyone with
     /// `min_permission`.
-    pub approvers: Vec<String>,
+    approvers: Vec<String>,
     /// The weakest repository permission an approver needs.
     pub min_permission: Permission,
 }
@@ -1120,7 +1120,7 @@ impl Escalation {
     /// Whether `login` (with `permission` on the repository) may approve or
     /// deny escalated code; `Err` says why not. Logins compare
     /// case-insensitively.
-    pub fn permits(&self, login: &str, permission: Permission) -> Result<(), Refusal> {
+    pub(crate) fn permits(&self, login: &str, permission: Permission) -> Result<(), Refusal> {
         if !listed(&self.approvers, login) {
             return Err(Refusal::NotListed {
                 login: login.to_string(),
@@ -1345,7 +1345,7 @@ impl Policy {
     }
 
     /// Sets the sandbox limits (e.g. after [`Policy::tightened_limits`]).
-    pub fn set_limits(&mut self, l: &Limits) {
+    pub(crate) fn set_limits(&mut self, l: &Limits) {
         self.inputs.max_total_bytes = l.data_max_bytes;
         self.sandbox.limits = l.clone();
     }

@@ -84,12 +84,8 @@ mod config;
 mod rules;
 mod verdict;
 
-pub use check::{MAX_NESTING, check_code};
-pub use config::{
-    Attempts, CodePolicy, DEFAULT_ALLOW_IMPORTS, DEFAULT_DENY_CALLS, DEFAULT_DENY_MODULES,
-    DataLevel, Escalation, Inputs, Language, MAX_ATTEMPTS, MAX_CODE_BYTES_LIMIT, ModelPolicy,
-    Network, Output, Permission, Policy, PolicyError, Refusal, SandboxPolicy, Version, Who,
-};
-pub use config::{MAX_REPEAT, OnCheckFailure, Repeat, VerifyMode};
+pub use check::check_code;
+pub use config::{DataLevel, Permission, Policy, PolicyError, Who};
+pub(crate) use config::{Inputs, OnCheckFailure, Refusal, Repeat, VerifyMode};
 pub use rules::RuleId;
 pub use verdict::{Decision, Finding, Severity, Verdict};

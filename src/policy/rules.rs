@@ -130,7 +130,7 @@ impl RuleId {
     /// Whether a policy may turn this rule's findings into escalations.
     /// Code that does not parse, is too large or too deep cannot be
     /// reviewed meaningfully and is always denied.
-    pub fn escalatable(self) -> bool {
+    pub(crate) fn escalatable(self) -> bool {
         !matches!(
             self,
             RuleId::SyntaxError
@@ -557,7 +557,7 @@ pub(crate) const SAFE_DUNDER_NAMES: &[&str] = &[
 ];
 
 /// Simple glob: `*` matches any run of characters (including dots).
-pub(crate) fn glob_match(pattern: &str, text: &str) -> bool {
+fn glob_match(pattern: &str, text: &str) -> bool {
     let p = pattern.as_bytes();
     let t = text.as_bytes();
     let (mut pi, mut ti) = (0usize, 0usize);

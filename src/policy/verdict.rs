@@ -53,14 +53,6 @@ pub struct Verdict {
 }
 
 impl Verdict {
-    /// A verdict with no findings that allows the code.
-    pub fn allow() -> Self {
-        Verdict {
-            decision: Decision::Allow,
-            findings: Vec::new(),
-        }
-    }
-
     /// Builds the verdict that the findings imply: any deny finding denies,
     /// else any escalate finding escalates, else allow.
     pub fn from_findings(findings: Vec<Finding>) -> Self {

@@ -4,6 +4,7 @@ use serde_json::json;
 
 use super::*;
 use crate::github::texts::{approval_for, read_pending, run_marker, sha256_hex};
+use crate::markdown::fence_for;
 use crate::model::TokenUsage;
 use crate::policy::Finding;
 use crate::sandbox::{Audit, FileOpen, ImageInfo, Limits, Resources};

@@ -22,7 +22,7 @@ pub const SECCOMP_PROFILE: &str = include_str!("../../sandbox/seccomp.json");
 
 /// Which engine answers on `DOCKER_HOST`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Engine {
+pub(crate) enum Engine {
     /// The Docker engine.
     #[default]
     Docker,
@@ -31,7 +31,7 @@ pub enum Engine {
 }
 
 /// Asks the engine what it is (Podman names itself in its version components).
-pub async fn engine_kind(docker: &Docker) -> Engine {
+pub(crate) async fn engine_kind(docker: &Docker) -> Engine {
     match docker.version().await {
         Ok(v) => {
             let podman = v
@@ -50,14 +50,14 @@ pub async fn engine_kind(docker: &Docker) -> Engine {
 }
 
 /// The uid:gid the code runs as inside the container. Images must not need root.
-pub const SANDBOX_USER: &str = "10001:10001";
+const SANDBOX_USER: &str = "10001:10001";
 
 /// Label present on every container the bot creates.
 pub const LABEL_MANAGED: &str = "org.compute-bot.managed";
 /// Label naming the run (the container name).
 pub const LABEL_RUN: &str = "org.compute-bot.run";
 /// Label naming the host the creating bot ran on.
-pub const LABEL_HOST: &str = "org.compute-bot.host";
+const LABEL_HOST: &str = "org.compute-bot.host";
 /// Label with the pid of the creating bot process.
 pub const LABEL_PID: &str = "org.compute-bot.pid";
 /// Label with the unix time after which the container is certainly abandoned.
@@ -66,7 +66,7 @@ pub const LABEL_EXPIRES: &str = "org.compute-bot.expires";
 /// The fixed environment every sandbox gets (before what the run names).
 /// `PYTHONHASHSEED`, `TZ` and the locale make runs repeatable: set ordering,
 /// `time.localtime` and locale-dependent formatting do not vary by run or host.
-pub const BASE_ENV: &[(&str, &str)] = &[
+pub(crate) const BASE_ENV: &[(&str, &str)] = &[
     ("HOME", "/tmp"),
     ("LANG", "C.UTF-8"),
     ("LC_ALL", "C.UTF-8"),
@@ -78,12 +78,12 @@ pub const BASE_ENV: &[(&str, &str)] = &[
 ];
 
 /// Seconds a prepared container waits for its code before its runner exits.
-pub const IDLE_SECONDS: u64 = 900;
+const IDLE_SECONDS: u64 = 900;
 
 /// Connects to the engine named by `DOCKER_HOST` (or the local socket) and
 /// negotiates the API version, so older engines (e.g. Docker 20.10, API 1.41)
 /// work as well as current ones.
-pub async fn connect() -> Result<Docker, SandboxError> {
+pub(crate) async fn connect() -> Result<Docker, SandboxError> {
     let host = docker_host();
     let unreachable = |e: bollard::errors::Error| SandboxError::Unreachable {
         host: host.clone(),
@@ -101,7 +101,7 @@ pub(crate) fn now_unix() -> u64 {
 }
 
 /// The labels that identify one run's container.
-pub fn run_labels(name: &str, cfg: &SandboxConfig) -> HashMap<String, String> {
+pub(crate) fn run_labels(name: &str, cfg: &SandboxConfig) -> HashMap<String, String> {
     let expires = now_unix() + IDLE_SECONDS + cfg.limits.timeout.as_secs() + 120;
     let mut labels: HashMap<String, String> = cfg.labels.clone().into_iter().collect();
     labels.insert(LABEL_MANAGED.into(), "true".into());
@@ -130,7 +130,7 @@ fn tmpfs_opts(size: u64, owner: bool, engine: Engine) -> String {
 /// capabilities, no new privileges, default seccomp, non-root user, cgroup
 /// limits, tmpfs scratch space, ulimits, an init, a minimal environment and
 /// no host mounts at all. The runner waits on stdin for its job.
-pub fn container_body(
+pub(crate) fn container_body(
     cfg: &SandboxConfig,
     labels: HashMap<String, String>,
     engine: Engine,
@@ -257,7 +257,10 @@ fn security_opt(runtime: Runtime, engine: Engine) -> Vec<String> {
 }
 
 /// Looks up an image; a missing image is a configuration error that says how to build it.
-pub async fn image_info(docker: &Docker, reference: &str) -> Result<ImageInfo, SandboxError> {
+pub(crate) async fn image_info(
+    docker: &Docker,
+    reference: &str,
+) -> Result<ImageInfo, SandboxError> {
     match docker.inspect_image(reference).await {
         Ok(img) => {
             let labels: BTreeMap<String, String> = img
@@ -285,7 +288,7 @@ pub async fn image_info(docker: &Docker, reference: &str) -> Result<ImageInfo, S
 }
 
 /// Force-removes a container; a container that is already gone is fine.
-pub async fn remove(docker: &Docker, name: &str) -> Result<(), SandboxError> {
+pub(crate) async fn remove(docker: &Docker, name: &str) -> Result<(), SandboxError> {
     let opts = RemoveContainerOptions {
         force: true,
         v: true,
@@ -305,7 +308,7 @@ pub async fn remove(docker: &Docker, name: &str) -> Result<(), SandboxError> {
 }
 
 /// Lists the containers the bot created (any state).
-pub async fn list_managed(
+pub(crate) async fn list_managed(
     docker: &Docker,
 ) -> Result<Vec<bollard::models::ContainerSummary>, SandboxError> {
     let filters: HashMap<String, Vec<String>> =
@@ -360,7 +363,7 @@ pub fn is_leftover(f: &ContainerFacts, now: u64) -> bool {
 }
 
 /// Reads the facts [`is_leftover`] needs; `None` when the container is gone.
-pub async fn container_facts(
+pub(crate) async fn container_facts(
     docker: &Docker,
     summary: &bollard::models::ContainerSummary,
 ) -> Option<ContainerFacts> {

@@ -52,7 +52,7 @@ pub enum SandboxError {
 
 impl SandboxError {
     /// Wraps an engine error, turning connection failures into [`SandboxError::Unreachable`].
-    pub fn from_engine(action: &'static str, e: bollard::errors::Error) -> Self {
+    pub(crate) fn from_engine(action: &'static str, e: bollard::errors::Error) -> Self {
         let detail = e.to_string();
         // The engine answered: whatever the message says, it is reachable.
         if let bollard::errors::Error::DockerResponseServerError { .. } = e {
@@ -70,7 +70,7 @@ impl SandboxError {
     }
 
     /// True for errors the user fixes by configuration (exit status 2).
-    pub fn is_configuration(&self) -> bool {
+    pub(crate) fn is_configuration(&self) -> bool {
         matches!(
             self,
             SandboxError::Unreachable { .. }

@@ -3,12 +3,12 @@
 //! importing each other.
 
 /// Where the engine is, for error messages.
-pub fn docker_host() -> String {
+pub(crate) fn docker_host() -> String {
     std::env::var("DOCKER_HOST").unwrap_or_else(|_| "unix:///var/run/docker.sock".to_string())
 }
 
 /// This machine's host name (recorded on each container, for operators).
-pub fn hostname() -> String {
+pub(crate) fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|_| "unknown".to_string())

@@ -35,14 +35,15 @@ use sha2::{Digest, Sha256};
 use tokio::io::AsyncWriteExt;
 use tokio::task::JoinHandle;
 
+pub(crate) use docker::BASE_ENV;
 pub use docker::{
-    BASE_ENV, ContainerFacts, LABEL_EXPIRES, LABEL_HOST, LABEL_MANAGED, LABEL_PID, LABEL_RUN,
-    RUNSC_PIDS_OVERHEAD, SANDBOX_USER, SECCOMP_PROFILE, STOPPED_GRACE_SECONDS, is_leftover,
+    ContainerFacts, LABEL_EXPIRES, LABEL_MANAGED, LABEL_PID, LABEL_RUN, RUNSC_PIDS_OVERHEAD,
+    SECCOMP_PROFILE, STOPPED_GRACE_SECONDS, is_leftover,
 };
 pub use error::SandboxError;
 pub use executor::{Executor, PreparedRun};
-pub use host::docker_host;
-pub use session::Session;
+pub(crate) use host::docker_host;
+pub(crate) use session::Session;
 pub use types::*;
 
 use protocol::{CappedBuffer, Frame, FrameReader, RunnerReport};
@@ -187,7 +188,7 @@ impl Sandbox {
     }
 
     /// Facts about an image (cached per reference).
-    pub async fn image_info(&self, reference: &str) -> Result<ImageInfo, SandboxError> {
+    pub(crate) async fn image_info(&self, reference: &str) -> Result<ImageInfo, SandboxError> {
         if let Some(info) = self.images.lock().expect("lock").get(reference) {
             return Ok(info.clone());
         }
@@ -376,7 +377,7 @@ impl Prepared {
     }
 
     /// Removes the container without running anything in it.
-    pub async fn discard(self) -> Result<(), SandboxError> {
+    async fn discard(self) -> Result<(), SandboxError> {
         self.guard.remove().await
     }
 

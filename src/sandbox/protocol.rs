@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::types::{Audit, InputFile, Job, Limits, RuntimeRules};
 
 /// The runner's source, passed as `python3 -I -S -c <RUNNER>`.
-pub const RUNNER: &str = include_str!("runner.py");
+pub(crate) const RUNNER: &str = include_str!("runner.py");
 
 /// The longest frame line accepted; longer lines are treated as noise.
 const MAX_LINE: usize = 1 << 20;
@@ -46,7 +46,7 @@ struct Caps {
 }
 
 /// Encodes the job as the bytes written to the runner's stdin.
-pub fn encode_job(nonce: &str, job: &Job, limits: &Limits) -> Vec<u8> {
+pub(crate) fn encode_job(nonce: &str, job: &Job, limits: &Limits) -> Vec<u8> {
     let header = Header {
         nonce,
         code_len: job.code.len(),
@@ -78,56 +78,56 @@ pub fn encode_job(nonce: &str, job: &Job, limits: &Limits) -> Vec<u8> {
 
 /// An artifact as announced by the runner.
 #[derive(Debug, Deserialize)]
-pub struct ArtifactHeader {
+pub(crate) struct ArtifactHeader {
     /// Path relative to `/out`.
-    pub name: String,
+    pub(crate) name: String,
 }
 
 /// An artifact entry of the final report.
 #[derive(Debug, Deserialize)]
-pub struct ReportedArtifact {
+pub(crate) struct ReportedArtifact {
     /// Path relative to `/out`.
-    pub name: String,
+    pub(crate) name: String,
     /// Size in bytes.
-    pub size: u64,
+    pub(crate) size: u64,
     /// Hex SHA-256 computed inside the container.
-    pub sha256: String,
+    pub(crate) sha256: String,
 }
 
 /// The runner's final report.
 #[derive(Debug, Deserialize)]
-pub struct RunnerReport {
+pub(crate) struct RunnerReport {
     /// Exit code of the code's process, when it exited.
-    pub exit_code: Option<i64>,
+    pub(crate) exit_code: Option<i64>,
     /// Signal that ended the code's process.
-    pub signal: Option<i32>,
+    pub(crate) signal: Option<i32>,
     /// Milliseconds the code's process ran.
-    pub duration_ms: u64,
+    pub(crate) duration_ms: u64,
     /// Peak RSS of the code's process in bytes.
-    pub peak_memory_bytes: u64,
+    pub(crate) peak_memory_bytes: u64,
     /// User + system CPU time in milliseconds.
-    pub cpu_time_ms: u64,
+    pub(crate) cpu_time_ms: u64,
     /// Bytes the code wrote to stdout in total.
-    pub stdout_bytes: u64,
+    pub(crate) stdout_bytes: u64,
     /// Bytes the code wrote to stderr in total.
-    pub stderr_bytes: u64,
+    pub(crate) stderr_bytes: u64,
     /// OOM kills in the container's cgroup while the code ran.
-    pub oom_kills: Option<i64>,
+    pub(crate) oom_kills: Option<i64>,
     /// The audit trail.
-    pub audit: Audit,
+    pub(crate) audit: Audit,
     /// Artifacts with their checksums.
-    pub artifacts: Vec<ReportedArtifact>,
+    pub(crate) artifacts: Vec<ReportedArtifact>,
     /// Runner notes (dropped artifacts, ...).
-    pub notes: Vec<String>,
+    pub(crate) notes: Vec<String>,
     /// Milliseconds the code waited after handover for the child (its
     /// preload) to be ready.
     #[serde(default)]
-    pub start_wait_ms: u64,
+    pub(crate) start_wait_ms: u64,
 }
 
 /// One decoded frame.
 #[derive(Debug)]
-pub enum Frame {
+pub(crate) enum Frame {
     /// A chunk of the code's stdout.
     Stdout(Vec<u8>),
     /// A chunk of the code's stderr.
@@ -145,18 +145,18 @@ pub enum Frame {
 
 /// Splits the container's stdout into frames, with bounded memory.
 #[derive(Debug)]
-pub struct FrameReader {
+pub(crate) struct FrameReader {
     prefix: Vec<u8>,
     pending: Vec<u8>,
     overlong: bool,
     /// Bytes seen that were not valid frames (e.g. the code writing to the
     /// container's stdout directly).
-    pub noise_bytes: u64,
+    pub(crate) noise_bytes: u64,
 }
 
 impl FrameReader {
     /// A reader for frames tagged with `nonce`.
-    pub fn new(nonce: &str) -> Self {
+    pub(crate) fn new(nonce: &str) -> Self {
         FrameReader {
             prefix: format!("{nonce}:").into_bytes(),
             pending: Vec::new(),
@@ -166,7 +166,7 @@ impl FrameReader {
     }
 
     /// Feeds bytes and returns the complete frames found in them.
-    pub fn push(&mut self, mut bytes: &[u8]) -> Vec<Frame> {
+    pub(crate) fn push(&mut self, mut bytes: &[u8]) -> Vec<Frame> {
         let mut frames = Vec::new();
         while let Some(pos) = bytes.iter().position(|&b| b == b'\n') {
             let (head, rest) = bytes.split_at(pos);
@@ -211,16 +211,16 @@ impl FrameReader {
 
 /// Keeps at most `cap` bytes of a stream and remembers whether more came.
 #[derive(Debug)]
-pub struct CappedBuffer {
+pub(crate) struct CappedBuffer {
     cap: usize,
     buf: Vec<u8>,
     /// True once bytes beyond the cap arrived.
-    pub truncated: bool,
+    pub(crate) truncated: bool,
 }
 
 impl CappedBuffer {
     /// An empty buffer keeping at most `cap` bytes.
-    pub fn new(cap: u64) -> Self {
+    pub(crate) fn new(cap: u64) -> Self {
         CappedBuffer {
             cap: usize::try_from(cap).unwrap_or(usize::MAX),
             buf: Vec::new(),
@@ -229,7 +229,7 @@ impl CappedBuffer {
     }
 
     /// Appends what fits; marks truncation for the rest.
-    pub fn push(&mut self, bytes: &[u8]) {
+    pub(crate) fn push(&mut self, bytes: &[u8]) {
         let room = self.cap.saturating_sub(self.buf.len());
         if bytes.len() > room {
             self.truncated = true;
@@ -238,7 +238,7 @@ impl CappedBuffer {
     }
 
     /// The kept bytes as text (invalid UTF-8 replaced).
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         String::from_utf8_lossy(&self.buf).into_owned()
     }
 }

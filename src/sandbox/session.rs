@@ -10,13 +10,13 @@ use super::{Sandbox, SandboxError};
 /// calls [`Session::close`] once, after the command ended or was dropped
 /// (Ctrl-C, SIGTERM), so every container is gone before the runtime is.
 #[derive(Debug, Default)]
-pub struct Session {
+pub(crate) struct Session {
     sandbox: OnceCell<Sandbox>,
 }
 
 impl Session {
     /// The connection, made on first use.
-    pub async fn sandbox(&self) -> Result<&Sandbox, SandboxError> {
+    pub(crate) async fn sandbox(&self) -> Result<&Sandbox, SandboxError> {
         self.sandbox
             .get_or_try_init(|| async {
                 let sandbox = Sandbox::connect().await?;
@@ -30,7 +30,7 @@ impl Session {
 
     /// Removes what the session's runs left (see [`Sandbox::close`]); a
     /// session that never connected has nothing to do.
-    pub async fn close(&self) {
+    pub(crate) async fn close(&self) {
         if let Some(sandbox) = self.sandbox.get() {
             sandbox.close().await;
         }

@@ -103,7 +103,7 @@ pub enum Runtime {
 impl Runtime {
     /// `COMPUTE_BOT_RUNTIME` (`runc` or `runsc`), else runc: the machine-wide
     /// default for runs whose policy and flags do not name one.
-    pub fn from_env() -> Runtime {
+    fn from_env() -> Runtime {
         match std::env::var("COMPUTE_BOT_RUNTIME").as_deref() {
             Ok("runsc") => Runtime::Runsc,
             Ok("runc") | Err(_) => Runtime::Runc,
@@ -118,7 +118,7 @@ impl Runtime {
     }
 
     /// The name the engine knows the runtime by.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Runtime::Runc => "runc",
             Runtime::Runsc => "runsc",
@@ -199,7 +199,7 @@ pub enum RunStatus {
 
 impl RunStatus {
     /// The name used in JSON and reports.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             RunStatus::Ok => "ok",
             RunStatus::Error => "error",
@@ -220,7 +220,7 @@ pub struct Resources {
     /// process never finished (timeout).
     pub peak_memory_bytes: Option<u64>,
     /// User + system CPU time of the code's process (milliseconds).
-    pub cpu_time_ms: Option<u64>,
+    pub(crate) cpu_time_ms: Option<u64>,
 }
 
 /// A file the code opened, as seen by the runner's audit hook.
@@ -232,7 +232,7 @@ pub struct FileOpen {
     pub mode: String,
     /// True when the runner refused the open.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub denied: bool,
+    pub(crate) denied: bool,
 }
 
 /// What the code tried, reported from inside the sandbox by audit hooks
@@ -251,7 +251,7 @@ pub struct Audit {
     pub refused: Vec<String>,
     /// True when more events happened than were kept.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub truncated: bool,
+    pub(crate) truncated: bool,
 }
 
 /// A file the code left in `/out`.
@@ -272,32 +272,32 @@ pub struct Artifact {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ImageInfo {
     /// The reference asked for.
-    pub reference: String,
+    pub(crate) reference: String,
     /// The image id (`sha256:...`) the engine resolved it to.
-    pub id: String,
+    pub(crate) id: String,
     /// Repository digests, when the image came from a registry.
-    pub digests: Vec<String>,
+    pub(crate) digests: Vec<String>,
     /// Version labels (`org.compute-bot.*`).
-    pub labels: BTreeMap<String, String>,
+    pub(crate) labels: BTreeMap<String, String>,
 }
 
 /// The data stack of a sandbox image, read from its `org.compute-bot.*` labels
 /// (written by both recipes from `sandbox/requirements.lock`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DataStack {
+pub(crate) struct DataStack {
     /// `org.compute-bot.python`.
-    pub python: Option<String>,
+    python: Option<String>,
     /// `org.compute-bot.pandas`.
-    pub pandas: Option<String>,
+    pandas: Option<String>,
     /// `org.compute-bot.numpy`.
-    pub numpy: Option<String>,
+    numpy: Option<String>,
     /// `org.compute-bot.matplotlib`.
-    pub matplotlib: Option<String>,
+    matplotlib: Option<String>,
 }
 
 impl DataStack {
     /// The versions named by the labels of an image.
-    pub fn from_labels(labels: &BTreeMap<String, String>) -> Self {
+    pub(crate) fn from_labels(labels: &BTreeMap<String, String>) -> Self {
         let get = |k: &str| labels.get(&format!("org.compute-bot.{k}")).cloned();
         DataStack {
             python: get("python"),
@@ -309,7 +309,7 @@ impl DataStack {
 
     /// `Python 3.11.2, pandas 2.3.3, numpy 2.3.5, matplotlib 3.11.2` (the known
     /// ones), or `None` when the image names none.
-    pub fn summary(&self) -> Option<String> {
+    pub(crate) fn summary(&self) -> Option<String> {
         let parts: Vec<String> = [
             ("Python", &self.python),
             ("pandas", &self.pandas),
@@ -325,7 +325,7 @@ impl DataStack {
 
 impl ImageInfo {
     /// The data stack the image's labels name.
-    pub fn stack(&self) -> DataStack {
+    pub(crate) fn stack(&self) -> DataStack {
         DataStack::from_labels(&self.labels)
     }
 }

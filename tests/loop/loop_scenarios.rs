@@ -724,7 +724,7 @@ async fn unauthorized_names_the_key_setting_and_never_the_key() {
             matches!(error, ModelError::Auth { status: 401, .. }),
             "{error:?}"
         );
-        assert_eq!(r.status, ReportStatus::Failed, "{r:#?}");
+        assert_eq!(r.status, ReportStatus::Error, "{r:#?}");
         assert_eq!(r.attempts.len(), 1);
         let stop = run.stop_reason();
         assert!(stop.contains("HTTP 401"), "{stop}");
@@ -747,7 +747,7 @@ async fn forbidden_and_unknown_model_name_the_setting_to_fix() {
         matches!(error, ModelError::Auth { status: 403, .. }),
         "{error:?}"
     );
-    assert_eq!(run.report.status, ReportStatus::Failed);
+    assert_eq!(run.report.status, ReportStatus::Error);
     assert!(
         run.stop_reason().contains("HTTP 403"),
         "{}",
@@ -760,7 +760,7 @@ async fn forbidden_and_unknown_model_name_the_setting_to_fix() {
     let model = client(&llm);
     let (run, error) = refused(&quick_policy(), &model, goal("Add 1, 2 and 3.")).await;
     assert!(matches!(error, ModelError::NotFound { .. }), "{error:?}");
-    assert_eq!(run.report.status, ReportStatus::Failed);
+    assert_eq!(run.report.status, ReportStatus::Error);
     let stop = run.stop_reason();
     assert!(stop.contains("HTTP 404"), "{stop}");
     assert!(stop.contains("standin-model-1"), "{stop}");
