@@ -355,6 +355,8 @@ struct Collected {
     report: Option<RunnerReport>,
     notes: Vec<String>,
     started: Option<Instant>,
+    /// A report frame came but could not be read (so it was not lost).
+    unreadable_report: bool,
 }
 
 impl Collected {
@@ -477,6 +479,7 @@ impl Collected {
             report: None,
             notes: Vec::new(),
             started: None,
+            unreadable_report: false,
         }
     }
 
@@ -504,6 +507,13 @@ impl Collected {
                 self.report = Some(*r);
             }
             Frame::Started => self.started = Some(Instant::now()),
+            Frame::Unreadable { kind, problem } => {
+                self.unreadable_report |= kind == 'r';
+                self.notes.push(format!(
+                    "a frame of the runner's output (kind `{kind}`) could not be read: {problem}; \
+                     this is a compute-bot bug, please report it"
+                ));
+            }
         }
     }
 }
@@ -584,8 +594,14 @@ async fn kill_at_deadline(docker: &Docker, name: &str, notes: &mut Vec<String>) 
 /// The runner's output ended without a report: ask the engine why, and say
 /// so when the container was removed or killed from outside, or when it is
 /// still running (the stream, not the runner, ended: the connection to the
-/// engine was lost). Returns the run's status: `Oom`, `Lost` or `Killed`.
-async fn explain_missing_report(docker: &Docker, name: &str, notes: &mut Vec<String>) -> RunStatus {
+/// engine was lost). `unreadable`: a report came but could not be read, so
+/// it was not lost. Returns the run's status: `Oom`, `Lost` or `Killed`.
+async fn explain_missing_report(
+    docker: &Docker,
+    name: &str,
+    unreadable: bool,
+    notes: &mut Vec<String>,
+) -> RunStatus {
     for _ in 0..20 {
         match docker.inspect_container(name, None).await {
             Ok(info) => {
@@ -596,7 +612,7 @@ async fn explain_missing_report(docker: &Docker, name: &str, notes: &mut Vec<Str
                 }
                 let oom = state.oom_killed.unwrap_or(false);
                 let code = state.exit_code.unwrap_or(-1);
-                if code == 0 && !oom {
+                if code == 0 && !oom && !unreadable {
                     // The runner finished normally, and it always reports
                     // before it does: the report was lost on the way.
                     notes.push(
@@ -689,7 +705,7 @@ async fn execute_in(docker: &Docker, p: Parts, job: &Job) -> Result<Outcome, San
     if stream.timed_out {
         kill_at_deadline(docker, name, &mut c.notes).await;
     } else if c.report.is_none() {
-        no_report = explain_missing_report(docker, name, &mut c.notes).await;
+        no_report = explain_missing_report(docker, name, c.unreadable_report, &mut c.notes).await;
     }
     let runner_err = c.runner_stderr.text();
     if !runner_err.trim().is_empty() {

@@ -141,6 +141,14 @@ pub(crate) enum Frame {
     Started,
     /// The final report.
     Report(Box<RunnerReport>),
+    /// A line with the nonce that does not decode: the runner's own output
+    /// damaged or misread (a bug, never the code's doing). What failed.
+    Unreadable {
+        /// The frame kind (`r` is the report).
+        kind: char,
+        /// Why it could not be read.
+        problem: String,
+    },
 }
 
 /// Splits the container's stdout into frames, with bounded memory.
@@ -193,18 +201,34 @@ impl FrameReader {
         frames
     }
 
+    /// `None` for a line without the nonce (noise); a line with it is a
+    /// frame, or [`Frame::Unreadable`] saying what failed.
     fn decode(&self, line: &[u8]) -> Option<Frame> {
         let rest = line.strip_prefix(self.prefix.as_slice())?;
-        let (&kind, rest) = rest.split_first()?;
-        let payload = B64.decode(rest.strip_prefix(b":")?).ok()?;
+        let (&kind, rest) = rest.split_first().unwrap_or((&b'?', &[]));
+        let unreadable = |problem: String| Frame::Unreadable {
+            kind: char::from(kind),
+            problem,
+        };
+        let payload = match rest.strip_prefix(b":").map(|p| B64.decode(p)) {
+            Some(Ok(p)) => p,
+            Some(Err(e)) => return Some(unreadable(format!("not base64: {e}"))),
+            None => return Some(unreadable("no `:` after the kind".into())),
+        };
         Some(match kind {
             b'o' => Frame::Stdout(payload),
             b'e' => Frame::Stderr(payload),
-            b'a' => Frame::Artifact(serde_json::from_slice(&payload).ok()?),
+            b'a' => match serde_json::from_slice(&payload) {
+                Ok(h) => Frame::Artifact(h),
+                Err(e) => unreadable(e.to_string()),
+            },
             b'c' => Frame::ArtifactChunk(payload),
             b's' => Frame::Started,
-            b'r' => Frame::Report(Box::new(serde_json::from_slice(&payload).ok()?)),
-            _ => return None,
+            b'r' => match serde_json::from_slice(&payload) {
+                Ok(r) => Frame::Report(Box::new(r)),
+                Err(e) => unreadable(e.to_string()),
+            },
+            _ => unreadable("unknown kind".into()),
         })
     }
 }
@@ -274,6 +298,24 @@ mod tests {
         assert_eq!(frames.len(), 1);
         assert!(matches!(&frames[0], Frame::Stdout(p) if p == b"real"));
         assert!(r.noise_bytes > 0);
+    }
+
+    #[test]
+    fn a_damaged_report_is_named_not_dropped_as_noise() {
+        let mut r = FrameReader::new("n");
+        let frames = r.push(&line("n", 'r', br#"{"duration_ms": -3}"#));
+        assert_eq!(r.noise_bytes, 0);
+        match &frames[..] {
+            [Frame::Unreadable { kind: 'r', problem }] => {
+                assert!(
+                    problem.contains("duration_ms") || problem.contains("-3"),
+                    "{problem}"
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+        let frames = r.push(b"n:o:%%%\n");
+        assert!(matches!(&frames[..], [Frame::Unreadable { kind: 'o', .. }]));
     }
 
     #[test]

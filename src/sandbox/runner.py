@@ -447,11 +447,14 @@ def main():
     for t in threads:
         t.join(timeout=0.5)
     exit_code = os.waitstatus_to_exitcode(status)
+    # The audit thread may read the child's "start" only after wait4 returned
+    # (a short program on a loaded host): the code ran no later than it ended.
+    began = min(code_started[0] or started, ended)
     report = {
         "exit_code": exit_code if exit_code >= 0 else None,
         "signal": -exit_code if exit_code < 0 else None,
-        "duration_ms": int((ended - (code_started[0] or started)) * 1000),
-        "start_wait_ms": int(((code_started[0] or started) - started) * 1000),
+        "duration_ms": int((ended - began) * 1000),
+        "start_wait_ms": int((began - started) * 1000),
         "peak_memory_bytes": ru.ru_maxrss * 1024,
         "cpu_time_ms": int((ru.ru_utime + ru.ru_stime) * 1000),
         "stdout_bytes": totals[b"o"],
