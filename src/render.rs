@@ -395,11 +395,7 @@ fn status_line(report: &Report) -> String {
         ReportStatus::Ok => format!("**Status:** ok · {attempts} · result validated"),
         ReportStatus::Failed | ReportStatus::Error => format!(
             "**Status:** {} · {attempts} · **stopped:** {}",
-            if report.status == ReportStatus::Error {
-                "error"
-            } else {
-                "failed"
-            },
+            report.status.label(),
             escape_cell(&cut_chars(
                 report.stop_reason.as_deref().unwrap_or("no reason given"),
                 1000
@@ -1060,12 +1056,7 @@ fn attempts_md(attempts: &[Attempt]) -> String {
 /// A plain-text rendering for a terminal.
 pub(crate) fn text(report: &Report) -> String {
     let mut s = String::new();
-    let status = match report.status {
-        ReportStatus::Ok => "ok",
-        ReportStatus::Failed => "failed",
-        ReportStatus::NeedsApproval => "needs approval",
-        ReportStatus::Error => "error",
-    };
+    let status = report.status.label();
     let _ = writeln!(
         s,
         "compute-bot: {status} ({} attempt(s))",

@@ -26,6 +26,16 @@ pub enum ReportStatus {
 }
 
 impl ReportStatus {
+    /// The word for people: `ok`, `failed`, `needs approval`, `error`.
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            ReportStatus::Ok => "ok",
+            ReportStatus::Failed => "failed",
+            ReportStatus::NeedsApproval => "needs approval",
+            ReportStatus::Error => "error",
+        }
+    }
+
     /// The terminal's exit status for this status (0 ok, 1 failed, 2 error, 3
     /// needs approval): [`crate::status::Status::exit_code`] with the CLI front end.
     pub fn exit_code(self) -> i32 {

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::sandbox::{InputFile, Job, Outcome, RunStatus, SandboxConfig, SandboxError, Session};
+use crate::sandbox::{InputFile, Job, Outcome, RunStatus, SandboxConfig, Session};
 
 use super::{Format, RunArgs};
 use crate::status::Status;
@@ -141,7 +141,10 @@ pub(crate) async fn run_command(args: RunArgs, session: &Session) -> Status {
         inputs,
         rules: policy.runtime_rules(),
     };
-    let outcome = match execute(&cfg, &job, session).await {
+    // Dropped (Ctrl-C, SIGTERM), the run's container goes when `cli::main`
+    // closes the session.
+    let run = async { session.sandbox().await?.run(&cfg, &job).await };
+    let outcome = match run.await {
         Ok(o) => o,
         Err(e) if e.is_configuration() => return usage(&e.to_string()),
         Err(e) => {
@@ -166,17 +169,6 @@ pub(crate) async fn run_command(args: RunArgs, session: &Session) -> Status {
     } else {
         Status::Failed
     }
-}
-
-/// Runs in a fresh container of the session. Dropped (Ctrl-C or SIGTERM in
-/// [`crate::cli::main`]), the run's container is removed when the session
-/// closes.
-async fn execute(
-    cfg: &SandboxConfig,
-    job: &Job,
-    session: &Session,
-) -> Result<Outcome, SandboxError> {
-    session.sandbox().await?.run(cfg, job).await
 }
 
 /// Prints a usage / configuration error: [`Status::Error`] (exit 2).

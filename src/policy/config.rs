@@ -424,13 +424,8 @@ impl<'de> Deserialize<'de> for SandboxPolicy {
                 mut map: A,
             ) -> Result<SandboxPolicy, A::Error> {
                 let mut s = SandboxPolicy::default();
-                let mut seen: Vec<String> = Vec::new();
+                // Repeated keys are refused by the YAML reader itself.
                 while let Some(key) = map.next_key::<String>()? {
-                    if let Some(k) = SANDBOX_KEYS.iter().find(|k| **k == key)
-                        && seen.contains(&key)
-                    {
-                        return Err(de::Error::duplicate_field(k));
-                    }
                     let l = &mut s.limits;
                     match key.as_str() {
                         "image" => s.image = map.next_value::<Image>()?.0,
@@ -456,7 +451,6 @@ impl<'de> Deserialize<'de> for SandboxPolicy {
                         }
                         other => return Err(de::Error::unknown_field(other, SANDBOX_KEYS)),
                     }
-                    seen.push(key);
                 }
                 Ok(s)
             }

@@ -73,8 +73,9 @@ pub struct Sandbox {
 /// the removals its guards started when dropped.
 #[derive(Default)]
 struct Live {
-    /// Names from just before creation until removal succeeded.
-    names: Mutex<HashSet<String>>,
+    /// Names from just before creation until removal succeeded; `true`
+    /// while a guard still owns the container (its creation may be under way).
+    names: Mutex<HashMap<String, bool>>,
     /// Removal tasks of dropped guards, not yet awaited.
     removals: Mutex<Vec<JoinHandle<()>>>,
     /// Set by [`Sandbox::close`]: no new container may start.
@@ -82,8 +83,15 @@ struct Live {
 }
 
 impl Live {
-    fn forget(&self, name: &str) {
-        self.names.lock().expect("lock").remove(name);
+    /// After a removal attempt by its guard: gone, or left for
+    /// [`Sandbox::close`] to try again.
+    fn settle(&self, name: &str, removed: bool) {
+        let mut names = self.names.lock().expect("lock");
+        if removed {
+            names.remove(name);
+        } else if let Some(guarded) = names.get_mut(name) {
+            *guarded = false;
+        }
     }
 }
 
@@ -161,22 +169,26 @@ impl Sandbox {
             for task in started {
                 let _ = task.await;
             }
-            let names: Vec<String> = self
+            let names: Vec<(String, bool)> = self
                 .live
                 .names
                 .lock()
                 .expect("lock")
                 .iter()
-                .cloned()
+                .map(|(n, g)| (n.clone(), *g))
                 .collect();
             if names.is_empty() {
                 return;
             }
-            // A name stays listed while its guard lives: its container may
-            // still be in creation, so one removal is not the end of it.
-            for name in &names {
-                if let Err(e) = docker::remove(&self.docker, name).await {
-                    tracing::warn!(container = %name, error = %e, "could not remove container");
+            for (name, guarded) in &names {
+                match docker::remove(&self.docker, name).await {
+                    // A guarded container may still be in creation: its
+                    // guard settles it; one removal is not the end of it.
+                    Ok(()) if !guarded => self.live.settle(name, true),
+                    Ok(()) => {}
+                    Err(e) => {
+                        tracing::warn!(container = %name, error = %e, "could not remove container")
+                    }
                 }
             }
             if Instant::now() >= deadline {
@@ -279,7 +291,7 @@ impl Guard {
             .names
             .lock()
             .expect("lock")
-            .insert(name.to_string());
+            .insert(name.to_string(), true);
         Ok(Guard {
             sandbox: sandbox.clone(),
             name: name.to_string(),
@@ -289,9 +301,9 @@ impl Guard {
 
     async fn remove(mut self) -> Result<(), SandboxError> {
         self.armed = false;
-        docker::remove(&self.sandbox.docker, &self.name).await?;
-        self.sandbox.live.forget(&self.name);
-        Ok(())
+        let removed = docker::remove(&self.sandbox.docker, &self.name).await;
+        self.sandbox.live.settle(&self.name, removed.is_ok());
+        removed
     }
 }
 
@@ -301,17 +313,17 @@ impl Drop for Guard {
             return;
         }
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            self.sandbox.live.settle(&self.name, false);
             tracing::warn!(container = %self.name, "no runtime to remove the container; the next run's leftover sweep removes it once expired");
             return;
         };
         let (sandbox, name) = (self.sandbox.clone(), self.name.clone());
         let task = runtime.spawn(async move {
-            match docker::remove(&sandbox.docker, &name).await {
-                Ok(()) => sandbox.live.forget(&name),
-                Err(e) => {
-                    tracing::warn!(container = %name, error = %e, "could not remove container")
-                }
+            let removed = docker::remove(&sandbox.docker, &name).await;
+            if let Err(e) = &removed {
+                tracing::warn!(container = %name, error = %e, "could not remove container");
             }
+            sandbox.live.settle(&name, removed.is_ok());
         });
         self.sandbox.live.removals.lock().expect("lock").push(task);
     }
@@ -400,7 +412,8 @@ impl Prepared {
             attach,
             preloading,
         };
-        let result = execute_in(&guard.sandbox.docker, parts, job).await;
+        let sandbox = guard.sandbox.clone();
+        let result = execute_in(&sandbox.docker, parts, job).await;
         let removal = guard.remove().await;
         let mut outcome = result?;
         if let Err(e) = removal {
@@ -409,6 +422,7 @@ impl Prepared {
                 Ok(d) => docker::remove(&d, &name).await,
                 Err(e) => Err(e),
             };
+            sandbox.live.settle(&name, retried.is_ok());
             if retried.is_err() {
                 tracing::warn!(container = %name, error = %e, "could not remove the container");
                 outcome.notes.push(format!(

@@ -5,10 +5,10 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::support::ActionRun as Run;
 use crate::support::github_standin::GitHubStandIn;
 use crate::support::llm_standin::{CANARY_KEY, DEFAULT_MODEL, LlmStandin, Reply};
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 const REPO: &str = "octo-org/data";
 const TOKEN: &str = "ghs_standin_token_8c1d7e";
@@ -18,7 +18,7 @@ const CSV: &str = "region,amount\nnorth,10\nsouth,32\n";
 const CODE: &str = "import json\nimport pandas as pd\ndf = pd.read_csv(\"/data/sales.csv\")\nprint(\"rows:\", len(df))\nprint(json.dumps({\"total\": int(df[\"amount\"].sum()), \"rows\": len(df)}))\n";
 
 fn sha256(s: &str) -> String {
-    hex::encode(Sha256::digest(s.as_bytes()))
+    compute_bot::sandbox::sha256_hex(s.as_bytes())
 }
 
 fn fenced(code: &str) -> String {
@@ -29,9 +29,6 @@ struct Fixture {
     gh: GitHubStandIn,
     dir: tempfile::TempDir,
 }
-
-/// What one run of the binary left behind.
-use crate::support::ActionRun as Run;
 
 impl Fixture {
     async fn new() -> Fixture {

@@ -8,9 +8,9 @@
 
 use std::path::PathBuf;
 
+use crate::support::ActionRun as Run;
 use crate::support::github_standin::{DEFAULT_APP_LOGIN, GitHubStandIn};
 use crate::support::llm_standin::{DEFAULT_MODEL, LlmStandin, Reply};
-use sha2::{Digest, Sha256};
 
 const REPO: &str = "octo-org/data";
 const TOKEN: &str = "ghs_identity_token_5d2a";
@@ -20,15 +20,13 @@ const CSV: &str = "region,amount\nnorth,10\nsouth,32\n";
 const ESCALATING: &str = "import hashlib\nimport json\nimport pandas as pd\ndf = pd.read_csv(\"/data/sales.csv\")\nprint(json.dumps({\"digest\": hashlib.sha256(b\"x\").hexdigest()[:8], \"total\": int(df[\"amount\"].sum())}))\n";
 
 fn sha256(s: &str) -> String {
-    hex::encode(Sha256::digest(s.as_bytes()))
+    compute_bot::sandbox::sha256_hex(s.as_bytes())
 }
 
 struct Fixture {
     gh: GitHubStandIn,
     dir: tempfile::TempDir,
 }
-
-use crate::support::ActionRun as Run;
 
 impl Fixture {
     async fn new() -> Fixture {

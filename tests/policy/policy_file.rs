@@ -73,6 +73,8 @@ fn duplicate_key_reports_the_second_occurrence() {
     assert_at(&e, 3, 3, "duplicate");
     let e = err("attempts: 2\nattempts: 3\n");
     assert_at(&e, 2, 1, "duplicate");
+    let e = err("sandbox:\n  cpus: 1\n  cpus: 2\n");
+    assert_at(&e, 3, 3, "duplicate");
 }
 
 #[test]
