@@ -226,10 +226,35 @@ impl Sandbox {
         let name = format!("compute-bot-{}", random_hex(6));
         let body = docker::container_body(cfg, docker::run_labels(&name, cfg), self.engine);
         let guard = Guard::new(self, &name)?;
+        // A step that fails removes the container before the error returns
+        // (only a cancelled future leaves it to the guard's drop).
+        let attach = match self.create_and_start(&name, body).await {
+            Ok(attach) => attach,
+            Err(e) => {
+                let _ = guard.remove().await;
+                return Err(e);
+            }
+        };
+        Ok(Prepared {
+            name,
+            image,
+            limits: cfg.limits.clone(),
+            attach,
+            guard,
+            preloading: !cfg.preload.is_empty(),
+        })
+    }
+
+    /// Creates, attaches to and starts the container `name`.
+    async fn create_and_start(
+        &self,
+        name: &str,
+        body: bollard::models::ContainerCreateBody,
+    ) -> Result<bollard::container::AttachContainerResults, SandboxError> {
         self.docker
             .create_container(
                 Some(CreateContainerOptions {
-                    name: Some(name.clone()),
+                    name: Some(name.to_string()),
                     ..Default::default()
                 }),
                 body,
@@ -239,7 +264,7 @@ impl Sandbox {
         let attach = self
             .docker
             .attach_container(
-                &name,
+                name,
                 Some(AttachContainerOptions {
                     stream: true,
                     stdin: true,
@@ -252,17 +277,10 @@ impl Sandbox {
             .await
             .map_err(|e| SandboxError::from_engine("attaching to the container", e))?;
         self.docker
-            .start_container(&name, None)
+            .start_container(name, None)
             .await
             .map_err(|e| SandboxError::from_engine("starting the container", e))?;
-        Ok(Prepared {
-            name,
-            image,
-            limits: cfg.limits.clone(),
-            attach,
-            guard,
-            preloading: !cfg.preload.is_empty(),
-        })
+        Ok(attach)
     }
 
     /// Prepares a container and executes the job in it.
