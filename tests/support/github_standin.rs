@@ -11,6 +11,8 @@
 //! - `GET /user` (a user token gets its user; an installation token such as
 //!   the workflow's `GITHUB_TOKEN` gets 403 "Resource not accessible by
 //!   integration", as on GitHub)
+//! - the Git Data, contents and pulls endpoints over a real object store
+//!   per repository (`github_git.rs`)
 //!
 //! plus fault injection (the next N requests to a path answer a given
 //! status, or the Nth request from now does), GitHub's rate limits (a primary
@@ -132,17 +134,17 @@ struct Fault {
 }
 
 #[derive(Debug, Default)]
-struct State {
-    base: String,
+pub(super) struct State {
+    pub(super) base: String,
     users: BTreeMap<String, User>,
-    repos: BTreeMap<String, BTreeMap<u64, Issue>>,
+    pub(super) repos: BTreeMap<String, BTreeMap<u64, Issue>>,
     /// repo → login → (permission, role_name)
     permissions: BTreeMap<String, BTreeMap<String, (String, String)>>,
     comments: BTreeMap<u64, StoredComment>,
     next_id: u64,
     faults: Vec<Fault>,
     seen: Vec<Seen>,
-    app_login: String,
+    pub(super) app_login: String,
     token: Option<String>,
     max_per_page: usize,
     quota: Option<Quota>,
@@ -153,6 +155,8 @@ struct State {
     extra_headers: Vec<(String, String)>,
     /// The login `GET /user` answers with (a user token); `None`: an installation token.
     token_user: Option<String>,
+    /// Objects, refs and pull requests (`github_git`).
+    pub(super) git: super::github_git::GitState,
 }
 
 /// The running stand-in. Cheap to clone; all clones share the state.
@@ -218,7 +222,7 @@ fn not_found(doc: &str) -> (u16, Option<Value>, Option<String>) {
 }
 
 impl State {
-    fn user_json(&self, login: &str) -> Value {
+    pub(super) fn user_json(&self, login: &str) -> Value {
         let (id, kind) = match self.users.get(login) {
             Some(u) => (u.id, u.kind.clone()),
             None => (0, "User".to_string()),
@@ -647,11 +651,12 @@ fn route(st: &mut State, req: &Request) -> (u16, Option<Value>, Option<String>) 
             });
             (if exists { 200 } else { 201 }, Some(v), None)
         }
-        _ => not_found(""),
+        _ => super::github_git::route(st, req, &method, &segs, &body)
+            .unwrap_or_else(|| not_found("")),
     }
 }
 
-fn percent_decode(s: &str) -> String {
+pub(super) fn percent_decode(s: &str) -> String {
     let b = s.as_bytes();
     let mut out = Vec::new();
     let mut i = 0;
@@ -709,7 +714,7 @@ impl GitHubStandIn {
         self.server.uri()
     }
 
-    fn st(&self) -> std::sync::MutexGuard<'_, State> {
+    pub(super) fn st(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap()
     }
 
