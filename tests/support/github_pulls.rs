@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use super::git_store::{Change, Store};
 use super::github_git::{Reply, error};
-use super::github_standin::{GitHubStandIn, Issue, State};
+use super::github_standin::{GitHubStandIn, Issue, State, paginate};
 
 /// A stored pull request.
 #[derive(Debug, Clone)]
@@ -201,20 +201,14 @@ pub(super) fn pulls_route(
         ("GET", [_], Some(p)) => (200, Some(pull_json(st, repo, p)), None),
         ("GET", [_, "files"], Some(p)) => {
             let files = &p.files[..p.files.len().min(st.git.pull_files_cap)];
-            let per_page = query
-                .get("per_page")
-                .and_then(|v| v.parse::<usize>().ok())
-                .unwrap_or(30)
-                .clamp(1, 100);
-            let page = query
-                .get("page")
-                .and_then(|v| v.parse::<usize>().ok())
-                .unwrap_or(1)
-                .max(1);
-            let items: Vec<Value> = files
+            let (range, link) = paginate(query, files.len(), 100, |per_page, n| {
+                format!(
+                    "{base}/repos/{repo}/pulls/{}/files?per_page={per_page}&page={n}",
+                    p.number
+                )
+            });
+            let items: Vec<Value> = files[range]
                 .iter()
-                .skip((page - 1) * per_page)
-                .take(per_page)
                 .map(|(name, status, previous, sha, additions, deletions)| {
                     let at = if *status == "removed" {
                         &p.base_sha
@@ -238,30 +232,18 @@ pub(super) fn pulls_route(
                     v
                 })
                 .collect();
-            let last = files.len().div_ceil(per_page).max(1);
-            let url = |n: usize| {
-                format!(
-                    "{base}/repos/{repo}/pulls/{}/files?per_page={per_page}&page={n}",
-                    p.number
-                )
-            };
-            let mut links = Vec::new();
-            if page < last {
-                links.push(format!("<{}>; rel=\"next\"", url(page + 1)));
-                links.push(format!("<{}>; rel=\"last\"", url(last)));
-            }
-            if page > 1 {
-                links.push(format!("<{}>; rel=\"prev\"", url(page - 1)));
-                links.push(format!("<{}>; rel=\"first\"", url(1)));
-            }
-            (
-                200,
-                Some(Value::Array(items)),
-                (!links.is_empty()).then(|| links.join(", ")),
-            )
+            (200, Some(Value::Array(items)), link)
         }
         _ => error(404, "Not Found", "pulls/pulls#get-a-pull-request"),
     }
+}
+
+/// A pull request opened with the helpers below.
+fn opened<'a>(st: &'a State, repo: &str, number: u64) -> &'a Pull {
+    st.git
+        .pulls
+        .get(&(repo.to_string(), number))
+        .expect("open the pull request first")
 }
 
 /// The shas of a pull request the stand-in made.
@@ -402,12 +384,7 @@ impl GitHubStandIn {
     /// The GitHub JSON of a pull request (as `GET /pulls/{n}` answers).
     pub fn pull_request_json(&self, repo: &str, number: u64) -> Value {
         let st = self.st();
-        let p = st
-            .git
-            .pulls
-            .get(&(repo.to_string(), number))
-            .expect("open the pull request first");
-        pull_json(&st, repo, p)
+        pull_json(&st, repo, opened(&st, repo, number))
     }
 
     /// A real-shaped `pull_request` webhook payload (`action`: `opened`,
@@ -415,11 +392,7 @@ impl GitHubStandIn {
     /// `GITHUB_EVENT_PATH`; `synchronize` carries `before` and `after`.
     pub fn pull_request_event(&self, repo: &str, number: u64, action: &str) -> Value {
         let st = self.st();
-        let p = st
-            .git
-            .pulls
-            .get(&(repo.to_string(), number))
-            .expect("open the pull request first");
+        let p = opened(&st, repo, number);
         let mut event = json!({
             "action": action,
             "number": number,

@@ -535,45 +535,18 @@ fn route(st: &mut State, req: &Request) -> (u16, Option<Value>, Option<String>) 
                 return not_found("issues/comments#list-issue-comments");
             }
             let q: BTreeMap<String, String> = req.url.query_pairs().into_owned().collect();
-            let per_page = q
-                .get("per_page")
-                .and_then(|v| v.parse::<usize>().ok())
-                .unwrap_or(30)
-                .clamp(1, 100)
-                .min(st.max_per_page.max(1));
-            let page = q
-                .get("page")
-                .and_then(|v| v.parse::<usize>().ok())
-                .unwrap_or(1)
-                .max(1);
             let all: Vec<&StoredComment> = st
                 .comments
                 .values()
                 .filter(|c| c.repo == repo && c.issue == n)
                 .collect();
-            let items: Vec<Value> = all
-                .iter()
-                .skip((page - 1) * per_page)
-                .take(per_page)
-                .map(|c| st.comment_json(c))
-                .collect();
-            let last = all.len().div_ceil(per_page).max(1);
-            let url = |p: usize| {
+            let (range, link) = paginate(&q, all.len(), st.max_per_page, |per_page, p| {
                 format!(
                     "{}/repos/{repo}/issues/{n}/comments?per_page={per_page}&page={p}",
                     st.base
                 )
-            };
-            let mut links = Vec::new();
-            if page < last {
-                links.push(format!("<{}>; rel=\"next\"", url(page + 1)));
-                links.push(format!("<{}>; rel=\"last\"", url(last)));
-            }
-            if page > 1 {
-                links.push(format!("<{}>; rel=\"prev\"", url(page - 1)));
-                links.push(format!("<{}>; rel=\"first\"", url(1)));
-            }
-            let link = (!links.is_empty()).then(|| links.join(", "));
+            });
+            let items: Vec<Value> = all[range].iter().map(|c| st.comment_json(c)).collect();
             (200, Some(Value::Array(items)), link)
         }
         ("GET", ["repos", o, r, "issues", "comments", id]) => {
@@ -654,6 +627,39 @@ fn route(st: &mut State, req: &Request) -> (u16, Option<Value>, Option<String>) 
         _ => super::github_git::route(st, req, &method, &segs, &body)
             .unwrap_or_else(|| not_found("")),
     }
+}
+
+/// One page of a list of `total` items as GitHub pages lists: `per_page`
+/// (default 30, at most 100 and `max`) and `page` from the query, the range
+/// of items on it, and the `Link` header (`next`, `last`, `prev`, `first`)
+/// with `url(per_page, page)`.
+pub(super) fn paginate(
+    query: &BTreeMap<String, String>,
+    total: usize,
+    max: usize,
+    url: impl Fn(usize, usize) -> String,
+) -> (std::ops::Range<usize>, Option<String>) {
+    let number = |name: &str, default: usize| {
+        query
+            .get(name)
+            .and_then(|v| v.parse::<usize>().ok())
+            .unwrap_or(default)
+    };
+    let per_page = number("per_page", 30).clamp(1, 100).min(max.max(1));
+    let page = number("page", 1).max(1);
+    let start = (page - 1).saturating_mul(per_page).min(total);
+    let end = (start + per_page).min(total);
+    let last = total.div_ceil(per_page).max(1);
+    let mut links = Vec::new();
+    if page < last {
+        links.push(format!("<{}>; rel=\"next\"", url(per_page, page + 1)));
+        links.push(format!("<{}>; rel=\"last\"", url(per_page, last)));
+    }
+    if page > 1 {
+        links.push(format!("<{}>; rel=\"prev\"", url(per_page, page - 1)));
+        links.push(format!("<{}>; rel=\"first\"", url(per_page, 1)));
+    }
+    (start..end, (!links.is_empty()).then(|| links.join(", ")))
 }
 
 pub(super) fn percent_decode(s: &str) -> String {
