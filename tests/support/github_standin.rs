@@ -11,8 +11,9 @@
 //! - `GET /user` (a user token gets its user; an installation token such as
 //!   the workflow's `GITHUB_TOKEN` gets 403 "Resource not accessible by
 //!   integration", as on GitHub)
-//! - the Git Data, contents and pulls endpoints over a real object store
-//!   per repository (`github_git.rs`)
+//! - the Git Data and contents endpoints over a real Git object store per
+//!   repository (`github_git.rs` over `git_store.rs`), and pull requests
+//!   with their files and `pull_request` payloads (`github_pulls.rs`)
 //!
 //! plus fault injection (the next N requests to a path answer a given
 //! status, or the Nth request from now does), GitHub's rate limits (a primary
