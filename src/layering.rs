@@ -63,6 +63,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "github::client",
         &["github::event", "policy", "secret", "units"],
     ),
+    // The repository's files, pull requests and commits, over the client.
+    ("github::repo", &["github::client"]),
     ("github::actions_io", &["render"]),
     (
         "github::flow",

@@ -317,10 +317,16 @@ fn rate_limit_of(
 
 /// Which permission a call needs, for the 403/404 hint.
 #[derive(Clone, Copy)]
-enum Need {
+pub(super) enum Need {
     WriteComments,
     ReadComments,
     Collaborators,
+    /// Blobs, trees, commits and refs (the Git Data API).
+    WriteContents,
+    /// Files, blobs, trees, commits and refs at a ref.
+    ReadContents,
+    /// A pull request and its files.
+    ReadPulls,
 }
 
 impl Need {
@@ -334,6 +340,15 @@ impl Need {
             }
             Need::Collaborators => {
                 " The workflow token cannot read collaborator permissions: it needs `metadata: read` on this repository (every workflow token has it unless `permissions:` is set to `{}`); a 404 also means the user or repository does not exist."
+            }
+            Need::WriteContents => {
+                " The workflow token cannot write to this repository: give the job `permissions: contents: write` in the workflow file. A pull request from a fork always runs with a read-only token; there nothing can be committed."
+            }
+            Need::ReadContents => {
+                " The workflow token cannot read this repository's files: give the job `permissions: contents: read` (or `contents: write`, which includes it); a 404 also means the path, ref or repository does not exist."
+            }
+            Need::ReadPulls => {
+                " The workflow token cannot read pull requests here: give the job `permissions: pull-requests: read` (or `pull-requests: write`); a 404 also means the pull request does not exist."
             }
         }
     }
@@ -479,9 +494,25 @@ impl GitHub {
         }
     }
 
+    /// The octocrab client, for the calls of the sibling modules (they go
+    /// through [`GitHub::call`]).
+    pub(super) fn crab(&self) -> &Octocrab {
+        &self.crab
+    }
+
+    /// The repository this client works on.
+    pub(super) fn repo_ref(&self) -> &RepoRef {
+        &self.repo
+    }
+
     /// Runs `call` with retries on 5xx and connection errors, and waits out
     /// rate limits within the budget (see the module docs).
-    async fn call<T, F, Fut>(&self, action: &str, need: Need, call: F) -> Result<T, GitHubError>
+    pub(super) async fn call<T, F, Fut>(
+        &self,
+        action: &str,
+        need: Need,
+        call: F,
+    ) -> Result<T, GitHubError>
     where
         F: Fn() -> Fut,
         Fut: Future<Output = octocrab::Result<T>>,
@@ -822,7 +853,7 @@ impl GitHub {
 }
 
 /// Percent-encodes a path segment (logins like `app[bot]`).
-fn encode_segment(s: &str) -> String {
+pub(super) fn encode_segment(s: &str) -> String {
     let mut out = String::new();
     for b in s.bytes() {
         if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.') {

@@ -3,6 +3,8 @@
 //! - [`event`]: the Actions environment and the event that started the run.
 //! - [`command`]: the `/compute ...` comment syntax.
 //! - [`client`]: the REST calls the bot makes (octocrab), with retries and clear errors.
+//! - [`repo`]: files at a ref, pull requests and their files, and commits of
+//!   files to a branch (Git Data API), over the client's request path.
 //! - [`texts`]: every comment the bot writes, and the hidden markers it reads back.
 //! - [`actions_io`]: `GITHUB_OUTPUT`, the step summary and workflow commands.
 //! - [`flow`]: pure decisions (who may run what) taking plain data.
@@ -23,6 +25,7 @@ pub mod event;
 pub mod flow;
 mod inputs;
 mod replay;
+pub mod repo;
 mod request;
 pub mod texts;
 mod thread;

@@ -11,6 +11,7 @@ mod github_client;
 mod github_event;
 mod github_rate_limits;
 mod github_real;
+mod github_repo;
 mod init_doctor;
 mod release_files;
 mod replay_action;

@@ -11,6 +11,9 @@
 //! - `GET /user` (a user token gets its user; an installation token such as
 //!   the workflow's `GITHUB_TOKEN` gets 403 "Resource not accessible by
 //!   integration", as on GitHub)
+//! - the Git Data and contents endpoints over a real Git object store per
+//!   repository (`github_git.rs` over `git_store.rs`), and pull requests
+//!   with their files and `pull_request` payloads (`github_pulls.rs`)
 //!
 //! plus fault injection (the next N requests to a path answer a given
 //! status, or the Nth request from now does), GitHub's rate limits (a primary
@@ -132,17 +135,17 @@ struct Fault {
 }
 
 #[derive(Debug, Default)]
-struct State {
-    base: String,
+pub(super) struct State {
+    pub(super) base: String,
     users: BTreeMap<String, User>,
-    repos: BTreeMap<String, BTreeMap<u64, Issue>>,
+    pub(super) repos: BTreeMap<String, BTreeMap<u64, Issue>>,
     /// repo → login → (permission, role_name)
     permissions: BTreeMap<String, BTreeMap<String, (String, String)>>,
     comments: BTreeMap<u64, StoredComment>,
     next_id: u64,
     faults: Vec<Fault>,
     seen: Vec<Seen>,
-    app_login: String,
+    pub(super) app_login: String,
     token: Option<String>,
     max_per_page: usize,
     quota: Option<Quota>,
@@ -153,6 +156,8 @@ struct State {
     extra_headers: Vec<(String, String)>,
     /// The login `GET /user` answers with (a user token); `None`: an installation token.
     token_user: Option<String>,
+    /// Objects, refs and pull requests (`github_git`).
+    pub(super) git: super::github_git::GitState,
 }
 
 /// The running stand-in. Cheap to clone; all clones share the state.
@@ -218,7 +223,7 @@ fn not_found(doc: &str) -> (u16, Option<Value>, Option<String>) {
 }
 
 impl State {
-    fn user_json(&self, login: &str) -> Value {
+    pub(super) fn user_json(&self, login: &str) -> Value {
         let (id, kind) = match self.users.get(login) {
             Some(u) => (u.id, u.kind.clone()),
             None => (0, "User".to_string()),
@@ -531,45 +536,18 @@ fn route(st: &mut State, req: &Request) -> (u16, Option<Value>, Option<String>) 
                 return not_found("issues/comments#list-issue-comments");
             }
             let q: BTreeMap<String, String> = req.url.query_pairs().into_owned().collect();
-            let per_page = q
-                .get("per_page")
-                .and_then(|v| v.parse::<usize>().ok())
-                .unwrap_or(30)
-                .clamp(1, 100)
-                .min(st.max_per_page.max(1));
-            let page = q
-                .get("page")
-                .and_then(|v| v.parse::<usize>().ok())
-                .unwrap_or(1)
-                .max(1);
             let all: Vec<&StoredComment> = st
                 .comments
                 .values()
                 .filter(|c| c.repo == repo && c.issue == n)
                 .collect();
-            let items: Vec<Value> = all
-                .iter()
-                .skip((page - 1) * per_page)
-                .take(per_page)
-                .map(|c| st.comment_json(c))
-                .collect();
-            let last = all.len().div_ceil(per_page).max(1);
-            let url = |p: usize| {
+            let (range, link) = paginate(&q, all.len(), st.max_per_page, |per_page, p| {
                 format!(
                     "{}/repos/{repo}/issues/{n}/comments?per_page={per_page}&page={p}",
                     st.base
                 )
-            };
-            let mut links = Vec::new();
-            if page < last {
-                links.push(format!("<{}>; rel=\"next\"", url(page + 1)));
-                links.push(format!("<{}>; rel=\"last\"", url(last)));
-            }
-            if page > 1 {
-                links.push(format!("<{}>; rel=\"prev\"", url(page - 1)));
-                links.push(format!("<{}>; rel=\"first\"", url(1)));
-            }
-            let link = (!links.is_empty()).then(|| links.join(", "));
+            });
+            let items: Vec<Value> = all[range].iter().map(|c| st.comment_json(c)).collect();
             (200, Some(Value::Array(items)), link)
         }
         ("GET", ["repos", o, r, "issues", "comments", id]) => {
@@ -647,11 +625,45 @@ fn route(st: &mut State, req: &Request) -> (u16, Option<Value>, Option<String>) 
             });
             (if exists { 200 } else { 201 }, Some(v), None)
         }
-        _ => not_found(""),
+        _ => super::github_git::route(st, req, &method, &segs, &body)
+            .unwrap_or_else(|| not_found("")),
     }
 }
 
-fn percent_decode(s: &str) -> String {
+/// One page of a list of `total` items as GitHub pages lists: `per_page`
+/// (default 30, at most 100 and `max`) and `page` from the query, the range
+/// of items on it, and the `Link` header (`next`, `last`, `prev`, `first`)
+/// with `url(per_page, page)`.
+pub(super) fn paginate(
+    query: &BTreeMap<String, String>,
+    total: usize,
+    max: usize,
+    url: impl Fn(usize, usize) -> String,
+) -> (std::ops::Range<usize>, Option<String>) {
+    let number = |name: &str, default: usize| {
+        query
+            .get(name)
+            .and_then(|v| v.parse::<usize>().ok())
+            .unwrap_or(default)
+    };
+    let per_page = number("per_page", 30).clamp(1, 100).min(max.max(1));
+    let page = number("page", 1).max(1);
+    let start = (page - 1).saturating_mul(per_page).min(total);
+    let end = (start + per_page).min(total);
+    let last = total.div_ceil(per_page).max(1);
+    let mut links = Vec::new();
+    if page < last {
+        links.push(format!("<{}>; rel=\"next\"", url(per_page, page + 1)));
+        links.push(format!("<{}>; rel=\"last\"", url(per_page, last)));
+    }
+    if page > 1 {
+        links.push(format!("<{}>; rel=\"prev\"", url(per_page, page - 1)));
+        links.push(format!("<{}>; rel=\"first\"", url(per_page, 1)));
+    }
+    (start..end, (!links.is_empty()).then(|| links.join(", ")))
+}
+
+pub(super) fn percent_decode(s: &str) -> String {
     let b = s.as_bytes();
     let mut out = Vec::new();
     let mut i = 0;
@@ -709,7 +721,7 @@ impl GitHubStandIn {
         self.server.uri()
     }
 
-    fn st(&self) -> std::sync::MutexGuard<'_, State> {
+    pub(super) fn st(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap()
     }
 

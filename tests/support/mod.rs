@@ -3,6 +3,9 @@
 #![allow(dead_code)]
 
 pub mod engine_proxy;
+pub mod git_store;
+pub mod github_git;
+pub mod github_pulls;
 pub mod github_standin;
 pub mod llm_standin;
 
