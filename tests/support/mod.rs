@@ -1,7 +1,9 @@
 //! Loopback stand-ins shared by the integration tests: the GitHub API and
 //! the model providers, speaking their real wire formats and keeping state.
+//! Also the fixture of the action tests (`action_fixture`).
 #![allow(dead_code)]
 
+pub mod action_fixture;
 pub mod engine_proxy;
 pub mod github_standin;
 pub mod llm_standin;
