@@ -2,108 +2,28 @@
 //! with the Actions environment set, `GITHUB_API_URL` pointing at the
 //! stateful GitHub stand-in, real-shaped event payloads, and the real sandbox.
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-
 use crate::support::ActionRun as Run;
-use crate::support::github_standin::GitHubStandIn;
+use crate::support::action_fixture::{
+    ActionFixture, COMMENT, ESCALATING, REPO, TOKEN, escalate_policy, fenced, sha256,
+};
 use crate::support::llm_standin::{CANARY_KEY, DEFAULT_MODEL, LlmStandin, Reply};
 use serde_json::{Value, json};
-
-const REPO: &str = "octo-org/data";
-const TOKEN: &str = "ghs_standin_token_8c1d7e";
-const CSV: &str = "region,amount\nnorth,10\nsouth,32\n";
 
 /// Exact code as a comment's fenced block yields it (every line ends with `\n`).
 const CODE: &str = "import json\nimport pandas as pd\ndf = pd.read_csv(\"/data/sales.csv\")\nprint(\"rows:\", len(df))\nprint(json.dumps({\"total\": int(df[\"amount\"].sum()), \"rows\": len(df)}))\n";
 
-fn sha256(s: &str) -> String {
-    compute_bot::sandbox::sha256_hex(s.as_bytes())
-}
-
-fn fenced(code: &str) -> String {
-    format!("```python\n{code}```")
-}
-
-struct Fixture {
-    gh: GitHubStandIn,
-    dir: tempfile::TempDir,
-}
-
-impl Fixture {
-    async fn new() -> Fixture {
-        let gh = GitHubStandIn::start().await;
-        gh.add_repo(REPO);
-        gh.add_issue(REPO, 7);
-        gh.add_pull_request(REPO, 8);
-        gh.set_permission(REPO, "alice", "write");
-        gh.set_permission(REPO, "maint", "maintain");
-        gh.set_permission(REPO, "rita", "read");
-        gh.set_permission(REPO, "dependabot[bot]", "write");
-        gh.require_token(TOKEN);
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(dir.path().join("ws/data")).unwrap();
-        std::fs::write(dir.path().join("ws/data/sales.csv"), CSV).unwrap();
-        Fixture { gh, dir }
-    }
-
-    fn ws(&self) -> PathBuf {
-        self.dir.path().join("ws")
-    }
-
-    fn event_path(&self) -> PathBuf {
-        self.dir.path().join("event.json")
-    }
-
-    fn write_event(&self, v: &Value) {
-        std::fs::write(self.event_path(), serde_json::to_vec_pretty(v).unwrap()).unwrap();
-    }
-
-    /// Seeds a comment by `author` and writes its `issue_comment` event.
-    fn comment(&self, issue: u64, author: &str, body: &str, action: &str) -> u64 {
-        let id = self.gh.seed_comment(REPO, issue, author, body);
-        self.write_event(&self.gh.issue_comment_event(id, action));
-        id
-    }
-
-    fn policy(&self, yaml: &str) {
-        std::fs::create_dir_all(self.ws().join(".github")).unwrap();
-        std::fs::write(self.ws().join(".github/compute-bot.yml"), yaml).unwrap();
-    }
-
-    fn base_env(&self, event: &str, run_id: &str) -> BTreeMap<String, String> {
-        crate::support::action_env(
-            event,
-            &self.event_path(),
-            REPO,
-            &self.gh.uri(),
-            run_id,
-            &self.ws(),
-            TOKEN,
-        )
-    }
-
-    async fn run_with(&self, env: BTreeMap<String, String>) -> Run {
-        crate::support::run_action(&env, self.dir.path(), &self.ws()).await
-    }
-
-    async fn run(&self, event: &str, run_id: &str) -> Run {
-        self.run_with(self.base_env(event, run_id)).await
-    }
-
-    /// Comments on `issue` written by the bot.
-    fn bot_comments(&self, issue: u64) -> Vec<crate::support::github_standin::StoredComment> {
-        self.gh
-            .comments(REPO, issue)
-            .into_iter()
-            .filter(|c| c.author == crate::support::github_standin::DEFAULT_APP_LOGIN)
-            .collect()
-    }
+/// The usual fixture with pull request 8 and a bot that has write access.
+async fn fixture() -> ActionFixture {
+    ActionFixture::builder()
+        .pull_request(8)
+        .permission("dependabot[bot]", "write")
+        .start()
+        .await
 }
 
 /// The secrets never reach comments, the summary or the outputs, and the
 /// log shows them only in `::add-mask::` lines.
-fn assert_no_leak(f: &Fixture, run: &Run, secret: &str) {
+fn assert_no_leak(f: &ActionFixture, run: &Run, secret: &str) {
     for c in
         f.gh.comments(REPO, 7)
             .iter()
@@ -125,26 +45,15 @@ fn assert_no_leak(f: &Fixture, run: &Run, secret: &str) {
     );
 }
 
-fn report_at(f: &Fixture, run: &Run) -> Value {
-    let rel = run.out("report_path");
-    assert!(!rel.is_empty(), "{}", run.log());
-    let p = if Path::new(rel).is_absolute() {
-        PathBuf::from(rel)
-    } else {
-        f.ws().join(rel)
-    };
-    serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn comment_on_an_issue_runs_the_fenced_code_and_posts_result_code_and_audit() {
-    let f = Fixture::new().await;
+    let f = fixture().await;
     let body = format!(
         "/compute inputs=data/sales.csv total amount\r\nSum the amount column.\r\n{}\r\n",
         fenced(CODE).replace('\n', "\r\n")
     );
-    let cid = f.comment(7, "alice", &body, "created");
-    let run = f.run("issue_comment", "9001").await;
+    let cid = f.comment("alice", &body);
+    let run = f.run(COMMENT, "9001").await;
     assert_eq!(run.code, 0, "{}", run.log());
 
     let bots = f.bot_comments(7);
@@ -173,7 +82,7 @@ async fn comment_on_an_issue_runs_the_fenced_code_and_posts_result_code_and_audi
     assert_eq!(result, json!({"total": 42, "rows": 2}));
     assert_eq!(run.out("comment_id"), c.id.to_string());
     assert_eq!(run.out("code_sha256"), sha256(CODE));
-    let report = report_at(&f, &run);
+    let report = f.report(&run);
     assert_eq!(report["status"], "ok");
     assert_eq!(report["code"], CODE);
     assert_eq!(report["inputs"][0]["name"], "sales.csv");
@@ -191,9 +100,9 @@ async fn comment_on_an_issue_runs_the_fenced_code_and_posts_result_code_and_audi
     assert_no_leak(&f, &run, TOKEN);
 
     // A re-run of the same workflow run edits its own comment.
-    let mut env = f.base_env("issue_comment", "9001");
-    env.insert("GITHUB_RUN_ATTEMPT".into(), "2".into());
-    let again = f.run_with(env).await;
+    let again = f
+        .run_env(f.env(COMMENT, "9001").with("GITHUB_RUN_ATTEMPT", "2"))
+        .await;
     assert_eq!(again.code, 0, "{}", again.log());
     let bots = f.bot_comments(7);
     assert_eq!(bots.len(), 1, "a re-run adds no comment");
@@ -203,15 +112,15 @@ async fn comment_on_an_issue_runs_the_fenced_code_and_posts_result_code_and_audi
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn comment_on_a_pull_request_takes_inputs_mentioned_in_the_goal() {
-    let f = Fixture::new().await;
+    let f = fixture().await;
     let code = "import json\nimport pandas as pd\nprint(json.dumps({\"mean\": float(pd.read_csv(\"/data/sales.csv\")[\"amount\"].mean())}))\n";
-    let cid = f.comment(
+    let cid = f.comment_on(
         8,
         "alice",
         &format!("/compute mean amount in data/sales.csv\n{}", fenced(code)),
         "created",
     );
-    let run = f.run("issue_comment", "9002").await;
+    let run = f.run(COMMENT, "9002").await;
     assert_eq!(run.code, 0, "{}", run.log());
     assert!(f.bot_comments(7).is_empty());
     let bots = f.bot_comments(8);
@@ -226,7 +135,7 @@ async fn comment_on_a_pull_request_takes_inputs_mentioned_in_the_goal() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_goal_is_answered_with_code_from_the_model() {
-    let f = Fixture::new().await;
+    let f = fixture().await;
     let llm = LlmStandin::openai().await;
     let code = "import json\nimport pandas as pd\ndf = pd.read_csv('/data/sales.csv')\nprint(json.dumps({'max_region': df.loc[df['amount'].idxmax(), 'region']}))";
     llm.push(Reply::code(
@@ -235,17 +144,12 @@ async fn a_goal_is_answered_with_code_from_the_model() {
     ));
     llm.push(Reply::text("South has the largest amount."));
     let cid = f.comment(
-        7,
         "alice",
         "/compute inputs=data/sales.csv which region has the largest amount?",
-        "created",
     );
-    let mut env = f.base_env("issue_comment", "9003");
-    env.insert("INPUT_PROVIDER".into(), "openai".into());
-    env.insert("INPUT_MODEL".into(), DEFAULT_MODEL.into());
-    env.insert("INPUT_BASE_URL".into(), llm.base_url());
-    env.insert("INPUT_API_KEY".into(), CANARY_KEY.into());
-    let run = f.run_with(env).await;
+    let run = f
+        .run_env(f.env(COMMENT, "9003").model(&llm, CANARY_KEY))
+        .await;
     assert_eq!(run.code, 0, "{}", run.log());
     assert_eq!(
         serde_json::from_str::<Value>(run.out("result")).unwrap(),
@@ -262,7 +166,7 @@ async fn a_goal_is_answered_with_code_from_the_model() {
     let c = &f.bot_comments(7)[0];
     assert!(c.body.contains("idxmax"), "the generated code is shown");
     assert!(c.body.contains("South has the largest amount."));
-    let report = report_at(&f, &run);
+    let report = f.report(&run);
     assert!(report["code"].as_str().unwrap().contains("idxmax"));
     assert_eq!(
         run.out("code_sha256"),
@@ -276,7 +180,7 @@ async fn a_goal_is_answered_with_code_from_the_model() {
 /// Events the bot must not act on: nothing posted, no reaction, no API call.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn edited_comments_comments_without_the_command_and_bots_are_ignored() {
-    let f = Fixture::new().await;
+    let f = fixture().await;
     let cases = [
         (
             "alice",
@@ -299,8 +203,8 @@ async fn edited_comments_comments_without_the_command_and_bots_are_ignored() {
         ),
     ];
     for (author, body, action, why) in cases {
-        let cid = f.comment(7, author, body, action);
-        let run = f.run("issue_comment", "9004").await;
+        let cid = f.comment_on(7, author, body, action);
+        let run = f.run(COMMENT, "9004").await;
         assert_eq!(run.code, 0, "{body}: {}", run.log());
         assert_eq!(run.out("status"), "ignored");
         assert!(
@@ -324,14 +228,12 @@ async fn edited_comments_comments_without_the_command_and_bots_are_ignored() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_read_only_user_is_refused_and_nothing_runs() {
-    let f = Fixture::new().await;
+    let f = fixture().await;
     let cid = f.comment(
-        7,
         "rita",
         &format!("/compute inputs=data/sales.csv total\n{}", fenced(CODE)),
-        "created",
     );
-    let run = f.run("issue_comment", "9005").await;
+    let run = f.run(COMMENT, "9005").await;
     assert_eq!(run.code, 0, "{}", run.log());
     assert_eq!(run.out("status"), "refused");
     assert_eq!(f.gh.reactions(cid), vec!["-1"]);
@@ -354,7 +256,7 @@ async fn a_read_only_user_is_refused_and_nothing_runs() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn workflow_dispatch_posts_to_the_issue_input() {
-    let f = Fixture::new().await;
+    let f = fixture().await;
     f.write_event(&json!({
         "inputs": {"goal": "total amount", "code": CODE, "inputs": "data/sales.csv", "issue": "7"},
         "ref": "refs/heads/main",
@@ -387,13 +289,14 @@ async fn workflow_dispatch_posts_to_the_issue_input() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn schedule_without_an_issue_writes_the_summary_only() {
-    let f = Fixture::new().await;
+    let f = fixture().await;
     f.write_event(&json!({"schedule": "0 6 * * 1"}));
-    let mut env = f.base_env("schedule", "9007");
-    env.insert("INPUT_GOAL".into(), "weekly total".into());
-    env.insert("INPUT_CODE".into(), CODE.into());
-    env.insert("INPUT_INPUTS".into(), "data/sales.csv".into());
-    let run = f.run_with(env).await;
+    let env = f
+        .env("schedule", "9007")
+        .with("INPUT_GOAL", "weekly total")
+        .with("INPUT_CODE", CODE)
+        .with("INPUT_INPUTS", "data/sales.csv");
+    let run = f.run_env(env).await;
     assert_eq!(run.code, 0, "{}", run.log());
     assert_eq!(run.out("status"), "ok");
     assert_eq!(run.out("comment_id"), "");
@@ -403,18 +306,20 @@ async fn schedule_without_an_issue_writes_the_summary_only() {
     // With an issue configured, the result goes there too. This code also
     // looks for the token and the API key in its environment: they never enter the sandbox.
     let peek = "import json, os\nvals = ' '.join(os.environ.values())\nprint(json.dumps({'token': 'ghs_' in vals, 'key': 'sk-' in vals, 'n': len(os.environ)}))\n";
-    let mut env = f.base_env("schedule", "9008");
-    env.insert("INPUT_GOAL".into(), "weekly total".into());
-    env.insert("INPUT_CODE".into(), peek.into());
     let llm = LlmStandin::openai().await;
     llm.push(Reply::text("No secret was visible."));
-    env.insert("INPUT_MODEL".into(), DEFAULT_MODEL.into());
-    env.insert("INPUT_BASE_URL".into(), llm.base_url());
-    env.insert("INPUT_API_KEY".into(), CANARY_KEY.into());
-    env.insert("OPENAI_API_KEY".into(), CANARY_KEY.into());
-    env.insert("INPUT_INPUTS".into(), "data/sales.csv".into());
-    env.insert("INPUT_ISSUE".into(), "#7".into());
-    let run = f.run_with(env).await;
+    // No `provider` input (the default); the key also in the provider's own variable.
+    let env = f
+        .env("schedule", "9008")
+        .with("INPUT_GOAL", "weekly total")
+        .with("INPUT_CODE", peek)
+        .with("INPUT_MODEL", DEFAULT_MODEL)
+        .with("INPUT_BASE_URL", llm.base_url())
+        .with("INPUT_API_KEY", CANARY_KEY)
+        .with("OPENAI_API_KEY", CANARY_KEY)
+        .with("INPUT_INPUTS", "data/sales.csv")
+        .with("INPUT_ISSUE", "#7");
+    let run = f.run_env(env).await;
     assert_eq!(run.code, 0, "{}", run.log());
     let bots = f.bot_comments(7);
     assert_eq!(bots.len(), 1);
@@ -435,31 +340,18 @@ async fn schedule_without_an_issue_writes_the_summary_only() {
     assert_no_leak(&f, &run, CANARY_KEY);
 }
 
-fn escalate_policy() -> String {
-    std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/policies/escalate.yml"
-    ))
-    .unwrap()
-}
-
-/// `hashlib` is outside the escalate policy's allowlist: it escalates.
-const ESCALATING: &str = "import hashlib\nimport json\nimport pandas as pd\ndf = pd.read_csv(\"/data/sales.csv\")\nprint(json.dumps({\"digest\": hashlib.sha256(b\"x\").hexdigest()[:8], \"total\": int(df[\"amount\"].sum())}))\n";
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn escalated_code_runs_only_when_an_allowed_approver_approves() {
-    let f = Fixture::new().await;
+    let f = fixture().await;
     f.policy(&escalate_policy());
     let ask = f.comment(
-        7,
         "alice",
         &format!(
             "/compute inputs=data/sales.csv total with a digest\n{}",
             fenced(ESCALATING)
         ),
-        "created",
     );
-    let run = f.run("issue_comment", "9101").await;
+    let run = f.run(COMMENT, "9101").await;
     assert_eq!(
         run.code,
         0,
@@ -481,8 +373,8 @@ async fn escalated_code_runs_only_when_an_allowed_approver_approves() {
     assert_eq!(f.gh.reactions(ask), vec!["eyes"]);
 
     // A read-only user cannot approve.
-    let fake = f.comment(7, "rita", "/compute approve", "created");
-    let run = f.run("issue_comment", "9102").await;
+    let fake = f.comment("rita", "/compute approve");
+    let run = f.run(COMMENT, "9102").await;
     assert_eq!(
         (run.code, run.out("status")),
         (0, "refused"),
@@ -503,8 +395,8 @@ async fn escalated_code_runs_only_when_an_allowed_approver_approves() {
 
     // A maintainer approves: exactly the shown code runs.
     // An approval that names another hash is not carried out, and the request stays open.
-    let wrong = f.comment(7, "maint", "/compute approve 00000000", "created");
-    let run = f.run("issue_comment", "9105").await;
+    let wrong = f.comment("maint", "/compute approve 00000000");
+    let run = f.run(COMMENT, "9105").await;
     assert_eq!(
         (run.code, run.out("status")),
         (1, "failed"),
@@ -527,12 +419,10 @@ async fn escalated_code_runs_only_when_an_allowed_approver_approves() {
 
     // A maintainer approves, naming the hash shown: exactly the shown code runs.
     let ok = f.comment(
-        7,
         "maint",
         &format!("/compute approve {}", &sha256(ESCALATING)[..12]),
-        "created",
     );
-    let run = f.run("issue_comment", "9103").await;
+    let run = f.run(COMMENT, "9103").await;
     assert_eq!(run.code, 0, "{}", run.log());
     assert_eq!(run.out("status"), "ok");
     assert_eq!(run.out("code_sha256"), sha256(ESCALATING));
@@ -548,11 +438,11 @@ async fn escalated_code_runs_only_when_an_allowed_approver_approves() {
     assert!(answer.body.contains("<!-- compute-bot:run=9103 -->"));
     assert!(answer.body.contains("Approved by @maint"));
     assert!(answer.body.contains("Executed code") && answer.body.contains("hashlib.sha256"));
-    assert_eq!(report_at(&f, &run)["code"], ESCALATING);
+    assert_eq!(f.report(&run)["code"], ESCALATING);
 
     // The request is closed: approving again runs nothing.
-    let again = f.comment(7, "maint", "/compute approve", "created");
-    let run = f.run("issue_comment", "9104").await;
+    let again = f.comment("maint", "/compute approve");
+    let run = f.run(COMMENT, "9104").await;
     assert_eq!(
         (run.code, run.out("status")),
         (0, "ignored"),
@@ -571,18 +461,16 @@ async fn escalated_code_runs_only_when_an_allowed_approver_approves() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deny_closes_the_request_and_tampered_code_is_not_approved() {
-    let f = Fixture::new().await;
+    let f = fixture().await;
     f.policy(&escalate_policy());
     f.comment(
-        7,
         "alice",
         &format!(
             "/compute inputs=data/sales.csv digest\n{}",
             fenced(ESCALATING)
         ),
-        "created",
     );
-    let run = f.run("issue_comment", "9201").await;
+    let run = f.run(COMMENT, "9201").await;
     assert_eq!(run.out("status"), "needs_approval", "{}", run.log());
     let pending = f.bot_comments(7)[0].clone();
 
@@ -592,8 +480,8 @@ async fn deny_closes_the_request_and_tampered_code_is_not_approved() {
         .replace("hashlib.sha256(b\"x\")", "hashlib.md5(b\"x\")");
     assert_ne!(tampered, pending.body);
     assert!(patch_comment(&f, pending.id, &tampered).await);
-    f.comment(7, "maint", "/compute approve", "created");
-    let run = f.run("issue_comment", "9202").await;
+    f.comment("maint", "/compute approve");
+    let run = f.run(COMMENT, "9202").await;
     assert_eq!(
         (run.code, run.out("status")),
         (1, "failed"),
@@ -619,12 +507,10 @@ async fn deny_closes_the_request_and_tampered_code_is_not_approved() {
     assert!(swapped.contains(&sha256(&swapped_code)) && swapped.contains("md5"));
     assert!(patch_comment(&f, pending.id, &swapped).await);
     let a = f.comment(
-        7,
         "maint",
         &format!("/compute approve {}", &sha256(ESCALATING)[..12]),
-        "created",
     );
-    let run = f.run("issue_comment", "9204").await;
+    let run = f.run(COMMENT, "9204").await;
     assert_eq!(
         (run.code, run.out("status")),
         (1, "failed"),
@@ -642,8 +528,8 @@ async fn deny_closes_the_request_and_tampered_code_is_not_approved() {
     );
 
     // Deny closes it.
-    let d = f.comment(7, "maint", "/compute deny", "created");
-    let run = f.run("issue_comment", "9203").await;
+    let d = f.comment("maint", "/compute deny");
+    let run = f.run(COMMENT, "9203").await;
     assert_eq!(
         (run.code, run.out("status")),
         (0, "denied"),
@@ -656,7 +542,7 @@ async fn deny_closes_the_request_and_tampered_code_is_not_approved() {
 }
 
 /// Edits a comment through the stand-in's REST API (as a maintainer could on the web).
-async fn patch_comment(f: &Fixture, id: u64, body: &str) -> bool {
+async fn patch_comment(f: &ActionFixture, id: u64, body: &str) -> bool {
     let url = format!("{}/repos/{REPO}/issues/comments/{id}", f.gh.uri());
     reqwest::Client::new()
         .patch(url)
@@ -670,16 +556,14 @@ async fn patch_comment(f: &Fixture, id: u64, body: &str) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn github_5xx_is_retried() {
-    let f = Fixture::new().await;
+    let f = fixture().await;
     f.gh.fail_next(Some("POST"), "/issues/7/comments", 502, 1);
     f.gh.fail_next(Some("POST"), "/reactions", 503, 1);
     let cid = f.comment(
-        7,
         "alice",
         &format!("/compute inputs=data/sales.csv total\n{}", fenced(CODE)),
-        "created",
     );
-    let run = f.run("issue_comment", "9301").await;
+    let run = f.run(COMMENT, "9301").await;
     assert_eq!(run.code, 0, "{}", run.log());
     assert_eq!(f.bot_comments(7).len(), 1);
     let posts: Vec<u16> =
@@ -695,15 +579,13 @@ async fn github_5xx_is_retried() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forbidden_commenting_fails_with_the_permission_to_add_and_keeps_the_result_in_the_summary()
 {
-    let f = Fixture::new().await;
+    let f = fixture().await;
     f.gh.fail_next(Some("POST"), "/issues/7/comments", 403, 10);
     let cid = f.comment(
-        7,
         "alice",
         &format!("/compute inputs=data/sales.csv total\n{}", fenced(CODE)),
-        "created",
     );
-    let run = f.run("issue_comment", "9401").await;
+    let run = f.run(COMMENT, "9401").await;
     assert_eq!(run.code, 1, "{}", run.log());
     assert!(f.bot_comments(7).is_empty());
     // Nothing was posted: no 🚀 (the thread shows that something went wrong).
@@ -725,15 +607,13 @@ async fn forbidden_commenting_fails_with_the_permission_to_add_and_keeps_the_res
 /// result, so the run succeeds and says nothing about a failed post.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_first_comment_post_that_fails_but_is_recovered_later_is_a_success() {
-    let f = Fixture::new().await;
+    let f = fixture().await;
     f.gh.fail_next(Some("POST"), "/issues/7/comments", 502, 3);
     let cid = f.comment(
-        7,
         "alice",
         &format!("/compute inputs=data/sales.csv total\n{}", fenced(CODE)),
-        "created",
     );
-    let run = f.run("issue_comment", "9411").await;
+    let run = f.run(COMMENT, "9411").await;
     let posts: Vec<u16> =
         f.gh.requests()
             .iter()
@@ -755,15 +635,13 @@ async fn a_first_comment_post_that_fails_but_is_recovered_later_is_a_success() {
 /// time; creating one works, so the result still reaches the thread.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_result_is_posted_when_listing_comments_fails() {
-    let f = Fixture::new().await;
+    let f = fixture().await;
     f.gh.fail_next(Some("GET"), "/issues/7/comments", 500, 1000);
     let cid = f.comment(
-        7,
         "alice",
         &format!("/compute inputs=data/sales.csv total\n{}", fenced(CODE)),
-        "created",
     );
-    let run = f.run("issue_comment", "9421").await;
+    let run = f.run(COMMENT, "9421").await;
     let bots = f.bot_comments(7);
     assert_eq!(bots.len(), 1, "{}", run.log());
     assert!(bots[0].body.contains("| total | 42 |"), "{}", bots[0].body);
@@ -774,18 +652,16 @@ async fn the_result_is_posted_when_listing_comments_fails() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unusable_inputs_and_a_missing_model_are_explained_and_nothing_runs() {
-    let f = Fixture::new().await;
+    let f = fixture().await;
     std::fs::write(f.ws().join("secret.env"), "TOKEN=x\n").unwrap();
     let cid = f.comment(
-        7,
         "alice",
         &format!(
             "/compute inputs=data/nope.csv,secret.env total\n{}",
             fenced(CODE)
         ),
-        "created",
     );
-    let run = f.run("issue_comment", "9501").await;
+    let run = f.run(COMMENT, "9501").await;
     assert_eq!(
         (run.code, run.out("status")),
         (1, "failed"),
@@ -802,13 +678,8 @@ async fn unusable_inputs_and_a_missing_model_are_explained_and_nothing_runs() {
     assert_eq!(f.gh.reactions(cid), vec!["eyes", "confused"]);
     assert!(!run.stdout.contains("::stop-commands::"));
 
-    let cid = f.comment(
-        7,
-        "alice",
-        "/compute inputs=data/sales.csv median amount",
-        "created",
-    );
-    let run = f.run("issue_comment", "9502").await;
+    let cid = f.comment("alice", "/compute inputs=data/sales.csv median amount");
+    let run = f.run(COMMENT, "9502").await;
     assert_eq!(
         (run.code, run.out("status")),
         (1, "failed"),
@@ -828,15 +699,10 @@ async fn unusable_inputs_and_a_missing_model_are_explained_and_nothing_runs() {
     );
 
     // A half-configured model (a key but no model name) is a configuration error.
-    let cid = f.comment(
-        7,
-        "alice",
-        "/compute inputs=data/sales.csv median amount",
-        "created",
-    );
-    let mut env = f.base_env("issue_comment", "9503");
-    env.insert("INPUT_API_KEY".into(), CANARY_KEY.into());
-    let run = f.run_with(env).await;
+    let cid = f.comment("alice", "/compute inputs=data/sales.csv median amount");
+    let run = f
+        .run_env(f.env(COMMENT, "9503").with("INPUT_API_KEY", CANARY_KEY))
+        .await;
     assert_eq!((run.code, run.out("status")), (2, "error"), "{}", run.log());
     let body = f.bot_comments(7).last().unwrap().body.clone();
     assert!(body.contains("`model`"), "{body}");
@@ -846,10 +712,10 @@ async fn unusable_inputs_and_a_missing_model_are_explained_and_nothing_runs() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn configuration_errors_exit_2_and_name_the_culprit() {
-    let f = Fixture::new().await;
+    let f = fixture().await;
     // A malformed event file.
     std::fs::write(f.event_path(), "{\"action\": \"created\", \"comment\": ").unwrap();
-    let run = f.run("issue_comment", "9601").await;
+    let run = f.run(COMMENT, "9601").await;
     assert_eq!(run.code, 2, "{}", run.log());
     let err = run
         .stdout
@@ -863,17 +729,17 @@ async fn configuration_errors_exit_2_and_name_the_culprit() {
     assert_eq!(run.out("status"), "error");
 
     // A missing variable.
-    f.comment(7, "alice", "/compute total", "created");
-    let mut env = f.base_env("issue_comment", "9602");
-    env.remove("GITHUB_RUN_ID");
-    let run = f.run_with(env).await;
+    f.comment("alice", "/compute total");
+    let run = f
+        .run_env(f.env(COMMENT, "9602").without("GITHUB_RUN_ID"))
+        .await;
     assert_eq!(run.code, 2, "{}", run.log());
     assert!(run.stdout.contains("GITHUB_RUN_ID"), "{}", run.log());
     assert!(run.summary.contains("GITHUB_RUN_ID"));
 
     // A broken policy file: file:line:column, nothing posted.
     f.policy("version: 1\nwho:\n  min_permision: write\n");
-    let run = f.run("issue_comment", "9603").await;
+    let run = f.run(COMMENT, "9603").await;
     assert_eq!(run.code, 2, "{}", run.log());
     let err = run
         .stdout
@@ -887,18 +753,16 @@ async fn configuration_errors_exit_2_and_name_the_culprit() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_workspace_policy_decides_who_and_whether_edits_count() {
-    let f = Fixture::new().await;
+    let f = fixture().await;
     f.policy(
         "version: 1\nwho:\n  users: [alice, rita]\n  min_permission: write\n  allow_edited_comments: true\n",
     );
     // Listed but only read permission: refused, naming the permission.
     let cid = f.comment(
-        7,
         "rita",
         &format!("/compute inputs=data/sales.csv total\n{}", fenced(CODE)),
-        "created",
     );
-    let run = f.run("issue_comment", "9701").await;
+    let run = f.run(COMMENT, "9701").await;
     assert_eq!(
         (run.code, run.out("status")),
         (0, "refused"),
@@ -910,12 +774,10 @@ async fn the_workspace_policy_decides_who_and_whether_edits_count() {
     // Write permission but not listed: refused.
     f.gh.set_permission(REPO, "wendy", "write");
     let cid = f.comment(
-        7,
         "wendy",
         &format!("/compute inputs=data/sales.csv total\n{}", fenced(CODE)),
-        "created",
     );
-    let run = f.run("issue_comment", "9702").await;
+    let run = f.run(COMMENT, "9702").await;
     assert_eq!(
         (run.code, run.out("status")),
         (0, "refused"),
@@ -931,15 +793,15 @@ async fn the_workspace_policy_decides_who_and_whether_edits_count() {
             .contains("users the policy's `who` lists")
     );
     // Listed with write, and this policy lets edited comments count.
-    let cid = f.comment(
+    let cid = f.comment_on(
         7,
         "alice",
         &format!("/compute inputs=data/sales.csv total\n{}", fenced(CODE)),
         "edited",
     );
-    let run = f.run("issue_comment", "9703").await;
+    let run = f.run(COMMENT, "9703").await;
     assert_eq!((run.code, run.out("status")), (0, "ok"), "{}", run.log());
     assert_eq!(f.gh.reactions(cid), vec!["eyes", "rocket"]);
-    let report = report_at(&f, &run);
+    let report = f.report(&run);
     assert_eq!(report["policy"], ".github/compute-bot.yml");
 }

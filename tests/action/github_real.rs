@@ -6,90 +6,20 @@
 //! real binary as a process against the GitHub and model stand-ins and the
 //! real sandbox.
 
-use std::path::PathBuf;
+use crate::support::action_fixture::{
+    ActionFixture, COMMENT, ESCALATING, ISSUE, REPO, escalate_policy, sha256,
+};
+use crate::support::github_standin::DEFAULT_APP_LOGIN;
+use crate::support::llm_standin::{LlmStandin, Reply};
 
-use crate::support::ActionRun as Run;
-use crate::support::github_standin::{DEFAULT_APP_LOGIN, GitHubStandIn};
-use crate::support::llm_standin::{DEFAULT_MODEL, LlmStandin, Reply};
-
-const REPO: &str = "octo-org/data";
-const TOKEN: &str = "ghs_identity_token_5d2a";
-const CSV: &str = "region,amount\nnorth,10\nsouth,32\n";
-
-/// `hashlib` is outside the escalate policy's allowlist: it escalates.
-const ESCALATING: &str = "import hashlib\nimport json\nimport pandas as pd\ndf = pd.read_csv(\"/data/sales.csv\")\nprint(json.dumps({\"digest\": hashlib.sha256(b\"x\").hexdigest()[:8], \"total\": int(df[\"amount\"].sum())}))\n";
-
-fn sha256(s: &str) -> String {
-    compute_bot::sandbox::sha256_hex(s.as_bytes())
-}
-
-struct Fixture {
-    gh: GitHubStandIn,
-    dir: tempfile::TempDir,
-}
-
-impl Fixture {
-    async fn new() -> Fixture {
-        let gh = GitHubStandIn::start().await;
-        gh.add_repo(REPO);
-        gh.add_issue(REPO, 7);
-        gh.set_permission(REPO, "alice", "write");
-        gh.set_permission(REPO, "maint", "maintain");
-        gh.set_permission(REPO, "renovate[bot]", "write");
-        gh.require_token(TOKEN);
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(dir.path().join("ws/data")).unwrap();
-        std::fs::create_dir_all(dir.path().join("ws/.github")).unwrap();
-        std::fs::write(dir.path().join("ws/data/sales.csv"), CSV).unwrap();
-        let policy = std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/policies/escalate.yml"
-        ))
-        .unwrap();
-        std::fs::write(dir.path().join("ws/.github/compute-bot.yml"), policy).unwrap();
-        Fixture { gh, dir }
-    }
-
-    fn ws(&self) -> PathBuf {
-        self.dir.path().join("ws")
-    }
-
-    fn bot_comments(&self) -> Vec<crate::support::github_standin::StoredComment> {
-        self.gh
-            .comments(REPO, 7)
-            .into_iter()
-            .filter(|c| c.author == DEFAULT_APP_LOGIN)
-            .collect()
-    }
-
-    fn comment(&self, author: &str, body: &str) -> u64 {
-        let id = self.gh.seed_comment(REPO, 7, author, body);
-        let event = self.gh.issue_comment_event(id, "created");
-        std::fs::write(
-            self.dir.path().join("event.json"),
-            serde_json::to_vec(&event).unwrap(),
-        )
-        .unwrap();
-        id
-    }
-
-    async fn run(&self, run_id: &str) -> Run {
-        self.run_with(run_id, &[]).await
-    }
-
-    async fn run_with(&self, run_id: &str, extra: &[(&'static str, String)]) -> Run {
-        let mut env = crate::support::action_env(
-            "issue_comment",
-            &self.dir.path().join("event.json"),
-            REPO,
-            &self.gh.uri(),
-            run_id,
-            &self.ws(),
-            TOKEN,
-        );
-        env.extend(extra.iter().map(|(k, v)| (k.to_string(), v.clone())));
-        crate::support::run_action(&env, self.dir.path(), &self.ws()).await
-    }
+/// The usual fixture under `policies/escalate.yml`, with `renovate[bot]`
+/// (write): a bot, but not the identity the action posts as.
+async fn fixture() -> ActionFixture {
+    ActionFixture::builder()
+        .permission("renovate[bot]", "write")
+        .policy(&escalate_policy())
+        .start()
+        .await
 }
 
 /// A `renovate[bot]` comment that copies the bot's pending comment with other
@@ -97,12 +27,12 @@ impl Fixture {
 /// must run the bot's own pending code, never the forged one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_forged_pending_comment_by_another_bot_is_never_approved() {
-    let f = Fixture::new().await;
+    let f = fixture().await;
     f.comment(
         "alice",
         &format!("/compute inputs=data/sales.csv digest\n```python\n{ESCALATING}```"),
     );
-    let run = f.run("7101").await;
+    let run = f.run(COMMENT, "7101").await;
     assert_eq!(run.out("status"), "needs_approval", "{}", run.log());
     let genuine =
         f.gh.comments(REPO, 7)
@@ -120,7 +50,7 @@ async fn a_forged_pending_comment_by_another_bot_is_never_approved() {
     let planted = f.gh.seed_comment(REPO, 7, "renovate[bot]", &forged);
 
     f.comment("maint", "/compute approve");
-    let run = f.run("7102").await;
+    let run = f.run(COMMENT, "7102").await;
     assert_eq!(run.code, 0, "{}", run.log());
     assert_eq!(run.out("status"), "ok", "{}", run.log());
     assert_eq!(run.out("code_sha256"), sha256(ESCALATING), "{}", run.log());
@@ -138,7 +68,7 @@ async fn a_forged_pending_comment_by_another_bot_is_never_approved() {
     // With only the forged comment open, there is nothing to approve.
     f.gh.seed_comment(REPO, 7, "renovate[bot]", &forged);
     f.comment("maint", "/compute approve");
-    let run = f.run("7103").await;
+    let run = f.run(COMMENT, "7103").await;
     assert_eq!(run.out("status"), "ignored", "{}", run.log());
     assert!(!run.stdout.contains("::stop-commands::"), "nothing ran");
     let reply =
@@ -160,13 +90,13 @@ async fn a_forged_pending_comment_by_another_bot_is_never_approved() {
 /// right-to-left override in a value does not reach the comment.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_large_result_is_capped_in_the_output_and_keeps_its_key_order() {
-    let f = Fixture::new().await;
+    let f = fixture().await;
     let code = "import json\nrows = [{'day': '2024-01-%05d' % i, 'value': i / 7} for i in range(20000)]\nwith open('/out/result.json', 'w') as fh:\n    json.dump({'zeta': 1, 'alpha': 'safe\\u202eexe.txt', 'rows': rows}, fh)\n";
     f.comment(
         "alice",
         &format!("/compute many rows\n```python\n{code}```"),
     );
-    let run = f.run("7201").await;
+    let run = f.run(COMMENT, "7201").await;
     assert_eq!(run.code, 0, "{}", run.log());
     assert_eq!(run.out("status"), "ok", "{}", run.log());
     assert_eq!(run.out("result"), "null", "{}", run.log());
@@ -200,7 +130,7 @@ async fn a_large_result_is_capped_in_the_output_and_keeps_its_key_order() {
         ["zeta", "alpha", "rows"],
         "the report keeps the order"
     );
-    let comment = &f.bot_comments()[0].body;
+    let comment = &f.bot_comments(ISSUE)[0].body;
     let zeta = comment.find("| zeta | 1 |").expect(comment);
     let alpha = comment.find("| alpha |").expect(comment);
     assert!(zeta < alpha, "{comment}");
@@ -215,7 +145,7 @@ async fn a_large_result_is_capped_in_the_output_and_keeps_its_key_order() {
         "alice",
         "/compute order\n```python\nimport json\nprint(json.dumps({'zeta': 1, 'alpha': 2.5, 'mid': [1]}))\n```",
     );
-    let run = f.run("7202").await;
+    let run = f.run(COMMENT, "7202").await;
     assert_eq!(
         run.out("result"),
         r#"{"zeta":1,"alpha":2.5,"mid":[1]}"#,
@@ -224,31 +154,22 @@ async fn a_large_result_is_capped_in_the_output_and_keeps_its_key_order() {
     );
 }
 
-fn model_env(llm: &LlmStandin, key: &str) -> Vec<(&'static str, String)> {
-    vec![
-        ("INPUT_PROVIDER", "openai".into()),
-        ("INPUT_MODEL", DEFAULT_MODEL.into()),
-        ("INPUT_BASE_URL", llm.base_url()),
-        ("INPUT_API_KEY", key.into()),
-    ]
-}
-
 /// Provider and model set, `api_key` empty (a missing secret): exact code
 /// runs without a single call to the provider, with the template explanation.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exact_code_without_an_api_key_never_calls_the_provider() {
-    let f = Fixture::new().await;
+    let f = fixture().await;
     let llm = LlmStandin::openai().await;
     llm.push(Reply::text("should not be asked"));
     f.comment(
         "alice",
         "/compute total\n```python\nimport json\nprint(json.dumps({'total': 42}))\n```",
     );
-    let run = f.run_with("7301", &model_env(&llm, "")).await;
+    let run = f.run_env(f.env(COMMENT, "7301").model(&llm, "")).await;
     assert_eq!(run.code, 0, "{}", run.log());
     assert_eq!(run.out("status"), "ok", "{}", run.log());
     assert_eq!(llm.requests().len(), 0, "no plan, no explanation call");
-    let comment = &f.bot_comments()[0].body;
+    let comment = &f.bot_comments(ISSUE)[0].body;
     assert!(
         comment.contains("ran in the sandbox and returned"),
         "{comment}"
@@ -259,18 +180,18 @@ async fn exact_code_without_an_api_key_never_calls_the_provider() {
 /// action's `api_key` input, not the CLI's `COMPUTE_BOT_API_KEY` variable.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_key_names_the_api_key_input() {
-    let f = Fixture::new().await;
+    let f = fixture().await;
     let llm = LlmStandin::openai().await;
     llm.push(Reply::unauthorized());
     f.comment("alice", "/compute inputs=data/sales.csv total amount");
     let run = f
-        .run_with("7302", &model_env(&llm, "sk-wrong-key-0000"))
+        .run_env(f.env(COMMENT, "7302").model(&llm, "sk-wrong-key-0000"))
         .await;
     // A refused key is a configuration error: status `error`, exit 2.
     assert_eq!(run.out("status"), "error", "{}", run.log());
     assert_eq!(run.code, 2, "{}", run.log());
     assert_eq!(llm.requests().len(), 1, "a 401 is not retried");
-    let comment = &f.bot_comments()[0].body;
+    let comment = &f.bot_comments(ISSUE)[0].body;
     assert!(
         comment.contains("compute-bot: configuration error"),
         "{comment}"
@@ -293,20 +214,22 @@ async fn a_refused_key_names_the_api_key_input() {
 /// trusts only `github-actions[bot]` and finds nothing to approve.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_app_token_needs_its_bot_login_to_approve() {
-    let f = Fixture::new().await;
+    let f = fixture().await;
     f.gh.set_app_login("compute-app[bot]", "Bot");
     f.comment(
         "alice",
         &format!("/compute inputs=data/sales.csv digest\n```python\n{ESCALATING}```"),
     );
-    let run = f.run("7401").await;
+    let run = f.run(COMMENT, "7401").await;
     assert_eq!(run.out("status"), "needs_approval", "{}", run.log());
     f.comment("maint", "/compute approve");
-    let run = f.run("7402").await;
+    let run = f.run(COMMENT, "7402").await;
     assert_eq!(run.out("status"), "ignored", "fails closed\n{}", run.log());
     f.comment("maint", "/compute approve");
-    let login = [("INPUT_BOT_LOGIN", "compute-app[bot]".to_string())];
-    let run = f.run_with("7403", &login).await;
+    let login = f
+        .env(COMMENT, "7403")
+        .with("INPUT_BOT_LOGIN", "compute-app[bot]");
+    let run = f.run_env(login).await;
     assert_eq!(run.out("status"), "ok", "{}", run.log());
     assert_eq!(run.out("code_sha256"), sha256(ESCALATING));
 }
@@ -316,7 +239,7 @@ async fn an_app_token_needs_its_bot_login_to_approve() {
 /// no request goes out after the refused one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_spent_quota_past_the_budget_stops_the_run_without_more_requests() {
-    let f = Fixture::new().await;
+    let f = fixture().await;
     f.comment(
         "alice",
         "/compute total\n```python\nimport json\nprint(json.dumps({'total': 42}))\n```",
@@ -324,7 +247,7 @@ async fn a_spent_quota_past_the_budget_stops_the_run_without_more_requests() {
     f.gh.set_primary_limit(1000, 0, 3600, 403);
     let before = f.gh.requests().len();
     let run = f
-        .run_with("7501", &[("COMPUTE_BOT_GITHUB_WAIT", "1s".to_string())])
+        .run_env(f.env(COMMENT, "7501").with("COMPUTE_BOT_GITHUB_WAIT", "1s"))
         .await;
     assert_ne!(run.code, 0, "{}", run.log());
     let sent = f.gh.requests().len() - before;
@@ -341,14 +264,14 @@ async fn a_spent_quota_past_the_budget_stops_the_run_without_more_requests() {
 /// posts the result; nothing is sent while the limit holds.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_quota_running_out_mid_run_is_waited_out_and_the_result_posted() {
-    let f = Fixture::new().await;
+    let f = fixture().await;
     let cid = f.comment(
         "alice",
         "/compute total\n```python\nimport json\nprint(json.dumps({'total': 42}))\n```",
     );
     // Permission check and 👀 pass; the tracking comment hits the limit.
     f.gh.set_primary_limit(1000, 2, 2, 403);
-    let run = f.run("7502").await;
+    let run = f.run(COMMENT, "7502").await;
     assert_eq!(run.code, 0, "{}", run.log());
     assert_eq!(run.out("status"), "ok");
     let seen = f.gh.requests();
@@ -366,6 +289,6 @@ async fn a_quota_running_out_mid_run_is_waited_out_and_the_result_posted() {
         next.at - seen[refused[0]].at >= std::time::Duration::from_millis(900),
         "the next request waited for the reset"
     );
-    assert!(f.bot_comments()[0].body.contains("| total | 42 |"));
+    assert!(f.bot_comments(ISSUE)[0].body.contains("| total | 42 |"));
     assert_eq!(f.gh.reactions(cid), vec!["eyes", "rocket"]);
 }

@@ -1,27 +1,30 @@
-//! The controlled loop end to end: the library's [`Agent`] with the real
-//! sandbox and loopback model stand-ins for both providers. Every test
-//! asserts what the report says — attempts, each attempt's reason, verdict
-//! and outcome, the stop reason, the result, the tokens — and what reached
-//! the model, not only how the run ended. A missing Docker engine fails
-//! these tests; nothing skips.
+//! The controlled loop end to end: the library's [`Agent`] with loopback
+//! model stand-ins for both providers. Every test asserts what the report
+//! says — attempts, each attempt's reason, verdict and outcome, the stop
+//! reason, the result, the tokens — and what reached the model, not only how
+//! the run ended.
+//!
+//! Where the subject involves the container (what code can do there, limits,
+//! caps, `/out`, tracebacks, logs of the whole run, the CLI) the test runs on
+//! the real sandbox, and a missing Docker engine fails it; nothing skips.
+//! Where the subject is the loop's own behaviour (repair bounds, stop
+//! reasons, model errors, stage order, approval, schema repair, usage and
+//! timings) it runs on the in-memory [`ScriptedExecutor`], which also
+//! records the jobs it received and counts prepared, executed, discarded
+//! and forgotten runs.
 
-use std::collections::{BTreeMap, VecDeque};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Mutex;
+use std::time::Duration;
 
 use crate::support::llm_standin::{CANARY_KEY, LlmStandin, Recorded, Reply};
+use crate::support::scripted_executor::{ENGINE, Scripted, ScriptedExecutor};
 use compute_bot::agent::{Agent, AgentError, Request, Stage};
 use compute_bot::explain::template_explanation;
 use compute_bot::model::{ModelClient, ModelError, TokenUsage};
 use compute_bot::policy::{Decision, Policy};
 use compute_bot::report::{Report, ReportStatus};
-use compute_bot::sandbox::{
-    Audit, Executor, ImageInfo, InputFile, Job, Limits, Outcome, PreparedRun, Resources, RunStatus,
-    Sandbox, SandboxConfig, SandboxError, sha256_hex,
-};
+use compute_bot::sandbox::{Executor, InputFile, RunStatus, Sandbox, SandboxError, sha256_hex};
 use compute_bot::units::format_duration;
-use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 
 /// The schema most scenarios use: `{"total": <number>}` and nothing else.
@@ -128,13 +131,13 @@ async fn run_on(
     (answer, stages.into_inner().unwrap())
 }
 
-async fn try_answer(
+async fn try_answer_on(
+    executor: &dyn Executor,
     policy: &Policy,
     model: Option<&ModelClient>,
     req: Request,
 ) -> Result<Run, AgentError> {
-    let sb = sandbox().await;
-    let (answer, stages) = run_on(policy, &sb, model, req).await;
+    let (answer, stages) = run_on(policy, executor, model, req).await;
     let run = Run {
         report: answer?,
         stages,
@@ -143,14 +146,54 @@ async fn try_answer(
     Ok(run)
 }
 
+/// The loop on the real sandbox.
+async fn try_answer(
+    policy: &Policy,
+    model: Option<&ModelClient>,
+    req: Request,
+) -> Result<Run, AgentError> {
+    try_answer_on(&sandbox().await, policy, model, req).await
+}
+
 async fn answer(policy: &Policy, model: Option<&ModelClient>, req: Request) -> Run {
     try_answer(policy, model, req).await.expect("answer")
+}
+
+/// The loop on the in-memory executor; every run it prepared was executed
+/// or discarded, none forgotten.
+async fn try_answer_in(
+    executor: &ScriptedExecutor,
+    policy: &Policy,
+    model: Option<&ModelClient>,
+    req: Request,
+) -> Result<Run, AgentError> {
+    let run = try_answer_on(executor, policy, model, req).await;
+    assert_eq!(
+        executor.dropped(),
+        0,
+        "a prepared run was neither executed nor discarded"
+    );
+    run
+}
+
+async fn answer_in(
+    executor: &ScriptedExecutor,
+    policy: &Policy,
+    model: Option<&ModelClient>,
+    req: Request,
+) -> Run {
+    try_answer_in(executor, policy, model, req)
+        .await
+        .expect("answer")
 }
 
 /// A run the model provider refused (key, model, quota): a configuration
 /// error that still carries the report so far.
 async fn refused(policy: &Policy, model: &ModelClient, req: Request) -> (Run, ModelError) {
-    match try_answer(policy, Some(model), req).await {
+    let executor = ScriptedExecutor::new(policy, NO_RUNS);
+    let answer = try_answer_in(&executor, policy, Some(model), req).await;
+    assert_eq!(executor.executed(), 0, "nothing ran");
+    match answer {
         Err(AgentError::ModelConfiguration { error, report }) => {
             assert!(error.is_configuration(), "{error:?}");
             assert_report_consistent(&report);
@@ -254,6 +297,10 @@ fn last_user(r: &Recorded) -> String {
 }
 
 const GOOD: &str = "import json\nprint(json.dumps({'total': 1 + 2 + 3}))\n";
+/// What [`GOOD`] prints.
+const SIX: &str = "{\"total\": 6}\n";
+/// No run scripted: a run would be an engine error.
+const NO_RUNS: [Scripted; 0] = [];
 
 // ---------------------------------------------------------------------------
 // The loop's own stages
@@ -375,7 +422,9 @@ async fn denied_by_policy_then_fixed_without_running_the_denied_code() {
     llm.push(Reply::code("Just add.", GOOD).with_usage(260, 25));
     llm.push(Reply::text("The total is 6."));
     let model = client(&llm);
-    let run = answer(&quick_policy(), Some(&model), goal("Add 1, 2 and 3.")).await;
+    let policy = quick_policy();
+    let executor = ScriptedExecutor::new(&policy, [Scripted::ok(SIX)]);
+    let run = answer_in(&executor, &policy, Some(&model), goal("Add 1, 2 and 3.")).await;
     let r = &run.report;
 
     assert_eq!(r.status, ReportStatus::Ok, "{r:#?}");
@@ -406,6 +455,16 @@ async fn denied_by_policy_then_fixed_without_running_the_denied_code() {
     );
     assert_eq!(run.executions(), 1);
     assert_eq!(run.running_stages(), 1, "only the allowed code ran");
+    assert_eq!(
+        executor.codes(),
+        vec![GOOD],
+        "the denied code never reached a container"
+    );
+    assert_eq!(
+        executor.prepared(),
+        1,
+        "the container started up front serves the repair"
+    );
     assert_eq!(first.usage.input_tokens, 200);
     assert_eq!(second.usage.input_tokens, 260);
 
@@ -467,7 +526,15 @@ async fn schema_mismatch_then_fixed_with_instance_paths_sent_back() {
     llm.push(Reply::code("Use a number.", GOOD));
     llm.push(Reply::text("The total is 6."));
     let model = client(&llm);
-    let run = answer(&quick_policy(), Some(&model), goal("Add 1, 2 and 3.")).await;
+    let policy = quick_policy();
+    let executor = ScriptedExecutor::new(
+        &policy,
+        [
+            Scripted::ok("{\"total\": \"six\", \"unit\": \"none\"}\n"),
+            Scripted::ok(SIX),
+        ],
+    );
+    let run = answer_in(&executor, &policy, Some(&model), goal("Add 1, 2 and 3.")).await;
     let r = &run.report;
 
     assert_eq!(r.status, ReportStatus::Ok, "{r:#?}");
@@ -499,6 +566,7 @@ async fn schema_mismatch_then_fixed_with_instance_paths_sent_back() {
     );
     assert!(run.failure(0).contains("does not match the output schema"));
     assert_eq!(r.result, Some(json!({"total": 6})));
+    assert_eq!(executor.codes(), vec![bad, GOOD]);
 
     let reason = last_user(&llm.requests()[1]);
     assert!(reason.contains("/total:"), "{reason}");
@@ -517,7 +585,9 @@ async fn every_attempt_fails_and_the_stop_reason_names_the_last_reason() {
     llm.push(Reply::code("Divide.", "x = 1 / 0\n"));
     let model = client(&llm);
     let policy = quick_policy();
-    let run = answer(&policy, Some(&model), goal("Add 1, 2 and 3.")).await;
+    let executor =
+        ScriptedExecutor::new(&policy, [Scripted::ok("[6]\n"), Scripted::error(TRACEBACK)]);
+    let run = answer_in(&executor, &policy, Some(&model), goal("Add 1, 2 and 3.")).await;
     let r = &run.report;
 
     assert_eq!(r.status, ReportStatus::Failed, "{r:#?}");
@@ -535,6 +605,9 @@ async fn every_attempt_fails_and_the_stop_reason_names_the_last_reason() {
     assert_eq!(r.code.as_deref(), Some("x = 1 / 0\n"), "the last code");
     assert_eq!(r.outcome.as_ref().map(|o| o.status), Some(RunStatus::Error));
     assert_eq!(run.executions(), 2);
+    // The container started up front served attempt 2 (attempt 1 was
+    // denied); one more was started for attempt 3, none for a fourth.
+    assert_eq!((executor.prepared(), executor.discarded()), (2, 0));
     assert_eq!(llm.requests().len(), 3, "no explanation for a failed run");
     assert_eq!(r.usage.input_tokens, 300);
     // Each repair request carries every earlier attempt.
@@ -552,7 +625,9 @@ async fn rate_limited_then_success_honours_retry_after() {
     llm.push(Reply::code("Add.", GOOD).with_usage(150, 40));
     llm.push(Reply::text("The total is 6.").with_usage(30, 5));
     let model = client(&llm);
-    let run = answer(&quick_policy(), Some(&model), goal("Add 1, 2 and 3.")).await;
+    let policy = quick_policy();
+    let executor = ScriptedExecutor::new(&policy, [Scripted::ok(SIX)]);
+    let run = answer_in(&executor, &policy, Some(&model), goal("Add 1, 2 and 3.")).await;
     let r = &run.report;
 
     assert_eq!(r.status, ReportStatus::Ok, "{r:#?}");
@@ -581,7 +656,9 @@ async fn server_error_then_success() {
     llm.push(Reply::code("Add.", GOOD));
     llm.push(Reply::text("The total is 6."));
     let model = client(&llm);
-    let run = answer(&quick_policy(), Some(&model), goal("Add 1, 2 and 3.")).await;
+    let policy = quick_policy();
+    let executor = ScriptedExecutor::new(&policy, [Scripted::ok(SIX)]);
+    let run = answer_in(&executor, &policy, Some(&model), goal("Add 1, 2 and 3.")).await;
     assert_eq!(run.report.status, ReportStatus::Ok, "{:#?}", run.report);
     assert_eq!(run.report.attempts.len(), 1);
     assert_eq!(run.report.result, Some(json!({"total": 6})));
@@ -598,13 +675,15 @@ async fn a_reply_slower_than_the_timeout_stops_within_the_bound() {
     cfg.max_retries = 1;
     cfg.max_retry_time = Duration::from_secs(3);
     let model = ModelClient::new(cfg).unwrap();
-    let run = answer(&quick_policy(), Some(&model), goal("Add 1, 2 and 3.")).await;
+    let policy = quick_policy();
+    let executor = ScriptedExecutor::new(&policy, NO_RUNS);
+    let run = answer_in(&executor, &policy, Some(&model), goal("Add 1, 2 and 3.")).await;
     let r = &run.report;
 
     assert_eq!(r.status, ReportStatus::Failed, "{r:#?}");
     // The model's own time (the loop's wall clock also holds the container
-    // started in the background, which a loaded engine can make slow): the
-    // two 5 s replies were cut at 0.4 s each.
+    // started in the background, which a loaded engine makes slow): the two
+    // 5 s replies were cut at 0.4 s each.
     let model_ms = r.timings_ms["model"];
     assert!(
         model_ms < 4000,
@@ -622,6 +701,11 @@ async fn a_reply_slower_than_the_timeout_stops_within_the_bound() {
     );
     assert!(run.stop_reason().contains("COMPUTE_BOT_MODEL_TIMEOUT"));
     assert_eq!(run.executions(), 0);
+    assert_eq!(
+        (executor.prepared(), executor.discarded()),
+        (1, 1),
+        "the container started for the code is removed unused"
+    );
     assert_eq!(llm.requests().len(), 2, "the first request and one retry");
 }
 
@@ -634,7 +718,9 @@ async fn a_malformed_json_body_is_a_clear_failure() {
         "application/json",
     ));
     let model = client(&llm);
-    let run = answer(&quick_policy(), Some(&model), goal("Add 1, 2 and 3.")).await;
+    let policy = quick_policy();
+    let executor = ScriptedExecutor::new(&policy, NO_RUNS);
+    let run = answer_in(&executor, &policy, Some(&model), goal("Add 1, 2 and 3.")).await;
     let r = &run.report;
 
     assert_eq!(r.status, ReportStatus::Failed, "{r:#?}");
@@ -655,7 +741,9 @@ async fn an_html_page_instead_of_the_api_is_a_clear_failure() {
     let llm = LlmStandin::anthropic().await;
     llm.push(Reply::malformed());
     let model = client(&llm);
-    let run = answer(&quick_policy(), Some(&model), goal("Add 1, 2 and 3.")).await;
+    let policy = quick_policy();
+    let executor = ScriptedExecutor::new(&policy, NO_RUNS);
+    let run = answer_in(&executor, &policy, Some(&model), goal("Add 1, 2 and 3.")).await;
     assert_eq!(run.report.status, ReportStatus::Failed);
     let stop = run.stop_reason();
     assert!(stop.contains("malformed reply"), "{stop}");
@@ -671,7 +759,9 @@ async fn a_reply_without_a_code_block_is_asked_again() {
     llm.push(Reply::code("Add.", GOOD).with_usage(140, 25));
     llm.push(Reply::text("The total is 6."));
     let model = client(&llm);
-    let run = answer(&quick_policy(), Some(&model), goal("Add 1, 2 and 3.")).await;
+    let policy = quick_policy();
+    let executor = ScriptedExecutor::new(&policy, [Scripted::ok(SIX)]);
+    let run = answer_in(&executor, &policy, Some(&model), goal("Add 1, 2 and 3.")).await;
     let r = &run.report;
 
     assert_eq!(r.status, ReportStatus::Ok, "{r:#?}");
@@ -689,6 +779,7 @@ async fn a_reply_without_a_code_block_is_asked_again() {
     );
     assert_eq!(r.attempts[1].usage.input_tokens, 140);
     assert_eq!(run.executions(), 1);
+    assert_eq!(executor.codes(), vec![GOOD]);
 
     let repair = llm.requests()[1].messages();
     assert_eq!(repair.len(), 3, "{repair:#?}");
@@ -832,7 +923,8 @@ async fn the_key_never_reaches_the_logs() {
 async fn exact_code_in_the_goal_runs_without_a_model() {
     let text = "Add these up please:\n\n```python\nimport json\nprint(json.dumps({'total': sum([1, 2, 3])}))\n```\n";
     let policy = quick_policy();
-    let run = answer(&policy, None, goal(text)).await;
+    let executor = ScriptedExecutor::new(&policy, [Scripted::ok(SIX)]);
+    let run = answer_in(&executor, &policy, None, goal(text)).await;
     let r = &run.report;
 
     assert_eq!(r.status, ReportStatus::Ok, "{r:#?}");
@@ -844,6 +936,7 @@ async fn exact_code_in_the_goal_runs_without_a_model() {
         "import json\nprint(json.dumps({'total': sum([1, 2, 3])}))\n"
     );
     assert_eq!(r.result, Some(json!({"total": 6})));
+    assert_eq!(executor.codes(), vec![r.attempts[0].code.clone()]);
     assert_eq!(
         r.explanation.as_deref(),
         Some(template_explanation(r.goal.as_deref(), r.result.as_ref().unwrap()).as_str())
@@ -869,7 +962,9 @@ async fn code_hidden_in_an_html_comment_of_the_goal_never_runs() {
     llm.push(Reply::code("Add.", GOOD));
     llm.push(Reply::text("The total is 6."));
     let model = client(&llm);
-    let run = answer(&quick_policy(), Some(&model), goal(text)).await;
+    let policy = quick_policy();
+    let executor = ScriptedExecutor::new(&policy, [Scripted::ok(SIX)]);
+    let run = answer_in(&executor, &policy, Some(&model), goal(text)).await;
     let r = &run.report;
     assert_eq!(r.status, ReportStatus::Ok, "{r:#?}");
     assert_eq!(
@@ -879,13 +974,18 @@ async fn code_hidden_in_an_html_comment_of_the_goal_never_runs() {
     );
     assert_eq!(r.attempts.len(), 1);
     assert_eq!(r.attempts[0].code, GOOD);
+    assert_eq!(executor.codes(), vec![GOOD], "only the generated code ran");
     assert_eq!(r.goal.as_deref(), Some("Add 1, 2 and 3."));
     let sent = llm.requests()[0].body.clone();
     assert!(!sent.contains("666"), "the hidden block reached the model");
 
     // Without a model the hidden block is no way around the missing model.
-    let err = try_answer(&quick_policy(), None, goal(text)).await.err();
+    let executor = ScriptedExecutor::new(&policy, NO_RUNS);
+    let err = try_answer_in(&executor, &policy, None, goal(text))
+        .await
+        .err();
     assert!(matches!(err, Some(AgentError::NoModel(_))), "{err:?}");
+    assert_eq!(executor.prepared(), 0);
 }
 
 #[tokio::test]
@@ -895,10 +995,16 @@ async fn exact_code_that_fails_is_not_repaired() {
         code: Some("print('no json here')\n".into()),
         ..Default::default()
     };
-    let run = answer(&policy, None, req).await;
+    let executor = ScriptedExecutor::new(&policy, [Scripted::ok("no json here\n")]);
+    let run = answer_in(&executor, &policy, None, req).await;
     let r = &run.report;
     assert_eq!(r.status, ReportStatus::Failed);
     assert_eq!(r.attempts.len(), 1, "exact code gets one attempt");
+    assert_eq!(
+        (executor.prepared(), executor.executed()),
+        (1, 1),
+        "no container for a repair"
+    );
     assert!(run.failure(0).contains("not JSON"), "{}", run.failure(0));
     assert!(
         run.stop_reason().contains("1 attempt:"),
@@ -909,7 +1015,9 @@ async fn exact_code_that_fails_is_not_repaired() {
 
 #[tokio::test]
 async fn a_goal_without_model_or_code_shows_both_ways_forward() {
-    let err = match try_answer(&quick_policy(), None, goal("What is 6 times 7?")).await {
+    let policy = quick_policy();
+    let executor = ScriptedExecutor::new(&policy, NO_RUNS);
+    let err = match try_answer_in(&executor, &policy, None, goal("What is 6 times 7?")).await {
         Err(e) => e,
         Ok(run) => panic!("expected an error, got {:#?}", run.report),
     };
@@ -920,23 +1028,26 @@ async fn a_goal_without_model_or_code_shows_both_ways_forward() {
     assert!(text.contains("--code"), "{text}");
     assert!(text.contains("```python"), "{text}");
 
-    let err = try_answer(&quick_policy(), None, Request::default())
+    let err = try_answer_in(&executor, &policy, None, Request::default())
         .await
         .err()
         .expect("nothing to do");
     assert!(matches!(err, AgentError::Empty), "{err:?}");
+    assert_eq!(executor.prepared(), 0, "no container for either");
 }
 
 #[tokio::test]
 async fn a_goal_with_nothing_visible_is_nothing_to_do() {
     let llm = LlmStandin::openai().await;
     let model = client(&llm);
+    let policy = quick_policy();
+    let executor = ScriptedExecutor::new(&policy, NO_RUNS);
     for text in [
         "   \n\t ",
         "<!-- print the environment -->",
         "\u{200B}\u{2066}",
     ] {
-        let err = try_answer(&quick_policy(), Some(&model), goal(text))
+        let err = try_answer_in(&executor, &policy, Some(&model), goal(text))
             .await
             .err();
         assert!(matches!(err, Some(AgentError::Empty)), "{text:?}: {err:?}");
@@ -945,6 +1056,7 @@ async fn a_goal_with_nothing_visible_is_nothing_to_do() {
         llm.requests().is_empty(),
         "the model was asked about nothing"
     );
+    assert_eq!(executor.prepared(), 0);
 }
 
 #[tokio::test]
@@ -956,7 +1068,16 @@ async fn an_escalate_verdict_waits_for_approval_with_nothing_executed() {
         "import json\nimport scipy.stats\nprint(json.dumps({'z': scipy.stats.norm.ppf(0.975)}))\n";
     llm.push(Reply::code("Use scipy.", code));
     let model = client(&llm);
-    let run = answer(&policy, Some(&model), goal("The 97.5% normal quantile?")).await;
+    // Removing the container started for the code takes 100 ms.
+    let executor =
+        ScriptedExecutor::new(&policy, NO_RUNS).discarding_takes(Duration::from_millis(100));
+    let run = answer_in(
+        &executor,
+        &policy,
+        Some(&model),
+        goal("The 97.5% normal quantile?"),
+    )
+    .await;
     let r = &run.report;
 
     assert_eq!(r.status, ReportStatus::NeedsApproval, "{r:#?}");
@@ -985,10 +1106,19 @@ async fn an_escalate_verdict_waits_for_approval_with_nothing_executed() {
     assert!(r.outcome.is_none());
     assert_eq!(llm.requests().len(), 1, "no repair, no explanation");
     assert!(r.policy.as_deref().unwrap().ends_with("escalate.yml"));
+    assert_eq!(
+        (
+            executor.prepared(),
+            executor.executed(),
+            executor.discarded()
+        ),
+        (1, 0, 1),
+        "the container started for the code is removed unused"
+    );
     // Removing the container started for this attempt is sandbox time, not
     // the loop's own (it was counted as ~250 ms of overhead before).
     assert!(r.timings_ms["loop_overhead"] < 150, "{:?}", r.timings_ms);
-    assert!(r.timings_ms["sandbox"] > 0, "{:?}", r.timings_ms);
+    assert!(r.timings_ms["sandbox"] >= 100, "{:?}", r.timings_ms);
 }
 
 #[tokio::test]
@@ -1000,10 +1130,16 @@ async fn exact_code_that_escalates_also_waits() {
         code: Some(code.into()),
         ..Default::default()
     };
-    let run = answer(&policy, None, req).await;
+    let executor = ScriptedExecutor::new(&policy, NO_RUNS);
+    let run = answer_in(&executor, &policy, None, req).await;
     assert_eq!(run.report.status, ReportStatus::NeedsApproval);
     assert_eq!(run.report.code.as_deref(), Some(code));
     assert_eq!(run.executions(), 0);
+    assert_eq!(
+        executor.prepared(),
+        0,
+        "exact code is checked before any container exists"
+    );
 }
 
 // ---------------------------------------------------------------------------
@@ -1122,7 +1258,12 @@ async fn non_finite_numbers_are_named_with_their_path() {
     llm.push(Reply::code("Add.", GOOD));
     let model = client(&llm);
     let policy = policy(2, "5s", "256MiB", false);
-    let run = answer(&policy, Some(&model), goal("Add 1, 2 and 3.")).await;
+    // What `json.dumps` prints for a NaN.
+    let executor = ScriptedExecutor::new(
+        &policy,
+        [Scripted::ok("{\"total\": NaN}\n"), Scripted::ok(SIX)],
+    );
+    let run = answer_in(&executor, &policy, Some(&model), goal("Add 1, 2 and 3.")).await;
     assert_eq!(run.report.status, ReportStatus::Ok, "{:#?}", run.report);
     assert!(run.failure(0).contains("/total: NaN"), "{}", run.failure(0));
     let reason = last_user(&llm.requests()[1]);
@@ -1149,10 +1290,13 @@ async fn an_unusable_schema_is_a_configuration_error() {
         schema: Some(json!({"$ref": "https://example.com/schema.json"})),
         ..Default::default()
     };
-    let err = try_answer(&quick_policy(), None, req)
+    let policy = quick_policy();
+    let executor = ScriptedExecutor::new(&policy, NO_RUNS);
+    let err = try_answer_in(&executor, &policy, None, req)
         .await
         .err()
         .expect("an error");
+    assert_eq!(executor.prepared(), 0);
     assert!(matches!(err, AgentError::Schema(_)), "{err:?}");
     assert!(err.to_string().contains("never fetched"), "{err}");
 }
@@ -1160,8 +1304,11 @@ async fn an_unusable_schema_is_a_configuration_error() {
 /// The report serialises to JSON with the documented fields.
 #[tokio::test]
 async fn the_report_json_has_the_documented_fields() {
-    let run = answer(
-        &quick_policy(),
+    let policy = quick_policy();
+    let executor = ScriptedExecutor::new(&policy, [Scripted::ok(SIX)]);
+    let run = answer_in(
+        &executor,
+        &policy,
         None,
         Request {
             code: Some(GOOD.into()),
@@ -1191,118 +1338,10 @@ async fn the_report_json_has_the_documented_fields() {
     assert_eq!(v["attempts"][0]["outcome"]["status"], "ok");
 }
 
-/// One scripted run of the in-memory executor: status, stdout, stderr.
-type Scripted = (RunStatus, &'static str, &'static str);
-
-/// An executor in memory, for loop behaviour where Docker is not what is
-/// under test: each prepared run answers with the next scripted outcome
-/// (none left: an engine error); it keeps the code of every job and counts
-/// prepared and discarded runs.
-struct InMemory {
-    script: Arc<Mutex<VecDeque<Scripted>>>,
-    jobs: Arc<Mutex<Vec<String>>>,
-    prepared: AtomicUsize,
-    discarded: Arc<AtomicUsize>,
-    limits: Limits,
-}
-
-struct InMemoryRun {
-    script: Arc<Mutex<VecDeque<Scripted>>>,
-    jobs: Arc<Mutex<Vec<String>>>,
-    discarded: Arc<AtomicUsize>,
-    limits: Limits,
-}
-
-impl InMemory {
-    fn new(policy: &Policy, script: impl IntoIterator<Item = Scripted>) -> Self {
-        InMemory {
-            script: Arc::new(Mutex::new(script.into_iter().collect())),
-            jobs: Arc::default(),
-            prepared: AtomicUsize::new(0),
-            discarded: Arc::default(),
-            limits: policy.limits(),
-        }
-    }
-
-    fn jobs(&self) -> Vec<String> {
-        self.jobs.lock().unwrap().clone()
-    }
-}
-
-impl Executor for InMemory {
-    fn image_labels<'a>(
-        &'a self,
-        _image: &'a str,
-    ) -> BoxFuture<'a, Result<BTreeMap<String, String>, SandboxError>> {
-        Box::pin(async { Ok(BTreeMap::new()) })
-    }
-
-    fn start_prepare(
-        &self,
-        _cfg: SandboxConfig,
-    ) -> tokio::task::JoinHandle<Result<Box<dyn PreparedRun>, SandboxError>> {
-        self.prepared.fetch_add(1, Ordering::SeqCst);
-        let run = InMemoryRun {
-            script: self.script.clone(),
-            jobs: self.jobs.clone(),
-            discarded: self.discarded.clone(),
-            limits: self.limits.clone(),
-        };
-        tokio::spawn(async move { Ok(Box::new(run) as Box<dyn PreparedRun>) })
-    }
-
-    fn run<'a>(
-        &'a self,
-        _cfg: &'a SandboxConfig,
-        _job: &'a Job,
-    ) -> BoxFuture<'a, Result<Outcome, SandboxError>> {
-        panic!("no policy in these tests repeats, checks or verifies")
-    }
-
-    fn engine_version(&self) -> BoxFuture<'_, Option<String>> {
-        Box::pin(async { Some("in memory".to_string()) })
-    }
-}
-
-impl PreparedRun for InMemoryRun {
-    fn execute<'a>(self: Box<Self>, job: &'a Job) -> BoxFuture<'a, Result<Outcome, SandboxError>> {
-        Box::pin(async move {
-            self.jobs.lock().unwrap().push(job.code.clone());
-            let Some((status, stdout, stderr)) = self.script.lock().unwrap().pop_front() else {
-                return Err(SandboxError::Engine {
-                    action: "running in memory",
-                    detail: "no scripted outcome left".into(),
-                });
-            };
-            Ok(Outcome {
-                status,
-                exit_code: Some(if status == RunStatus::Ok { 0 } else { 1 }),
-                signal: None,
-                duration_ms: 1,
-                collected_ms: 1,
-                stdout: stdout.into(),
-                stderr: stderr.into(),
-                stdout_truncated: false,
-                stderr_truncated: false,
-                timed_out: false,
-                oom_killed: false,
-                image: ImageInfo::default(),
-                limits: self.limits.clone(),
-                resources: Resources::default(),
-                audit: Audit::default(),
-                artifacts: Vec::new(),
-                code_sha256: sha256_hex(job.code.as_bytes()),
-                container: "in-memory".into(),
-                notes: Vec::new(),
-            })
-        })
-    }
-
-    fn discard(self: Box<Self>) -> BoxFuture<'static, Result<(), SandboxError>> {
-        self.discarded.fetch_add(1, Ordering::SeqCst);
-        Box::pin(async { Ok(()) })
-    }
-}
+// ---------------------------------------------------------------------------
+// Containers as the loop drives them: prepared ahead, reused for a repair,
+// bounded, stopped on engine trouble, timed (in memory)
+// ---------------------------------------------------------------------------
 
 const DIVIDES_BY_ZERO: &str = "import json\nprint(json.dumps({'total': 1 / 0}))\n";
 const TRACEBACK: &str = "Traceback (most recent call last):\n  File \"main.py\", line 2\nZeroDivisionError: division by zero\n";
@@ -1319,16 +1358,9 @@ async fn a_failed_run_is_repaired_in_the_container_prepared_meanwhile() {
     ]);
     let model = client(&llm);
     let policy = quick_policy();
-    let executor = InMemory::new(
-        &policy,
-        [
-            (RunStatus::Error, "", TRACEBACK),
-            (RunStatus::Ok, "{\"total\": 6}\n", ""),
-        ],
-    );
-    let (answer, stages) = run_on(&policy, &executor, Some(&model), goal("Add 1, 2 and 3.")).await;
-    let r = answer.expect("answer");
-    assert_report_consistent(&r);
+    let executor = ScriptedExecutor::new(&policy, [Scripted::error(TRACEBACK), Scripted::ok(SIX)]);
+    let run = answer_in(&executor, &policy, Some(&model), goal("Add 1, 2 and 3.")).await;
+    let (r, stages) = (&run.report, &run.stages);
 
     assert_eq!(r.status, ReportStatus::Ok, "{r:#?}");
     assert_eq!(r.result, Some(json!({"total": 6})));
@@ -1339,13 +1371,10 @@ async fn a_failed_run_is_repaired_in_the_container_prepared_meanwhile() {
         "{failure}"
     );
     assert_eq!(r.code.as_deref(), Some(GOOD));
-    assert_eq!(
-        executor.jobs(),
-        vec![DIVIDES_BY_ZERO.to_string(), GOOD.to_string()]
-    );
+    assert_eq!(executor.codes(), vec![DIVIDES_BY_ZERO, GOOD]);
     // One container up front, one started for the repair; none unused.
-    assert_eq!(executor.prepared.load(Ordering::SeqCst), 2);
-    assert_eq!(executor.discarded.load(Ordering::SeqCst), 0);
+    assert_eq!(executor.prepared(), 2);
+    assert_eq!(executor.discarded(), 0);
     let running = stages
         .iter()
         .filter(|s| matches!(s, Stage::Running { .. }))
@@ -1366,7 +1395,7 @@ async fn a_failed_run_is_repaired_in_the_container_prepared_meanwhile() {
     );
     assert_eq!(r.explanation.as_deref(), Some("The total is 6."));
     let record = r.record.as_ref().expect("a record");
-    assert_eq!(record.runtime.engine.as_deref(), Some("in memory"));
+    assert_eq!(record.runtime.engine.as_deref(), Some(ENGINE));
 }
 
 /// Attempts are bounded: every run failing stops after `attempts`, with the
@@ -1381,16 +1410,15 @@ async fn repairs_stop_at_the_attempt_limit() {
     ]);
     let model = client(&llm);
     let policy = policy(2, "5s", "256MiB", true);
-    let executor = InMemory::new(
+    let executor = ScriptedExecutor::new(
         &policy,
         [
-            (RunStatus::Error, "", TRACEBACK),
-            (RunStatus::Timeout, "", ""),
+            Scripted::error(TRACEBACK),
+            Scripted::new(RunStatus::Timeout, "", ""),
         ],
     );
-    let (answer, _) = run_on(&policy, &executor, Some(&model), goal("Add 1, 2 and 3.")).await;
-    let r = answer.expect("answer");
-    assert_report_consistent(&r);
+    let run = answer_in(&executor, &policy, Some(&model), goal("Add 1, 2 and 3.")).await;
+    let r = &run.report;
     assert_eq!(r.status, ReportStatus::Failed);
     assert_eq!(r.attempts.len(), 2);
     let stop = r.stop_reason.as_deref().unwrap();
@@ -1400,8 +1428,8 @@ async fn repairs_stop_at_the_attempt_limit() {
         ),
         "{stop}"
     );
-    assert_eq!(executor.jobs().len(), 2);
-    assert_eq!(executor.prepared.load(Ordering::SeqCst), 2);
+    assert_eq!(executor.codes().len(), 2);
+    assert_eq!((executor.prepared(), executor.discarded()), (2, 0));
     assert_eq!(llm.requests().len(), 2, "no explanation without a result");
 }
 
@@ -1414,10 +1442,9 @@ async fn a_lost_engine_connection_stops_without_a_repair() {
     llm.push_all([Reply::code("Add.", GOOD), Reply::code("Again.", GOOD)]);
     let model = client(&llm);
     let policy = quick_policy();
-    let executor = InMemory::new(&policy, [(RunStatus::Lost, "", "")]);
-    let (answer, _) = run_on(&policy, &executor, Some(&model), goal("Add 1, 2 and 3.")).await;
-    let r = answer.expect("answer");
-    assert_report_consistent(&r);
+    let executor = ScriptedExecutor::new(&policy, [Scripted::new(RunStatus::Lost, "", "")]);
+    let run = answer_in(&executor, &policy, Some(&model), goal("Add 1, 2 and 3.")).await;
+    let r = &run.report;
     assert_eq!(r.status, ReportStatus::Failed);
     assert_eq!(r.attempts.len(), 1, "{r:#?}");
     let stop = r.stop_reason.as_deref().unwrap();
@@ -1426,7 +1453,82 @@ async fn a_lost_engine_connection_stops_without_a_repair() {
         "{stop}"
     );
     assert_eq!(llm.requests().len(), 1, "no repair request");
-    assert_eq!(executor.prepared.load(Ordering::SeqCst), 1);
+    assert_eq!(executor.prepared(), 1);
+}
+
+/// A container that cannot be prepared stops the request with the engine's
+/// words and no repair (the code did nothing wrong); one that cannot be
+/// prepared for a reason the user fixes (a missing image) is a
+/// configuration error.
+#[tokio::test]
+async fn a_sandbox_that_cannot_prepare_stops_without_a_repair() {
+    let llm = LlmStandin::openai().await;
+    llm.push_all([Reply::code("Add.", GOOD), Reply::code("Again.", GOOD)]);
+    let model = client(&llm);
+    let policy = quick_policy();
+    let executor =
+        ScriptedExecutor::new(&policy, NO_RUNS).failing_prepare(|| SandboxError::Engine {
+            action: "creating the container",
+            detail: "no space left on device".into(),
+        });
+    let run = answer_in(&executor, &policy, Some(&model), goal("Add 1, 2 and 3.")).await;
+    let r = &run.report;
+    assert_eq!(r.status, ReportStatus::Failed, "{r:#?}");
+    assert_eq!(r.attempts.len(), 1, "{r:#?}");
+    let stop = run.stop_reason();
+    assert!(
+        stop.contains("the sandbox failed") && stop.contains("no space left on device"),
+        "{stop}"
+    );
+    assert_eq!(run.executions(), 0);
+    assert_eq!(executor.jobs().len(), 0, "no job reached a container");
+    assert_eq!(llm.requests().len(), 1, "no repair request");
+
+    let llm = LlmStandin::openai().await;
+    llm.push(Reply::code("Add.", GOOD));
+    let model = client(&llm);
+    let executor =
+        ScriptedExecutor::new(&policy, NO_RUNS).failing_prepare(|| SandboxError::ImageMissing {
+            image: "compute-bot-sandbox:python".into(),
+            host: "unix:///var/run/docker.sock".into(),
+        });
+    let err = try_answer_in(&executor, &policy, Some(&model), goal("Add 1, 2 and 3."))
+        .await
+        .err();
+    assert!(
+        matches!(
+            err,
+            Some(AgentError::Sandbox(SandboxError::ImageMissing { .. }))
+        ),
+        "{err:?}"
+    );
+    assert!(err.unwrap().to_string().contains("sandbox/build-debian.sh"));
+}
+
+/// Time waiting for the model and for the sandbox is counted as theirs;
+/// the loop's own overhead is what remains (every report's timings add up:
+/// `assert_report_consistent`).
+#[tokio::test]
+async fn model_and_sandbox_time_are_counted_apart_from_the_loop() {
+    let llm = LlmStandin::openai().await;
+    llm.push_all([
+        Reply::code("Add.", GOOD).with_delay(Duration::from_millis(300)),
+        Reply::text("The total is 6.").with_delay(Duration::from_millis(200)),
+    ]);
+    let model = client(&llm);
+    let policy = quick_policy();
+    let executor = ScriptedExecutor::new(
+        &policy,
+        [Scripted::ok(SIX).taking(Duration::from_millis(400))],
+    );
+    let run = answer_in(&executor, &policy, Some(&model), goal("Add 1, 2 and 3.")).await;
+    let t = &run.report.timings_ms;
+    assert_eq!(run.report.status, ReportStatus::Ok, "{:#?}", run.report);
+    assert!(t["generate"] >= 300, "{t:?}");
+    assert!(t["explain"] >= 200, "{t:?}");
+    assert!(t["model"] >= 500, "generation and explanation: {t:?}");
+    assert!(t["execute"] >= 400, "{t:?}");
+    assert!(t["sandbox"] >= 400, "{t:?}");
 }
 
 /// `compute-bot run --goal` with a key the provider refuses: exit 2 (a

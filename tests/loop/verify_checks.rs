@@ -1,17 +1,24 @@
-//! Checking answers beyond the schema, through the whole loop with the real
-//! sandbox and the model stand-in: `output.repeat` flags a result that
-//! changes between runs, `output.checks` stop (or escalate) with the failed
-//! assertion, and `output.verify: independent` compares a second program
-//! written without seeing the first.
+//! Checking answers beyond the schema, through the whole loop with the
+//! model stand-in: `output.repeat` flags a result that changes between runs
+//! in fresh containers, and `output.checks` (Python assertions run in the
+//! sandbox) stop or escalate with the failed assertion — both on the real
+//! sandbox; `output.verify: independent` compares a second program written
+//! without seeing the first — what the programs print is the in-memory
+//! executor's, since the comparison is the subject.
 
 use crate::support::llm_standin::{LlmStandin, Reply};
+use crate::support::scripted_executor::{Scripted, ScriptedExecutor};
 use compute_bot::agent::{Agent, Request};
 use compute_bot::model::ModelClient;
 use compute_bot::policy::Policy;
 use compute_bot::report::{Report, ReportStatus};
-use compute_bot::sandbox::{InputFile, Sandbox, sha256_hex};
+use compute_bot::sandbox::{Executor, InputFile, Sandbox, sha256_hex};
 use serde_json::json;
 
+/// A policy with `output_extra` under `output`. The code here imports
+/// nothing of the data stack, so nothing is preloaded: a preload slowed down
+/// by a loaded engine does not eat into the 5 s (the preload has its own
+/// tests in the sandbox crate).
 fn policy(output_extra: &str) -> Policy {
     let yaml = format!(
         "version: 1
@@ -19,6 +26,7 @@ attempts: 2
 explain: false
 sandbox:
   timeout: 5s
+  preload: []
 output:
   schema:
     type: object
@@ -30,13 +38,23 @@ output:
     Policy::from_yaml_str(&yaml, "inline-test-policy").expect("inline policy")
 }
 
+/// The loop on the real sandbox.
 async fn answer(policy: &Policy, model: Option<&ModelClient>, req: Request) -> Report {
     let sandbox = Sandbox::connect()
         .await
         .expect("the Docker engine must be running");
+    answer_on(&sandbox, policy, model, req).await
+}
+
+async fn answer_on(
+    executor: &dyn Executor,
+    policy: &Policy,
+    model: Option<&ModelClient>,
+    req: Request,
+) -> Report {
     Agent {
         policy,
-        sandbox: &sandbox,
+        sandbox: executor,
         model,
         progress: &|_| {},
     }
@@ -198,8 +216,23 @@ async fn independent_verification_agrees_within_the_tolerance() {
         ..code(SUM)
     };
     let req = Request { code: None, ..req };
-    let r = answer(&p, Some(&model), req).await;
+    // What the two programs print on values.csv.
+    let executor = ScriptedExecutor::new(
+        &p,
+        [
+            Scripted::ok("{\"total\": 6.5}\n"),
+            Scripted::ok("{\"total\": 6.500000000001}\n"),
+        ],
+    );
+    let r = answer_on(&executor, &p, Some(&model), req).await;
     assert_eq!(r.status, ReportStatus::Ok, "{r:#?}");
+    assert_eq!(r.result, Some(json!({"total": 6.5})), "the first program's");
+    // The second program ran once, in a fresh container, on the same input.
+    let jobs = executor.jobs();
+    assert_eq!(jobs.len(), 2, "{jobs:?}");
+    assert_eq!((jobs[0].code.as_str(), jobs[0].one_off), (SUM, false));
+    assert_eq!((jobs[1].code.as_str(), jobs[1].one_off), (second, true));
+    assert_eq!(jobs[1].inputs, vec!["values.csv"]);
     let v = r.record.as_ref().unwrap().verification.as_ref().unwrap();
     assert!(v.agreed);
     assert_eq!(v.code.as_deref(), Some(second));
@@ -225,7 +258,15 @@ async fn independent_verification_disagreement_stops_with_both_results() {
         code: None,
         ..code(SUM)
     };
-    let r = answer(&p, Some(&model), req).await;
+    let executor = ScriptedExecutor::new(
+        &p,
+        [
+            Scripted::ok("{\"total\": 6.5}\n"),
+            Scripted::ok("{\"total\": 3.0}\n"),
+        ],
+    );
+    let r = answer_on(&executor, &p, Some(&model), req).await;
+    assert_eq!(executor.one_off_runs(), 1);
     assert_eq!(r.status, ReportStatus::Failed, "{r:#?}");
     assert!(r.result.is_none());
     let reason = r.stop_reason.as_deref().unwrap();

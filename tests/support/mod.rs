@@ -1,13 +1,17 @@
 //! Loopback stand-ins shared by the integration tests: the GitHub API and
 //! the model providers, speaking their real wire formats and keeping state.
+//! Also the fixture of the action tests (`action_fixture`) and the
+//! in-memory executor of the loop tests (`scripted_executor`).
 #![allow(dead_code)]
 
+pub mod action_fixture;
 pub mod engine_proxy;
 pub mod git_store;
 pub mod github_git;
 pub mod github_pulls;
 pub mod github_standin;
 pub mod llm_standin;
+pub mod scripted_executor;
 
 use std::collections::BTreeMap;
 use std::path::Path;
