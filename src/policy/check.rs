@@ -124,7 +124,7 @@ pub fn check_code(policy: &Policy, code: &str) -> Verdict {
         .code
         .max_bytes
         .bytes()
-        .min(super::config::MAX_CODE_BYTES_LIMIT.bytes());
+        .min(super::code::MAX_CODE_BYTES_LIMIT.bytes());
     if code.len() as u64 > max {
         let f = raw(
             RuleId::CodeTooLarge,

@@ -78,14 +78,25 @@
 //! `stacker`; dropping a very deep tree is recursive). A panic on that
 //! thread becomes an `internal-error` deny.
 
+mod authorize;
 mod check;
 pub mod cli;
+mod code;
 mod config;
+mod defaults;
+mod inputs;
+mod output;
+mod reader;
 mod rules;
+mod sandbox;
 mod verdict;
 
+pub(crate) use authorize::Refusal;
+pub use authorize::{Permission, Who};
 pub use check::check_code;
-pub use config::{DataLevel, Permission, Policy, PolicyError, Who};
-pub(crate) use config::{Inputs, OnCheckFailure, Refusal, Repeat, VerifyMode};
+pub use config::{DataLevel, Policy};
+pub(crate) use inputs::Inputs;
+pub(crate) use output::{OnCheckFailure, Repeat, VerifyMode};
+pub use reader::PolicyError;
 pub use rules::RuleId;
 pub use verdict::{Decision, Finding, Severity, Verdict};
