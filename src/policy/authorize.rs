@@ -1,7 +1,10 @@
-//! Who may do what: the policy's `who` and `escalation` sections and the
-//! one decision made from them.
+//! Who may do what: the policy's `who` and `escalation` sections and
+//! [`Policy::authorize`], the one place the decision is made. The front ends
+//! only say who asks ([`Actor`]) for what ([`Act`]) and word the answer.
 
 use serde::{Deserialize, Serialize};
+
+use super::config::Policy;
 
 /// A user's permission on a repository (GitHub's levels), weakest first so
 /// `>=` compares. The one permission type: the policy's minimums and what
@@ -79,7 +82,7 @@ impl std::str::FromStr for Permission {
     }
 }
 
-/// `who`: who may trigger runs (used by the GitHub front end).
+/// `who`: who may trigger runs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Who {
@@ -106,10 +109,53 @@ impl Default for Who {
     }
 }
 
-/// Why the policy does not let someone do something: the one reason both
-/// the decision and the reply are made from.
+/// `escalation`: who may approve code that escalated.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Escalation {
+    /// GitHub logins that may approve; empty means anyone with
+    /// `min_permission`.
+    approvers: Vec<String>,
+    /// The weakest repository permission an approver needs.
+    pub min_permission: Permission,
+}
+
+impl Default for Escalation {
+    fn default() -> Self {
+        Escalation {
+            approvers: Vec::new(),
+            min_permission: Permission::Maintain,
+        }
+    }
+}
+
+/// What someone asks the bot to do. `who` governs runs (and replays),
+/// `escalation` approvals and denials of escalated code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Act {
+    /// Run code or replay a result.
+    Run,
+    /// Approve code that waits for a human.
+    Approve,
+    /// Deny code that waits for a human.
+    Deny,
+}
+
+/// Who asks, as the trigger shows them (nothing looked up).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Refusal {
+pub struct Actor {
+    /// The GitHub login.
+    pub login: String,
+    /// A bot account (`type: Bot`, a `[bot]` login).
+    pub is_bot: bool,
+    /// The request is an edited comment.
+    pub edited: bool,
+}
+
+/// Why the policy does not take a request at all. Such a request is ignored
+/// with a notice: nothing is posted and no permission is looked up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ignored {
     /// A bot account, and the policy does not allow bots (`who.allow_bots`).
     Bot {
         /// The login.
@@ -118,6 +164,26 @@ pub enum Refusal {
     /// An edited comment, and the policy does not allow them
     /// (`who.allow_edited_comments`).
     Edited,
+}
+
+impl std::fmt::Display for Ignored {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Ignored::Bot { login } => write!(
+                f,
+                "comments by bots (`{login}`) are ignored; the policy does not let bots trigger runs (who.allow_bots)"
+            ),
+            Ignored::Edited => f.write_str(
+                "edited comments are ignored (who.allow_edited_comments); post a new comment",
+            ),
+        }
+    }
+}
+
+/// Why the policy refuses someone a request it takes: the one reason both
+/// the decision and the reply are made from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
     /// The policy lists logins and this one is not among them.
     NotListed {
         /// The login.
@@ -141,13 +207,6 @@ pub enum Refusal {
 impl std::fmt::Display for Refusal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Refusal::Bot { login } => write!(
-                f,
-                "`{login}` is a bot account; the policy does not let bots trigger runs (who.allow_bots)"
-            ),
-            Refusal::Edited => f.write_str(
-                "edited comments do not trigger runs (who.allow_edited_comments); post a new comment",
-            ),
             Refusal::NotListed { login, field } => {
                 write!(f, "`{login}` is not in the policy's list ({field})")
             }
@@ -164,96 +223,107 @@ impl std::fmt::Display for Refusal {
     }
 }
 
-/// `permission` against a policy's minimum: no access (`None`) is never enough.
-fn meets(permission: Permission, min: Permission) -> bool {
-    permission != Permission::None && permission >= min
+/// The policy's answer to a request before the asker's permission is known.
+#[derive(Debug)]
+#[must_use]
+pub enum Authorization<'p> {
+    /// Not taken at all (see [`Ignored`]); no permission needs looking up.
+    Ignore(Ignored),
+    /// Taken; whether it may go on depends on the asker's permission on the
+    /// repository, which the caller looks up and hands to
+    /// [`PermissionCheck::decide`].
+    NeedsPermission(PermissionCheck<'p>),
 }
 
-fn listed(list: &[String], login: &str) -> bool {
-    list.is_empty() || list.iter().any(|u| u.eq_ignore_ascii_case(login))
+/// The second step of [`Policy::authorize`]: who asks, and the section that
+/// governs what they ask for.
+#[derive(Debug)]
+pub struct PermissionCheck<'p> {
+    login: String,
+    gate: Gate<'p>,
 }
 
-impl Who {
-    /// Whether `login` (with `permission` on the repository) may trigger a
-    /// run; `Err` says why not (its `Display` is fit for a reply). Logins
-    /// compare case-insensitively, as on GitHub.
-    pub fn permits(
-        &self,
-        login: &str,
-        permission: Permission,
-        is_bot: bool,
-        edited: bool,
-    ) -> Result<(), Refusal> {
-        if is_bot && !self.allow_bots {
-            return Err(Refusal::Bot {
-                login: login.to_string(),
+/// A section's allowlist and minimum permission, with their keys for the
+/// reason.
+#[derive(Debug, Clone, Copy)]
+struct Gate<'p> {
+    logins: &'p [String],
+    logins_key: &'static str,
+    min: Permission,
+    min_key: &'static str,
+}
+
+impl Policy {
+    /// Who may do what, decided here and nowhere else.
+    ///
+    /// In two steps, so that what needs no lookup costs none. This call
+    /// decides what the trigger shows, for every act: an edited comment or
+    /// a bot account is [`Authorization::Ignore`]d unless `who` allows them.
+    /// The rest depends on the repository permission and is decided by
+    /// [`PermissionCheck::decide`] from the section that governs the act
+    /// (`who` for [`Act::Run`], `escalation` for [`Act::Approve`] and
+    /// [`Act::Deny`]): being listed when the section lists logins
+    /// (case-insensitive, as on GitHub) and at least its minimum permission
+    /// (no access is never enough).
+    pub fn authorize(&self, actor: &Actor, act: Act) -> Authorization<'_> {
+        if actor.edited && !self.who.allow_edited_comments {
+            return Authorization::Ignore(Ignored::Edited);
+        }
+        if actor.is_bot && !self.who.allow_bots {
+            return Authorization::Ignore(Ignored::Bot {
+                login: actor.login.clone(),
             });
         }
-        if edited && !self.allow_edited_comments {
-            return Err(Refusal::Edited);
-        }
-        if !listed(&self.users, login) {
+        let gate = match act {
+            Act::Run => Gate {
+                logins: &self.who.users,
+                logins_key: "who.users",
+                min: self.who.min_permission,
+                min_key: "who.min_permission",
+            },
+            Act::Approve | Act::Deny => Gate {
+                logins: &self.escalation.approvers,
+                logins_key: "escalation.approvers",
+                min: self.escalation.min_permission,
+                min_key: "escalation.min_permission",
+            },
+        };
+        Authorization::NeedsPermission(PermissionCheck {
+            login: actor.login.clone(),
+            gate,
+        })
+    }
+}
+
+impl PermissionCheck<'_> {
+    /// Who asks.
+    pub fn login(&self) -> &str {
+        &self.login
+    }
+
+    /// Whether the request may go on, given the asker's permission on the
+    /// repository; `Err` says why not (its `Display` is fit for a reply).
+    pub fn decide(self, has: Permission) -> Result<(), Refusal> {
+        let Gate {
+            logins,
+            logins_key,
+            min,
+            min_key,
+        } = self.gate;
+        if !logins.is_empty() && !logins.iter().any(|u| u.eq_ignore_ascii_case(&self.login)) {
             return Err(Refusal::NotListed {
-                login: login.to_string(),
-                field: "who.users",
+                login: self.login,
+                field: logins_key,
             });
         }
-        if !meets(permission, self.min_permission) {
+        if has == Permission::None || has < min {
             return Err(Refusal::BelowMinimum {
-                login: login.to_string(),
-                has: permission,
-                needs: self.min_permission,
-                field: "who.min_permission",
+                login: self.login,
+                has,
+                needs: min,
+                field: min_key,
             });
         }
         Ok(())
-    }
-}
-
-/// `escalation`: who may approve code that escalated.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct Escalation {
-    /// GitHub logins that may approve; empty means anyone with
-    /// `min_permission`.
-    approvers: Vec<String>,
-    /// The weakest repository permission an approver needs.
-    pub min_permission: Permission,
-}
-
-impl Default for Escalation {
-    fn default() -> Self {
-        Escalation {
-            approvers: Vec::new(),
-            min_permission: Permission::Maintain,
-        }
-    }
-}
-
-impl Escalation {
-    /// Whether `login` (with `permission` on the repository) may approve or
-    /// deny escalated code; `Err` says why not. Logins compare
-    /// case-insensitively.
-    pub(crate) fn permits(&self, login: &str, permission: Permission) -> Result<(), Refusal> {
-        if !listed(&self.approvers, login) {
-            return Err(Refusal::NotListed {
-                login: login.to_string(),
-                field: "escalation.approvers",
-            });
-        }
-        if !meets(permission, self.min_permission) {
-            return Err(Refusal::BelowMinimum {
-                login: login.to_string(),
-                has: permission,
-                needs: self.min_permission,
-                field: "escalation.min_permission",
-            });
-        }
-        Ok(())
-    }
-
-    /// [`Escalation::permits`] as a yes or no.
-    pub fn may_approve(&self, login: &str, permission: Permission) -> bool {
-        self.permits(login, permission).is_ok()
     }
 }

@@ -91,8 +91,9 @@ mod rules;
 mod sandbox;
 mod verdict;
 
-pub(crate) use authorize::Refusal;
-pub use authorize::{Permission, Who};
+pub use authorize::{
+    Act, Actor, Authorization, Ignored, Permission, PermissionCheck, Refusal, Who,
+};
 pub use check::check_code;
 pub use config::{DataLevel, Policy};
 pub(crate) use inputs::Inputs;

@@ -5,6 +5,7 @@
 //! One test crate per area (each links the library once); each file is a module.
 
 mod fuzz;
+mod policy_authorize;
 mod policy_check;
 mod policy_cli;
 mod policy_corpus;

@@ -332,50 +332,6 @@ fn flags_can_only_tighten_limits() {
 }
 
 #[test]
-fn who_and_escalation_decide_triggers_and_approvals() {
-    let p = Policy::from_yaml_str(
-        "who:\n  users: [Alice]\nescalation:\n  approvers: [bob]\n",
-        "x.yml",
-    )
-    .unwrap();
-    assert!(
-        p.who
-            .permits("alice", Permission::Write, false, false)
-            .is_ok()
-    );
-    assert!(
-        p.who
-            .permits("mallory", Permission::Admin, false, false)
-            .is_err()
-    );
-    let e = p
-        .who
-        .permits("alice", Permission::Read, false, false)
-        .unwrap_err();
-    assert!(e.to_string().contains("at least write"), "{e}");
-    assert!(
-        p.who
-            .permits("alice", Permission::Admin, true, false)
-            .is_err()
-    );
-    assert!(
-        p.who
-            .permits("alice", Permission::Admin, false, true)
-            .is_err()
-    );
-    assert!(p.escalation.may_approve("Bob", Permission::Maintain));
-    assert!(!p.escalation.may_approve("bob", Permission::Write));
-    assert!(!p.escalation.may_approve("alice", Permission::Admin));
-    let d = Policy::default();
-    assert!(
-        d.who
-            .permits("anyone", Permission::Write, false, false)
-            .is_ok()
-    );
-    assert!(d.escalation.may_approve("anyone", Permission::Admin));
-}
-
-#[test]
 fn permissions_order_and_parse_with_githubs_names() {
     assert!(Permission::Admin > Permission::Maintain);
     assert!(Permission::Maintain > Permission::Write);
