@@ -4,7 +4,8 @@
 use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize};
 
-use super::defaults::{DEFAULT_ALLOW_IMPORTS, DEFAULT_DENY_CALLS, DEFAULT_DENY_MODULES, strs};
+use super::defaults::{DEFAULT_ALLOW_IMPORTS, DEFAULT_DENY_CALLS, strs};
+use super::families::default_deny_modules;
 use super::rules::RuleId;
 use crate::units::ByteSize;
 
@@ -56,7 +57,7 @@ impl Default for CodePolicy {
             language: Language::Python,
             max_bytes: ByteSize::kib(64),
             allow_imports: strs(DEFAULT_ALLOW_IMPORTS),
-            deny_modules: strs(DEFAULT_DENY_MODULES),
+            deny_modules: default_deny_modules(),
             deny_calls: strs(DEFAULT_DENY_CALLS),
             escalate: Vec::new(),
             escalate_unknown_imports: false,

@@ -1,5 +1,7 @@
 //! The built-in default policy's lists (`policies/default.yml` holds the
-//! same, held equal by a test).
+//! same, held equal by a test). The default `code.deny_modules` is made from
+//! the families (`families::default_deny_modules`), where each module is
+//! declared once.
 
 pub(super) fn strs(v: &[&str]) -> Vec<String> {
     v.iter().map(|s| s.to_string()).collect()
@@ -55,68 +57,6 @@ pub(super) const DEFAULT_ALLOW_IMPORTS: &[&str] = &[
     "glob",
     "fnmatch",
     "sys",
-];
-
-/// The default list of always-denied modules.
-pub(super) const DEFAULT_DENY_MODULES: &[&str] = &[
-    "ctypes",
-    "_ctypes",
-    "cffi",
-    "socket",
-    "_socket",
-    "ssl",
-    "select",
-    "selectors",
-    "asyncio",
-    "urllib",
-    "urllib3",
-    "http",
-    "requests",
-    "httpx",
-    "aiohttp",
-    "ftplib",
-    "smtplib",
-    "telnetlib",
-    "poplib",
-    "imaplib",
-    "nntplib",
-    "xmlrpc",
-    "socketserver",
-    "webbrowser",
-    "subprocess",
-    "_posixsubprocess",
-    "pty",
-    "tty",
-    "termios",
-    "fcntl",
-    "resource",
-    "multiprocessing",
-    "_multiprocessing",
-    "concurrent.futures.process",
-    "signal",
-    "_signal",
-    "posix",
-    "nt",
-    "pickle",
-    "_pickle",
-    "marshal",
-    "shelve",
-    "dill",
-    "cloudpickle",
-    "joblib",
-    "importlib",
-    "imp",
-    "runpy",
-    "pkgutil",
-    "zipimport",
-    "code",
-    "codeop",
-    "pdb",
-    "bdb",
-    "builtins",
-    "gc",
-    "inspect",
-    "mmap",
 ];
 
 /// The default list of denied calls (beyond the built-in families, which

@@ -9,15 +9,16 @@ use ruff_python_ast::{
 };
 use ruff_text_size::{Ranged, TextRange, TextSize};
 
-use super::names::{dunders_in, is_dunder};
-use super::patterns::{Patterns, Source};
+use super::names::{
+    ATTRIBUTE_FUNCTIONS, DANGEROUS_ATTRIBUTES, SAFE_DUNDER_NAMES, SAFE_DUNDERS, dunders_in,
+    is_dunder,
+};
+use super::patterns::{Patterns, Source, allows};
 use super::resolve::Env;
 use super::{MAX_NESTING, RawFinding, raw};
 use crate::policy::config::Policy;
-use crate::policy::rules::{
-    ATTRIBUTE_FUNCTIONS, DANGEROUS_ATTRIBUTES, FAMILIES, RuleId, SAFE_DUNDER_NAMES, SAFE_DUNDERS,
-    allows,
-};
+use crate::policy::families::FAMILIES;
+use crate::policy::rules::RuleId;
 
 /// matplotlib settings that name executables.
 const RC_EXECUTABLE_KEYS: &[&str] = &["animation.ffmpeg_path", "animation.convert_path"];
@@ -71,12 +72,14 @@ impl Checker<'_, '_> {
         let p = p.to_string();
         let shown = q.strip_prefix("builtins.").unwrap_or(q);
         match src {
-            Source::Family(rule) => {
-                let what = family_description(rule);
+            Source::Family(family) => {
                 self.report(
-                    rule,
+                    family.rule,
                     offset,
-                    format!("`{shown}` is denied: {what} (matches built-in rule `{p}`)"),
+                    format!(
+                        "`{shown}` is denied: {} (matches built-in rule `{p}`)",
+                        family.why
+                    ),
                 );
             }
             Source::DenyModule => {
@@ -188,11 +191,17 @@ impl Checker<'_, '_> {
                 for a in &i.names {
                     let n = a.name.id.as_str();
                     if n == "*" {
+                        let below = format!("{m}.");
                         let risky = FAMILIES
                             .iter()
-                            .flat_map(|(_, ps)| ps.iter().copied())
-                            .chain(self.policy.code.deny_calls.iter().map(String::as_str))
-                            .any(|p| p.starts_with(&format!("{m}.")));
+                            .flat_map(|f| f.patterns())
+                            .any(|p| p.starts_with(&below))
+                            || self
+                                .policy
+                                .code
+                                .deny_calls
+                                .iter()
+                                .any(|p| p.starts_with(&below));
                         if risky {
                             self.report(
                                 RuleId::StarImport,
@@ -386,32 +395,6 @@ fn annotation_has_code(e: &Expr, depth: usize) -> bool {
             annotation_has_code(&u.operand, depth + 1)
         }
         _ => true,
-    }
-}
-
-fn family_description(rule: RuleId) -> &'static str {
-    match rule {
-        RuleId::Process => {
-            "starting processes or sending signals is not allowed; compute the result in Python"
-        }
-        RuleId::Network => "the sandbox has no network; pass data as inputs instead of fetching it",
-        RuleId::NativeCode => "loading native code bypasses every Python-level check",
-        RuleId::UnsafeDeserialization => {
-            "unpickling runs code chosen by whoever wrote the data; use CSV, JSON or numpy.save/np.load without pickle"
-        }
-        RuleId::InterpreterState => {
-            "changing or inspecting interpreter state (modules, frames, hooks) can undo the sandbox's checks"
-        }
-        RuleId::EvalExec => {
-            "running code built at run time hides it from the check; write the code directly"
-        }
-        RuleId::DynamicImport => {
-            "imports must be written as `import x` statements so the policy can check them"
-        }
-        RuleId::Reflection => {
-            "namespace and debugger access lets code reach anything; use variables directly"
-        }
-        _ => "denied",
     }
 }
 

@@ -108,7 +108,7 @@ fn finish(policy: &Policy, code: &str, mut raws: Vec<RawFinding>) -> Verdict {
             continue;
         }
         let (line, column) = index.position(code, r.offset);
-        let severity = if r.rule == RuleId::OpenWriteUnknownPath {
+        let severity = if r.rule.rule().severity == Severity::Info {
             Severity::Info
         } else if r.rule.escalatable() && policy.code.escalates(r.rule) {
             Severity::Escalate
