@@ -32,6 +32,8 @@ pub(super) struct Checker<'p, 'b> {
     pub(super) env: Env<'b>,
     /// What was found so far.
     pub(super) findings: Vec<RawFinding>,
+    /// The modules imported so far, in source order, each once.
+    pub(super) imports: Vec<String>,
     /// How deep the walk is.
     pub(super) depth: usize,
     /// Whether `too-complex` was reported.
@@ -117,6 +119,9 @@ impl Checker<'_, '_> {
     ) {
         if module == "__future__" {
             return;
+        }
+        if !self.imports.iter().any(|m| m == module) {
+            self.imports.push(module.to_string());
         }
         if self.check_qualified(module, offset) {
             return;

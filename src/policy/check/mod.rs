@@ -56,7 +56,14 @@ pub fn check_code(policy: &Policy, code: &str) -> Verdict {
                 policy.code.max_bytes
             ),
         );
-        return finish(policy, code, vec![f]);
+        return finish(
+            policy,
+            code,
+            Analysis {
+                findings: vec![f],
+                imports: Vec::new(),
+            },
+        );
     }
     let stack = 16 * 1024 * 1024 + code.len().saturating_mul(384);
     let result = std::thread::scope(|scope| {
@@ -69,18 +76,28 @@ pub fn check_code(policy: &Policy, code: &str) -> Verdict {
             Err(e) => Err(format!("cannot start the checker thread: {e}")),
         }
     });
-    let findings = match result {
-        Ok(f) => f,
+    let analysis = match result {
+        Ok(a) => a,
         Err(msg) => {
             tracing::error!("policy check failed: {msg}");
-            vec![raw(
-                RuleId::InternalError,
-                TextSize::new(0),
-                format!("{msg}; the code is denied. Please report this with the code attached"),
-            )]
+            Analysis {
+                findings: vec![raw(
+                    RuleId::InternalError,
+                    TextSize::new(0),
+                    format!("{msg}; the code is denied. Please report this with the code attached"),
+                )],
+                imports: Vec::new(),
+            }
         }
     };
-    finish(policy, code, findings)
+    finish(policy, code, analysis)
+}
+
+/// What the check found: the findings, and the modules the code imports as
+/// the checker resolved them.
+struct Analysis {
+    findings: Vec<RawFinding>,
+    imports: Vec<String>,
 }
 
 /// A finding before positions and severities are attached.
@@ -98,7 +115,11 @@ fn raw(rule: RuleId, offset: TextSize, message: String) -> RawFinding {
     }
 }
 
-fn finish(policy: &Policy, code: &str, mut raws: Vec<RawFinding>) -> Verdict {
+fn finish(policy: &Policy, code: &str, analysis: Analysis) -> Verdict {
+    let Analysis {
+        findings: mut raws,
+        imports,
+    } = analysis;
     raws.sort_by_key(|r| (r.offset, r.rule));
     let index = LineIndex::new(code);
     let mut seen = HashSet::new();
@@ -124,14 +145,19 @@ fn finish(policy: &Policy, code: &str, mut raws: Vec<RawFinding>) -> Verdict {
             snippet: index.snippet(code, line),
         });
     }
-    Verdict::from_findings(findings)
+    Verdict::from_findings(findings).with_imports(imports)
 }
 
 /// Source checks, name resolution, then the walk that reports findings.
-fn analyze(policy: &Policy, code: &str) -> Vec<RawFinding> {
+fn analyze(policy: &Policy, code: &str) -> Analysis {
     let parsed = match source::parse(code) {
         Ok(p) => p,
-        Err(finding) => return vec![finding],
+        Err(finding) => {
+            return Analysis {
+                findings: vec![finding],
+                imports: Vec::new(),
+            };
+        }
     };
     let module = parsed.syntax();
     let mut binder = Binder::default();
@@ -148,10 +174,59 @@ fn analyze(policy: &Policy, code: &str) -> Vec<RawFinding> {
             consts: &binder.consts,
         },
         findings: Vec::new(),
+        imports: Vec::new(),
         depth: 0,
         too_deep: false,
         callees: HashSet::new(),
     };
     checker.visit_body(&module.body);
-    checker.findings
+    Analysis {
+        findings: checker.findings,
+        imports: checker.imports,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_verdict_lists_the_imports_as_resolved() {
+        let code = "from __future__ import annotations\n\
+                    import pandas as pd, os.path\n\
+                    from matplotlib import pyplot as plt\n\
+                    import json\n\
+                    import numpy.linalg\n\
+                    mod = __import__('stat' + 'istics')\n\
+                    import socket\n\
+                    import pandas\n\
+                    from . import sibling\n";
+        let v = check_code(&Policy::default(), code);
+        assert_eq!(
+            v.imports(),
+            [
+                "pandas",
+                "os.path",
+                "matplotlib",
+                "json",
+                "numpy.linalg",
+                "statistics",
+                "socket"
+            ]
+        );
+        // Denied code still lists what it imports; code that does not parse lists nothing.
+        assert_eq!(v.decision, crate::policy::Decision::Deny);
+        assert!(
+            check_code(&Policy::default(), "import json\nx = (")
+                .imports()
+                .is_empty()
+        );
+        // Only the allowed submodule is checked when the package is not allowed.
+        let p = Policy::from_yaml_str("code:\n  allow_imports: [concurrent.futures]\n", "p.yml")
+            .unwrap();
+        assert_eq!(
+            check_code(&p, "from concurrent import futures\n").imports(),
+            ["concurrent.futures"]
+        );
+    }
 }
