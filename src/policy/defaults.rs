@@ -94,7 +94,8 @@ pub(super) const DEFAULT_DENY_CALLS: &[&str] = &[
     "pandas.read_clipboard",
 ];
 
-/// The default `inputs.allow`: data files anywhere in the workspace.
+/// The default `inputs.allow`: data files anywhere in the workspace (text
+/// formats, Parquet and Excel workbooks).
 pub(super) const DEFAULT_INPUT_GLOBS: &[&str] = &[
     "**/*.csv",
     "**/*.json",
@@ -102,4 +103,6 @@ pub(super) const DEFAULT_INPUT_GLOBS: &[&str] = &[
     "**/*.tsv",
     "**/*.txt",
     "**/*.log",
+    "**/*.parquet",
+    "**/*.xlsx",
 ];

@@ -201,6 +201,10 @@ fn defaults_are_safe() {
     assert!(p.code.escalate.is_empty() && !p.code.escalate_unknown_imports);
     assert!(p.inputs.is_allowed("data/sales.csv"));
     assert!(p.inputs.is_allowed("x.json"));
+    // the files data people keep (issue 17)
+    assert!(p.inputs.is_allowed("data/sales.parquet"));
+    assert!(p.inputs.is_allowed("reports/q3.xlsx"));
+    assert!(!p.inputs.is_allowed("data/sales.parquet.py"));
     assert!(!p.inputs.is_allowed("../secrets.csv"));
     assert!(!p.inputs.is_allowed("/etc/passwd.txt"));
     assert!(!p.inputs.is_allowed(".env"));
@@ -228,7 +232,21 @@ fn bundled_policies_load_with_their_intent() {
             .iter()
             .any(|m| m.starts_with("pandas"))
     );
+    // strict reads CSV and JSON only (its code may not import pandas)
+    assert!(!strict.inputs.is_allowed("data/x.parquet"));
     let esc = Policy::load(&root().join("policies/escalate.yml")).unwrap();
+    assert!(esc.inputs.is_allowed("data/x.parquet"));
+    // the policy `compute-bot init` writes admits the data files under data/
+    let example = Policy::load(&root().join("examples/compute-bot.yml")).unwrap();
+    for path in [
+        "data/sales.csv",
+        "data/2026/sales.parquet",
+        "data/book.xlsx",
+    ] {
+        assert!(example.inputs.is_allowed(path), "{path}");
+    }
+    assert!(!example.inputs.is_allowed("elsewhere/sales.parquet"));
+
     assert!(esc.code.escalates(RuleId::ImportNotAllowed));
     assert!(!esc.code.escalates(RuleId::Process));
     // escalate.yml leaves deny_modules at the default
