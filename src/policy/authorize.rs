@@ -1,10 +1,9 @@
-//! Who may do what: the policy's `who` and `escalation` sections and
-//! [`Policy::authorize`], the one place the decision is made. The front ends
-//! only say who asks ([`Actor`]) for what ([`Act`]) and word the answer.
+//! Who may do what: the policy's `who` and `escalation` sections and the one
+//! place the decision is made ([`Policy::authorize`](crate::policy::Policy::authorize)).
+//! The front ends only say who asks ([`Actor`]) for what ([`Act`]) and word
+//! the answer.
 
 use serde::{Deserialize, Serialize};
-
-use super::config::Policy;
 
 /// A user's permission on a repository (GitHub's levels), weakest first so
 /// `>=` compares. The one permission type: the policy's minimums and what
@@ -235,7 +234,7 @@ pub enum Authorization<'p> {
     NeedsPermission(PermissionCheck<'p>),
 }
 
-/// The second step of [`Policy::authorize`]: who asks, and the section that
+/// The second step of [`Policy::authorize`](crate::policy::Policy::authorize): who asks, and the section that
 /// governs what they ask for.
 #[derive(Debug)]
 pub struct PermissionCheck<'p> {
@@ -253,46 +252,41 @@ struct Gate<'p> {
     min_key: &'static str,
 }
 
-impl Policy {
-    /// Who may do what, decided here and nowhere else.
-    ///
-    /// In two steps, so that what needs no lookup costs none. This call
-    /// decides what the trigger shows, for every act: an edited comment or
-    /// a bot account is [`Authorization::Ignore`]d unless `who` allows them.
-    /// The rest depends on the repository permission and is decided by
-    /// [`PermissionCheck::decide`] from the section that governs the act
-    /// (`who` for [`Act::Run`], `escalation` for [`Act::Approve`] and
-    /// [`Act::Deny`]): being listed when the section lists logins
-    /// (case-insensitive, as on GitHub) and at least its minimum permission
-    /// (no access is never enough).
-    pub fn authorize(&self, actor: &Actor, act: Act) -> Authorization<'_> {
-        if actor.edited && !self.who.allow_edited_comments {
-            return Authorization::Ignore(Ignored::Edited);
-        }
-        if actor.is_bot && !self.who.allow_bots {
-            return Authorization::Ignore(Ignored::Bot {
-                login: actor.login.clone(),
-            });
-        }
-        let gate = match act {
-            Act::Run => Gate {
-                logins: &self.who.users,
-                logins_key: "who.users",
-                min: self.who.min_permission,
-                min_key: "who.min_permission",
-            },
-            Act::Approve | Act::Deny => Gate {
-                logins: &self.escalation.approvers,
-                logins_key: "escalation.approvers",
-                min: self.escalation.min_permission,
-                min_key: "escalation.min_permission",
-            },
-        };
-        Authorization::NeedsPermission(PermissionCheck {
-            login: actor.login.clone(),
-            gate,
-        })
+/// Who may do what, decided here and nowhere else: the body of
+/// [`Policy::authorize`](crate::policy::Policy::authorize) (which documents
+/// it), over the two sections that decide.
+pub(super) fn authorize<'p>(
+    who: &'p Who,
+    escalation: &'p Escalation,
+    actor: &Actor,
+    act: Act,
+) -> Authorization<'p> {
+    if actor.edited && !who.allow_edited_comments {
+        return Authorization::Ignore(Ignored::Edited);
     }
+    if actor.is_bot && !who.allow_bots {
+        return Authorization::Ignore(Ignored::Bot {
+            login: actor.login.clone(),
+        });
+    }
+    let gate = match act {
+        Act::Run => Gate {
+            logins: &who.users,
+            logins_key: "who.users",
+            min: who.min_permission,
+            min_key: "who.min_permission",
+        },
+        Act::Approve | Act::Deny => Gate {
+            logins: &escalation.approvers,
+            logins_key: "escalation.approvers",
+            min: escalation.min_permission,
+            min_key: "escalation.min_permission",
+        },
+    };
+    Authorization::NeedsPermission(PermissionCheck {
+        login: actor.login.clone(),
+        gate,
+    })
 }
 
 impl PermissionCheck<'_> {

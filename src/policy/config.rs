@@ -1,22 +1,27 @@
-//! The policy: one value holding every section, with safe defaults, and the
+//! The policy: one value holding every section, with safe defaults; the
 //! small sections that belong to no other file (`attempts`, `model`,
-//! `version`).
+//! `version`); what crosses sections (the limits and rules the sandbox is
+//! given, who may do what).
 //!
 //! Each section lives beside what it decides: `who`/`escalation` in
 //! `authorize`, `sandbox` in `sandbox`, `inputs` in `inputs`, `code` in
 //! `code`, `output` in `output`; the default lists in `defaults`; reading the
 //! file (and its errors) in `reader`.
 
+use std::fmt;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize};
 
-use super::authorize::{Escalation, Who};
+use super::authorize::{self, Act, Actor, Authorization, Escalation, Who};
 use super::code::CodePolicy;
 use super::inputs::Inputs;
 use super::output::Output;
 use super::sandbox::SandboxPolicy;
+use crate::sandbox::{Limits, RuntimeRules};
+use crate::units::ByteSize;
 
 /// The most generate/repair attempts a policy may allow.
 const MAX_ATTEMPTS: u8 = 10;
@@ -166,5 +171,112 @@ impl Default for Policy {
             model: ModelPolicy::default(),
             origin: None,
         }
+    }
+}
+
+/// What the sandbox is given: limits (from the `sandbox` and `inputs`
+/// sections), the image and the runner's rules (from `code`).
+impl Policy {
+    /// The resource limits the sandbox enforces: the `sandbox` section's,
+    /// with /data sized by `inputs.max_total_bytes`.
+    pub fn limits(&self) -> Limits {
+        Limits {
+            data_max_bytes: self.inputs.max_total_bytes,
+            ..self.sandbox.limits.clone()
+        }
+    }
+
+    /// Sets the sandbox limits (e.g. after [`Policy::tightened_limits`]).
+    pub(crate) fn set_limits(&mut self, l: &Limits) {
+        self.inputs.max_total_bytes = l.data_max_bytes;
+        self.sandbox.limits = l.clone();
+    }
+
+    /// The policy's limits tightened by `requested` (e.g. from command-line
+    /// flags): every field is the stricter of the two, so flags can only
+    /// tighten. The second value lists each requested loosening that was
+    /// ignored, as `field: requested X, policy allows Y`.
+    pub fn tightened_limits(&self, requested: &Limits) -> (Limits, Vec<String>) {
+        let p = self.limits();
+        let mut notes = Vec::new();
+        macro_rules! pick {
+            ($f:ident, $show:expr) => {{
+                if requested.$f > p.$f {
+                    notes.push(format!(
+                        "{}: requested {}, policy allows {}",
+                        stringify!($f),
+                        $show(&requested.$f),
+                        $show(&p.$f)
+                    ));
+                    p.$f
+                } else {
+                    requested.$f
+                }
+            }};
+        }
+        let dur = |d: &Duration| crate::units::format_duration(*d);
+        let size = |b: &ByteSize| b.to_string();
+        let num = |n: &dyn fmt::Display| n.to_string();
+        let out = Limits {
+            timeout: pick!(timeout, dur),
+            memory: pick!(memory, size),
+            cpus: pick!(cpus, |c: &f64| num(c)),
+            pids: pick!(pids, |c: &i64| num(c)),
+            stdout_cap: pick!(stdout_cap, size),
+            stderr_cap: pick!(stderr_cap, size),
+            tmpfs: pick!(tmpfs, size),
+            artifacts_max_files: pick!(artifacts_max_files, |c: &u32| num(c)),
+            artifacts_max_bytes: pick!(artifacts_max_bytes, size),
+            data_max_bytes: pick!(data_max_bytes, size),
+            nofile: pick!(nofile, |c: &u64| num(c)),
+            fsize: pick!(fsize, size),
+        };
+        (out, notes)
+    }
+
+    /// The sandbox image reference.
+    pub fn image(&self) -> &str {
+        &self.sandbox.image
+    }
+
+    /// Rules for the in-sandbox runner's audit hooks: the top-level names of
+    /// `code.deny_modules`, files restricted to the inputs, `/tmp`, `/out`
+    /// and the Python installation, and subprocess / network refused. The
+    /// runner applies them to what the code itself starts (the nearest
+    /// calling frame is the code), so pandas may still load `subprocess`
+    /// internally; a module some library already loaded raises no import
+    /// event, which is why the static check comes first.
+    pub fn runtime_rules(&self) -> RuntimeRules {
+        let mut deny: Vec<String> = Vec::new();
+        for m in &self.code.deny_modules {
+            let top = m.split('.').next().unwrap_or(m).to_string();
+            if !deny.contains(&top) {
+                deny.push(top);
+            }
+        }
+        RuntimeRules {
+            deny_imports: deny,
+            restrict_files: true,
+            deny_subprocess: true,
+            deny_network: true,
+        }
+    }
+}
+
+impl Policy {
+    /// Who may do what: the policy's one decision (its body is in
+    /// `authorize.rs`, and nowhere else).
+    ///
+    /// In two steps, so that what needs no lookup costs none. This call
+    /// decides what the trigger shows, for every act: an edited comment or
+    /// a bot account is [`Authorization::Ignore`]d unless `who` allows them.
+    /// The rest depends on the repository permission and is decided by
+    /// [`PermissionCheck::decide`](super::PermissionCheck::decide) from the section that governs the act
+    /// (`who` for [`Act::Run`], `escalation` for [`Act::Approve`] and
+    /// [`Act::Deny`]): being listed when the section lists logins
+    /// (case-insensitive, as on GitHub) and at least its minimum permission
+    /// (no access is never enough).
+    pub fn authorize(&self, actor: &Actor, act: Act) -> Authorization<'_> {
+        authorize::authorize(&self.who, &self.escalation, actor, act)
     }
 }

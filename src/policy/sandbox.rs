@@ -1,6 +1,5 @@
 //! The `sandbox` section: image, network, runtime, preload and the resource
-//! [`Limits`] with the ranges a policy may set; the limits and runtime rules
-//! the sandbox is given.
+//! [`Limits`] with the ranges a policy may set.
 
 use std::fmt;
 use std::time::Duration;
@@ -8,8 +7,7 @@ use std::time::Duration;
 use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize};
 
-use super::config::Policy;
-use crate::sandbox::{DEFAULT_IMAGE, DEFAULT_PRELOAD, Limits, Runtime, RuntimeRules};
+use crate::sandbox::{DEFAULT_IMAGE, DEFAULT_PRELOAD, Limits, Runtime};
 use crate::units::{ByteSize, human_duration};
 
 /// The network mode of the sandbox. Only `none` exists.
@@ -51,8 +49,8 @@ pub struct SandboxPolicy {
     /// The limits, with these ranges checked on reading: `timeout` 100ms..=10m,
     /// `memory` 16MiB..=16GiB, `cpus` above 0 and at most 64, `pids` 1..=4096.
     /// `data_max_bytes` is not a key of this section: /data holds the inputs,
-    /// so [`Policy::limits`] takes its size from `inputs.max_total_bytes`.
-    limits: Limits,
+    /// so [`Policy::limits`](crate::policy::Policy::limits) takes its size from `inputs.max_total_bytes`.
+    pub(super) limits: Limits,
     /// Network mode; only `none` is accepted.
     network: Network,
     /// OCI runtime: `runc` (default, with compute-bot's seccomp allowlist)
@@ -266,92 +264,5 @@ impl<'de> Deserialize<'de> for Preload {
             }
         }
         Ok(Preload(v))
-    }
-}
-
-impl Policy {
-    /// The resource limits the sandbox enforces: the `sandbox` section's,
-    /// with /data sized by `inputs.max_total_bytes`.
-    pub fn limits(&self) -> Limits {
-        Limits {
-            data_max_bytes: self.inputs.max_total_bytes,
-            ..self.sandbox.limits.clone()
-        }
-    }
-
-    /// Sets the sandbox limits (e.g. after [`Policy::tightened_limits`]).
-    pub(crate) fn set_limits(&mut self, l: &Limits) {
-        self.inputs.max_total_bytes = l.data_max_bytes;
-        self.sandbox.limits = l.clone();
-    }
-
-    /// The policy's limits tightened by `requested` (e.g. from command-line
-    /// flags): every field is the stricter of the two, so flags can only
-    /// tighten. The second value lists each requested loosening that was
-    /// ignored, as `field: requested X, policy allows Y`.
-    pub fn tightened_limits(&self, requested: &Limits) -> (Limits, Vec<String>) {
-        let p = self.limits();
-        let mut notes = Vec::new();
-        macro_rules! pick {
-            ($f:ident, $show:expr) => {{
-                if requested.$f > p.$f {
-                    notes.push(format!(
-                        "{}: requested {}, policy allows {}",
-                        stringify!($f),
-                        $show(&requested.$f),
-                        $show(&p.$f)
-                    ));
-                    p.$f
-                } else {
-                    requested.$f
-                }
-            }};
-        }
-        let dur = |d: &Duration| crate::units::format_duration(*d);
-        let size = |b: &ByteSize| b.to_string();
-        let num = |n: &dyn fmt::Display| n.to_string();
-        let out = Limits {
-            timeout: pick!(timeout, dur),
-            memory: pick!(memory, size),
-            cpus: pick!(cpus, |c: &f64| num(c)),
-            pids: pick!(pids, |c: &i64| num(c)),
-            stdout_cap: pick!(stdout_cap, size),
-            stderr_cap: pick!(stderr_cap, size),
-            tmpfs: pick!(tmpfs, size),
-            artifacts_max_files: pick!(artifacts_max_files, |c: &u32| num(c)),
-            artifacts_max_bytes: pick!(artifacts_max_bytes, size),
-            data_max_bytes: pick!(data_max_bytes, size),
-            nofile: pick!(nofile, |c: &u64| num(c)),
-            fsize: pick!(fsize, size),
-        };
-        (out, notes)
-    }
-
-    /// The sandbox image reference.
-    pub fn image(&self) -> &str {
-        &self.sandbox.image
-    }
-
-    /// Rules for the in-sandbox runner's audit hooks: the top-level names of
-    /// `code.deny_modules`, files restricted to the inputs, `/tmp`, `/out`
-    /// and the Python installation, and subprocess / network refused. The
-    /// runner applies them to what the code itself starts (the nearest
-    /// calling frame is the code), so pandas may still load `subprocess`
-    /// internally; a module some library already loaded raises no import
-    /// event, which is why the static check comes first.
-    pub fn runtime_rules(&self) -> RuntimeRules {
-        let mut deny: Vec<String> = Vec::new();
-        for m in &self.code.deny_modules {
-            let top = m.split('.').next().unwrap_or(m).to_string();
-            if !deny.contains(&top) {
-                deny.push(top);
-            }
-        }
-        RuntimeRules {
-            deny_imports: deny,
-            restrict_files: true,
-            deny_subprocess: true,
-            deny_network: true,
-        }
     }
 }
