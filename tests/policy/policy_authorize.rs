@@ -3,6 +3,22 @@
 
 use compute_bot::policy::{Act, Actor, Authorization, Permission, Policy};
 
+fn actor(login: &str, is_bot: bool, edited: bool) -> Actor {
+    Actor {
+        login: login.into(),
+        is_bot,
+        edited,
+    }
+}
+
+/// The reason the policy ignores `actor` asking for `act`, if it does.
+fn ignored(p: &Policy, actor: &Actor, act: Act) -> Option<String> {
+    match p.authorize(actor, act) {
+        Authorization::Ignore(why) => Some(why.to_string()),
+        Authorization::NeedsPermission(_) => None,
+    }
+}
+
 /// Both steps of the decision; `Err` is the reason, ignored or refused.
 fn decide(
     p: &Policy,
@@ -12,12 +28,7 @@ fn decide(
     edited: bool,
     act: Act,
 ) -> Result<(), String> {
-    let actor = Actor {
-        login: login.into(),
-        is_bot,
-        edited,
-    };
-    match p.authorize(&actor, act) {
+    match p.authorize(&actor(login, is_bot, edited), act) {
         Authorization::Ignore(why) => Err(why.to_string()),
         Authorization::NeedsPermission(check) => {
             assert_eq!(check.login(), login);
@@ -59,24 +70,14 @@ fn who_and_escalation_decide_triggers_and_approvals() {
 fn bots_and_edited_comments_are_ignored_before_the_permission_is_needed() {
     let p = Policy::default();
     for act in [Act::Run, Act::Approve, Act::Deny] {
-        let bot = Actor {
-            login: "dependabot[bot]".into(),
-            is_bot: true,
-            edited: false,
-        };
+        let bot = ignored(&p, &actor("dependabot[bot]", true, false), act);
+        assert!(matches!(bot, Some(why) if why.contains("bots")), "{act:?}");
+        let edit = ignored(&p, &actor("alice", false, true), act);
         assert!(
-            matches!(p.authorize(&bot, act), Authorization::Ignore(why) if why.to_string().contains("bots")),
+            matches!(edit, Some(why) if why.contains("edited")),
             "{act:?}"
         );
-        let edit = Actor {
-            login: "alice".into(),
-            is_bot: false,
-            edited: true,
-        };
-        assert!(
-            matches!(p.authorize(&edit, act), Authorization::Ignore(why) if why.to_string().contains("edited")),
-            "{act:?}"
-        );
+        assert_eq!(ignored(&p, &actor("alice", false, false), act), None);
     }
     // A policy that allows both still asks for the permission.
     let lenient = Policy::from_yaml_str(
@@ -84,11 +85,7 @@ fn bots_and_edited_comments_are_ignored_before_the_permission_is_needed() {
         "x.yml",
     )
     .unwrap();
-    let bot_edit = Actor {
-        login: "dependabot[bot]".into(),
-        is_bot: true,
-        edited: true,
-    };
+    let bot_edit = actor("dependabot[bot]", true, true);
     let Authorization::NeedsPermission(check) = lenient.authorize(&bot_edit, Act::Run) else {
         panic!("a lenient policy ignored the bot");
     };

@@ -440,10 +440,32 @@ impl Binder {
 
 impl<'a> Visitor<'a> for Binder {
     fn visit_stmt(&mut self, stmt: &'a Stmt) {
+        self.nested(|b| b.bind_stmt(stmt));
+    }
+
+    fn visit_expr(&mut self, expr: &'a Expr) {
+        self.nested(|b| b.bind_expr(expr));
+    }
+
+    fn visit_pattern(&mut self, pattern: &'a Pattern) {
+        self.nested(|b| visitor::walk_pattern(b, pattern));
+    }
+}
+
+impl Binder {
+    /// Runs `f` one level deeper, unless the code nests deeper than the
+    /// checker follows.
+    fn nested(&mut self, f: impl FnOnce(&mut Self)) {
         if self.depth > MAX_NESTING {
             return;
         }
         self.depth += 1;
+        f(self);
+        self.depth -= 1;
+    }
+
+    /// What one statement binds, then its children.
+    fn bind_stmt(&mut self, stmt: &Stmt) {
         match stmt {
             Stmt::Import(i) => {
                 for a in &i.names {
@@ -496,14 +518,11 @@ impl<'a> Visitor<'a> for Binder {
             _ => {}
         }
         visitor::walk_stmt(self, stmt);
-        self.depth -= 1;
     }
 
-    fn visit_expr(&mut self, expr: &'a Expr) {
-        if self.depth > MAX_NESTING {
-            return;
-        }
-        self.depth += 1;
+    /// What one expression binds (walrus, lambda defaults, comprehension
+    /// targets), then its children.
+    fn bind_expr(&mut self, expr: &Expr) {
         match expr {
             Expr::Named(n) => self.bind_value(&n.target, &n.value),
             Expr::Lambda(l) => {
@@ -522,15 +541,5 @@ impl<'a> Visitor<'a> for Binder {
             _ => {}
         }
         visitor::walk_expr(self, expr);
-        self.depth -= 1;
-    }
-
-    fn visit_pattern(&mut self, pattern: &'a Pattern) {
-        if self.depth > MAX_NESTING {
-            return;
-        }
-        self.depth += 1;
-        visitor::walk_pattern(self, pattern);
-        self.depth -= 1;
     }
 }
