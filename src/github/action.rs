@@ -7,11 +7,12 @@
 //!    (exit 0, a notice, nothing posted).
 //! 2. Load the policy (`policy` input, else `.github/compute-bot.yml` or
 //!    `.github/compute-policy.yml` when present, else the built-in default).
-//! 3. Authorize: bots and edited comments are ignored unless the policy
-//!    allows them; the commenter's permission (raw collaborator-permission
-//!    endpoint) is compared with the policy's `who` (or `escalation` for
-//!    `approve` / `deny`). Refused users get a short reply and a 👎; nothing
-//!    is generated or run.
+//! 3. Authorize with [`Policy::authorize`], the policy's one decision: bots
+//!    and edited comments are ignored (before any API call) unless the policy
+//!    allows them; then the commenter's permission (raw
+//!    collaborator-permission endpoint) is compared with the policy's `who`
+//!    (or `escalation` for `approve` / `deny`). Refused users get a short
+//!    reply and a 👎; nothing is generated or run.
 //! 4. 👀 on the comment; one tracking comment per workflow run (hidden run
 //!    marker, run link), edited through the stages and finally replaced by
 //!    the result; then 🚀 (ok, and only when the result is in the thread) or
@@ -53,13 +54,15 @@ use std::path::{Path, PathBuf};
 use crate::github::actions_io::{self, Outputs};
 use crate::github::approval::{approve, deny};
 use crate::github::client::{GitHub, Reaction};
-use crate::github::command::{self, Command};
+use crate::github::command::Command;
 use crate::github::event::{ActionEnv, Trigger};
-use crate::github::flow::{self, Decision, Screened};
+use crate::github::flow::{self, Screened};
 use crate::github::request::{Job, execute};
 use crate::github::texts;
 use crate::github::thread::{Ctx, Published, Stop, Thread, conclude, end_quietly, log_annotation};
-use crate::policy::{Permission, Policy, PolicyError, Refusal};
+use crate::policy::{
+    Act, Authorization, Permission, PermissionCheck, Policy, PolicyError, Refusal,
+};
 use crate::sandbox::Session;
 use crate::status::{Exit, Status};
 
@@ -147,21 +150,23 @@ async fn run(vars: &BTreeMap<String, String>, session: &Session) -> Exit {
     };
     let prefix = env.inputs.command.clone();
     // Cheap exits first: a broken policy must not turn every comment red.
-    match &trigger {
-        Trigger::Ignored { reason } => return ignore(&env, reason),
-        Trigger::Comment { body, .. } if command::parse(body, &prefix).is_none() => {
-            return ignore(&env, &format!("the comment does not start with `{prefix}`"));
-        }
-        _ => {}
-    }
+    let command = match flow::screen(&trigger, &prefix) {
+        Screened::Ignore(reason) => return ignore(&env, &reason),
+        Screened::Workflow => None,
+        Screened::Comment { command, author } => Some((command, author)),
+    };
     let policy = match load_policy(&env) {
         Ok(p) => p,
         Err(e) => return policy_error(&env, &e),
     };
-    let screened = flow::screen(&trigger, &prefix, &policy.who);
-    if let Screened::Ignore(reason) = &screened {
-        return ignore(&env, reason);
-    }
+    // What the event shows (a bot, an edit) is decided before any API call.
+    let command = match command {
+        None => None,
+        Some((command, author)) => match policy.authorize(&author, act(&command)) {
+            Authorization::Ignore(why) => return ignore(&env, &why.to_string()),
+            Authorization::NeedsPermission(check) => Some((command, check)),
+        },
+    };
     let token = match env.token() {
         Ok(t) => t.clone(),
         Err(e) => return config_error(&env, &e.to_string()),
@@ -186,17 +191,17 @@ async fn run(vars: &BTreeMap<String, String>, session: &Session) -> Exit {
         prefix: &prefix,
         session,
     };
-    match (trigger, screened) {
+    match (trigger, command) {
         (
             Trigger::Comment {
                 issue_number,
                 comment_id,
                 ..
             },
-            Screened::Comment { command, author },
+            Some((command, check)),
         ) => {
             let mut thread = Thread::new(&gh, Some(issue_number), Some(comment_id));
-            let end = on_comment(&ctx, &mut thread, issue_number, command, &author).await;
+            let end = on_comment(&ctx, &mut thread, issue_number, command, check).await;
             conclude(&ctx, thread, end).await
         }
         (
@@ -300,73 +305,60 @@ fn load_policy(env: &ActionEnv) -> Result<Policy, PolicyError> {
 
 // ------------------------------------------------------------ comments
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Run,
-    Approve,
-    Deny,
+/// What a command asks for, in the policy's terms: whoever may run code may
+/// replay a result.
+fn act(command: &Command) -> Act {
+    match command {
+        Command::Run { .. } | Command::Replay => Act::Run,
+        Command::Approve { .. } => Act::Approve,
+        Command::Deny => Act::Deny,
+    }
 }
 
-/// Whether `user`, who has `has` on the repository, may do `kind`. The
-/// decision and its reason are the policy's own ([`policy::Who::permits`]
-/// for a run, [`policy::Escalation::permits`] for `approve` / `deny`): at
-/// least the minimum permission and, when the policy lists logins, being
-/// listed; the reply is written from that reason. (Bots and edited comments
-/// were screened before.)
-fn authorize(user: &str, has: Permission, policy: &Policy, prefix: &str, kind: Kind) -> Decision {
-    let verdict = match kind {
-        Kind::Run => policy.who.permits(user, has, false, false),
-        Kind::Approve | Kind::Deny => policy.escalation.permits(user, has),
-    };
-    let Err(why) = verdict else {
-        return Decision::Proceed;
-    };
-    Decision::Refuse(match (kind, why) {
-        (Kind::Run, Refusal::NotListed { .. }) => texts::refused_not_listed(user, prefix),
-        (Kind::Run, Refusal::BelowMinimum { needs, .. }) => {
-            texts::refused_permission(user, has, needs, prefix)
+/// The reply to a refused request, written from the policy's reason.
+fn refusal_reply(act: Act, why: &Refusal, prefix: &str) -> String {
+    match (act, why) {
+        (Act::Run, Refusal::NotListed { login, .. }) => texts::refused_not_listed(login, prefix),
+        (
+            Act::Run,
+            Refusal::BelowMinimum {
+                login, has, needs, ..
+            },
+        ) => texts::refused_permission(login, *has, *needs, prefix),
+        (Act::Approve, Refusal::NotListed { login, .. }) => {
+            texts::refused_not_approver(login, "approve", prefix)
         }
-        (Kind::Approve, Refusal::NotListed { .. }) => {
-            texts::refused_not_approver(user, "approve", prefix)
+        (Act::Approve, Refusal::BelowMinimum { login, needs, .. }) => {
+            texts::refused_approval(login, *needs, prefix)
         }
-        (Kind::Approve, Refusal::BelowMinimum { needs, .. }) => {
-            texts::refused_approval(user, needs, prefix)
+        (Act::Deny, Refusal::NotListed { login, .. }) => {
+            texts::refused_not_approver(login, "deny", prefix)
         }
-        (Kind::Deny, Refusal::NotListed { .. }) => {
-            texts::refused_not_approver(user, "deny", prefix)
+        (Act::Deny, Refusal::BelowMinimum { login, needs, .. }) => {
+            texts::refused_deny(login, *needs, prefix)
         }
-        (Kind::Deny, Refusal::BelowMinimum { needs, .. }) => {
-            texts::refused_deny(user, needs, prefix)
-        }
-        (_, why @ (Refusal::Bot { .. } | Refusal::Edited)) => {
-            texts::refused_by_policy(user, &why.to_string(), prefix)
-        }
-    })
+    }
 }
 
-/// The handler of a comment that passed the screening: who asked is
-/// checked, then the command runs.
+/// The handler of a comment the policy takes: the asker's permission is
+/// looked up and the policy's check finished, then the command runs.
 async fn on_comment(
     ctx: &Ctx<'_>,
     thread: &mut Thread<'_>,
     issue: u64,
     command: Command,
-    author: &str,
+    check: PermissionCheck<'_>,
 ) -> Result<Published, Stop> {
-    let kind = match &command {
-        Command::Run { .. } => Kind::Run,
-        Command::Approve { .. } => Kind::Approve,
-        Command::Deny => Kind::Deny,
-        // Whoever may run code may replay a result.
-        Command::Replay => Kind::Run,
-    };
+    let author = check.login().to_string();
+    let author = author.as_str();
     let has = match ctx.gh.permission(author).await {
         Ok(p) => p,
         // GitHub answers 404 for users who are not collaborators of a private repository.
         Err(e) if e.status() == Some(404) => Permission::None,
         Err(e) => return Err(Stop::github("could not check who asked", &e)),
     };
-    if let Decision::Refuse(text) = authorize(author, has, ctx.policy, ctx.prefix, kind) {
+    if let Err(why) = check.decide(has) {
+        let text = refusal_reply(act(&command), &why, ctx.prefix);
         log_annotation(
             "notice",
             &format!("compute-bot refused the request: {text}"),
@@ -423,9 +415,31 @@ async fn on_comment(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::policy::Actor;
 
     fn policy(yaml: &str) -> Policy {
         Policy::from_yaml_str(yaml, "test.yml").unwrap()
+    }
+
+    /// The policy's decision for `user` with `has`, and the reply to a refusal.
+    fn authorize(
+        user: &str,
+        has: Permission,
+        policy: &Policy,
+        prefix: &str,
+        act: Act,
+    ) -> Result<(), String> {
+        let actor = Actor {
+            login: user.into(),
+            is_bot: false,
+            edited: false,
+        };
+        match policy.authorize(&actor, act) {
+            Authorization::Ignore(why) => panic!("ignored: {why}"),
+            Authorization::NeedsPermission(check) => check
+                .decide(has)
+                .map_err(|why| refusal_reply(act, &why, prefix)),
+        }
     }
 
     #[test]
@@ -433,39 +447,32 @@ mod tests {
         let p = policy(
             "version: 1\nwho:\n  users: [Alice]\n  min_permission: write\nescalation:\n  approvers: [maint]\n",
         );
-        let run = |u: &str, has| authorize(u, has, &p, "/compute", Kind::Run);
-        assert_eq!(run("alice", Permission::Write), Decision::Proceed);
+        let run = |u: &str, has| authorize(u, has, &p, "/compute", Act::Run);
+        assert_eq!(run("alice", Permission::Write), Ok(()));
         assert!(
-            matches!(run("alice", Permission::Read), Decision::Refuse(t) if t.contains("**write**") && t.contains("**read**"))
+            matches!(run("alice", Permission::Read), Err(t) if t.contains("**write**") && t.contains("**read**"))
         );
-        assert!(
-            matches!(run("bob", Permission::Admin), Decision::Refuse(t) if t.contains("lists"))
-        );
-        assert!(
-            matches!(run("alice", Permission::None), Decision::Refuse(t) if t.contains("**none**"))
-        );
+        assert!(matches!(run("bob", Permission::Admin), Err(t) if t.contains("lists")));
+        assert!(matches!(run("alice", Permission::None), Err(t) if t.contains("**none**")));
         let esc = |u: &str, has, k| authorize(u, has, &p, "/compute", k);
-        assert_eq!(
-            esc("MAINT", Permission::Maintain, Kind::Approve),
-            Decision::Proceed
+        assert_eq!(esc("MAINT", Permission::Maintain, Act::Approve), Ok(()));
+        assert!(
+            matches!(esc("maint", Permission::Write, Act::Approve), Err(t) if t.contains("approve") && t.contains("maintain"))
         );
         assert!(
-            matches!(esc("maint", Permission::Write, Kind::Approve), Decision::Refuse(t) if t.contains("approve") && t.contains("maintain"))
+            matches!(esc("admin", Permission::Admin, Act::Approve), Err(t) if t.contains("approvers"))
         );
         assert!(
-            matches!(esc("admin", Permission::Admin, Kind::Approve), Decision::Refuse(t) if t.contains("approvers"))
-        );
-        assert!(
-            matches!(esc("maint", Permission::Write, Kind::Deny), Decision::Refuse(t) if t.contains("deny") && t.contains("maintain"))
+            matches!(esc("maint", Permission::Write, Act::Deny), Err(t) if t.contains("deny") && t.contains("maintain"))
         );
         let open = policy("version: 1\n");
         assert_eq!(
-            authorize("x", Permission::Admin, &open, "/c", Kind::Deny),
-            Decision::Proceed
+            authorize("x", Permission::Admin, &open, "/c", Act::Deny),
+            Ok(())
         );
         assert_eq!(
-            authorize("x", Permission::Write, &open, "/c", Kind::Run),
-            Decision::Proceed
+            authorize("x", Permission::Write, &open, "/c", Act::Run),
+            Ok(())
         );
     }
 }

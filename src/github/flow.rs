@@ -1,34 +1,23 @@
-//! Pure decisions (who may run what), taking plain data so they can be tested
-//! without GitHub: the policy's own [`Who`] decides.
+//! Screening a trigger before any API call: is it a command at all?
 //!
-//! Order for a comment: [`screen`] first (no API call: is it a command, is the
-//! author a bot, is it an edit?); then the orchestration fetches the author's
-//! permission and decides with the policy's own rules (`policy::Who::permits`,
-//! `policy::Escalation::permits`, and their `Refusal` for the reply) — one
-//! source of truth for who may do what.
+//! Only the shape of the request is looked at here: a comment that does not
+//! start with the command is ignored, a workflow run goes on. Who may do what
+//! is the policy's alone ([`crate::policy::Policy::authorize`]): this module
+//! only says who asks ([`Actor`]) with what the event shows of them.
 
 use crate::github::command::{self, Command};
 use crate::github::event::Trigger;
-use crate::policy::Who;
-
-/// What to do with a request.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Decision {
-    /// Go on.
-    Proceed,
-    /// Reply with this text (ready to post) and a 👎; run nothing.
-    Refuse(String),
-}
+use crate::policy::Actor;
 
 /// The outcome of [`screen`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Screened {
-    /// A comment command that needs the author's permission checked.
+    /// A comment command, for the policy to authorize.
     Comment {
         /// The parsed command.
         command: Command,
-        /// Who wrote it.
-        author: String,
+        /// Who wrote it, as the event shows them.
+        author: Actor,
     },
     /// A dispatch or schedule run: whoever can start the workflow may run it.
     Workflow,
@@ -36,9 +25,10 @@ pub enum Screened {
     Ignore(String),
 }
 
-/// Looks at a trigger before any API call: comments without the command,
-/// edited comments (unless allowed) and bots (unless allowed) are ignored.
-pub fn screen(trigger: &Trigger, prefix: &str, who: &Who) -> Screened {
+/// Looks at a trigger before any API call and before the policy is read:
+/// events the bot does not act on and comments without the command are
+/// ignored.
+pub fn screen(trigger: &Trigger, prefix: &str) -> Screened {
     match trigger {
         Trigger::Ignored { reason } => Screened::Ignore(reason.clone()),
         Trigger::Dispatch { .. } | Trigger::Schedule { .. } => Screened::Workflow,
@@ -48,25 +38,17 @@ pub fn screen(trigger: &Trigger, prefix: &str, who: &Who) -> Screened {
             body,
             edited,
             ..
-        } => {
-            let Some(command) = command::parse(body, prefix) else {
-                return Screened::Ignore(format!("the comment does not start with `{prefix}`"));
-            };
-            if *edited && !who.allow_edited_comments {
-                return Screened::Ignore(
-                    "edited comments are ignored (the policy's `who` does not allow them)".into(),
-                );
-            }
-            if *author_is_bot && !who.allow_bots {
-                return Screened::Ignore(format!(
-                    "comments by bots ({author_login}) are ignored unless the policy allows bots"
-                ));
-            }
-            Screened::Comment {
+        } => match command::parse(body, prefix) {
+            None => Screened::Ignore(format!("the comment does not start with `{prefix}`")),
+            Some(command) => Screened::Comment {
                 command,
-                author: author_login.clone(),
-            }
-        }
+                author: Actor {
+                    login: author_login.clone(),
+                    is_bot: *author_is_bot,
+                    edited: *edited,
+                },
+            },
+        },
     }
 }
 
@@ -74,6 +56,7 @@ pub fn screen(trigger: &Trigger, prefix: &str, who: &Who) -> Screened {
 mod tests {
     use super::*;
     use crate::github::event::RepoRef;
+    use crate::policy::{Act, Authorization, Policy};
 
     fn comment(body: &str, login: &str, bot: bool, edited: bool) -> Trigger {
         Trigger::Comment {
@@ -91,34 +74,45 @@ mod tests {
         }
     }
 
+    /// Screening, then the policy: what the default policy ignores before
+    /// any API call.
+    fn ignored(trigger: &Trigger, policy: &Policy) -> Option<String> {
+        match screen(trigger, "/compute") {
+            Screened::Ignore(r) => Some(r),
+            Screened::Comment { author, .. } => match policy.authorize(&author, Act::Run) {
+                Authorization::Ignore(why) => Some(why.to_string()),
+                Authorization::NeedsPermission(_) => None,
+            },
+            Screened::Workflow => None,
+        }
+    }
+
     #[test]
-    fn screen_ignores_non_commands_edits_and_bots() {
-        let who = Who::default();
+    fn screen_ignores_non_commands_and_the_policy_edits_and_bots() {
+        let strict = Policy::default();
+        assert!(ignored(&comment("hello", "a", false, false), &strict).is_some());
         assert!(matches!(
-            screen(&comment("hello", "a", false, false), "/compute", &who),
-            Screened::Ignore(_)
+            ignored(&comment("/compute x", "a", false, true), &strict),
+            Some(r) if r.contains("edited")
         ));
         assert!(matches!(
-            screen(&comment("/compute x", "a", false, true), "/compute", &who),
-            Screened::Ignore(r) if r.contains("edited")
+            ignored(&comment("/compute x", "dependabot[bot]", true, false), &strict),
+            Some(r) if r.contains("bots")
         ));
+        let mut lenient = Policy::default();
+        lenient.who.allow_bots = true;
+        lenient.who.allow_edited_comments = true;
         assert!(matches!(
-            screen(&comment("/compute x", "dependabot[bot]", true, false), "/compute", &who),
-            Screened::Ignore(r) if r.contains("bots")
+            screen(&comment("/compute x", "dependabot[bot]", true, true), "/compute"),
+            Screened::Comment { ref author, .. } if author.is_bot && author.edited
         ));
-        let lenient = Who {
-            allow_bots: true,
-            allow_edited_comments: true,
-            ..Who::default()
-        };
-        assert!(matches!(
-            screen(
+        assert_eq!(
+            ignored(
                 &comment("/compute x", "dependabot[bot]", true, true),
-                "/compute",
                 &lenient
             ),
-            Screened::Comment { .. }
-        ));
+            None
+        );
         assert_eq!(
             screen(
                 &Trigger::Schedule {
@@ -128,7 +122,6 @@ mod tests {
                     issue: None
                 },
                 "/compute",
-                &who
             ),
             Screened::Workflow
         );

@@ -290,11 +290,6 @@ pub(crate) fn refused_permission(
     )
 }
 
-/// Refused for another of the policy's reasons (`reason`, fit for a reply).
-pub(crate) fn refused_by_policy(user: &str, reason: &str, command: &str) -> String {
-    format!("🚫 @{user}, `{command}`: {reason}. Nothing was generated or run.\n")
-}
-
 /// Refused: the policy lists users and the commenter is not one of them.
 pub(crate) fn refused_not_listed(user: &str, command: &str) -> String {
     format!(

@@ -50,6 +50,10 @@ pub struct Verdict {
     pub decision: Decision,
     /// Every finding, in source order.
     pub findings: Vec<Finding>,
+    /// The modules the code imports, as the checker resolved them. Not part
+    /// of reports (not serialized): a verdict read back has none.
+    #[serde(skip)]
+    imports: Vec<String>,
 }
 
 impl Verdict {
@@ -61,6 +65,26 @@ impl Verdict {
             Some(Severity::Escalate) => Decision::Escalate,
             _ => Decision::Allow,
         };
-        Verdict { decision, findings }
+        Verdict {
+            decision,
+            findings,
+            imports: Vec::new(),
+        }
+    }
+
+    /// The same verdict, knowing the modules the code imports.
+    pub(crate) fn with_imports(self, imports: Vec<String>) -> Self {
+        Verdict { imports, ..self }
+    }
+
+    /// The modules the code imports, as the checker resolved them, in
+    /// source order, each once: `import a.b` gives `a.b`; `from a.b import
+    /// c` gives `a.b` (or `a.b.c` where only that submodule is allowed, as
+    /// it is checked); `__import__('m')` / `importlib.import_module('m')`
+    /// with a constant name gives `m`. Denied modules are listed too;
+    /// relative imports and `__future__` are not. Empty when the code did
+    /// not parse.
+    pub fn imports(&self) -> &[String] {
+        &self.imports
     }
 }

@@ -105,8 +105,8 @@ fn every_rule_id_has_a_stable_string() {
             id.chars().all(|c| c.is_ascii_lowercase() || c == '-'),
             "{id}"
         );
-        // and the module docs list it
-        let docs = include_str!("../../src/policy/mod.rs");
+        // and the docs list it
+        let docs = include_str!("../../README.md");
         assert!(
             docs.contains(&format!("| `{id}` |")),
             "{id} missing from the rule table"
@@ -161,4 +161,15 @@ fn reading_literal_paths_outside_the_data_directories_is_denied_with_positions()
     assert!(reads[0].message.contains("/data/"), "{}", reads[0].message);
     assert!(reads[0].message.contains("input"), "{}", reads[0].message);
     assert_eq!(reads[0].severity, Severity::Deny);
+}
+
+#[test]
+fn the_imports_are_known_to_the_verdict_but_not_written_to_reports() {
+    let v = check_code(&Policy::default(), "import pandas as pd\nimport json\n");
+    assert_eq!(v.imports(), ["pandas", "json"]);
+    let json = serde_json::to_value(&v).unwrap();
+    assert!(json.get("imports").is_none(), "{json}");
+    let back: compute_bot::policy::Verdict = serde_json::from_value(json).unwrap();
+    assert!(back.imports().is_empty());
+    assert_eq!(back.decision, v.decision);
 }
