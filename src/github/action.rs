@@ -60,7 +60,7 @@ use crate::github::request::{Job, execute};
 use crate::github::texts;
 use crate::github::thread::{Ctx, Published, Stop, Thread, conclude, end_quietly, log_annotation};
 use crate::policy::{Permission, Policy, PolicyError, Refusal};
-use crate::sandbox::Session;
+use crate::sandbox::{RUNTIME_VARIABLE, Runtime, Session};
 use crate::status::{Exit, Status};
 
 /// Policy files looked for (in this order) when the `policy` input is empty.
@@ -158,6 +158,14 @@ async fn run(vars: &BTreeMap<String, String>, session: &Session) -> Exit {
         Ok(p) => p,
         Err(e) => return policy_error(&env, &e),
     };
+    let runtime = match Runtime::resolve(
+        None,
+        policy.sandbox.runtime,
+        vars.get(RUNTIME_VARIABLE).map(String::as_str),
+    ) {
+        Ok(r) => r,
+        Err(e) => return config_error(&env, &e),
+    };
     let screened = flow::screen(&trigger, &prefix, &policy.who);
     if let Screened::Ignore(reason) = &screened {
         return ignore(&env, reason);
@@ -184,6 +192,7 @@ async fn run(vars: &BTreeMap<String, String>, session: &Session) -> Exit {
         policy: &policy,
         gh: &gh,
         prefix: &prefix,
+        runtime,
         session,
     };
     match (trigger, screened) {

@@ -5,7 +5,7 @@
 //! the model, not only how the run ended. A missing Docker engine fails
 //! these tests; nothing skips.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -17,8 +17,8 @@ use compute_bot::model::{ModelClient, ModelError, TokenUsage};
 use compute_bot::policy::{Decision, Policy};
 use compute_bot::report::{Report, ReportStatus};
 use compute_bot::sandbox::{
-    Audit, Executor, ImageInfo, InputFile, Job, Limits, Outcome, PreparedRun, Resources, RunStatus,
-    Sandbox, SandboxConfig, SandboxError, sha256_hex,
+    Audit, EngineFacts, Executor, ImageInfo, InputFile, Job, Limits, Outcome, PreparedRun,
+    Resources, RunStatus, Sandbox, SandboxConfig, SandboxError, sha256_hex,
 };
 use compute_bot::units::format_duration;
 use futures_util::future::BoxFuture;
@@ -123,6 +123,7 @@ async fn run_on(
         policy,
         sandbox: executor,
         model,
+        runtime: compute_bot::sandbox::Runtime::default(),
         progress: &progress,
     };
     let start = Instant::now();
@@ -1232,17 +1233,24 @@ impl InMemory {
 }
 
 impl Executor for InMemory {
-    fn image_labels<'a>(
-        &'a self,
-        _image: &'a str,
-    ) -> BoxFuture<'a, Result<BTreeMap<String, String>, SandboxError>> {
-        Box::pin(async { Ok(BTreeMap::new()) })
+    fn engine(&self) -> BoxFuture<'_, Result<EngineFacts, SandboxError>> {
+        Box::pin(async {
+            Ok(EngineFacts {
+                kind: "in memory".into(),
+                version: Some("in memory".into()),
+                ..EngineFacts::default()
+            })
+        })
     }
 
-    fn start_prepare(
+    fn image<'a>(&'a self, _image: &'a str) -> BoxFuture<'a, Result<ImageInfo, SandboxError>> {
+        Box::pin(async { Ok(ImageInfo::default()) })
+    }
+
+    fn prepare(
         &self,
         _cfg: SandboxConfig,
-    ) -> tokio::task::JoinHandle<Result<Box<dyn PreparedRun>, SandboxError>> {
+    ) -> BoxFuture<'static, Result<Box<dyn PreparedRun>, SandboxError>> {
         self.prepared.fetch_add(1, Ordering::SeqCst);
         let run = InMemoryRun {
             script: self.script.clone(),
@@ -1250,7 +1258,15 @@ impl Executor for InMemory {
             discarded: self.discarded.clone(),
             limits: self.limits.clone(),
         };
-        tokio::spawn(async move { Ok(Box::new(run) as Box<dyn PreparedRun>) })
+        Box::pin(async move { Ok(Box::new(run) as Box<dyn PreparedRun>) })
+    }
+
+    fn sweep_leftovers(&self) -> BoxFuture<'_, Result<usize, SandboxError>> {
+        Box::pin(async { Ok(0) })
+    }
+
+    fn close(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
     }
 
     fn run<'a>(
@@ -1259,10 +1275,6 @@ impl Executor for InMemory {
         _job: &'a Job,
     ) -> BoxFuture<'a, Result<Outcome, SandboxError>> {
         panic!("no policy in these tests repeats, checks or verifies")
-    }
-
-    fn engine_version(&self) -> BoxFuture<'_, Option<String>> {
-        Box::pin(async { Some("in memory".to_string()) })
     }
 }
 

@@ -38,6 +38,7 @@ async fn answer(policy: &Policy, model: Option<&ModelClient>, req: Request) -> R
         policy,
         sandbox: &sandbox,
         model,
+        runtime: compute_bot::sandbox::Runtime::default(),
         progress: &|_| {},
     }
     .answer(req)
