@@ -85,6 +85,7 @@ async fn once(
         policy,
         sandbox,
         model: Some(model),
+        runtime: compute_bot::sandbox::Runtime::default(),
         progress: &progress,
     };
     let req = Request {

@@ -18,7 +18,8 @@ use crate::policy::{Decision, Policy, check_code};
 use crate::prompt::{self, PromptContext, RepairNote};
 use crate::report::{Attempt, InputSummary, Report, ReportStatus};
 use crate::sandbox::{
-    Executor, InputFile, Job, Outcome, PreparedRun, SandboxConfig, SandboxError, sha256_hex,
+    Executor, InputFile, Job, Outcome, PreparedRun, Runtime, SandboxConfig, SandboxError,
+    sha256_hex,
 };
 use crate::validate::{ValidateError, Validator};
 
@@ -123,6 +124,9 @@ pub struct Agent<'a> {
     pub sandbox: &'a dyn Executor,
     /// The model, when one is configured.
     pub model: Option<&'a ModelClient>,
+    /// The OCI runtime of every run, resolved once by the front end
+    /// ([`crate::sandbox::Runtime::resolve`]: flag, policy, machine default).
+    pub runtime: Runtime,
     /// Called when a stage starts.
     pub progress: &'a (dyn Fn(Stage) + Send + Sync),
 }
@@ -191,7 +195,7 @@ impl Agent<'_> {
         SandboxConfig {
             image: self.policy.image().to_string(),
             limits: self.policy.limits(),
-            runtime: self.policy.sandbox.runtime,
+            runtime: self.runtime,
             preload: self.policy.sandbox.preload.clone(),
             ..Default::default()
         }
@@ -267,9 +271,9 @@ impl Agent<'_> {
         let versions = match &fixed_code {
             None => self
                 .sandbox
-                .image_labels(self.policy.image())
+                .image(self.policy.image())
                 .await
-                .map(|labels| prompt::library_versions(&labels))
+                .map(|image| prompt::library_versions(&image.labels))
                 .unwrap_or_default(),
             Some(_) => BTreeMap::new(),
         };
@@ -645,7 +649,9 @@ impl Agent<'_> {
             ms(total.saturating_sub(clock.model + clock.sandbox)),
         );
         report.timings_ms = clock.timings;
-        report.attach_record(self.policy, self.sandbox).await;
+        report
+            .attach_record(self.policy, self.runtime, self.sandbox)
+            .await;
         match model_config_error {
             Some(error) => Err(AgentError::ModelConfiguration {
                 report: Box::new(Report {
@@ -697,6 +703,7 @@ mod tests {
     use futures_util::future::BoxFuture;
 
     use super::*;
+    use crate::sandbox::{EngineFacts, ImageInfo};
 
     fn escalate_policy() -> Policy {
         Policy::load(&std::path::PathBuf::from(concat!(
@@ -736,15 +743,27 @@ mod tests {
     }
 
     impl Executor for Counting {
-        fn image_labels<'a>(
-            &'a self,
-            _image: &'a str,
-        ) -> BoxFuture<'a, Result<BTreeMap<String, String>, SandboxError>> {
-            Box::pin(async { Ok(BTreeMap::new()) })
+        fn engine(&self) -> BoxFuture<'_, Result<EngineFacts, SandboxError>> {
+            Box::pin(async { Ok(EngineFacts::default()) })
         }
-        fn start_prepare(&self, _cfg: SandboxConfig) -> Pending {
+        fn image<'a>(&'a self, _image: &'a str) -> BoxFuture<'a, Result<ImageInfo, SandboxError>> {
+            Box::pin(async { Ok(ImageInfo::default()) })
+        }
+        fn prepare(
+            &self,
+            _cfg: SandboxConfig,
+        ) -> BoxFuture<'static, Result<Box<dyn PreparedRun>, SandboxError>> {
+            Box::pin(async { Ok(Box::new(Nothing) as Box<dyn PreparedRun>) })
+        }
+        fn sweep_leftovers(&self) -> BoxFuture<'_, Result<usize, SandboxError>> {
+            Box::pin(async { Ok(0) })
+        }
+        fn close(&self) -> BoxFuture<'_, ()> {
+            Box::pin(async {})
+        }
+        fn start_prepare(&self, cfg: SandboxConfig) -> Pending {
             self.prepared.fetch_add(1, Ordering::SeqCst);
-            tokio::spawn(async { Ok(Box::new(Nothing) as Box<dyn PreparedRun>) })
+            tokio::spawn(self.prepare(cfg))
         }
         fn run<'a>(
             &'a self,
@@ -753,9 +772,6 @@ mod tests {
         ) -> BoxFuture<'a, Result<Outcome, SandboxError>> {
             self.runs.fetch_add(1, Ordering::SeqCst);
             Box::pin(async { Err(refused()) })
-        }
-        fn engine_version(&self) -> BoxFuture<'_, Option<String>> {
-            Box::pin(async { None })
         }
     }
 
@@ -769,6 +785,7 @@ mod tests {
             policy: &policy,
             sandbox: &executor,
             model: None,
+            runtime: Runtime::default(),
             progress: &|_| {},
         };
         let escalating = "import hashlib\nprint('{}')\n";

@@ -6,7 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 /// Which modules each module may use. A module not listed may use nothing
-/// in the crate. `github::*` and `cli::*` entries apply to their files.
+/// in the crate. `github::*` and `cli::*` entries apply to their files
+/// (`cli` covers every `cli::*` file; the cycle test sees them one by one).
 const ALLOWED: &[(&str, &[&str])] = &[
     ("units", &[]),
     ("status", &[]),
@@ -22,6 +23,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
         &["markdown", "model", "policy", "sandbox", "units"],
     ),
     ("validate", &["model"]),
+    // Input admission: one rule for the CLI, the Action and replay.
+    ("admit", &["policy", "sandbox", "units"]),
     ("explain", &["model", "policy", "prompt", "units"]),
     // The run record is plain data over the policy and the sandbox's types.
     ("record", &["policy", "sandbox"]),
@@ -42,7 +45,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "replay",
         &[
-            "problems", "record", "render", "report", "sandbox", "validate", "verify",
+            "admit", "problems", "record", "render", "report", "sandbox", "validate", "verify",
         ],
     ),
     // Render knows no GitHub: the approval block comes in its context.
@@ -75,7 +78,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "policy",
         ],
     ),
-    ("github::inputs", &["policy", "sandbox"]),
+    ("github::inputs", &["admit", "policy"]),
     (
         "github::texts",
         &["github::client", "markdown", "policy", "report", "sandbox"],
@@ -170,7 +173,7 @@ fn module_of(rel: &Path) -> String {
     let s = s.trim_end_matches("::mod").to_string();
     let parts: Vec<&str> = s.split("::").collect();
     match parts.as_slice() {
-        ["github", sub, ..] => format!("github::{sub}"),
+        [front @ ("github" | "cli"), sub, ..] => format!("{front}::{sub}"),
         [top, ..] => top.to_string(),
         [] => s,
     }
@@ -180,8 +183,10 @@ fn module_of(rel: &Path) -> String {
 fn target_of(path: &str) -> String {
     let parts: Vec<&str> = path.split("::").collect();
     match parts.as_slice() {
-        ["github", sub, ..] if sub.chars().all(|c| c.is_ascii_lowercase() || c == '_') => {
-            format!("github::{sub}")
+        [front @ ("github" | "cli"), sub, ..]
+            if sub.chars().all(|c| c.is_ascii_lowercase() || c == '_') =>
+        {
+            format!("{front}::{sub}")
         }
         [top, ..] => top.to_string(),
         [] => String::new(),
@@ -201,10 +206,15 @@ fn code_lines(text: &str) -> Vec<&str> {
 
 /// Every `crate::` path on a line, `use crate::a::{b, c::d}` expanded.
 fn crate_paths(line: &str) -> Vec<String> {
+    paths_after(line, "crate::")
+}
+
+/// Every path after `prefix` (`crate::`, `super::`) on a line, braces expanded.
+fn paths_after(line: &str, prefix: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut rest = line;
-    while let Some(i) = rest.find("crate::") {
-        rest = &rest[i + 7..];
+    while let Some(i) = rest.find(prefix) {
+        rest = &rest[i + prefix.len()..];
         let end = rest
             .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
             .unwrap_or(rest.len());
@@ -226,10 +236,46 @@ fn crate_paths(line: &str) -> Vec<String> {
     out
 }
 
-fn edges() -> BTreeSet<(String, String, String)> {
+/// The sibling modules a front-end file (`cli/answer.rs`) names through
+/// `super::` (`super::run::read_code` → `cli::run`); items of the parent
+/// (`super::RunArgs`) are not an edge between siblings.
+fn sibling_targets(front: &str, line: &str, siblings: &BTreeSet<String>) -> Vec<String> {
+    paths_after(line, "super::")
+        .into_iter()
+        .filter_map(|p| {
+            let first = p.split("::").next()?.to_string();
+            siblings
+                .contains(&first)
+                .then(|| format!("{front}::{first}"))
+        })
+        .collect()
+}
+
+/// The names of the `.rs` files beside `file` (without `mod`).
+fn siblings_of(file: &Path) -> BTreeSet<String> {
+    let Some(dir) = file.parent() else {
+        return BTreeSet::new();
+    };
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let p = e.path();
+            if p.extension()? != "rs" {
+                return None;
+            }
+            Some(p.file_stem()?.to_string_lossy().into_owned())
+        })
+        .filter(|n| n != "mod")
+        .collect()
+}
+
+/// Every `.rs` file under src/ but the ones that are not the crate's code.
+fn source_files() -> Vec<std::path::PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
-    let mut dirs = vec![root.clone()];
+    let mut dirs = vec![root];
     while let Some(d) = dirs.pop() {
         for e in std::fs::read_dir(&d).unwrap().flatten() {
             let p = e.path();
@@ -243,14 +289,27 @@ fn edges() -> BTreeSet<(String, String, String)> {
             }
         }
     }
+    files
+}
+
+fn edges() -> BTreeSet<(String, String, String)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut out = BTreeSet::new();
-    for f in files {
+    for f in source_files() {
         let rel = f.strip_prefix(&root).unwrap();
         let from = module_of(rel);
+        let front = from
+            .split_once("::")
+            .map(|(front, _)| front.to_string())
+            .filter(|front| front == "cli" || front == "github");
+        let siblings = siblings_of(&f);
         let text = std::fs::read_to_string(&f).unwrap();
         for (n, line) in code_lines(&text).into_iter().enumerate() {
-            for p in crate_paths(line) {
-                let to = target_of(&p);
+            let mut targets: Vec<String> = crate_paths(line).iter().map(|p| target_of(p)).collect();
+            if let Some(front) = &front {
+                targets.extend(sibling_targets(front, line, &siblings));
+            }
+            for to in targets {
                 if to != from && !to.is_empty() {
                     out.insert((from.clone(), to, format!("src/{}:{}", rel.display(), n + 1)));
                 }
@@ -325,6 +384,32 @@ fn the_modules_form_no_cycle() {
     }
 }
 
+/// Only the Docker backend knows the engine's client: everything else goes
+/// through `sandbox::Executor` (ARCHITECTURE.md, "Sandbox backends").
+#[test]
+fn bollard_is_used_only_by_the_docker_backend() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let backend = root.join("sandbox").join("docker");
+    let mut bad = Vec::new();
+    for f in source_files() {
+        if f.starts_with(&backend) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&f).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            if !line.trim_start().starts_with("//") && line.contains("bollard") {
+                let rel = f.strip_prefix(&root).unwrap();
+                bad.push(format!("src/{}:{}: {}", rel.display(), n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "bollard outside src/sandbox/docker/ (go through sandbox::Executor):\n{}",
+        bad.join("\n")
+    );
+}
+
 #[test]
 fn the_checker_sees_braced_uses_and_rejects_a_wrong_edge() {
     assert_eq!(
@@ -335,6 +420,14 @@ fn the_checker_sees_braced_uses_and_rejects_a_wrong_edge() {
     assert_eq!(target_of("github::GitHub"), "github");
     assert_eq!(module_of(Path::new("github/mod.rs")), "github");
     assert_eq!(module_of(Path::new("policy/config.rs")), "policy");
+    assert_eq!(module_of(Path::new("cli/answer.rs")), "cli::answer");
+    assert_eq!(target_of("cli::run::read_code"), "cli::run");
+    let siblings: BTreeSet<String> = ["run".to_string(), "answer".to_string()].into();
+    assert_eq!(
+        sibling_targets("cli", "use super::run::{read_code, usage};", &siblings),
+        vec!["cli::run", "cli::run"]
+    );
+    assert!(sibling_targets("cli", "use super::{Format, RunArgs};", &siblings).is_empty());
     assert!(!allowed("render", "github::client"));
     assert!(!allowed("render", "github::texts"));
     assert!(!allowed("sandbox", "policy"));

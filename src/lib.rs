@@ -4,6 +4,7 @@
 //! The modules follow the flow: trigger → authorize → plan → generate →
 //! policy check → execute → validate → explain → report. See ARCHITECTURE.md.
 
+mod admit;
 pub mod agent;
 pub mod cli;
 pub mod explain;

@@ -60,6 +60,10 @@ pub struct Runtime {
     /// The Docker engine version and API version (`20.10.24 (API 1.41)`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub engine: Option<String>,
+    /// The OCI runtime the code ran under (`runc`, `runsc`); replay uses it.
+    /// `None` in records written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) container_runtime: Option<crate::sandbox::Runtime>,
     /// How the run ended (`ok`, `error`, ...).
     pub(crate) status: String,
     /// Exit code of the code's process.
@@ -164,7 +168,7 @@ pub(crate) fn code_env(extra: &BTreeMap<String, String>) -> BTreeMap<String, Str
 
 /// The engine's version, as `20.10.24 (API 1.41)`; `None` when it cannot be asked.
 pub(crate) async fn engine_version(sandbox: &dyn crate::sandbox::Executor) -> Option<String> {
-    sandbox.engine_version().await
+    sandbox.engine().await.ok()?.record_line()
 }
 
 impl RunRecord {
@@ -189,6 +193,7 @@ impl RunRecord {
             runtime: Runtime {
                 python: outcome.image.labels.get("org.compute-bot.python").cloned(),
                 engine: None,
+                container_runtime: None,
                 status: outcome.status.as_str().to_string(),
                 exit_code: outcome.exit_code,
                 duration_ms: outcome.duration_ms,

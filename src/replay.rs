@@ -7,16 +7,17 @@
 //! in a GitHub thread (src/github/replay.rs).
 
 use std::collections::BTreeMap;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::admit::{Allow, Workspace, admit_one};
 use crate::record::{RunRecord, result_sha256};
 use crate::report::Report;
 use crate::sandbox::{
-    BASE_ENV, InputFile, Job, Outcome, Sandbox, SandboxConfig, SandboxError, sha256_hex,
+    BASE_ENV, Executor, InputFile, Job, Outcome, Runtime, SandboxConfig, SandboxError, sha256_hex,
 };
 use crate::verify::differences;
 
@@ -143,17 +144,11 @@ pub fn code_mismatch(rec: &Recorded) -> Option<String> {
     })
 }
 
-/// A recorded path that may be looked up: relative, without `..`.
-fn safe_relative(p: &str) -> bool {
-    let p = Path::new(p);
-    !p.is_absolute()
-        && p.components()
-            .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
-}
-
 /// Finds each recorded input: a `--input` with the same file name, else the
-/// recorded path under `workspace` (only a relative path without `..`), else
-/// `workspace/<name>`; checks its size and sha256. Returns the files in
+/// recorded path under `workspace`, else `workspace/<name>`; admits the one
+/// found (inside the workspace after symlinks: [`crate::admit`]) and checks
+/// its size and sha256. `given` are absolute or relative to the current
+/// directory, recorded paths relative to `workspace`. Returns the files in
 /// recorded order, or every mismatch.
 pub(crate) fn resolve_inputs(
     record: &RunRecord,
@@ -161,6 +156,13 @@ pub(crate) fn resolve_inputs(
     workspace: &Path,
 ) -> Result<Vec<InputFile>, Vec<String>> {
     let mut problems = Vec::new();
+    let ws = match Workspace::named(workspace) {
+        Ok(ws) => Some(ws),
+        Err(e) => {
+            problems.push(e);
+            None
+        }
+    };
     let mut found = Vec::new();
     for g in given {
         let name = g.file_name().map(|n| n.to_string_lossy().into_owned());
@@ -174,38 +176,46 @@ pub(crate) fn resolve_inputs(
         }
     }
     for i in &record.inputs {
-        let mut tried: Vec<PathBuf> = given
+        // (shown in messages, as admitted: absolute or workspace-relative)
+        let mut tried: Vec<(PathBuf, String)> = given
             .iter()
             .filter(|g| g.file_name().is_some_and(|n| n.to_string_lossy() == i.name))
-            .cloned()
+            .map(|g| (g.clone(), absolute(g)))
             .collect();
         if tried.is_empty() {
-            if let Some(p) = i.path.as_deref().filter(|p| safe_relative(p)) {
-                tried.push(workspace.join(p));
+            if let Some(p) = i.path.as_deref() {
+                tried.push((workspace.join(p), p.to_string()));
             }
-            if safe_relative(&i.name) {
-                tried.push(workspace.join(&i.name));
-            }
+            tried.push((workspace.join(&i.name), i.name.clone()));
         }
-        match tried
+        let Some((shown, named)) = tried
             .iter()
-            .find_map(|p| std::fs::read(p).ok().map(|b| (p.clone(), b)))
-        {
-            Some((path, bytes)) => found.push((
-                path.display().to_string(),
+            .find(|(shown, _)| std::fs::symlink_metadata(shown).is_ok())
+        else {
+            problems.push(format!(
+                "input `{}` is missing: tried {}; pass the recorded file with --input PATH",
+                i.name,
+                tried
+                    .iter()
+                    .map(|(p, _)| format!("`{}`", p.display()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+            continue;
+        };
+        let Some(ws) = &ws else { continue };
+        match admit_one(ws, named, Allow::Anything) {
+            Ok((_, bytes)) => found.push((
+                shown.display().to_string(),
                 InputFile {
                     name: i.name.clone(),
                     bytes,
                 },
             )),
-            None => problems.push(format!(
-                "input `{}` is missing: tried {}; pass the recorded file with --input PATH",
+            Err(problem) => problems.push(format!(
+                "input `{}` (`{}`) {problem}",
                 i.name,
-                tried
-                    .iter()
-                    .map(|p| format!("`{}`", p.display()))
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                shown.display()
             )),
         }
     }
@@ -217,6 +227,14 @@ pub(crate) fn resolve_inputs(
             Err(problems)
         }
     }
+}
+
+/// `p` as an absolute path (relative to the current directory).
+fn absolute(p: &Path) -> String {
+    std::path::absolute(p)
+        .unwrap_or_else(|_| p.to_path_buf())
+        .display()
+        .to_string()
 }
 
 /// Compares found files (`(where it was found, file)`) with the recorded
@@ -269,12 +287,12 @@ fn names(record: &RunRecord) -> String {
 /// Checks that the image (the recorded reference, or `image` when given)
 /// has the recorded id. Returns the reference to run.
 async fn check_image(
-    sandbox: &Sandbox,
+    sandbox: &dyn Executor,
     record: &RunRecord,
     image: Option<&str>,
 ) -> Result<String, String> {
     let reference = image.unwrap_or(&record.image.reference).to_string();
-    match sandbox.image_info(&reference).await {
+    match sandbox.image(&reference).await {
         Ok(info) if info.id == record.image.id => Ok(reference),
         Ok(info) => Err(format!(
             "image `{reference}`: its id is {}, the record says {}; the image changed since the run \
@@ -322,6 +340,8 @@ pub(crate) struct ReplayVerdict {
     pub(crate) duration_ms: u64,
     /// Milliseconds the whole replay took (container start to removal).
     total_ms: u64,
+    /// The OCI runtime the replay ran under.
+    runtime: Runtime,
     /// The replay's sandbox outcome.
     outcome: Outcome,
 }
@@ -349,12 +369,38 @@ fn read_result(o: &Outcome) -> Option<Value> {
     v.validate_output(&o.stdout, file).value
 }
 
-/// Checks the preconditions, re-runs the recorded code and compares.
+/// The runtime a replay runs under: `flag` (`--runtime`), else the
+/// recorded one, else `fallback` (the front end's own resolution, for
+/// records written before the runtime was recorded).
+pub(crate) fn runtime_for(rec: &Recorded, flag: Option<Runtime>, fallback: Runtime) -> Runtime {
+    flag.or(rec.record.runtime.container_runtime)
+        .unwrap_or(fallback)
+}
+
+/// The note when a replay does not run under the recorded runtime.
+fn runtime_note(recorded: Option<Runtime>, used: Runtime) -> Option<String> {
+    match recorded {
+        Some(r) if r == used => None,
+        Some(r) => Some(format!(
+            "runtime: the run used {}, this replay ran under {}; a difference may come from the runtime",
+            r.as_str(),
+            used.as_str()
+        )),
+        None => Some(format!(
+            "runtime: the record does not say which runtime the run used (it predates that field); this replay ran under {}",
+            used.as_str()
+        )),
+    }
+}
+
+/// Checks the preconditions, re-runs the recorded code under `runtime`
+/// (see [`runtime_for`]) and compares.
 pub(crate) async fn replay(
-    sandbox: &Sandbox,
+    sandbox: &dyn Executor,
     rec: &Recorded,
     inputs: Vec<InputFile>,
     image: Option<&str>,
+    runtime: Runtime,
 ) -> Result<ReplayVerdict, ReplayError> {
     let record = &rec.record;
     let mut problems: Vec<String> = code_mismatch(rec).into_iter().collect();
@@ -388,10 +434,12 @@ pub(crate) async fn replay(
             env!("CARGO_PKG_VERSION")
         ));
     }
+    notes.extend(runtime_note(record.runtime.container_runtime, runtime));
     let cfg = SandboxConfig {
         image,
         limits: record.limits.clone(),
         env: extra_env,
+        runtime,
         ..Default::default()
     };
     let job = Job {
@@ -410,10 +458,16 @@ pub(crate) async fn replay(
             "engine: the run used Docker {engine}, this is {now}"
         ));
     }
-    Ok(judge(rec, outcome, notes, total_ms))
+    Ok(judge(rec, outcome, runtime, notes, total_ms))
 }
 
-fn judge(rec: &Recorded, outcome: Outcome, notes: Vec<String>, total_ms: u64) -> ReplayVerdict {
+fn judge(
+    rec: &Recorded,
+    outcome: Outcome,
+    runtime: Runtime,
+    notes: Vec<String>,
+    total_ms: u64,
+) -> ReplayVerdict {
     let record = &rec.record;
     let stdout_sha256 = sha256_hex(outcome.stdout.as_bytes());
     let result = read_result(&outcome);
@@ -462,6 +516,7 @@ fn judge(rec: &Recorded, outcome: Outcome, notes: Vec<String>, total_ms: u64) ->
         recorded_duration_ms: record.runtime.duration_ms,
         duration_ms: outcome.duration_ms,
         total_ms,
+        runtime,
         outcome,
     }
 }
@@ -499,6 +554,19 @@ impl ReplayVerdict {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_replay_under_another_runtime_says_so() {
+        use Runtime::{Runc, Runsc};
+        assert_eq!(runtime_note(Some(Runsc), Runsc), None);
+        let n = runtime_note(Some(Runsc), Runc).unwrap();
+        assert!(
+            n.contains("the run used runsc, this replay ran under runc"),
+            "{n}"
+        );
+        let n = runtime_note(None, Runc).unwrap();
+        assert!(n.contains("does not say which runtime"), "{n}");
+    }
 
     #[test]
     fn python_blocks_respects_longer_fences() {

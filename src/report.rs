@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::model::TokenUsage;
 use crate::policy::{Policy, Verdict};
 use crate::record::{RecordedInput, RunRecord};
-use crate::sandbox::{Executor, Outcome};
+use crate::sandbox::{Executor, Outcome, Runtime};
 
 /// How a request ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -167,11 +167,18 @@ impl Report {
         Some(r)
     }
 
-    /// Attaches the record of the report's final run, with the engine version
-    /// (one engine call). Called once at the end of the loop.
-    pub(crate) async fn attach_record(&mut self, policy: &Policy, sandbox: &dyn Executor) {
+    /// Attaches the record of the report's final run, with the container
+    /// runtime it ran under and the engine version (one engine call).
+    /// Called once at the end of the loop.
+    pub(crate) async fn attach_record(
+        &mut self,
+        policy: &Policy,
+        runtime: Runtime,
+        sandbox: &dyn Executor,
+    ) {
         let report = self;
         if let Some(mut r) = report.run_record(policy) {
+            r.runtime.container_runtime = Some(runtime);
             r.runtime.engine = crate::record::engine_version(sandbox).await;
             // Keep repeat/check/verification results gathered during the loop.
             if let Some(old) = report.record.take() {

@@ -6,11 +6,10 @@ use crate::agent::{Agent, AgentError, Request, Stage};
 use crate::model::{ModelClient, ModelConfig, ModelOverrides};
 use crate::policy::Policy;
 use crate::render::{self, RenderContext};
-use crate::sandbox::{InputFile, Session};
+use crate::sandbox::Session;
 use crate::status::Status;
 
-use super::run::{read_code, read_inputs, usage};
-use super::{Format, RunArgs};
+use super::{Format, RunArgs, admit_inputs, read_code, resolve_runtime, usage};
 
 /// Reads a JSON Schema from a JSON or YAML file.
 fn read_schema(path: &Path) -> Result<serde_json::Value, String> {
@@ -59,38 +58,7 @@ fn tighten(policy: &mut Policy, args: &RunArgs) -> Result<(), String> {
     {
         policy.output.repeat = r;
     }
-    if let Some(runtime) = args.runtime {
-        policy.sandbox.runtime = runtime;
-    }
     Ok(())
-}
-
-fn check_input_policy(policy: &Policy, args: &RunArgs) -> Result<Vec<InputFile>, String> {
-    for p in &args.inputs {
-        let shown = p.to_string_lossy();
-        let rel = if p.is_absolute() {
-            p.file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default()
-        } else {
-            shown.trim_start_matches("./").to_string()
-        };
-        if !policy.inputs.is_allowed(&rel) {
-            return Err(format!(
-                "input `{shown}` is not allowed by the policy's inputs.allow globs ({}); add a matching glob to the policy",
-                policy.inputs.allow.join(", ")
-            ));
-        }
-    }
-    let inputs = read_inputs(&args.inputs, policy.inputs.max_file_bytes.bytes())?;
-    let total: u64 = inputs.iter().map(|f| f.bytes.len() as u64).sum();
-    if total > policy.inputs.max_total_bytes.bytes() {
-        return Err(format!(
-            "the inputs total {total} bytes, over the policy's inputs.max_total_bytes ({})",
-            policy.inputs.max_total_bytes
-        ));
-    }
-    Ok(inputs)
 }
 
 fn progress_line(stage: Stage) -> String {
@@ -131,8 +99,12 @@ pub(crate) async fn answer_command(args: RunArgs, session: &Session) -> Status {
         },
         None => None,
     };
-    let inputs = match check_input_policy(&policy, &args) {
-        Ok(i) => i,
+    let admitted = match admit_inputs(&args.inputs, &policy.inputs) {
+        Ok(a) => a,
+        Err(e) => return usage(&e),
+    };
+    let runtime = match resolve_runtime(args.runtime, policy.sandbox.runtime) {
+        Ok(r) => r,
         Err(e) => return usage(&e),
     };
     let overrides = ModelOverrides {
@@ -163,12 +135,13 @@ pub(crate) async fn answer_command(args: RunArgs, session: &Session) -> Status {
         policy: &policy,
         sandbox,
         model: model.as_ref(),
+        runtime,
         progress: &progress,
     };
     let request = Request {
         goal: args.goal.clone(),
         code,
-        inputs,
+        inputs: admitted.iter().map(|a| a.file.clone()).collect(),
         schema,
         context: None,
         // The terminal has no approval step: escalated code stops (exit 3).
@@ -191,15 +164,9 @@ pub(crate) async fn answer_command(args: RunArgs, session: &Session) -> Status {
         }
         Err(e) => return usage(&e.to_string()),
     };
-    let paths: Vec<(String, String)> = args
-        .inputs
+    let paths: Vec<(String, String)> = admitted
         .iter()
-        .filter_map(|p| {
-            Some((
-                p.file_name()?.to_string_lossy().into_owned(),
-                p.display().to_string(),
-            ))
-        })
+        .map(|a| (a.file.name.clone(), a.path.clone()))
         .collect();
     report.set_input_paths(&paths);
     match args.format {

@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 
 use crate::model::{ChatRequest, Message, ModelClient, ModelConfig, ModelOverrides};
 use crate::policy::Policy;
-use crate::sandbox::{DataStack, Sandbox, docker_host};
+use crate::sandbox::{DataStack, EngineFacts, Executor, Runtime, docker_host};
 
 /// The lock the sandbox image should be built from (its sha256 is compared
 /// with the image's `org.compute-bot.lock-sha256` label).
@@ -78,39 +78,21 @@ async fn run_checks(args: &DoctorArgs) -> Vec<(&'static str, Check)> {
         .as_ref()
         .map(|p| p.image().to_string())
         .unwrap_or_else(|| crate::sandbox::DEFAULT_IMAGE.to_string());
-    match Sandbox::connect().await {
-        Ok(sandbox) => {
-            let docker = sandbox.docker();
-            let version = docker.version().await.ok();
-            let api = version
-                .as_ref()
-                .and_then(|v| v.api_version.clone())
-                .unwrap_or_else(|| "?".into());
-            let engine = version
-                .and_then(|v| v.version)
-                .unwrap_or_else(|| "?".into());
-            out.push((
-                "docker",
-                Check::Ok(format!("engine {engine}, API {api} at {}", docker_host())),
-            ));
-            out.push(("sandbox image", check_image(&sandbox, &image).await));
-            out.push(("runtime", check_runtime(docker).await));
-        }
-        Err(e) => {
-            out.push((
-                "docker",
-                Check::Fail(
-                    format!(
-                        "no engine answers at DOCKER_HOST={} ({})",
-                        docker_host(),
-                        e.to_string().lines().next().unwrap_or("")
-                    ),
-                    "start Docker (`sudo systemctl start docker`, `sudo dockerd &`, or Docker Desktop), or set DOCKER_HOST to a running engine, e.g. DOCKER_HOST=unix:///var/run/docker.sock".into(),
-                ),
-            ));
-            out.push(("sandbox image", Check::Skip("no Docker engine".into())));
-            out.push(("runtime", Check::Skip("no Docker engine".into())));
-        }
+    match crate::sandbox::connect().await {
+        Ok(executor) => match executor.engine().await {
+            Ok(facts) => {
+                out.push(("docker", check_engine(&facts)));
+                out.push((
+                    "sandbox image",
+                    check_image(executor.as_ref(), &image).await,
+                ));
+                let wanted =
+                    super::resolve_runtime(None, policy.as_ref().and_then(|p| p.sandbox.runtime));
+                out.push(("runtime", check_runtime(&facts, wanted)));
+            }
+            Err(e) => no_engine(&mut out, &e.to_string()),
+        },
+        Err(e) => no_engine(&mut out, &e.to_string()),
     }
     out.push(("model", check_model().await));
     out.push(("github token", check_token().await));
@@ -146,8 +128,40 @@ fn check_policy(path: Option<&Path>) -> (Check, Option<Policy>) {
     }
 }
 
-async fn check_image(sandbox: &Sandbox, image: &str) -> Check {
-    let info = match sandbox.image_info(image).await {
+/// The engine line: kind, version and API, and where it answers.
+fn check_engine(facts: &EngineFacts) -> Check {
+    let version = facts.version.as_deref().unwrap_or("?");
+    let api = facts.api_version.as_deref().unwrap_or("?");
+    let kind = if facts.kind == "Docker" {
+        String::new()
+    } else {
+        format!(" ({})", facts.kind)
+    };
+    Check::Ok(format!(
+        "engine {version}, API {api} at {}{kind}",
+        facts.address
+    ))
+}
+
+/// No engine answered: the engine line fails with the fix, and what needs it is skipped.
+fn no_engine(out: &mut Vec<(&'static str, Check)>, error: &str) {
+    out.push((
+        "docker",
+        Check::Fail(
+            format!(
+                "no engine answers at DOCKER_HOST={} ({})",
+                docker_host(),
+                error.lines().next().unwrap_or("")
+            ),
+            "start Docker (`sudo systemctl start docker`, `sudo dockerd &`, or Docker Desktop), or set DOCKER_HOST to a running engine, e.g. DOCKER_HOST=unix:///var/run/docker.sock".into(),
+        ),
+    ));
+    out.push(("sandbox image", Check::Skip("no Docker engine".into())));
+    out.push(("runtime", Check::Skip("no Docker engine".into())));
+}
+
+async fn check_image(executor: &dyn Executor, image: &str) -> Check {
+    let info = match executor.image(image).await {
         Ok(i) => i,
         Err(e) => {
             return Check::Fail(
@@ -182,22 +196,38 @@ async fn check_image(sandbox: &Sandbox, image: &str) -> Check {
     }
 }
 
-async fn check_runtime(docker: &bollard::Docker) -> Check {
-    match docker.info().await {
-        Ok(info) => {
-            let default = info.default_runtime.unwrap_or_else(|| "runc".into());
-            let mut names: Vec<String> = info.runtimes.unwrap_or_default().into_keys().collect();
-            names.sort();
-            Check::Ok(format!(
-                "{default} (default); available: {}",
-                names.join(", ")
-            ))
+/// The runtime runs would use (the policy's, else COMPUTE_BOT_RUNTIME, else
+/// runc) and whether the engine offers it.
+fn check_runtime(facts: &EngineFacts, wanted: Result<Runtime, String>) -> Check {
+    let runtime = match wanted {
+        Ok(r) => r.as_str(),
+        Err(e) => {
+            return Check::Fail(
+                e,
+                "set COMPUTE_BOT_RUNTIME to runc or runsc, or unset it".into(),
+            );
         }
-        Err(e) => Check::Fail(
-            format!("the engine did not describe itself ({e})"),
+    };
+    let Some(default) = &facts.default_runtime else {
+        return Check::Fail(
+            "the engine did not name its runtimes".into(),
             "check `docker info` on this machine".into(),
-        ),
+        );
+    };
+    let available = facts.runtimes.join(", ");
+    if !facts.runtimes.is_empty() && !facts.runtimes.iter().any(|r| r == runtime) {
+        return Check::Fail(
+            format!("runs use {runtime}, which the engine does not offer (available: {available})"),
+            if runtime == "runsc" {
+                "install and register gVisor: scripts/install-gvisor".into()
+            } else {
+                format!("register {runtime} with the engine, or name another runtime")
+            },
+        );
     }
+    Check::Ok(format!(
+        "runs use {runtime}; the engine's default is {default}; available: {available}"
+    ))
 }
 
 async fn check_model() -> Check {

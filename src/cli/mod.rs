@@ -10,11 +10,13 @@ mod init;
 mod replay;
 mod run;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::sandbox::Session;
+use crate::admit::{Admitted, Allow, Workspace, admit};
+use crate::policy::Inputs;
+use crate::sandbox::{RUNTIME_VARIABLE, Runtime, Session};
 use crate::status::{Exit, Front, Status, stop_signal};
 
 use run::run_command;
@@ -97,7 +99,8 @@ struct RunArgs {
     /// A JSON Schema (JSON or YAML file) the result must match.
     #[arg(long, value_name = "FILE")]
     schema: Option<PathBuf>,
-    /// An input file; it appears read-only as /data/<file name>. Repeatable.
+    /// An input file inside the current directory; it appears read-only as
+    /// /data/<file name>. Repeatable.
     #[arg(long = "input", value_name = "PATH")]
     inputs: Vec<PathBuf>,
     /// Sandbox image (tag or digest; default: the policy's, else compute-bot-sandbox:python).
@@ -128,7 +131,8 @@ struct RunArgs {
     /// result that changes (raises the policy's `output.repeat`).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=10))]
     repeat: Option<u8>,
-    /// OCI runtime: runc (with compute-bot's seccomp allowlist) or runsc (gVisor).
+    /// OCI runtime: runc (with compute-bot's seccomp allowlist) or runsc
+    /// (gVisor). Default: the policy's, else COMPUTE_BOT_RUNTIME, else runc.
     #[arg(long, value_enum)]
     runtime: Option<crate::sandbox::Runtime>,
     /// Write the files the code left in /out into this directory.
@@ -141,6 +145,51 @@ struct RunArgs {
 
 fn parse_duration_arg(s: &str) -> Result<std::time::Duration, String> {
     crate::units::parse_duration(s).map_err(|e| e.to_string())
+}
+
+/// Prints a usage / configuration error: [`Status::Error`] (exit 2).
+pub(crate) fn usage(msg: &str) -> Status {
+    eprintln!("error: {msg}");
+    Status::Error
+}
+
+/// Reads a Python file, naming it when it cannot be read.
+pub(crate) fn read_code(path: &Path) -> Result<String, String> {
+    std::fs::read_to_string(path).map_err(|e| {
+        format!(
+            "code file `{}` cannot be read: {e}; pass a UTF-8 Python file with --code",
+            path.display()
+        )
+    })
+}
+
+/// The `--input` files, admitted with the current directory as the
+/// workspace under `inputs` (the policy's section, or the built-in one):
+/// every refused file on its own line.
+pub(crate) fn admit_inputs(paths: &[PathBuf], inputs: &Inputs) -> Result<Vec<Admitted>, String> {
+    if paths.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ws = Workspace::current_dir()?;
+    let named: Vec<String> = paths
+        .iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    admit(&ws, &named, Allow::Policy(inputs)).map_err(|refused| {
+        let lines: Vec<String> = refused.iter().map(|r| format!("input {r}")).collect();
+        lines.join("\n")
+    })
+}
+
+/// The runtime of a command: the flag, else the policy's (or the record's),
+/// else `COMPUTE_BOT_RUNTIME`, else runc. The one place the command line
+/// reads that variable.
+pub(crate) fn resolve_runtime(
+    flag: Option<Runtime>,
+    configured: Option<Runtime>,
+) -> Result<Runtime, String> {
+    let machine = std::env::var(RUNTIME_VARIABLE).ok();
+    Runtime::resolve(flag, configured, machine.as_deref())
 }
 
 /// Parses the process arguments and runs the command; returns how it

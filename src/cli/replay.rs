@@ -9,10 +9,10 @@ use clap::Args;
 
 use crate::github::client::GitHub;
 use crate::github::event::{RepoRef, Secret};
-use crate::replay::{EXIT_MISMATCH, Recorded, ReplayError, replay, resolve_inputs};
-use crate::sandbox::Session;
+use crate::replay::{EXIT_MISMATCH, Recorded, ReplayError, replay, resolve_inputs, runtime_for};
+use crate::sandbox::{Runtime, Session};
 
-use super::Format;
+use super::{Format, resolve_runtime};
 
 /// Flags of `compute-bot replay`.
 #[derive(Debug, Args)]
@@ -39,6 +39,11 @@ pub(crate) struct ReplayArgs {
     /// still be the recorded id.
     #[arg(long)]
     image: Option<String>,
+    /// Run under this OCI runtime instead of the recorded one (the verdict
+    /// notes it). Default: the recorded runtime; for records without one,
+    /// COMPUTE_BOT_RUNTIME, else runc.
+    #[arg(long, value_enum)]
+    runtime: Option<Runtime>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
@@ -130,11 +135,17 @@ pub(crate) async fn replay_command(args: ReplayArgs, session: &Session) -> i32 {
         return fail(&format!("cannot replay:\n{}", problems.join("\n")));
     }
     let inputs = inputs.unwrap_or_default();
+    // Flag, else the record's; an old record falls back to the machine's default.
+    let fallback = match resolve_runtime(None, None) {
+        Ok(r) => r,
+        Err(e) => return fail(&e),
+    };
+    let runtime = runtime_for(&rec, args.runtime, fallback);
     let sandbox = match session.sandbox().await {
         Ok(s) => s,
         Err(e) => return fail(&e.to_string()),
     };
-    let verdict = replay(sandbox, &rec, inputs, args.image.as_deref()).await;
+    let verdict = replay(sandbox, &rec, inputs, args.image.as_deref(), runtime).await;
     match verdict {
         Ok(v) => {
             match args.format {

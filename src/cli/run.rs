@@ -1,56 +1,12 @@
 //! `compute-bot run`: the code, the inputs and the limits in; one outcome out.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use crate::sandbox::{InputFile, Job, Outcome, RunStatus, SandboxConfig, Session};
+use crate::policy::Policy;
+use crate::sandbox::{Job, Outcome, RunStatus, SandboxConfig, Session};
 
-use super::{Format, RunArgs};
+use super::{Format, RunArgs, admit_inputs, read_code, resolve_runtime, usage};
 use crate::status::Status;
-
-/// Largest single input file `run` accepts without a policy.
-const MAX_INPUT_BYTES: u64 = 16 << 20;
-
-/// Reads input files, naming the file and what to do when one is unusable.
-pub(crate) fn read_inputs(paths: &[PathBuf], max_file: u64) -> Result<Vec<InputFile>, String> {
-    let mut out = Vec::new();
-    for p in paths {
-        let meta = std::fs::metadata(p).map_err(|e| {
-            format!(
-                "input file `{}` cannot be read: {e}; check the path",
-                p.display()
-            )
-        })?;
-        if !meta.is_file() {
-            return Err(format!("input `{}` is not a regular file", p.display()));
-        }
-        if meta.len() > max_file {
-            return Err(format!(
-                "input file `{}` is {} bytes, over the {} byte limit per input; pass a smaller file",
-                p.display(),
-                meta.len(),
-                max_file
-            ));
-        }
-        let bytes = std::fs::read(p)
-            .map_err(|e| format!("input file `{}` cannot be read: {e}", p.display()))?;
-        let name = p
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .ok_or_else(|| format!("input `{}` has no file name", p.display()))?;
-        out.push(InputFile { name, bytes });
-    }
-    Ok(out)
-}
-
-/// Reads a Python file, naming it when it cannot be read.
-pub(crate) fn read_code(path: &Path) -> Result<String, String> {
-    std::fs::read_to_string(path).map_err(|e| {
-        format!(
-            "code file `{}` cannot be read: {e}; pass a UTF-8 Python file with --code",
-            path.display()
-        )
-    })
-}
 
 /// Writes the artifacts of an outcome into `dir`.
 fn write_artifacts(outcome: &Outcome, dir: &Path) -> std::io::Result<()> {
@@ -90,8 +46,20 @@ pub(crate) async fn run_command(args: RunArgs, session: &Session) -> Status {
         Ok(c) => c,
         Err(e) => return usage(&e),
     };
-    let inputs = match read_inputs(&args.inputs, MAX_INPUT_BYTES) {
-        Ok(i) => i,
+    // No --policy: the built-in data-analysis policy applies (as `--help` says):
+    // its inputs section, its static check first, then its runtime rules
+    // inside the sandbox.
+    let policy = Policy::default();
+    let inputs = match admit_inputs(&args.inputs, &policy.inputs) {
+        Ok(admitted) => admitted.into_iter().map(|a| a.file).collect(),
+        Err(e) => {
+            return usage(&format!(
+                "{e}\n(the built-in policy's `inputs` section applies; pass --policy FILE to use another)"
+            ));
+        }
+    };
+    let runtime = match resolve_runtime(args.runtime, policy.sandbox.runtime) {
+        Ok(r) => r,
         Err(e) => return usage(&e),
     };
     let mut cfg = SandboxConfig {
@@ -99,7 +67,7 @@ pub(crate) async fn run_command(args: RunArgs, session: &Session) -> Status {
             .image
             .clone()
             .unwrap_or_else(|| crate::sandbox::DEFAULT_IMAGE.to_string()),
-        runtime: args.runtime.unwrap_or_default(),
+        runtime,
         ..Default::default()
     };
     if let Some(t) = args.timeout {
@@ -114,9 +82,6 @@ pub(crate) async fn run_command(args: RunArgs, session: &Session) -> Status {
     if let Some(p) = args.pids {
         cfg.limits.pids = p;
     }
-    // No --policy: the built-in data-analysis policy applies (as `--help` says):
-    // its static check first, then its runtime rules inside the sandbox.
-    let policy = crate::policy::Policy::default();
     let verdict = crate::policy::check_code(&policy, &code);
     if verdict.decision != crate::policy::Decision::Allow {
         if args.format == Format::Json {
@@ -169,12 +134,6 @@ pub(crate) async fn run_command(args: RunArgs, session: &Session) -> Status {
     } else {
         Status::Failed
     }
-}
-
-/// Prints a usage / configuration error: [`Status::Error`] (exit 2).
-pub(crate) fn usage(msg: &str) -> Status {
-    eprintln!("error: {msg}");
-    Status::Error
 }
 
 /// A short terminal summary of an outcome.

@@ -63,7 +63,7 @@ use crate::github::thread::{Ctx, Published, Stop, Thread, conclude, end_quietly,
 use crate::policy::{
     Act, Authorization, Permission, PermissionCheck, Policy, PolicyError, Refusal,
 };
-use crate::sandbox::Session;
+use crate::sandbox::{RUNTIME_VARIABLE, Runtime, Session};
 use crate::status::{Exit, Status};
 
 /// Policy files looked for (in this order) when the `policy` input is empty.
@@ -167,6 +167,14 @@ async fn run(vars: &BTreeMap<String, String>, session: &Session) -> Exit {
             Authorization::NeedsPermission(check) => Some((command, check)),
         },
     };
+    let runtime = match Runtime::resolve(
+        None,
+        policy.sandbox.runtime,
+        vars.get(RUNTIME_VARIABLE).map(String::as_str),
+    ) {
+        Ok(r) => r,
+        Err(e) => return config_error(&env, &e),
+    };
     let token = match env.token() {
         Ok(t) => t.clone(),
         Err(e) => return config_error(&env, &e.to_string()),
@@ -189,6 +197,7 @@ async fn run(vars: &BTreeMap<String, String>, session: &Session) -> Exit {
         policy: &policy,
         gh: &gh,
         prefix: &prefix,
+        runtime,
         session,
     };
     match (trigger, command) {

@@ -13,7 +13,9 @@ use crate::github::thread::{Ctx, Published, Stop};
 use crate::policy::{Decision, check_code};
 use crate::record::RECORD_MARKER_START;
 use crate::render;
-use crate::replay::{Recorded, ReplayError, ReplayVerdict, code_mismatch, compare_inputs, replay};
+use crate::replay::{
+    Recorded, ReplayError, ReplayVerdict, code_mismatch, compare_inputs, replay, runtime_for,
+};
 use crate::sandbox::InputFile;
 use crate::status::Status;
 
@@ -87,7 +89,13 @@ async fn answer(ctx: &Ctx<'_>, issue: u64) -> Answer {
             return (text, Reaction::Confused, Status::Failed);
         }
     };
-    verdict(&source, &rec, replay(sandbox, &rec, inputs, None).await)
+    // The recorded runtime; a record without one runs under this run's.
+    let runtime = runtime_for(&rec, None, ctx.runtime);
+    verdict(
+        &source,
+        &rec,
+        replay(sandbox, &rec, inputs, None, runtime).await,
+    )
 }
 
 /// The code hash, the current policy's verdict on the code, and the inputs

@@ -189,6 +189,7 @@ pub(crate) async fn execute(
         policy: ctx.policy,
         sandbox,
         model: model.as_ref(),
+        runtime: ctx.runtime,
         progress: &|_| {},
     };
     let progress = show_progress.then_some(max_attempts);

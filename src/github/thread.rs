@@ -20,7 +20,7 @@ use crate::github::texts;
 use crate::github::tracking::Tracker;
 use crate::policy::Policy;
 use crate::render;
-use crate::sandbox::Session;
+use crate::sandbox::{Runtime, Session};
 use crate::status::{Exit, Status};
 
 /// What every handler of one run shares.
@@ -30,6 +30,9 @@ pub(crate) struct Ctx<'a> {
     pub(crate) policy: &'a Policy,
     pub(crate) gh: &'a GitHub,
     pub(crate) prefix: &'a str,
+    /// The OCI runtime of this run's containers: the policy's, else the
+    /// runner's `COMPUTE_BOT_RUNTIME`, else runc (resolved once, in `action`).
+    pub(crate) runtime: Runtime,
     /// The engine connection, made when a handler first needs it.
     pub(crate) session: &'a Session,
 }

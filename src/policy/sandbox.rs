@@ -53,9 +53,11 @@ pub struct SandboxPolicy {
     pub(super) limits: Limits,
     /// Network mode; only `none` is accepted.
     network: Network,
-    /// OCI runtime: `runc` (default, with compute-bot's seccomp allowlist)
-    /// or `runsc` (gVisor; see `scripts/install-gvisor`).
-    pub(crate) runtime: Runtime,
+    /// OCI runtime: `runc` (with compute-bot's seccomp allowlist) or
+    /// `runsc` (gVisor; see `scripts/install-gvisor`); `None` when the
+    /// policy names none, so the machine's default applies
+    /// ([`Runtime::resolve`]).
+    pub(crate) runtime: Option<Runtime>,
     /// Modules imported while the container waits for the code (default
     /// pandas, numpy, matplotlib.pyplot; `[]` for none). Dotted names only.
     pub(crate) preload: Vec<String>,
@@ -67,7 +69,7 @@ impl Default for SandboxPolicy {
             image: DEFAULT_IMAGE.to_string(),
             limits: Limits::default(),
             network: Network::None,
-            runtime: Runtime::Runc,
+            runtime: None,
             preload: DEFAULT_PRELOAD.iter().map(|m| m.to_string()).collect(),
         }
     }
@@ -110,7 +112,10 @@ impl Serialize for SandboxPolicy {
         m.serialize_field("nofile", &l.nofile)?;
         m.serialize_field("fsize", &l.fsize)?;
         m.serialize_field("network", &self.network)?;
-        m.serialize_field("runtime", &self.runtime)?;
+        match self.runtime {
+            Some(runtime) => m.serialize_field("runtime", &runtime)?,
+            None => m.skip_field("runtime")?,
+        }
         m.serialize_field("preload", &self.preload)?;
         m.end()
     }
@@ -149,7 +154,7 @@ impl<'de> Deserialize<'de> for SandboxPolicy {
                         "nofile" => l.nofile = map.next_value()?,
                         "fsize" => l.fsize = map.next_value()?,
                         "network" => s.network = map.next_value()?,
-                        "runtime" => s.runtime = map.next_value()?,
+                        "runtime" => s.runtime = Some(map.next_value()?),
                         "preload" => s.preload = map.next_value::<Preload>()?.0,
                         "data_max_bytes" => {
                             return Err(de::Error::custom(

@@ -36,7 +36,7 @@ pub enum SandboxError {
         /// What is wrong and what to do.
         problem: String,
     },
-    /// The run is ending: [`super::Sandbox::close`] was called, so no new
+    /// The run is ending: [`super::Executor::close`] was called, so no new
     /// container starts.
     #[error("the run is ending (interrupted); no new container is started")]
     Closed,
@@ -51,24 +51,6 @@ pub enum SandboxError {
 }
 
 impl SandboxError {
-    /// Wraps an engine error, turning connection failures into [`SandboxError::Unreachable`].
-    pub(crate) fn from_engine(action: &'static str, e: bollard::errors::Error) -> Self {
-        let detail = e.to_string();
-        // The engine answered: whatever the message says, it is reachable.
-        if let bollard::errors::Error::DockerResponseServerError { .. } = e {
-            return SandboxError::Engine { action, detail };
-        }
-        let lower = detail.to_ascii_lowercase();
-        if lower.contains("connect") || lower.contains("no such file") || lower.contains("refused")
-        {
-            return SandboxError::Unreachable {
-                host: super::host::docker_host(),
-                detail,
-            };
-        }
-        SandboxError::Engine { action, detail }
-    }
-
     /// True for errors the user fixes by configuration (exit status 2).
     pub(crate) fn is_configuration(&self) -> bool {
         matches!(

@@ -1,38 +1,51 @@
-//! [`Session`]: the engine connection of one process run, made on first use
-//! and closed once at the end.
+//! [`Session`]: the backend connection of one process run, made on first
+//! use and closed once at the end.
+
+use std::sync::Arc;
 
 use tokio::sync::OnceCell;
 
-use super::{Sandbox, SandboxError};
+use super::{Executor, SandboxError};
 
-/// The engine connection of one process run. The first run that needs a
-/// container connects (and removes leftovers of dead bots); the front end
-/// calls [`Session::close`] once, after the command ended or was dropped
-/// (Ctrl-C, SIGTERM), so every container is gone before the runtime is.
-#[derive(Debug, Default)]
+/// The backend connection of one process run. The first run that needs a
+/// container connects ([`super::connect`]) and removes leftovers of dead
+/// bots; the front end calls [`Session::close`] once, after the command
+/// ended or was dropped (Ctrl-C, SIGTERM), so every container is gone before
+/// the runtime is.
+#[derive(Default)]
 pub(crate) struct Session {
-    sandbox: OnceCell<Sandbox>,
+    executor: OnceCell<Arc<dyn Executor>>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("connected", &self.executor.initialized())
+            .finish()
+    }
 }
 
 impl Session {
     /// The connection, made on first use.
-    pub(crate) async fn sandbox(&self) -> Result<&Sandbox, SandboxError> {
-        self.sandbox
+    pub(crate) async fn sandbox(&self) -> Result<&dyn Executor, SandboxError> {
+        let executor = self
+            .executor
             .get_or_try_init(|| async {
-                let sandbox = Sandbox::connect().await?;
-                if let Err(e) = sandbox.cleanup_leftovers().await {
+                let executor = super::connect().await?;
+                if let Err(e) = executor.sweep_leftovers().await {
                     tracing::warn!(error = %e, "could not clean up leftover containers");
                 }
-                Ok(sandbox)
+                Ok::<_, SandboxError>(executor)
             })
-            .await
+            .await?;
+        Ok(executor.as_ref())
     }
 
-    /// Removes what the session's runs left (see [`Sandbox::close`]); a
+    /// Removes what the session's runs left (see [`Executor::close`]); a
     /// session that never connected has nothing to do.
     pub(crate) async fn close(&self) {
-        if let Some(sandbox) = self.sandbox.get() {
-            sandbox.close().await;
+        if let Some(executor) = self.executor.get() {
+            executor.close().await;
         }
     }
 }

@@ -1,10 +1,11 @@
 //! Plain data that goes into and comes out of a sandbox run.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::SandboxError;
 use crate::units::{ByteSize, human_duration};
 
 /// The image used when neither the policy nor the command line names one.
@@ -100,21 +101,34 @@ pub enum Runtime {
     Runsc,
 }
 
+/// The variable that names the machine's default runtime (`runc` or
+/// `runsc`) for runs whose flags and policy name none. Only front ends read
+/// it, once, and pass its value to [`Runtime::resolve`].
+pub const RUNTIME_VARIABLE: &str = "COMPUTE_BOT_RUNTIME";
+
 impl Runtime {
-    /// `COMPUTE_BOT_RUNTIME` (`runc` or `runsc`), else runc: the machine-wide
-    /// default for runs whose policy and flags do not name one.
-    fn from_env() -> Runtime {
-        match std::env::var("COMPUTE_BOT_RUNTIME").as_deref() {
-            Ok("runsc") => Runtime::Runsc,
-            Ok("runc") | Err(_) => Runtime::Runc,
-            Ok(other) => {
-                tracing::warn!(
-                    value = other,
-                    "COMPUTE_BOT_RUNTIME is not runc or runsc; using runc"
-                );
-                Runtime::Runc
+    /// The runtime of a run, decided once by the front end: the flag
+    /// (`--runtime`), else the policy's `sandbox.runtime`, else the
+    /// machine's default (the value of [`RUNTIME_VARIABLE`]; empty is
+    /// unset), else runc. A value other than `runc` or `runsc` is an error
+    /// that names the variable, even when a flag or the policy decides.
+    pub fn resolve(
+        flag: Option<Runtime>,
+        policy: Option<Runtime>,
+        machine: Option<&str>,
+    ) -> Result<Runtime, String> {
+        let machine = match machine.map(str::trim).filter(|v| !v.is_empty()) {
+            None => None,
+            Some("runc") => Some(Runtime::Runc),
+            Some("runsc") => Some(Runtime::Runsc),
+            Some(other) => {
+                return Err(format!(
+                    "{RUNTIME_VARIABLE}=`{other}` is not a runtime compute-bot knows; set it to \
+                     `runc` or `runsc`, or unset it (the default is runc)"
+                ));
             }
-        }
+        };
+        Ok(flag.or(policy).or(machine).unwrap_or_default())
     }
 
     /// The name the engine knows the runtime by.
@@ -125,6 +139,20 @@ impl Runtime {
         }
     }
 }
+
+/// The fixed environment every sandbox gets (before what the run names).
+/// `PYTHONHASHSEED`, `TZ` and the locale make runs repeatable: set ordering,
+/// `time.localtime` and locale-dependent formatting do not vary by run or host.
+pub(crate) const BASE_ENV: &[(&str, &str)] = &[
+    ("HOME", "/tmp"),
+    ("LANG", "C.UTF-8"),
+    ("LC_ALL", "C.UTF-8"),
+    ("TZ", "UTC"),
+    ("PYTHONHASHSEED", "0"),
+    ("MPLBACKEND", "Agg"),
+    ("PYTHONDONTWRITEBYTECODE", "1"),
+    ("PATH", "/usr/local/bin:/usr/bin:/bin"),
+];
 
 /// Modules the child interpreter imports by default while it waits for the code.
 pub const DEFAULT_PRELOAD: &[&str] = &["pandas", "numpy", "matplotlib.pyplot"];
@@ -142,7 +170,8 @@ pub struct SandboxConfig {
     pub env: BTreeMap<String, String>,
     /// Extra labels to put on the container (the run labels are always set).
     pub labels: BTreeMap<String, String>,
-    /// The OCI runtime (runc with the seccomp allowlist, or gVisor's runsc).
+    /// The OCI runtime (runc with the seccomp allowlist, or gVisor's runsc);
+    /// resolved by the front end ([`Runtime::resolve`]), runc by default.
     pub runtime: Runtime,
     /// Modules the child interpreter imports while the container waits for
     /// the code (dotted names). Empty by default here; policies default to
@@ -158,7 +187,7 @@ impl Default for SandboxConfig {
             limits: Limits::default(),
             env: BTreeMap::new(),
             labels: BTreeMap::new(),
-            runtime: Runtime::from_env(),
+            runtime: Runtime::Runc,
             preload: Vec::new(),
         }
     }
@@ -173,6 +202,53 @@ pub struct Job {
     pub inputs: Vec<InputFile>,
     /// Runtime rules applied by the runner's audit hooks.
     pub rules: RuntimeRules,
+}
+
+impl Job {
+    /// The sandbox's own check of a job, whatever the front end checked:
+    /// each input is a plain file name (it becomes `/data/<name>`), no name
+    /// twice, and together they fit `/data` (`limits.data_max_bytes`, which
+    /// a policy sets through `inputs.max_total_bytes`).
+    pub(crate) fn check(&self, limits: &Limits) -> Result<(), SandboxError> {
+        let mut total = 0u64;
+        let mut seen = HashSet::new();
+        for f in &self.inputs {
+            if f.name.is_empty()
+                || f.name.contains('/')
+                || f.name == "."
+                || f.name == ".."
+                || f.name.contains('\0')
+            {
+                return Err(SandboxError::BadInput {
+                    name: f.name.clone(),
+                    problem: "is not a plain file name; inputs appear as /data/<file name>".into(),
+                });
+            }
+            if !seen.insert(&f.name) {
+                return Err(SandboxError::BadInput {
+                    name: f.name.clone(),
+                    problem: "is given twice; two inputs cannot share a name under /data".into(),
+                });
+            }
+            total += f.bytes.len() as u64;
+        }
+        if total > limits.data_max_bytes.bytes() {
+            return Err(SandboxError::BadInput {
+                name: self
+                    .inputs
+                    .iter()
+                    .max_by_key(|f| f.bytes.len())
+                    .map(|f| f.name.clone())
+                    .unwrap_or_default(),
+                problem: format!(
+                    "the inputs total {} bytes, over the {} limit for /data; pass fewer or smaller \
+                     files, or raise `inputs.max_total_bytes` in the policy",
+                    total, limits.data_max_bytes
+                ),
+            });
+        }
+        Ok(())
+    }
 }
 
 /// How a run ended.
@@ -374,4 +450,63 @@ pub struct Outcome {
     /// Problems the bot noticed (protocol noise, artifacts dropped, ...).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_runtime_is_the_flag_else_the_policy_else_the_machine_else_runc() {
+        let (c, s) = (Some(Runtime::Runc), Some(Runtime::Runsc));
+        assert_eq!(Runtime::resolve(c, s, Some("runsc")), Ok(Runtime::Runc));
+        assert_eq!(Runtime::resolve(None, c, Some("runsc")), Ok(Runtime::Runc));
+        assert_eq!(
+            Runtime::resolve(None, None, Some("runsc")),
+            Ok(Runtime::Runsc)
+        );
+        assert_eq!(Runtime::resolve(None, None, Some(" ")), Ok(Runtime::Runc));
+        assert_eq!(Runtime::resolve(None, None, None), Ok(Runtime::Runc));
+        let e = Runtime::resolve(s, None, Some("gvisor")).unwrap_err();
+        assert!(e.contains("COMPUTE_BOT_RUNTIME=`gvisor`"), "{e}");
+        assert!(e.contains("`runc` or `runsc`"), "{e}");
+        // No hidden global: the default configuration names runc.
+        assert_eq!(SandboxConfig::default().runtime, Runtime::Runc);
+    }
+
+    #[test]
+    fn the_job_check_names_the_policy_key_that_sizes_data() {
+        let job = Job {
+            inputs: vec![
+                InputFile {
+                    name: "a.csv".into(),
+                    bytes: vec![b'x'; 600],
+                },
+                InputFile {
+                    name: "b.csv".into(),
+                    bytes: vec![b'x'; 500],
+                },
+            ],
+            ..Job::default()
+        };
+        let limits = Limits {
+            data_max_bytes: ByteSize(1000),
+            ..Limits::default()
+        };
+        let e = job.check(&limits).unwrap_err().to_string();
+        assert!(e.starts_with("input file `a.csv`"), "{e}");
+        assert!(e.contains("`inputs.max_total_bytes`"), "{e}");
+        assert!(!e.contains("data_max_bytes"), "{e}");
+        let twice = Job {
+            inputs: vec![job.inputs[1].clone(), job.inputs[1].clone()],
+            ..Job::default()
+        };
+        assert!(
+            twice
+                .check(&limits)
+                .unwrap_err()
+                .to_string()
+                .contains("given twice")
+        );
+    }
 }

@@ -125,6 +125,7 @@ async fn run_on(
         policy,
         sandbox: executor,
         model,
+        runtime: compute_bot::sandbox::Runtime::default(),
         progress: &progress,
     };
     let answer = agent.answer(req).await;

@@ -413,6 +413,7 @@ async fn run_loop(
         policy: &policy,
         sandbox: &sandbox,
         model: Some(&model),
+        runtime: compute_bot::sandbox::Runtime::default(),
         progress: &|_| {},
     };
     agent

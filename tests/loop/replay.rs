@@ -25,6 +25,7 @@ fn bot(dir: &Path, args: &[&str]) -> Output {
         .env_remove("COMPUTE_BOT_API_KEY")
         .env_remove("GITHUB_TOKEN")
         .env_remove("GITHUB_REPOSITORY")
+        .env_remove("COMPUTE_BOT_RUNTIME")
         .output()
         .unwrap()
 }
@@ -85,6 +86,7 @@ fn the_report_carries_a_complete_run_record() {
     assert_eq!(r["image"]["reference"], "compute-bot-sandbox:python");
     assert!(r["image"]["id"].as_str().unwrap().starts_with("sha256:"));
     assert!(r["runtime"]["engine"].as_str().unwrap().contains("API"));
+    assert_eq!(r["runtime"]["container_runtime"], "runc");
     assert_eq!(r["runtime"]["status"], "ok");
     assert_eq!(r["limits"]["timeout"], "10s");
     assert_eq!(r["env"]["PYTHONHASHSEED"], "0");
@@ -312,4 +314,114 @@ fn the_record_survives_a_comment_cut_to_the_size_limit() {
     );
     let replayable = compute_bot::replay::Recorded::from_comment_body(&body, "test").unwrap();
     assert!(compute_bot::replay::code_mismatch(&replayable).is_none());
+}
+
+/// The runtime is resolved once by the front end (flag > policy >
+/// `COMPUTE_BOT_RUNTIME` > runc) and recorded; a replay runs under the
+/// recorded one, and says so when it runs under another.
+#[test]
+fn the_runtime_is_recorded_and_a_replay_under_another_one_says_so() {
+    let (dir, report) = recorded_run(CODE);
+    let d = dir.path();
+    let r = report.to_str().unwrap();
+    let out = bot(d, &["replay", r, "--format", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["runtime"], "runc");
+    let notes = v["notes"].to_string();
+    assert!(!notes.contains("runtime:"), "{notes}");
+
+    // A record made under runsc, replayed under runc by --runtime: it runs
+    // (runc needs no gVisor here) and the verdict says the runtimes differ.
+    let runsc = d.join("runsc.json");
+    std::fs::copy(&report, &runsc).unwrap();
+    edit_report(&runsc, |v| {
+        v["record"]["runtime"]["container_runtime"] = Value::String("runsc".into())
+    });
+    let out = bot(d, &["replay", runsc.to_str().unwrap(), "--runtime", "runc"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(s.starts_with("reproduced"), "{s}");
+    assert!(
+        s.contains("note: runtime: the run used runsc, this replay ran under runc"),
+        "{s}"
+    );
+    // A record from before the runtime was recorded: said, and run under the default.
+    let old = d.join("old.json");
+    std::fs::copy(&report, &old).unwrap();
+    edit_report(&old, |v| {
+        v["record"]["runtime"]
+            .as_object_mut()
+            .unwrap()
+            .remove("container_runtime");
+    });
+    let out = bot(d, &["replay", old.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("does not say which runtime"),
+        "{}",
+        text(&out)
+    );
+}
+
+/// `COMPUTE_BOT_RUNTIME` is the machine's default for `run` (it used to be
+/// read only by replay): a run that names no runtime uses it, `--runtime`
+/// and a policy that names one beat it, and a value it does not know is an
+/// error naming the variable.
+#[test]
+fn compute_bot_runtime_is_the_default_for_runs_that_name_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("job.py"),
+        "import json\nprint(json.dumps({'total': 1}))\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("runc.yml"),
+        "version: 1\nsandbox:\n  runtime: runc\n",
+    )
+    .unwrap();
+    let default_policy = concat!(env!("CARGO_MANIFEST_DIR"), "/policies/default.yml");
+    let run = |runtime: &str, extra: &[&str]| {
+        let mut args = vec!["run", "--code", "job.py", "--format", "json"];
+        args.extend(extra);
+        Command::new(BIN)
+            .current_dir(d)
+            .args(&args)
+            .env_remove("COMPUTE_BOT_PROVIDER")
+            .env_remove("COMPUTE_BOT_MODEL")
+            .env_remove("COMPUTE_BOT_API_KEY")
+            .env("COMPUTE_BOT_RUNTIME", runtime)
+            .output()
+            .unwrap()
+    };
+    let recorded = |out: &Output| -> Value {
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        v["record"]["runtime"]["container_runtime"].clone()
+    };
+    // The flag and a policy that names runc beat COMPUTE_BOT_RUNTIME=runsc.
+    for extra in [
+        vec!["--policy", default_policy, "--runtime", "runc"],
+        vec!["--policy", "runc.yml"],
+    ] {
+        let out = run("runsc", &extra);
+        assert_eq!(out.status.code(), Some(0), "{extra:?}: {}", text(&out));
+        assert_eq!(recorded(&out), "runc", "{extra:?}");
+    }
+    // A policy that names none: the variable decides. Where gVisor is
+    // registered the run is recorded under runsc; where it is not, the
+    // engine's refusal names runsc. Either way runc was not used.
+    let out = run("runsc", &["--policy", default_policy]);
+    let ran_runsc = recorded(&out) == "runsc";
+    let refused_runsc = out.status.code() != Some(0) && text(&out).contains("runsc");
+    assert!(ran_runsc || refused_runsc, "{}", text(&out));
+    // An unknown value stops the run before anything starts.
+    let out = run("gvisor", &["--policy", default_policy]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("COMPUTE_BOT_RUNTIME=`gvisor`"),
+        "{}",
+        text(&out)
+    );
 }

@@ -56,6 +56,7 @@ async fn answer_on(
         policy,
         sandbox: executor,
         model,
+        runtime: compute_bot::sandbox::Runtime::default(),
         progress: &|_| {},
     }
     .answer(req)

@@ -25,6 +25,7 @@ fn cfg(timeout: u64) -> SandboxConfig {
             timeout: Duration::from_secs(timeout),
             ..Default::default()
         },
+        runtime: crate::machine_runtime(),
         ..Default::default()
     }
 }

@@ -208,3 +208,68 @@ fn a_broken_policy_file_is_reported_with_line_and_column() {
     assert!(err.contains("p.yml:3:"), "{err}");
     assert_eq!(created, 0);
 }
+
+/// Inputs are admitted in one place for every front end; for `run` the
+/// workspace is the current directory. `--input /anywhere/x.json` used to be
+/// admitted (only its file name was checked against the globs) while
+/// `--input ../x.json` was refused: both are refused now, as is a symlink
+/// out, with the built-in policy and with `--policy`, naming the input.
+/// An absolute path inside the current directory is taken relative to it.
+#[test]
+fn an_input_outside_the_current_directory_is_refused_like_dotdot() {
+    let root = tempfile::tempdir().unwrap();
+    let ws = root.path().join("ws");
+    let outside = root.path().join("outside");
+    std::fs::create_dir_all(ws.join("data")).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    write(&outside, "x.json", "{\"n\": 1}\n");
+    write(&ws, "job.py", "print(open('/data/x.json').read())\n");
+    std::os::unix::fs::symlink(outside.join("x.json"), ws.join("link.json")).unwrap();
+    let policy = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("policies/default.yml");
+    let abs = outside.join("x.json").display().to_string();
+    let bot = |args: &[&str]| {
+        Command::new(BIN)
+            .current_dir(&ws)
+            .args(args)
+            .env_remove("COMPUTE_BOT_PROVIDER")
+            .env_remove("COMPUTE_BOT_MODEL")
+            .env_remove("COMPUTE_BOT_API_KEY")
+            .output()
+            .unwrap()
+    };
+    for with_policy in [false, true] {
+        for (input, why) in [
+            (abs.as_str(), "is not a path inside the current directory"),
+            (
+                "../outside/x.json",
+                "is not a path inside the current directory",
+            ),
+            (
+                "link.json",
+                "resolves (through a symlink) to a file outside the workspace",
+            ),
+        ] {
+            let mut args = vec!["run", "--code", "job.py", "--input", input];
+            if with_policy {
+                args.extend(["--policy", policy.to_str().unwrap()]);
+            }
+            let out = bot(&args);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+            assert!(
+                err.contains(&format!("input `{input}`: {why}")),
+                "{args:?}: {err}"
+            );
+            assert!(out.stdout.is_empty(), "{args:?}");
+        }
+    }
+    // Inside the current directory, named by its absolute path: admitted.
+    write(&ws.join("data"), "x.json", "{\"n\": 2}\n");
+    let inside = ws.join("data/x.json").display().to_string();
+    let out = bot(&[
+        "run", "--code", "job.py", "--input", &inside, "--format", "json",
+    ]);
+    let v = json(&out);
+    assert_eq!(out.status.code(), Some(0), "{v}");
+    assert_eq!(v["stdout"], "{\"n\": 2}\n\n");
+}

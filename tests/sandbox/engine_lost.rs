@@ -20,6 +20,7 @@ async fn a_lost_engine_connection_ends_the_run_as_lost_and_removes_the_container
             ..Default::default()
         },
         preload: Vec::new(),
+        runtime: crate::machine_runtime(),
         ..Default::default()
     };
     let prepared = sb.prepare(&cfg).await.unwrap();

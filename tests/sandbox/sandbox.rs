@@ -22,6 +22,7 @@ async fn sandbox() -> Sandbox {
 fn cfg(limits: Limits) -> SandboxConfig {
     SandboxConfig {
         limits,
+        runtime: crate::machine_runtime(),
         ..Default::default()
     }
 }
@@ -53,7 +54,7 @@ async fn assert_gone(sb: &Sandbox, name: &str) {
 /// `.ci/run` does in its second pass). The differences asserted below are
 /// documented in README ("Runtimes").
 fn under_runsc() -> bool {
-    std::env::var("COMPUTE_BOT_RUNTIME").as_deref() == Ok("runsc")
+    crate::machine_runtime() == compute_bot::sandbox::Runtime::Runsc
 }
 
 fn quick() -> Limits {

@@ -8,14 +8,14 @@
 //! methods; the `Executor` / `PreparedRun` impls at the end are a thin
 //! adapter, the only part that follows a change of those traits.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use compute_bot::policy::Policy;
 use compute_bot::sandbox::{
-    Audit, Executor, ImageInfo, Job, Limits, Outcome, PreparedRun, Resources, RunStatus,
+    Audit, EngineFacts, Executor, ImageInfo, Job, Limits, Outcome, PreparedRun, Resources, RunStatus,
     SandboxConfig, SandboxError, sha256_hex,
 };
 use futures_util::future::BoxFuture;
@@ -280,19 +280,34 @@ async fn answer(
 // The adapter to the execution layer's traits.
 
 impl Executor for ScriptedExecutor {
-    fn image_labels<'a>(
-        &'a self,
-        _image: &'a str,
-    ) -> BoxFuture<'a, Result<BTreeMap<String, String>, SandboxError>> {
-        Box::pin(async { Ok(BTreeMap::new()) })
+    fn engine(&self) -> BoxFuture<'_, Result<EngineFacts, SandboxError>> {
+        Box::pin(async {
+            Ok(EngineFacts {
+                kind: ENGINE.into(),
+                version: Some(ENGINE.into()),
+                ..EngineFacts::default()
+            })
+        })
     }
 
-    fn start_prepare(
+    fn image<'a>(&'a self, _image: &'a str) -> BoxFuture<'a, Result<ImageInfo, SandboxError>> {
+        Box::pin(async { Ok(ImageInfo::default()) })
+    }
+
+    fn prepare(
         &self,
         _cfg: SandboxConfig,
-    ) -> tokio::task::JoinHandle<Result<Box<dyn PreparedRun>, SandboxError>> {
+    ) -> BoxFuture<'static, Result<Box<dyn PreparedRun>, SandboxError>> {
         let prepared = self.prepare_run();
-        tokio::spawn(async move { Ok(Box::new(prepared.await?) as Box<dyn PreparedRun>) })
+        Box::pin(async move { Ok(Box::new(prepared.await?) as Box<dyn PreparedRun>) })
+    }
+
+    fn sweep_leftovers(&self) -> BoxFuture<'_, Result<usize, SandboxError>> {
+        Box::pin(async { Ok(0) })
+    }
+
+    fn close(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
     }
 
     fn run<'a>(
@@ -301,10 +316,6 @@ impl Executor for ScriptedExecutor {
         job: &'a Job,
     ) -> BoxFuture<'a, Result<Outcome, SandboxError>> {
         Box::pin(self.run_once(job))
-    }
-
-    fn engine_version(&self) -> BoxFuture<'_, Option<String>> {
-        Box::pin(async { Some(ENGINE.to_string()) })
     }
 }
 

@@ -1,0 +1,397 @@
+//! The Docker backend (also Podman's Docker-compatible API), through
+//! bollard: [`Sandbox`] is the connection and implements
+//! [`super::Executor`]; [`Prepared`] is a started container waiting for its
+//! job and implements [`super::PreparedRun`].
+//!
+//! - [`Sandbox::prepare`] creates and starts a hardened container (see
+//!   `engine::container_body`) whose runner waits for a job on stdin;
+//! - [`Prepared::execute`] (`run.rs`) hands over the code and inputs, lets
+//!   [`super::collect`] read the framed output under the caps and the
+//!   deadline, and removes the container in every case.
+//!
+//! Code and inputs travel over the container's stdin: no host path is ever
+//! mounted, so this works the same when the bot itself runs in a container
+//! or talks to a remote engine through `DOCKER_HOST`. bollard is used here
+//! and nowhere else in the crate (`src/layering.rs` holds that).
+
+mod engine;
+mod run;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bollard::Docker;
+use bollard::query_parameters::{AttachContainerOptions, CreateContainerOptions};
+use futures_util::future::BoxFuture;
+use tokio::sync::OnceCell;
+use tokio::task::JoinHandle;
+
+pub use engine::{
+    ContainerFacts, LABEL_EXPIRES, LABEL_MANAGED, LABEL_PID, LABEL_RUN, RUNSC_PIDS_OVERHEAD,
+    SECCOMP_PROFILE, STOPPED_GRACE_SECONDS, is_leftover,
+};
+pub use run::Prepared;
+
+use super::executor::{EngineFacts, Executor, PreparedRun};
+use super::host::docker_host;
+use super::types::{ImageInfo, Job, Outcome, SandboxConfig};
+use super::{SandboxError, random_hex};
+
+/// A connection to the Docker engine plus the containers made through it
+/// that are not removed yet, so that [`Sandbox::close`] can finish them.
+#[derive(Clone)]
+pub struct Sandbox {
+    docker: Docker,
+    engine: engine::Engine,
+    live: Arc<Live>,
+    images: Arc<Mutex<HashMap<String, ImageInfo>>>,
+    facts: Arc<OnceCell<EngineFacts>>,
+}
+
+/// The containers of one [`Sandbox`] (and its clones) not removed yet, and
+/// the removals its guards started when dropped.
+#[derive(Default)]
+struct Live {
+    /// Names from just before creation until removal succeeded; `true`
+    /// while a guard still owns the container (its creation may be under way).
+    names: Mutex<HashMap<String, bool>>,
+    /// Removal tasks of dropped guards, not yet awaited.
+    removals: Mutex<Vec<JoinHandle<()>>>,
+    /// Set by [`Sandbox::close`]: no new container may start.
+    closing: AtomicBool,
+}
+
+impl Live {
+    /// After a removal attempt by its guard: gone, or left for
+    /// [`Sandbox::close`] to try again.
+    fn settle(&self, name: &str, removed: bool) {
+        let mut names = self.names.lock().expect("lock");
+        if removed {
+            names.remove(name);
+        } else if let Some(guarded) = names.get_mut(name) {
+            *guarded = false;
+        }
+    }
+}
+
+/// How long [`Sandbox::close`] keeps at containers still being created.
+const CLOSE_WAIT: Duration = Duration::from_secs(30);
+
+impl std::fmt::Debug for Sandbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sandbox").finish_non_exhaustive()
+    }
+}
+
+impl Sandbox {
+    /// Connects to the engine (`DOCKER_HOST` or the local socket) and
+    /// negotiates the API version.
+    pub async fn connect() -> Result<Sandbox, SandboxError> {
+        let docker = engine::connect().await?;
+        Ok(Sandbox {
+            engine: engine::engine_kind(&docker).await,
+            docker,
+            live: Arc::default(),
+            images: Arc::default(),
+            facts: Arc::default(),
+        })
+    }
+
+    /// True when `DOCKER_HOST` is Podman's Docker-compatible API.
+    pub fn is_podman(&self) -> bool {
+        self.engine == engine::Engine::Podman
+    }
+
+    /// The underlying bollard client (tests inspect containers with it).
+    pub fn docker(&self) -> &Docker {
+        &self.docker
+    }
+
+    /// What the engine says about itself: version, API version, runtimes
+    /// (asked once per connection).
+    async fn engine_facts(&self) -> Result<EngineFacts, SandboxError> {
+        let facts = self.facts.get_or_try_init(|| self.ask_engine()).await?;
+        Ok(facts.clone())
+    }
+
+    async fn ask_engine(&self) -> Result<EngineFacts, SandboxError> {
+        let version = self
+            .docker
+            .version()
+            .await
+            .map_err(|e| engine::engine_error("asking the engine's version", e))?;
+        // Without `info` the version still goes into the record; doctor
+        // says the runtimes are unknown.
+        let info = match self.docker.info().await {
+            Ok(info) => info,
+            Err(e) => {
+                tracing::warn!(error = %e, "the engine did not describe itself");
+                Default::default()
+            }
+        };
+        let mut runtimes: Vec<String> = info.runtimes.unwrap_or_default().into_keys().collect();
+        runtimes.sort();
+        Ok(EngineFacts {
+            kind: match self.engine {
+                engine::Engine::Docker => "Docker",
+                engine::Engine::Podman => "Podman",
+            }
+            .to_string(),
+            address: docker_host(),
+            version: version.version,
+            api_version: version.api_version,
+            default_runtime: info.default_runtime,
+            runtimes,
+        })
+    }
+
+    /// Removes containers that are certainly abandoned (see [`is_leftover`]:
+    /// past their expiry label, or stopped for longer than a grace period).
+    /// Never judged by process ids, which other PID namespaces cannot see.
+    /// Returns how many were removed.
+    pub async fn cleanup_leftovers(&self) -> Result<usize, SandboxError> {
+        let mut removed = 0;
+        let now = engine::now_unix();
+        for c in engine::list_managed(&self.docker).await? {
+            let Some(facts) = engine::container_facts(&self.docker, &c).await else {
+                continue;
+            };
+            if is_leftover(&facts, now)
+                && let Some(id) = c.id
+            {
+                tracing::info!(container = %id, state = %facts.state, "removing a leftover sandbox container");
+                // One that cannot be removed now (e.g. its removal is under
+                // way elsewhere) must not keep the others from going.
+                match engine::remove(&self.docker, &id).await {
+                    Ok(()) => removed += 1,
+                    Err(e) => {
+                        tracing::warn!(container = %id, error = %e, "could not remove a leftover")
+                    }
+                }
+            }
+        }
+        Ok(removed)
+    }
+
+    /// Removes every container of this connection that is still there and
+    /// waits for the removals its dropped runs started; a container still
+    /// being created is removed once its creation returns. Call it before
+    /// the runtime ends (a dropped run's removal is a task on the runtime);
+    /// after it, [`Sandbox::prepare`] refuses.
+    pub async fn close(&self) {
+        self.live.closing.store(true, Ordering::SeqCst);
+        let deadline = Instant::now() + CLOSE_WAIT;
+        loop {
+            let started: Vec<JoinHandle<()>> =
+                std::mem::take(&mut *self.live.removals.lock().expect("lock"));
+            for task in started {
+                let _ = task.await;
+            }
+            let names: Vec<(String, bool)> = self
+                .live
+                .names
+                .lock()
+                .expect("lock")
+                .iter()
+                .map(|(n, g)| (n.clone(), *g))
+                .collect();
+            if names.is_empty() {
+                return;
+            }
+            for (name, guarded) in &names {
+                match engine::remove(&self.docker, name).await {
+                    // A guarded container may still be in creation: its
+                    // guard settles it; one removal is not the end of it.
+                    Ok(()) if !guarded => self.live.settle(name, true),
+                    Ok(()) => {}
+                    Err(e) => {
+                        tracing::warn!(container = %name, error = %e, "could not remove container")
+                    }
+                }
+            }
+            if Instant::now() >= deadline {
+                tracing::warn!(containers = ?names, "containers still in use at exit; the next run's leftover sweep removes them once expired");
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Facts about an image (cached per reference).
+    pub(crate) async fn image_info(&self, reference: &str) -> Result<ImageInfo, SandboxError> {
+        if let Some(info) = self.images.lock().expect("lock").get(reference) {
+            return Ok(info.clone());
+        }
+        let info = engine::image_info(&self.docker, reference).await?;
+        self.images
+            .lock()
+            .expect("lock")
+            .insert(reference.to_string(), info.clone());
+        Ok(info)
+    }
+
+    /// Creates and starts a hardened container whose runner waits for a job.
+    pub async fn prepare(&self, cfg: &SandboxConfig) -> Result<Prepared, SandboxError> {
+        for key in cfg.env.keys() {
+            if key.is_empty() || key.contains('=') || key.contains('\0') {
+                return Err(SandboxError::BadInput {
+                    name: key.clone(),
+                    problem: "is not a valid environment variable name".into(),
+                });
+            }
+        }
+        let image = self.image_info(&cfg.image).await?;
+        let name = format!("compute-bot-{}", random_hex(6));
+        let body = engine::container_body(cfg, engine::run_labels(&name, cfg), self.engine);
+        let guard = Guard::new(self, &name)?;
+        // A step that fails removes the container before the error returns
+        // (only a cancelled future leaves it to the guard's drop).
+        let attach = match self.create_and_start(&name, body).await {
+            Ok(attach) => attach,
+            Err(e) => {
+                let _ = guard.remove().await;
+                return Err(e);
+            }
+        };
+        Ok(Prepared {
+            name,
+            image,
+            limits: cfg.limits.clone(),
+            attach,
+            guard,
+            preloading: !cfg.preload.is_empty(),
+        })
+    }
+
+    /// Creates, attaches to and starts the container `name`.
+    async fn create_and_start(
+        &self,
+        name: &str,
+        body: bollard::models::ContainerCreateBody,
+    ) -> Result<bollard::container::AttachContainerResults, SandboxError> {
+        self.docker
+            .create_container(
+                Some(CreateContainerOptions {
+                    name: Some(name.to_string()),
+                    ..Default::default()
+                }),
+                body,
+            )
+            .await
+            .map_err(|e| engine::engine_error("creating the container", e))?;
+        let attach = self
+            .docker
+            .attach_container(
+                name,
+                Some(AttachContainerOptions {
+                    stream: true,
+                    stdin: true,
+                    stdout: true,
+                    stderr: true,
+                    logs: false,
+                    ..Default::default()
+                }),
+            )
+            .await
+            .map_err(|e| engine::engine_error("attaching to the container", e))?;
+        self.docker
+            .start_container(name, None)
+            .await
+            .map_err(|e| engine::engine_error("starting the container", e))?;
+        Ok(attach)
+    }
+
+    /// Prepares a container and executes the job in it.
+    pub async fn run(&self, cfg: &SandboxConfig, job: &Job) -> Result<Outcome, SandboxError> {
+        self.prepare(cfg).await?.execute(job).await
+    }
+}
+
+impl Executor for Sandbox {
+    fn engine(&self) -> BoxFuture<'_, Result<EngineFacts, SandboxError>> {
+        Box::pin(self.engine_facts())
+    }
+
+    fn image<'a>(&'a self, image: &'a str) -> BoxFuture<'a, Result<ImageInfo, SandboxError>> {
+        Box::pin(self.image_info(image))
+    }
+
+    fn prepare(
+        &self,
+        cfg: SandboxConfig,
+    ) -> BoxFuture<'static, Result<Box<dyn PreparedRun>, SandboxError>> {
+        let sandbox = self.clone();
+        Box::pin(async move {
+            let p = Sandbox::prepare(&sandbox, &cfg).await?;
+            Ok(Box::new(p) as Box<dyn PreparedRun>)
+        })
+    }
+
+    fn sweep_leftovers(&self) -> BoxFuture<'_, Result<usize, SandboxError>> {
+        Box::pin(self.cleanup_leftovers())
+    }
+
+    fn close(&self) -> BoxFuture<'_, ()> {
+        Box::pin(Sandbox::close(self))
+    }
+}
+
+/// Lists its container from just before creation and removes it: through
+/// [`Guard::remove`], or when dropped without it (error, panic, cancelled
+/// future) by a task on the current runtime that [`Sandbox::close`] awaits.
+struct Guard {
+    sandbox: Sandbox,
+    name: String,
+    armed: bool,
+}
+
+impl Guard {
+    /// Lists `name`; refused once the sandbox is closing.
+    fn new(sandbox: &Sandbox, name: &str) -> Result<Guard, SandboxError> {
+        if sandbox.live.closing.load(Ordering::SeqCst) {
+            return Err(SandboxError::Closed);
+        }
+        sandbox
+            .live
+            .names
+            .lock()
+            .expect("lock")
+            .insert(name.to_string(), true);
+        Ok(Guard {
+            sandbox: sandbox.clone(),
+            name: name.to_string(),
+            armed: true,
+        })
+    }
+
+    async fn remove(mut self) -> Result<(), SandboxError> {
+        self.armed = false;
+        let removed = engine::remove(&self.sandbox.docker, &self.name).await;
+        self.sandbox.live.settle(&self.name, removed.is_ok());
+        removed
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            self.sandbox.live.settle(&self.name, false);
+            tracing::warn!(container = %self.name, "no runtime to remove the container; the next run's leftover sweep removes it once expired");
+            return;
+        };
+        let (sandbox, name) = (self.sandbox.clone(), self.name.clone());
+        let task = runtime.spawn(async move {
+            let removed = engine::remove(&sandbox.docker, &name).await;
+            if let Err(e) = &removed {
+                tracing::warn!(container = %name, error = %e, "could not remove container");
+            }
+            sandbox.live.settle(&name, removed.is_ok());
+        });
+        self.sandbox.live.removals.lock().expect("lock").push(task);
+    }
+}

@@ -1,0 +1,235 @@
+//! One run in a prepared Docker container: write the job to its stdin, hand
+//! its attach stream to the [`Collector`] as plain [`Chunk`]s, kill it at
+//! the deadline, ask the engine why when the output ended without a report,
+//! and remove it.
+
+use bollard::Docker;
+use bollard::container::{AttachContainerResults, LogOutput};
+use bollard::query_parameters::KillContainerOptions;
+use futures_util::StreamExt;
+use futures_util::future::BoxFuture;
+use tokio::io::AsyncWriteExt;
+
+use super::super::SandboxError;
+use super::super::collect::{Chunk, Collector};
+use super::super::executor::PreparedRun;
+use super::super::types::{ImageInfo, Job, Limits, Outcome, RunStatus};
+use super::{Guard, engine};
+
+/// A started container whose runner waits for exactly one job.
+pub struct Prepared {
+    pub(super) name: String,
+    pub(super) image: ImageInfo,
+    pub(super) limits: Limits,
+    pub(super) attach: AttachContainerResults,
+    pub(super) guard: Guard,
+    /// The child imports modules before the code starts.
+    pub(super) preloading: bool,
+}
+
+impl std::fmt::Debug for Prepared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Prepared")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Prepared {
+    /// The container's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Removes the container without running anything in it.
+    async fn discard(self) -> Result<(), SandboxError> {
+        self.guard.remove().await
+    }
+
+    /// Hands over the job, collects the outcome and removes the container.
+    pub async fn execute(self, job: &Job) -> Result<Outcome, SandboxError> {
+        let Prepared {
+            name,
+            image,
+            limits,
+            attach,
+            guard,
+            preloading,
+        } = self;
+        let sandbox = guard.sandbox.clone();
+        let result = execute_in(
+            &sandbox.docker,
+            &name,
+            image,
+            &limits,
+            attach,
+            preloading,
+            job,
+        )
+        .await;
+        let removal = guard.remove().await;
+        let mut outcome = result?;
+        if let Err(e) = removal {
+            // Nothing is lost: the outcome stands; one more try on a fresh connection.
+            let retried = match engine::connect().await {
+                Ok(d) => engine::remove(&d, &name).await,
+                Err(e) => Err(e),
+            };
+            sandbox.live.settle(&name, retried.is_ok());
+            if retried.is_err() {
+                tracing::warn!(container = %name, error = %e, "could not remove the container");
+                outcome.notes.push(format!(
+                    "the container could not be removed ({e}); any bot removes it once its expiry label passes"
+                ));
+            }
+        }
+        Ok(outcome)
+    }
+}
+
+impl PreparedRun for Prepared {
+    fn execute<'a>(self: Box<Self>, job: &'a Job) -> BoxFuture<'a, Result<Outcome, SandboxError>> {
+        Box::pin(Prepared::execute(*self, job))
+    }
+
+    fn discard(self: Box<Self>) -> BoxFuture<'static, Result<(), SandboxError>> {
+        Box::pin(Prepared::discard(*self))
+    }
+}
+
+/// The attach stream's items as plain chunks.
+fn chunk(item: Result<LogOutput, bollard::errors::Error>) -> Result<Chunk, String> {
+    match item {
+        Ok(LogOutput::StdOut { message }) => Ok(Chunk::Stdout(message.into())),
+        Ok(LogOutput::StdErr { message }) => Ok(Chunk::Stderr(message.into())),
+        Ok(_) => Ok(Chunk::Other),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+async fn execute_in(
+    docker: &Docker,
+    name: &str,
+    image: ImageInfo,
+    limits: &Limits,
+    attach: AttachContainerResults,
+    preloading: bool,
+    job: &Job,
+) -> Result<Outcome, SandboxError> {
+    let (mut collector, bytes) = Collector::new(job, limits, preloading)?;
+    let AttachContainerResults { output, input } = attach;
+    let writer = tokio::spawn(async move {
+        let mut input = input;
+        let r = input.write_all(&bytes).await;
+        let _ = input.flush().await;
+        // Keep the write half open until the job is read; dropping closes it.
+        r
+    });
+    let mut output = output.map(chunk);
+    let ending = collector.read(&mut output).await;
+    writer.abort();
+    let mut no_report = RunStatus::Killed;
+    if ending.timed_out {
+        kill_at_deadline(docker, name, collector.notes()).await;
+    } else if !collector.has_report() {
+        let unreadable = collector.report_unreadable();
+        no_report = explain_missing_report(docker, name, unreadable, collector.notes()).await;
+    }
+    let outcome = collector.finish(&ending, no_report, image, job, name);
+    tracing::debug!(container = %name, status = outcome.status.as_str(), ms = outcome.duration_ms, "run finished");
+    Ok(outcome)
+}
+
+/// After the deadline: kill the container (unpausing it first when someone
+/// paused it from outside, which would otherwise keep the kill from landing).
+async fn kill_at_deadline(docker: &Docker, name: &str, notes: &mut Vec<String>) {
+    if let Ok(info) = docker.inspect_container(name, None).await
+        && info.state.and_then(|s| s.paused) == Some(true)
+    {
+        notes.push(
+            "the container was paused from outside compute-bot; the deadline passed while it was paused"
+                .into(),
+        );
+        let _ = docker.unpause_container(name).await;
+    }
+    let _ = docker
+        .kill_container(
+            name,
+            Some(KillContainerOptions {
+                signal: "SIGKILL".into(),
+            }),
+        )
+        .await;
+}
+
+/// The runner's output ended without a report: ask the engine why, and say
+/// so when the container was removed or killed from outside, or when it is
+/// still running (the stream, not the runner, ended: the connection to the
+/// engine was lost). `unreadable`: a report came but could not be read, so
+/// it was not lost. Returns the run's status: `Oom`, `Lost` or `Killed`.
+async fn explain_missing_report(
+    docker: &Docker,
+    name: &str,
+    unreadable: bool,
+    notes: &mut Vec<String>,
+) -> RunStatus {
+    for _ in 0..20 {
+        match docker.inspect_container(name, None).await {
+            Ok(info) => {
+                let state = info.state.unwrap_or_default();
+                if state.running == Some(true) {
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    continue;
+                }
+                let oom = state.oom_killed.unwrap_or(false);
+                let code = state.exit_code.unwrap_or(-1);
+                if code == 0 && !oom && !unreadable {
+                    // The runner finished normally, and it always reports
+                    // before it does: the report was lost on the way.
+                    notes.push(
+                        "the connection to the Docker engine was lost while the code ran: the \
+                         runner finished (exit code 0) but its report never arrived"
+                            .into(),
+                    );
+                    return RunStatus::Lost;
+                }
+                notes.push(format!(
+                    "the runner ended without a report (container exit code {code})"
+                ));
+                if !oom && code == 137 {
+                    notes.push(
+                        "the container was killed or removed from outside compute-bot (SIGKILL from `docker kill`, a forced removal or another process; not by the deadline or the memory limit)"
+                            .into(),
+                    );
+                }
+                return if oom {
+                    RunStatus::Oom
+                } else {
+                    RunStatus::Killed
+                };
+            }
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 404, ..
+            }) => {
+                notes.push(
+                    "the container was removed from outside compute-bot while the code ran \
+                     (by another process, bot or operator); no report came back"
+                        .into(),
+                );
+                return RunStatus::Killed;
+            }
+            Err(e) => {
+                notes.push(format!(
+                    "the connection to the Docker engine was lost while the code ran ({e}); no report came back"
+                ));
+                return RunStatus::Lost;
+            }
+        }
+    }
+    notes.push(
+        "the connection to the Docker engine was lost while the code ran: the output stream \
+         closed with the container still running; the run was stopped"
+            .into(),
+    );
+    RunStatus::Lost
+}
