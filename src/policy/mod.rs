@@ -88,4 +88,5 @@ pub use check::check_code;
 pub use config::{DataLevel, Permission, Policy, PolicyError, Who};
 pub(crate) use config::{Inputs, OnCheckFailure, Refusal, Repeat, VerifyMode};
 pub use rules::RuleId;
+pub(crate) use rules::allows;
 pub use verdict::{Decision, Finding, Severity, Verdict};

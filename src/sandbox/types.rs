@@ -293,6 +293,12 @@ pub(crate) struct DataStack {
     numpy: Option<String>,
     /// `org.compute-bot.matplotlib`.
     matplotlib: Option<String>,
+    /// `org.compute-bot.duckdb` (SQL over CSV, Parquet and JSON files).
+    duckdb: Option<String>,
+    /// `org.compute-bot.pyarrow` (Parquet for pandas).
+    pyarrow: Option<String>,
+    /// `org.compute-bot.openpyxl` (Excel `.xlsx` for pandas).
+    openpyxl: Option<String>,
 }
 
 impl DataStack {
@@ -304,17 +310,24 @@ impl DataStack {
             pandas: get("pandas"),
             numpy: get("numpy"),
             matplotlib: get("matplotlib"),
+            duckdb: get("duckdb"),
+            pyarrow: get("pyarrow"),
+            openpyxl: get("openpyxl"),
         }
     }
 
-    /// `Python 3.11.2, pandas 2.3.3, numpy 2.3.5, matplotlib 3.11.2` (the known
-    /// ones), or `None` when the image names none.
+    /// `Python 3.11.2, pandas 2.3.3, numpy 2.3.5, matplotlib 3.11.2, DuckDB
+    /// 2.0.1, pyarrow 26.0.1, openpyxl 3.1.5` (the known ones), or `None` when
+    /// the image names none.
     pub(crate) fn summary(&self) -> Option<String> {
         let parts: Vec<String> = [
             ("Python", &self.python),
             ("pandas", &self.pandas),
             ("numpy", &self.numpy),
             ("matplotlib", &self.matplotlib),
+            ("DuckDB", &self.duckdb),
+            ("pyarrow", &self.pyarrow),
+            ("openpyxl", &self.openpyxl),
         ]
         .iter()
         .filter_map(|(n, v)| v.as_ref().map(|v| format!("{n} {v}")))
@@ -374,4 +387,41 @@ pub struct Outcome {
     /// Problems the bot noticed (protocol noise, artifacts dropped, ...).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_data_stack_names_the_file_readers_of_the_image() {
+        let labels: BTreeMap<String, String> = [
+            ("python", "3.11.2"),
+            ("pandas", "2.3.3"),
+            ("numpy", "2.3.5"),
+            ("matplotlib", "3.11.2"),
+            ("duckdb", "2.0.1"),
+            ("pyarrow", "26.0.1"),
+            ("openpyxl", "3.1.5"),
+            ("lock-sha256", "ab12"),
+        ]
+        .iter()
+        .map(|(k, v)| (format!("org.compute-bot.{k}"), v.to_string()))
+        .collect();
+        assert_eq!(
+            DataStack::from_labels(&labels).summary().unwrap(),
+            "Python 3.11.2, pandas 2.3.3, numpy 2.3.5, matplotlib 3.11.2, DuckDB 2.0.1, \
+             pyarrow 26.0.1, openpyxl 3.1.5"
+        );
+        // An image of an older lock names only what it has.
+        let old: BTreeMap<String, String> = labels
+            .into_iter()
+            .filter(|(k, _)| !k.ends_with("duckdb") && !k.ends_with("pyarrow"))
+            .collect();
+        assert_eq!(
+            DataStack::from_labels(&old).summary().unwrap(),
+            "Python 3.11.2, pandas 2.3.3, numpy 2.3.5, matplotlib 3.11.2, openpyxl 3.1.5"
+        );
+        assert_eq!(DataStack::default().summary(), None);
+    }
 }
