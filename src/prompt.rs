@@ -646,9 +646,10 @@ can be installed and no remote file read. Use pandas for small files, reshaping 
         ));
     }
     if allowed("pandas") {
-        if let Some(v) = have("pyarrow") {
+        if let Some(v) = have("fastparquet") {
             out.push_str(&format!(
-                "- Parquet: pandas.read_parquet(path, columns=[...]) (pyarrow {v}); read only the columns you need.\n"
+                "- Parquet: pandas.read_parquet(path, columns=[...]) reads it with fastparquet {v} (pyarrow \
+is not installed); read only the columns you need.\n"
             ));
         }
         if let Some(v) = have("openpyxl") {
@@ -1297,13 +1298,13 @@ mod tests {
         c.library_versions = [
             ("pandas", "2.3.3"),
             ("duckdb", "2.0.1"),
-            ("pyarrow", "26.0.1"),
+            ("fastparquet", "2026.9.0"),
             ("openpyxl", "3.1.5"),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-        c.allowed_modules = ["pandas.*", "duckdb.*", "pyarrow.*", "openpyxl.*"]
+        c.allowed_modules = ["pandas.*", "duckdb.*", "fastparquet.*", "openpyxl.*"]
             .map(String::from)
             .to_vec();
         let s = generation_request(&c, &[]).system;
@@ -1313,7 +1314,7 @@ mod tests {
             "read_csv('/data/x.csv')",
             "read_parquet(",
             "no extension can be installed",
-            "pandas.read_parquet(path, columns=[...]) (pyarrow 26.0.1)",
+            "pandas.read_parquet(path, columns=[...]) reads it with fastparquet 2026.9.0",
             "pandas.read_excel(path, sheet_name=...) reads .xlsx with openpyxl 3.1.5",
         ] {
             assert!(s.contains(needle), "{needle:?} missing:\n{s}");

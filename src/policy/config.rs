@@ -674,7 +674,7 @@ const DEFAULT_ALLOW_IMPORTS: &[&str] = &[
     "numpy.*",
     "matplotlib.*",
     "duckdb.*",
-    "pyarrow.*",
+    "fastparquet.*",
     "openpyxl.*",
     "math",
     "cmath",

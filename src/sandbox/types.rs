@@ -295,8 +295,8 @@ pub(crate) struct DataStack {
     matplotlib: Option<String>,
     /// `org.compute-bot.duckdb` (SQL over CSV, Parquet and JSON files).
     duckdb: Option<String>,
-    /// `org.compute-bot.pyarrow` (Parquet for pandas).
-    pyarrow: Option<String>,
+    /// `org.compute-bot.fastparquet` (Parquet for pandas).
+    fastparquet: Option<String>,
     /// `org.compute-bot.openpyxl` (Excel `.xlsx` for pandas).
     openpyxl: Option<String>,
 }
@@ -311,14 +311,14 @@ impl DataStack {
             numpy: get("numpy"),
             matplotlib: get("matplotlib"),
             duckdb: get("duckdb"),
-            pyarrow: get("pyarrow"),
+            fastparquet: get("fastparquet"),
             openpyxl: get("openpyxl"),
         }
     }
 
     /// `Python 3.11.2, pandas 2.3.3, numpy 2.3.5, matplotlib 3.11.2, DuckDB
-    /// 2.0.1, pyarrow 26.0.1, openpyxl 3.1.5` (the known ones), or `None` when
-    /// the image names none.
+    /// 2.0.1, fastparquet 2026.9.0, openpyxl 3.1.5` (the known ones), or `None`
+    /// when the image names none.
     pub(crate) fn summary(&self) -> Option<String> {
         let parts: Vec<String> = [
             ("Python", &self.python),
@@ -326,7 +326,7 @@ impl DataStack {
             ("numpy", &self.numpy),
             ("matplotlib", &self.matplotlib),
             ("DuckDB", &self.duckdb),
-            ("pyarrow", &self.pyarrow),
+            ("fastparquet", &self.fastparquet),
             ("openpyxl", &self.openpyxl),
         ]
         .iter()
@@ -401,7 +401,7 @@ mod tests {
             ("numpy", "2.3.5"),
             ("matplotlib", "3.11.2"),
             ("duckdb", "2.0.1"),
-            ("pyarrow", "26.0.1"),
+            ("fastparquet", "2026.9.0"),
             ("openpyxl", "3.1.5"),
             ("lock-sha256", "ab12"),
         ]
@@ -411,12 +411,12 @@ mod tests {
         assert_eq!(
             DataStack::from_labels(&labels).summary().unwrap(),
             "Python 3.11.2, pandas 2.3.3, numpy 2.3.5, matplotlib 3.11.2, DuckDB 2.0.1, \
-             pyarrow 26.0.1, openpyxl 3.1.5"
+             fastparquet 2026.9.0, openpyxl 3.1.5"
         );
         // An image of an older lock names only what it has.
         let old: BTreeMap<String, String> = labels
             .into_iter()
-            .filter(|(k, _)| !k.ends_with("duckdb") && !k.ends_with("pyarrow"))
+            .filter(|(k, _)| !k.ends_with("duckdb") && !k.ends_with("fastparquet"))
             .collect();
         assert_eq!(
             DataStack::from_labels(&old).summary().unwrap(),
