@@ -603,8 +603,8 @@ fn versions_line(v: &BTreeMap<String, String>) -> String {
 }
 
 /// Python and the data stack need about this much of the container's memory
-/// beside DuckDB's own (`import duckdb, pandas` plus the runner, measured in
-/// the sandbox image with some headroom).
+/// beside DuckDB's own: `import duckdb, pandas` peaks at 106 MiB in the
+/// sandbox image (109 MiB with matplotlib.pyplot), plus the runner and headroom.
 const DUCKDB_OVERHEAD: ByteSize = ByteSize::mib(160);
 
 /// The `memory_limit` the prompt gives DuckDB: what is left of the container's
@@ -636,8 +636,8 @@ fn file_tools_lines(ctx: &PromptContext) -> String {
             "- DuckDB {v} is installed. For CSV, Parquet or JSON files of more than a few MB, or \
 GROUP BY aggregations and joins over them, prefer it to pandas: it streams the files and keeps only the \
 result in memory. Connect with `con = duckdb.connect(config={{\"memory_limit\": \"{mem}\", \"threads\": {threads}, \
-\"temp_directory\": \"/tmp/duckdb\"}})` (spill files only under /tmp, which is small and counts against \
-the memory limit), query the files in SQL (`con.sql(\"SELECT day, sum(amount) FROM read_csv('/data/x.csv') \
+\"temp_directory\": \"/tmp/duckdb\"}})` and `con.execute(\"SET enable_progress_bar = false\")` (spill files \
+only under /tmp, which is small and counts against the memory limit; the progress bar would garble stdout), query the files in SQL (`con.sql(\"SELECT day, sum(amount) FROM read_csv('/data/x.csv') \
 GROUP BY day\")`, read_parquet(...), read_json(...)) and fetch only the small result with `.df()` or \
 `.fetchall()` (DuckDB 2 relations have no fetchone()). CSV, Parquet and JSON are built in; no extension \
 can be installed and no remote file read. Use pandas for small files, reshaping and plots.\n",
@@ -1310,7 +1310,8 @@ mod tests {
         let s = generation_request(&c, &[]).system;
         for needle in [
             "DuckDB 2.0.1 is installed",
-            "\"memory_limit\": \"32MiB\", \"threads\": 1, \"temp_directory\": \"/tmp/duckdb\"",
+            "\"memory_limit\": \"32MiB\", \"threads\": 1, \"temp_directory\": \"/tmp/duckdb\"}",
+            "SET enable_progress_bar = false",
             "read_csv('/data/x.csv')",
             "read_parquet(",
             "no extension can be installed",
