@@ -1,20 +1,37 @@
 #!/usr/bin/env bash
 # Builds the compute-bot Python sandbox image without any image registry: a
-# Debian bookworm root filesystem made by mmdebstrap (python3 3.11 from Debian),
+# Debian bookworm root filesystem made by mmdebstrap (python3 3.11 from Debian;
+# merged /usr by mmdebstrap's hook, so neither usrmerge nor perl is installed),
 # the Python packages of sandbox/requirements.lock installed by pip inside it
-# (`--require-hashes --no-deps`, from PyPI), pip removed again, then `docker import`.
-# sandbox/python/Dockerfile builds the same thing where images can be pulled.
+# (`--require-hashes --no-deps`, from PyPI), pip removed again, finished by
+# sandbox/finish-rootfs.sh (test suites removed,
+# matplotlib's font cache, bytecode for everything without timestamps), then
+# `docker import` of a tar sorted by name with every mtime clamped to
+# SOURCE_DATE_EPOCH, so two builds from the same lock (and the same Debian
+# mirror state) give the same layer. sandbox/python/Dockerfile builds the same
+# thing where images can be pulled.
 #
 #   sandbox/build-debian.sh [TAG]        (default TAG: compute-bot-sandbox:python)
+#   sandbox/build-debian.sh --recipe-sha256   (prints the recipe label it would write)
 #
 # Needs: root, mmdebstrap (apt-get install -y mmdebstrap), docker, and the
 # pip on this machine; the Debian and PyPI package registries.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
+# The recipe label: this script, the finishing step and the lock.
+recipe_sha="$(cat "$here/build-debian.sh" "$here/finish-rootfs.sh" "$here/requirements.lock" | sha256sum | cut -d' ' -f1)"
+if [ "${1:-}" = "--recipe-sha256" ]; then
+  echo "$recipe_sha"
+  exit 0
+fi
 tag="${1:-compute-bot-sandbox:python}"
 suite="${COMPUTE_BOT_SUITE:-bookworm}"
 mirror="${COMPUTE_BOT_MIRROR:-http://deb.debian.org/debian}"
 lock="$here/requirements.lock"
+finish="$here/finish-rootfs.sh"
+# Every mtime in the image is clamped to this (and mmdebstrap makes its own
+# output reproducible with it); a fixed date: mtimes carry nothing here.
+export SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-1767225600}"   # 2026-01-01T00:00:00Z
 
 if ! command -v mmdebstrap >/dev/null; then
   echo "error: mmdebstrap is not installed; run: apt-get install -y mmdebstrap" >&2
@@ -22,7 +39,6 @@ if ! command -v mmdebstrap >/dev/null; then
 fi
 [ -f "$lock" ] || { echo "error: $lock is missing; run sandbox/lock.sh" >&2; exit 2; }
 lock_sha="$(sha256sum "$lock" | cut -d' ' -f1)"
-recipe_sha="$(cat "$0" "$lock" | sha256sum | cut -d' ' -f1)"
 
 work="$(mktemp -d /tmp/compute-bot-rootfs.XXXXXX)"
 trap 'rm -rf "$work"' EXIT
@@ -43,35 +59,38 @@ command -v pip3 >/dev/null || pip_cmd=(python3 -m pip)
 mmdebstrap --variant=essential --mode=root \
   --aptopt='APT::Install-Recommends "false"' \
   --include=python3,python3-pip,libstdc++6,tzdata \
+  --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
   --dpkgopt='path-exclude=/usr/share/man/*' \
   --dpkgopt='path-exclude=/usr/share/doc/*' \
   --dpkgopt='path-include=/usr/share/doc/*/copyright' \
   --dpkgopt='path-exclude=/usr/share/locale/*' \
   --dpkgopt='path-exclude=/usr/share/info/*' \
-  --customize-hook="cp '$lock' \"\$1/tmp/requirements.lock\" && cp -r '$wheels' \"\$1/tmp/wheels\"" \
+  --customize-hook="cp '$lock' \"\$1/tmp/requirements.lock\" && cp -r '$wheels' \"\$1/tmp/wheels\" && cp '$finish' \"\$1/tmp/finish-rootfs.sh\"" \
   --customize-hook='chroot "$1" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin python3 -m pip install --no-cache-dir --break-system-packages --disable-pip-version-check --no-compile --require-hashes --no-deps --only-binary=:all: --no-index --find-links /tmp/wheels -r /tmp/requirements.lock' \
   --customize-hook='chroot "$1" env DEBIAN_FRONTEND=noninteractive dpkg --purge python3-pip python3-wheel python3-setuptools python3-pkg-resources python3-distutils python3-lib2to3 ca-certificates openssl' \
-  --customize-hook='rm -rf "$1/tmp/requirements.lock" "$1/tmp/wheels"' \
   --customize-hook='echo "sandbox:x:10001:10001:compute-bot sandbox:/tmp:/usr/sbin/nologin" >> "$1/etc/passwd"' \
   --customize-hook='echo "sandbox:x:10001:" >> "$1/etc/group"' \
   --customize-hook='printf "root:*:19000:0:99999:7:::\nsandbox:!:19000:0:99999:7:::\n" > "$1/etc/shadow" && chmod 0600 "$1/etc/shadow"' \
-  --customize-hook='mkdir -p "$1/data" "$1/out" "$1/opt/compute-bot/mpl"' \
-  --customize-hook='chroot "$1" env MPLCONFIGDIR=/opt/compute-bot/mpl MPLBACKEND=Agg python3 -c "import matplotlib.pyplot, pandas"' \
-  --customize-hook='chmod -R a+rX "$1/opt/compute-bot"' \
-  --customize-hook='find "$1/usr" -name __pycache__ -prune -exec rm -rf {} +' \
-  --customize-hook='rm -rf "$1/var/cache/apt"/* "$1/var/lib/apt/lists"/* "$1/var/log"/* "$1/root/.cache"' \
+  --customize-hook='mkdir -p "$1/data" "$1/out"' \
+  --customize-hook='chroot "$1" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root "SOURCE_DATE_EPOCH=$SOURCE_DATE_EPOCH" sh /tmp/finish-rootfs.sh' \
+  --customize-hook='rm -rf "$1/tmp/requirements.lock" "$1/tmp/wheels" "$1/tmp/finish-rootfs.sh" "$1/root/.cache" "$1/root/.duckdb"' \
+  --customize-hook='rm -rf "$1/var/cache/apt"/* "$1/var/lib/apt/lists"/* "$1/var/log"/* "$1/var/cache/ldconfig/aux-cache" "$1/var/lib/dpkg"/*-old' \
+  --customize-hook=': > "$1/etc/resolv.conf" && : > "$1/etc/hostname"' \
   "$suite" "$root" "$mirror"
 
-versions="$(chroot "$root" python3 -I -c 'import sys, pandas, numpy, matplotlib; print(sys.version.split()[0], pandas.__version__, numpy.__version__, matplotlib.__version__)')"
-read -r py pd np mpl <<<"$versions"
+versions="$(chroot "$root" python3 -I -B -c 'import sys, pandas, numpy, matplotlib, duckdb, fastparquet, openpyxl; print(sys.version.split()[0], pandas.__version__, numpy.__version__, matplotlib.__version__, duckdb.__version__, fastparquet.__version__, openpyxl.__version__)')"
+read -r py pd np mpl ddb fp xl <<<"$versions"
 
-tar -C "$root" -c . | docker import \
+# A layer that depends only on the files: sorted names, numeric owners, mtimes
+# clamped to SOURCE_DATE_EPOCH.
+tar -C "$root" --sort=name --numeric-owner --mtime="@$SOURCE_DATE_EPOCH" --clamp-mtime -c . | docker import \
   --change 'USER 10001:10001' \
   --change 'WORKDIR /tmp' \
   --change 'ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 MPLBACKEND=Agg HOME=/tmp LANG=C.UTF-8' \
   --change 'CMD ["python3"]' \
-  --change "LABEL org.compute-bot.sandbox=python org.compute-bot.recipe=debian-$suite org.compute-bot.python=$py org.compute-bot.pandas=$pd org.compute-bot.numpy=$np org.compute-bot.matplotlib=$mpl org.compute-bot.lock-sha256=$lock_sha org.compute-bot.recipe-sha256=$recipe_sha" \
+  --change "LABEL org.compute-bot.sandbox=python org.compute-bot.recipe=debian-$suite org.compute-bot.python=$py org.compute-bot.pandas=$pd org.compute-bot.numpy=$np org.compute-bot.matplotlib=$mpl org.compute-bot.duckdb=$ddb org.compute-bot.fastparquet=$fp org.compute-bot.openpyxl=$xl org.compute-bot.lock-sha256=$lock_sha org.compute-bot.recipe-sha256=$recipe_sha" \
   - "$tag" >/dev/null
 
 size="$(docker image inspect --format '{{.Size}}' "$tag")"
-echo "built $tag (python $py, pandas $pd, numpy $np, matplotlib $mpl) from Debian $suite; size $((size / 1000000)) MB uncompressed (budget 500 MB)"
+layer="$(docker image inspect --format '{{index .RootFS.Layers 0}}' "$tag")"
+echo "built $tag (python $py, pandas $pd, numpy $np, matplotlib $mpl, duckdb $ddb, fastparquet $fp, openpyxl $xl) from Debian $suite; size $((size / 1000000)) MB uncompressed (budget 500 MB); layer $layer"

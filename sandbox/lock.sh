@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Regenerates sandbox/requirements.lock: the exact Python packages of the sandbox
 # image, with the sha256 of each wheel for CPython 3.11 (Debian bookworm's python3)
-# on manylinux x86_64 and aarch64. Both recipes (sandbox/build-debian.sh and
+# on manylinux x86_64 and aarch64, dependencies included (each resolved once by pip).
+# Both recipes (sandbox/build-debian.sh and
 # sandbox/python/Dockerfile) install from it with `pip install --require-hashes --no-deps`.
 #
 #   sandbox/lock.sh                       # the versions below
-#   PANDAS=2.3.3 NUMPY=2.3.5 MATPLOTLIB=3.11.2 sandbox/lock.sh
+#   PANDAS=2.3.3 NUMPY=2.3.5 MATPLOTLIB=3.11.2 DUCKDB=2.0.1 FASTPARQUET=2026.9.0 OPENPYXL=3.1.5 sandbox/lock.sh
 #
 # Needs: pip (any Python) and PyPI. Downloads the wheels to a temporary directory.
 set -euo pipefail
@@ -13,6 +14,12 @@ cd "$(dirname "$0")"
 pandas="${PANDAS:-2.3.3}"
 numpy="${NUMPY:-2.3.5}"
 matplotlib="${MATPLOTLIB:-3.11.2}"
+duckdb="${DUCKDB:-2.0.1}"       # SQL over CSV/Parquet/JSON that streams and spills
+# pandas.read_parquet / to_parquet. Not pyarrow: pandas imports pyarrow (and
+# pyarrow.compute) on every `import pandas` when it is installed, +31 MiB and
+# +0.16 s CPU for every run; fastparquet loads only when Parquet is read.
+fastparquet="${FASTPARQUET:-2026.9.0}"
+openpyxl="${OPENPYXL:-3.1.5}"   # pandas.read_excel / to_excel for .xlsx
 python="${PYTHON_VERSION:-3.11.2}"   # Debian bookworm's python3
 
 work="$(mktemp -d /tmp/compute-bot-lock.XXXXXX)"
@@ -21,7 +28,8 @@ for arch in x86_64 aarch64; do
   pip download --quiet --only-binary=:all: \
     --platform "manylinux2014_$arch" --platform "manylinux_2_28_$arch" \
     --python-version "$python" --implementation cp --abi cp311 \
-    -d "$work/$arch" "pandas==$pandas" "numpy==$numpy" "matplotlib==$matplotlib"
+    -d "$work/$arch" "pandas==$pandas" "numpy==$numpy" "matplotlib==$matplotlib" \
+    "duckdb==$duckdb" "fastparquet==$fastparquet" "openpyxl==$openpyxl"
 done
 
 python3 - "$work" "$python" >requirements.lock <<'PY'
@@ -40,4 +48,4 @@ for (name, version), digests in sorted(pkgs.items()):
     hashes = " \\\n    ".join("--hash=sha256:" + d for d in sorted(digests))
     print(f"{name}=={version} \\\n    {hashes}")
 PY
-echo "wrote sandbox/requirements.lock (pandas $pandas, numpy $numpy, matplotlib $matplotlib)" >&2
+echo "wrote sandbox/requirements.lock (pandas $pandas, numpy $numpy, matplotlib $matplotlib, duckdb $duckdb, fastparquet $fastparquet, openpyxl $openpyxl)" >&2

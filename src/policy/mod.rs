@@ -77,4 +77,5 @@ pub(crate) use inputs::Inputs;
 pub(crate) use output::{OnCheckFailure, Repeat, VerifyMode};
 pub use reader::PolicyError;
 pub use rules::RuleId;
+pub(crate) use check::allows;
 pub use verdict::{Decision, Finding, Severity, Verdict};

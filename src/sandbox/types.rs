@@ -369,6 +369,12 @@ pub(crate) struct DataStack {
     numpy: Option<String>,
     /// `org.compute-bot.matplotlib`.
     matplotlib: Option<String>,
+    /// `org.compute-bot.duckdb` (SQL over CSV, Parquet and JSON files).
+    duckdb: Option<String>,
+    /// `org.compute-bot.fastparquet` (Parquet for pandas).
+    fastparquet: Option<String>,
+    /// `org.compute-bot.openpyxl` (Excel `.xlsx` for pandas).
+    openpyxl: Option<String>,
 }
 
 impl DataStack {
@@ -380,17 +386,24 @@ impl DataStack {
             pandas: get("pandas"),
             numpy: get("numpy"),
             matplotlib: get("matplotlib"),
+            duckdb: get("duckdb"),
+            fastparquet: get("fastparquet"),
+            openpyxl: get("openpyxl"),
         }
     }
 
-    /// `Python 3.11.2, pandas 2.3.3, numpy 2.3.5, matplotlib 3.11.2` (the known
-    /// ones), or `None` when the image names none.
+    /// `Python 3.11.2, pandas 2.3.3, numpy 2.3.5, matplotlib 3.11.2, DuckDB
+    /// 2.0.1, fastparquet 2026.9.0, openpyxl 3.1.5` (the known ones), or `None`
+    /// when the image names none.
     pub(crate) fn summary(&self) -> Option<String> {
         let parts: Vec<String> = [
             ("Python", &self.python),
             ("pandas", &self.pandas),
             ("numpy", &self.numpy),
             ("matplotlib", &self.matplotlib),
+            ("DuckDB", &self.duckdb),
+            ("fastparquet", &self.fastparquet),
+            ("openpyxl", &self.openpyxl),
         ]
         .iter()
         .filter_map(|(n, v)| v.as_ref().map(|v| format!("{n} {v}")))
@@ -508,5 +521,37 @@ mod tests {
                 .to_string()
                 .contains("given twice")
         );
+    }
+
+    #[test]
+    fn the_data_stack_names_the_file_readers_of_the_image() {
+        let labels: BTreeMap<String, String> = [
+            ("python", "3.11.2"),
+            ("pandas", "2.3.3"),
+            ("numpy", "2.3.5"),
+            ("matplotlib", "3.11.2"),
+            ("duckdb", "2.0.1"),
+            ("fastparquet", "2026.9.0"),
+            ("openpyxl", "3.1.5"),
+            ("lock-sha256", "ab12"),
+        ]
+        .iter()
+        .map(|(k, v)| (format!("org.compute-bot.{k}"), v.to_string()))
+        .collect();
+        assert_eq!(
+            DataStack::from_labels(&labels).summary().unwrap(),
+            "Python 3.11.2, pandas 2.3.3, numpy 2.3.5, matplotlib 3.11.2, DuckDB 2.0.1, \
+             fastparquet 2026.9.0, openpyxl 3.1.5"
+        );
+        // An image of an older lock names only what it has.
+        let old: BTreeMap<String, String> = labels
+            .into_iter()
+            .filter(|(k, _)| !k.ends_with("duckdb") && !k.ends_with("fastparquet"))
+            .collect();
+        assert_eq!(
+            DataStack::from_labels(&old).summary().unwrap(),
+            "Python 3.11.2, pandas 2.3.3, numpy 2.3.5, matplotlib 3.11.2, openpyxl 3.1.5"
+        );
+        assert_eq!(DataStack::default().summary(), None);
     }
 }

@@ -366,7 +366,19 @@ fn lock_versions() -> Vec<(String, String)> {
 fn sandbox_recipes_share_one_lock() {
     let lock = read("sandbox/requirements.lock");
     let versions = lock_versions();
-    for name in ["pandas", "numpy", "matplotlib"] {
+    // The data stack, and the readers of data files with their dependencies
+    // (pip installs with --no-deps, so the lock must list them).
+    for name in [
+        "pandas",
+        "numpy",
+        "matplotlib",
+        "duckdb",
+        "fastparquet",
+        "cramjam",
+        "fsspec",
+        "openpyxl",
+        "et-xmlfile",
+    ] {
         assert!(versions.iter().any(|(n, _)| n == name), "{name} not locked");
     }
     // Every requirement carries at least one hash (pip --require-hashes).
@@ -394,10 +406,26 @@ fn sandbox_recipes_share_one_lock() {
         assert!(recipe.contains("requirements.lock"), "{name}");
         assert!(recipe.contains("--require-hashes --no-deps"), "{name}");
         assert!(recipe.contains("org.compute-bot.lock-sha256"), "{name}");
+        // Both finish the root the same way (trim, font cache, bytecode) and
+        // neither deletes the bytecode again.
+        assert!(recipe.contains("finish-rootfs.sh"), "{name}");
+        assert!(!recipe.contains("__pycache__"), "{name}");
     }
+    let finish = read("sandbox/finish-rootfs.sh");
+    assert!(finish.contains("compileall") && finish.contains("--invalidation-mode unchecked-hash"));
+    assert!(debian.contains("SOURCE_DATE_EPOCH") && debian.contains("--sort=name"));
     assert!(debian.contains("bookworm") && docker.contains("debian:bookworm-slim"));
     for (n, v) in &versions {
-        if ["pandas", "numpy", "matplotlib"].contains(&n.as_str()) {
+        if [
+            "pandas",
+            "numpy",
+            "matplotlib",
+            "duckdb",
+            "fastparquet",
+            "openpyxl",
+        ]
+        .contains(&n.as_str())
+        {
             assert!(
                 docker.contains(&format!("org.compute-bot.{n}={v}")),
                 "Dockerfile label for {n} is not {v}"

@@ -11,6 +11,7 @@ mod checker;
 mod names;
 mod paths;
 mod patterns;
+pub(crate) use patterns::allows;
 mod resolve;
 mod source;
 

@@ -131,7 +131,7 @@ pub(super) fn covers(pattern: &str, name: &str) -> bool {
 
 /// True when an import allowlist pattern allows module `name`: `x` allows
 /// exactly `x`; `x.*` allows `x` and everything below it.
-pub(super) fn allows(pattern: &str, name: &str) -> bool {
+pub(crate) fn allows(pattern: &str, name: &str) -> bool {
     match pattern.strip_suffix(".*") {
         Some(base) => covers(base, name),
         None => pattern == name,
