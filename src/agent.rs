@@ -427,6 +427,7 @@ impl Agent<'_> {
         match reply {
             Ok(reply) => {
                 attempt.usage = reply.usage;
+                attempt.model = Some(reply.answered_by.clone());
                 run.report.usage.add(reply.usage);
                 match prompt::parse_generated(&reply) {
                     Ok(g) => {

@@ -26,8 +26,9 @@ const ALLOWED: &[(&str, &[&str])] = &[
     // Input admission: one rule for the CLI, the Action and replay.
     ("admit", &["policy", "sandbox", "units"]),
     ("explain", &["model", "policy", "prompt", "units"]),
-    // The run record is plain data over the policy and the sandbox's types.
-    ("record", &["policy", "sandbox"]),
+    // The run record is plain data over the policy's, the sandbox's and the
+    // model's types (which model wrote the code).
+    ("record", &["model", "policy", "sandbox"]),
     (
         "report",
         &["model", "policy", "record", "sandbox", "status"],

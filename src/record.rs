@@ -112,6 +112,10 @@ pub struct RunRecord {
     /// The independent second program (`output.verify: independent`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verification: Option<Verification>,
+    /// The model that wrote the code (provider, model name, whether it was
+    /// the fallback); none for exact code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<crate::model::ModelId>,
     /// The result itself, only in a comment's marker and only when small
     /// (so that a replay can show a diff); the report has it in `result`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -207,6 +211,7 @@ impl RunRecord {
             repeats: Vec::new(),
             checks: Vec::new(),
             verification: None,
+            model: None,
             result: None,
         }
     }
@@ -364,6 +369,11 @@ mod tests {
             repeats: Vec::new(),
             checks: Vec::new(),
             verification: None,
+            model: Some(crate::model::ModelId {
+                provider: "anthropic".into(),
+                model: "claude-x".into(),
+                fallback: true,
+            }),
             result: None,
         };
         let m = r.marker(None);

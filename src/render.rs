@@ -373,15 +373,28 @@ fn render_md(report: &Report, ctx: &RenderContext, b: &Budget, cut_note: Option<
     if let Some(p) = &report.policy {
         foot.push(format!("policy `{}`", p.replace('`', "'")));
     }
-    if report.usage.input_tokens + report.usage.output_tokens > 0 {
-        foot.push(format!(
-            "{} tokens in, {} out",
-            report.usage.input_tokens, report.usage.output_tokens
-        ));
+    if let (Some(input), Some(output)) = (report.usage.input_tokens, report.usage.output_tokens)
+        && input + output > 0
+    {
+        foot.push(format!("{input} tokens in, {output} out"));
+    }
+    if let Some(m) = report.code_model() {
+        foot.push(model_md(&m.model, &m.provider, m.fallback));
     }
     foot.push(format!("compute-bot {}", env!("CARGO_PKG_VERSION")));
     let _ = writeln!(s, "<sub>{}</sub>", foot.join(" · "));
     s
+}
+
+/// The model that wrote the code: "code by `gpt-4o-mini` (openai)", or
+/// "code by the fallback model `claude-haiku-4-5` (anthropic)".
+fn model_md(model: &str, provider: &str, fallback: bool) -> String {
+    let which = if fallback { "the fallback model " } else { "" };
+    format!(
+        "code by {which}`{}` ({})",
+        model.replace('`', "'"),
+        escape_cell(provider)
+    )
 }
 
 fn status_line(report: &Report) -> String {

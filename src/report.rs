@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::TokenUsage;
+use crate::model::{ModelId, TokenUsage};
 use crate::policy::{Policy, Verdict};
 use crate::record::{RecordedInput, RunRecord};
 use crate::sandbox::{Executor, Outcome, Runtime};
@@ -89,6 +89,9 @@ pub struct Attempt {
     pub failure: Option<String>,
     /// Tokens used to produce this attempt.
     pub usage: TokenUsage,
+    /// The model that wrote this attempt's code (none for exact code).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<ModelId>,
 }
 
 /// The whole story of one request.
@@ -136,6 +139,18 @@ pub struct Report {
 }
 
 impl Report {
+    /// The model that wrote the final code: that of the last attempt with
+    /// this code (none for exact code).
+    pub fn code_model(&self) -> Option<&ModelId> {
+        let sha = self.code_sha256.as_deref()?;
+        self.attempts
+            .iter()
+            .rev()
+            .find(|a| a.code_sha256 == sha)?
+            .model
+            .as_ref()
+    }
+
     /// The record of a report's final run, or `None` when no code ran.
     /// The result hash is of the validated result, else of the last
     /// attempt's parsed (invalid) result.
@@ -164,6 +179,7 @@ impl Report {
             result,
         );
         r.policy_sha256 = Some(crate::record::policy_sha256(policy));
+        r.model = report.code_model().cloned();
         Some(r)
     }
 

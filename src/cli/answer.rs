@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use crate::agent::{Agent, AgentError, Request, Stage};
-use crate::model::{ModelClient, ModelConfig, ModelOverrides};
+use crate::model::{ModelChoice, ModelClient, ModelConfig, ModelOverrides};
 use crate::policy::Policy;
 use crate::render::{self, RenderContext};
 use crate::sandbox::Session;
@@ -108,9 +108,12 @@ pub(crate) async fn answer_command(args: RunArgs, session: &Session) -> Status {
         Err(e) => return usage(&e),
     };
     let overrides = ModelOverrides {
-        provider: args.provider,
-        base_url: args.base_url.clone(),
-        model: args.model.clone(),
+        first: ModelChoice {
+            provider: args.provider,
+            base_url: args.base_url.clone(),
+            model: args.model.clone(),
+            ..Default::default()
+        },
         ..Default::default()
     };
     let model = match ModelConfig::from_env(&overrides) {

@@ -247,6 +247,8 @@ async fn check_model() -> Check {
     }
     let mut cfg = cfg;
     cfg.max_retries = 0;
+    // The first model on its own: a fallback answering would hide it.
+    cfg.fallback = None;
     let (model, endpoint) = (cfg.model.clone(), cfg.base_url.clone());
     let client = match ModelClient::new(cfg) {
         Ok(c) => c,

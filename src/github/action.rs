@@ -97,14 +97,13 @@ fn escape_property(s: &str) -> String {
 /// Masks every secret the run can see before anything else is printed.
 fn mask_secrets(vars: &BTreeMap<String, String>) {
     let mut out = std::io::stdout().lock();
-    for name in [
+    let inputs = [
         "INPUT_GITHUB_TOKEN",
         "INPUT_API_KEY",
-        crate::model::ENV_API_KEY,
-        "OPENAI_API_KEY",
-        "ANTHROPIC_API_KEY",
+        "INPUT_FALLBACK_API_KEY",
         "GITHUB_TOKEN",
-    ] {
+    ];
+    for name in inputs.into_iter().chain(crate::model::key_variables()) {
         if let Some(v) = vars.get(name).filter(|v| !v.trim().is_empty()) {
             let _ = actions_io::add_mask(&mut out, v);
         }

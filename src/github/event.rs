@@ -85,6 +85,15 @@ pub struct ActionInputs {
     pub base_url: Option<String>,
     /// `INPUT_API_KEY`.
     pub api_key: Option<Secret>,
+    /// `INPUT_FALLBACK_PROVIDER`: the provider of the model that answers
+    /// while the first is unavailable.
+    pub fallback_provider: Option<String>,
+    /// `INPUT_FALLBACK_MODEL`.
+    pub fallback_model: Option<String>,
+    /// `INPUT_FALLBACK_BASE_URL`.
+    pub fallback_base_url: Option<String>,
+    /// `INPUT_FALLBACK_API_KEY`, sent only to the fallback's base URL.
+    pub fallback_api_key: Option<Secret>,
     /// `INPUT_GOAL`.
     pub goal: Option<String>,
     /// `INPUT_CODE`.
@@ -172,6 +181,10 @@ impl ActionInputs {
             model: s("INPUT_MODEL"),
             base_url: s("INPUT_BASE_URL"),
             api_key: s("INPUT_API_KEY").map(Secret::new),
+            fallback_provider: s("INPUT_FALLBACK_PROVIDER"),
+            fallback_model: s("INPUT_FALLBACK_MODEL"),
+            fallback_base_url: s("INPUT_FALLBACK_BASE_URL"),
+            fallback_api_key: s("INPUT_FALLBACK_API_KEY").map(Secret::new),
             goal: s("INPUT_GOAL"),
             code: get(vars, "INPUT_CODE").map(str::to_string),
             inputs: get(vars, "INPUT_INPUTS")

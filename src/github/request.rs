@@ -12,7 +12,7 @@ use crate::github::event::ActionEnv;
 use crate::github::inputs::{self, Resolved};
 use crate::github::texts::{self, PendingInput, PendingRequest, request_marker};
 use crate::github::thread::{Ctx, Post, Published, Stop, Thread};
-use crate::model::{ModelClient, ModelConfig, ModelOverrides, Provider};
+use crate::model::{ModelChoice, ModelClient, ModelConfig, ModelOverrides, Provider};
 use crate::render::{self, RenderContext};
 use crate::report::{Report, ReportStatus};
 use crate::status::Status;
@@ -44,31 +44,46 @@ pub(crate) struct Job {
 
 fn model_overrides(env: &ActionEnv) -> Result<ModelOverrides, String> {
     let i = &env.inputs;
-    let provider = match &i.provider {
-        None => None,
-        Some(p) => Some(p.parse::<Provider>().map_err(|e| {
-            format!("the action input `provider` is `{p}`: {e}; use `openai` or `anthropic`")
-        })?),
+    let provider = |input: &str, value: &Option<String>| match value {
+        None => Ok(None),
+        Some(p) => p.parse::<Provider>().map(Some).map_err(|_| {
+            format!(
+                "the action input `{input}` is `{p}`, not a model provider; use {}",
+                Provider::choices()
+            )
+        }),
     };
     Ok(ModelOverrides {
-        provider,
-        base_url: i.base_url.clone(),
-        model: i.model.clone(),
-        api_key: i.api_key.clone(),
+        first: ModelChoice {
+            provider: provider("provider", &i.provider)?,
+            base_url: i.base_url.clone(),
+            model: i.model.clone(),
+            api_key: i.api_key.clone(),
+        },
+        fallback: ModelChoice {
+            provider: provider("fallback_provider", &i.fallback_provider)?,
+            base_url: i.fallback_base_url.clone(),
+            model: i.fallback_model.clone(),
+            api_key: i.fallback_api_key.clone(),
+        },
         ..ModelOverrides::default()
     })
 }
 
-/// In Actions the key comes from the action input `api_key`: a refused key
-/// (HTTP 401/403) names that input rather than the CLI's variables.
-fn action_key_hint(mut report: Report, key_setting: Option<&str>) -> Report {
-    let Some(setting) = key_setting else {
-        return report;
-    };
-    const INPUT: &str = "the action input `api_key` (from a repository secret, e.g. `api_key: ${{ secrets.COMPUTE_BOT_API_KEY }}`)";
+/// Where a model's key comes from in Actions: the key setting its errors
+/// name (`COMPUTE_BOT_API_KEY (or OPENAI_API_KEY)`), and the action input
+/// to name instead.
+type KeyHint = (String, &'static str);
+
+/// In Actions the keys come from the action inputs `api_key` and
+/// `fallback_api_key`: a refused key (HTTP 401/403) names that input rather
+/// than the CLI's variables.
+fn action_key_hint(mut report: Report, hints: &[KeyHint]) -> Report {
     let fix = |t: &mut String| {
-        if t.contains(setting) {
-            *t = t.replace(setting, INPUT);
+        for (setting, input) in hints {
+            if t.contains(setting.as_str()) {
+                *t = t.replace(setting.as_str(), input);
+            }
         }
     };
     if let Some(r) = report.stop_reason.as_mut() {
@@ -161,7 +176,7 @@ pub(crate) async fn execute(
     let marker = texts::run_marker(&env.run_id);
     let show_progress = thread.acknowledge(&marker, &env.run_url()).await;
     let resolved = resolve_inputs(ctx, &job)?;
-    let (model, has_code, key_setting) = model_for(ctx, &job)?;
+    let (model, has_code, key_hints) = model_for(ctx, &job)?;
     let sandbox = ctx.session.sandbox().await.map_err(|e| {
         Stop::new(
             Status::Error,
@@ -198,7 +213,7 @@ pub(crate) async fn execute(
         // The provider refused the key, model or quota mid-run: the report
         // so far is published, and the run's status is `error`.
         Err(AgentError::ModelConfiguration { report, .. }) => {
-            let report = action_key_hint(*report, key_setting.as_deref());
+            let report = action_key_hint(*report, &key_hints);
             return Ok(publish(ctx, &job, &resolved, &marker, report));
         }
         Err(e) => {
@@ -215,7 +230,7 @@ pub(crate) async fn execute(
             ));
         }
     };
-    let report = action_key_hint(report, key_setting.as_deref());
+    let report = action_key_hint(report, &key_hints);
     Ok(publish(ctx, &job, &resolved, &marker, report))
 }
 
@@ -264,12 +279,10 @@ fn resolve_inputs(ctx: &Ctx<'_>, job: &Job) -> Result<Vec<Resolved>, Stop> {
     Ok(resolved)
 }
 
-/// The model client (none: exact code runs without one), whether the job
-/// has exact code, and the setting the key came from.
-fn model_for(
-    ctx: &Ctx<'_>,
-    job: &Job,
-) -> Result<(Option<ModelClient>, bool, Option<String>), Stop> {
+/// The model client (none: exact code runs without one; with the fallback
+/// model when the `fallback_*` inputs or `COMPUTE_BOT_FALLBACK_*` name one),
+/// whether the job has exact code, and where each model's key came from.
+fn model_for(ctx: &Ctx<'_>, job: &Job) -> Result<(Option<ModelClient>, bool, Vec<KeyHint>), Stop> {
     let has_code = job.code.as_deref().is_some_and(|c| !c.trim().is_empty())
         || job
             .goal
@@ -304,12 +317,20 @@ fn model_for(
         }
         !keyless_exact
     });
-    let key_setting = model_cfg.as_ref().map(|c| c.key_setting());
+    const KEY_INPUT: &str = "the action input `api_key` (from a repository secret, e.g. `api_key: ${{ secrets.COMPUTE_BOT_API_KEY }}`)";
+    const FALLBACK_KEY_INPUT: &str = "the action input `fallback_api_key` (from a repository secret, e.g. `fallback_api_key: ${{ secrets.COMPUTE_BOT_FALLBACK_API_KEY }}`)";
+    let mut key_hints = Vec::new();
+    if let Some(c) = &model_cfg {
+        if let Some(f) = &c.fallback {
+            key_hints.push((f.key_setting(), FALLBACK_KEY_INPUT));
+        }
+        key_hints.push((c.key_setting(), KEY_INPUT));
+    }
     let model = model_cfg
         .map(ModelClient::new)
         .transpose()
         .map_err(|e| unusable(e.to_string()))?;
-    Ok((model, has_code, key_setting))
+    Ok((model, has_code, key_hints))
 }
 
 /// Runs the agent; with `progress` (the attempts shown), its stages are

@@ -1,20 +1,50 @@
 //! Model configuration from flags and environment variables.
 
 use std::collections::{BTreeMap, HashMap};
-use std::fmt;
-use std::str::FromStr;
 use std::time::Duration;
 
-use super::ModelError;
+use super::{ModelError, Provider};
 
-/// Environment variable naming the provider (`openai` or `anthropic`).
-const ENV_PROVIDER: &str = "COMPUTE_BOT_PROVIDER";
-/// Environment variable with the API base URL.
-const ENV_BASE_URL: &str = "COMPUTE_BOT_BASE_URL";
-/// Environment variable with the model name.
-const ENV_MODEL: &str = "COMPUTE_BOT_MODEL";
-/// Environment variable with the API key (takes precedence over the provider's own variable).
-pub(crate) const ENV_API_KEY: &str = "COMPUTE_BOT_API_KEY";
+/// The variables that choose one model: the first model or the fallback.
+/// Everything else (timeout, budget, temperature, retries) is shared.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Vars {
+    /// How messages name this model (`model`, `fallback model`).
+    pub(crate) label: &'static str,
+    /// The provider (`openai` or `anthropic`).
+    pub(crate) provider: &'static str,
+    /// The API base URL.
+    pub(crate) base_url: &'static str,
+    /// The model name.
+    pub(crate) model: &'static str,
+    /// The API key, sent to whatever base URL is configured (takes
+    /// precedence over the provider's own variable).
+    pub(crate) api_key: &'static str,
+    /// True when command-line flags (`--provider`, `--model`) also set these values.
+    pub(crate) flags: bool,
+}
+
+/// The first model's variables.
+pub(crate) static FIRST: Vars = Vars {
+    label: "model",
+    provider: "COMPUTE_BOT_PROVIDER",
+    base_url: "COMPUTE_BOT_BASE_URL",
+    model: "COMPUTE_BOT_MODEL",
+    api_key: "COMPUTE_BOT_API_KEY",
+    flags: true,
+};
+
+/// The fallback model's variables: it answers when the first model is
+/// unavailable ([`ModelError::calls_for_fallback`]).
+pub(crate) static FALLBACK: Vars = Vars {
+    label: "fallback model",
+    provider: "COMPUTE_BOT_FALLBACK_PROVIDER",
+    base_url: "COMPUTE_BOT_FALLBACK_BASE_URL",
+    model: "COMPUTE_BOT_FALLBACK_MODEL",
+    api_key: "COMPUTE_BOT_FALLBACK_API_KEY",
+    flags: false,
+};
+
 /// Environment variable with the per-request timeout (`60s`, `1500ms`).
 const ENV_TIMEOUT: &str = "COMPUTE_BOT_MODEL_TIMEOUT";
 /// Environment variable with the default completion budget in tokens.
@@ -25,6 +55,14 @@ const ENV_TEMPERATURE: &str = "COMPUTE_BOT_TEMPERATURE";
 const ENV_RETRIES: &str = "COMPUTE_BOT_MODEL_RETRIES";
 /// Environment variable with the total time retries may take (`120s`, `5m`).
 const ENV_RETRY_TIME: &str = "COMPUTE_BOT_MODEL_RETRY_TIME";
+
+/// Every variable that may hold a model API key (for masking in a log):
+/// both compute-bot key variables and every provider's own.
+pub(crate) fn key_variables() -> impl Iterator<Item = &'static str> {
+    [FIRST.api_key, FALLBACK.api_key]
+        .into_iter()
+        .chain(Provider::all().map(Provider::key_var))
+}
 
 /// The default completion budget of ordinary models.
 const DEFAULT_MAX_TOKENS: u32 = 4096;
@@ -64,77 +102,19 @@ COMPUTE_BOT_API_KEY, and if needed COMPUTE_BOT_PROVIDER (`openai` or `anthropic`
 COMPUTE_BOT_BASE_URL (any OpenAI-compatible endpoint, e.g. `http://localhost:11434/v1` for Ollama) — \
 or pass the code yourself with --code FILE or as a ```python block in the goal.";
 
-/// Which wire format the model endpoint speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Provider {
-    /// OpenAI chat completions, or any compatible endpoint (Azure OpenAI,
-    /// Ollama, vLLM, llama.cpp server, OpenRouter).
-    OpenAi,
-    /// The Anthropic Messages API.
-    Anthropic,
-}
-
-impl Provider {
-    /// The name used in configuration (`openai`, `anthropic`).
-    fn as_str(self) -> &'static str {
-        match self {
-            Provider::OpenAi => "openai",
-            Provider::Anthropic => "anthropic",
-        }
-    }
-
-    /// The provider's own API-key variable, read when `COMPUTE_BOT_API_KEY` is unset.
-    pub fn key_var(self) -> &'static str {
-        match self {
-            Provider::OpenAi => "OPENAI_API_KEY",
-            Provider::Anthropic => "ANTHROPIC_API_KEY",
-        }
-    }
-
-    /// The base URL used when none is configured.
-    fn default_base_url(self) -> &'static str {
-        match self {
-            Provider::OpenAi => "https://api.openai.com/v1",
-            Provider::Anthropic => "https://api.anthropic.com",
-        }
-    }
-}
-
-impl fmt::Display for Provider {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Provider {
-    type Err = ModelError;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "openai" | "open-ai" | "openai-compatible" => Ok(Provider::OpenAi),
-            "anthropic" => Ok(Provider::Anthropic),
-            other => Err(ModelError::Config(format!(
-                "unknown model provider `{other}`; set {ENV_PROVIDER} (or --provider) to `openai` \
-                 (any OpenAI-compatible endpoint) or `anthropic`"
-            ))),
-        }
-    }
-}
-
 pub use crate::secret::Secret;
 pub(crate) use crate::secret::redact_key;
 
-/// Values given on the command line; each one wins over its environment variable.
+/// Values given on the command line (or as action inputs); each one wins
+/// over its environment variable.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ModelOverrides {
-    /// `--provider`.
-    pub provider: Option<Provider>,
-    /// `--base-url`.
-    pub base_url: Option<String>,
-    /// `--model`.
-    pub model: Option<String>,
-    /// `--api-key` (prefer the environment: flags show up in process lists).
-    pub api_key: Option<Secret>,
+    /// The first model: `--provider`, `--base-url`, `--model` (the action's
+    /// `provider`, `base_url`, `model`, `api_key`).
+    pub first: ModelChoice,
+    /// The fallback model (the action's `fallback_*` inputs); each value
+    /// wins over its `COMPUTE_BOT_FALLBACK_*` variable.
+    pub fallback: ModelChoice,
     /// `--model-timeout`.
     pub timeout: Option<Duration>,
     /// `--max-tokens`.
@@ -145,6 +125,116 @@ pub struct ModelOverrides {
     pub retries: Option<u32>,
     /// Total time retries may take (`COMPUTE_BOT_MODEL_RETRY_TIME`).
     pub retry_time: Option<Duration>,
+}
+
+/// One model as given outside the environment (flags, action inputs).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ModelChoice {
+    /// The provider.
+    pub provider: Option<Provider>,
+    /// The API base URL.
+    pub base_url: Option<String>,
+    /// The model name.
+    pub model: Option<String>,
+    /// The key, sent only to this model's base URL (prefer the environment
+    /// or a secret: flags show up in process lists).
+    pub api_key: Option<Secret>,
+}
+
+/// Which model, as given: any value set means the model is configured.
+struct Given {
+    provider: Option<Provider>,
+    base_url: Option<String>,
+    model: Option<String>,
+    key: Option<Secret>,
+}
+
+impl Given {
+    /// The values of `vars`, flags first; `None` when none is set.
+    fn read(
+        vars: &Vars,
+        flags: &ModelChoice,
+        get: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Option<Given>, ModelError> {
+        let provider = match (&flags.provider, get(vars.provider)) {
+            (Some(p), _) => Some(*p),
+            (None, Some(v)) => Some(v.parse::<Provider>().map_err(|_| {
+                ModelError::Config(format!(
+                    "{}=`{}` is not a model provider; set it{} to {}",
+                    vars.provider,
+                    v.trim(),
+                    if vars.flags { " (or --provider)" } else { "" },
+                    Provider::choices()
+                ))
+            })?),
+            (None, None) => None,
+        };
+        let text = |flag: &Option<String>, var: &str| {
+            flag.clone()
+                .filter(|v| !v.trim().is_empty())
+                .or_else(|| get(var))
+        };
+        let given = Given {
+            provider,
+            base_url: text(&flags.base_url, vars.base_url),
+            model: text(&flags.model, vars.model),
+            key: flags
+                .api_key
+                .clone()
+                .filter(|k| !k.expose().trim().is_empty())
+                .or_else(|| get(vars.api_key).map(Secret::new)),
+        };
+        let any = given.provider.is_some()
+            || given.base_url.is_some()
+            || given.model.is_some()
+            || given.key.is_some();
+        Ok(any.then_some(given))
+    }
+
+    /// The configuration of this model: `provider` when none is given, the
+    /// provider's public API when no base URL is, and the provider's own key
+    /// only for that API's host.
+    fn resolve(
+        self,
+        vars: &'static Vars,
+        provider: Provider,
+        get: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<ModelConfig, ModelError> {
+        let provider = self.provider.unwrap_or(provider);
+        let Some(model) = self.model else {
+            return Err(ModelError::Config(format!(
+                "a {} provider is configured ({provider}) but no model name; set {}{}, e.g. \
+                 `gpt-4o-mini` or `claude-sonnet-4-20250514`",
+                vars.label,
+                vars.model,
+                if vars.flags { " (or --model)" } else { "" },
+            )));
+        };
+        let base_url = normalize_base_url(
+            provider,
+            self.base_url
+                .as_deref()
+                .unwrap_or(provider.default_base_url()),
+            vars,
+        )?;
+        // A provider's own key goes only to that provider's host; another
+        // base URL needs the compute-bot key variable of this model.
+        let provider_key = get(provider.key_var()).map(Secret::new).filter(|_| {
+            let home = same_host(&base_url, provider.default_base_url());
+            if !home {
+                tracing::warn!(
+                    variable = provider.key_var(),
+                    base_url = %base_url,
+                    "not sending the provider's key to another host; set {} for this endpoint",
+                    vars.api_key
+                );
+            }
+            home
+        });
+        let mut cfg = ModelConfig::new(provider, base_url, model.trim(), self.key.or(provider_key));
+        cfg.vars = vars;
+        Ok(cfg)
+    }
 }
 
 /// Where configuration values come from. The process environment in
@@ -191,7 +281,7 @@ impl<const N: usize> Env for [(&str, &str); N] {
     }
 }
 
-/// Everything needed to talk to one model.
+/// Everything needed to talk to one model (and its fallback, if any).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ModelConfig {
     /// Wire format.
@@ -214,11 +304,18 @@ pub struct ModelConfig {
     pub max_retries: u32,
     /// No retry starts (or waits) past this much time since the first request.
     pub max_retry_time: Duration,
+    /// The model that answers when this one is unavailable after its
+    /// retries ([`ModelError::calls_for_fallback`]), with its own key and
+    /// host. `None`: no fallback, nothing changes.
+    pub fallback: Option<Box<ModelConfig>>,
+    /// The variables that chose this model, named in its error messages.
+    pub(crate) vars: &'static Vars,
 }
 
 impl ModelConfig {
     /// A configuration with the defaults (60 s timeout, 4096 tokens — 16384
-    /// for reasoning models —, temperature 0, 4 retries within 120 s).
+    /// for reasoning models —, temperature 0, 4 retries within 120 s, no
+    /// fallback).
     pub fn new(
         provider: Provider,
         base_url: impl Into<String>,
@@ -240,6 +337,8 @@ impl ModelConfig {
             temperature: 0.0,
             max_retries: 4,
             max_retry_time: Duration::from_secs(120),
+            fallback: None,
+            vars: &FIRST,
         }
     }
 
@@ -253,72 +352,58 @@ impl ModelConfig {
     ///
     /// A model counts as configured when a provider, base URL, model or
     /// `COMPUTE_BOT_API_KEY` is given. The provider defaults to `openai`,
-    /// or `anthropic` when only `ANTHROPIC_API_KEY` is set. The model name
-    /// has no default: it must be given once anything else is.
+    /// or to the provider whose own key variable (`ANTHROPIC_API_KEY`) is
+    /// the only one set. The model name has no default: it must be given
+    /// once anything else is. A fallback is configured the same way by the
+    /// `COMPUTE_BOT_FALLBACK_*` variables (or [`ModelOverrides::fallback`]);
+    /// its provider defaults to the first model's, its base URL to its
+    /// provider's public API, and its key is only
+    /// `COMPUTE_BOT_FALLBACK_API_KEY` (or its provider's own variable for
+    /// that provider's host) — never the first model's. The timeout,
+    /// budget, temperature and retry settings apply to both.
     pub fn from_env_with(
         overrides: &ModelOverrides,
         env: &(impl Env + ?Sized),
     ) -> Result<Option<ModelConfig>, ModelError> {
         let get = |name: &str| env.var(name).filter(|v| !v.trim().is_empty());
-
-        let provider = match (&overrides.provider, get(ENV_PROVIDER)) {
-            (Some(p), _) => Some(*p),
-            (None, Some(v)) => Some(v.parse::<Provider>()?),
-            (None, None) => None,
-        };
-        let base_url = overrides
-            .base_url
-            .clone()
-            .filter(|v| !v.trim().is_empty())
-            .or_else(|| get(ENV_BASE_URL));
-        let model = overrides
-            .model
-            .clone()
-            .filter(|v| !v.trim().is_empty())
-            .or_else(|| get(ENV_MODEL));
-        let bot_key = overrides
-            .api_key
-            .clone()
-            .filter(|k| !k.expose().trim().is_empty())
-            .or_else(|| get(ENV_API_KEY).map(Secret::new));
-
-        if provider.is_none() && base_url.is_none() && model.is_none() && bot_key.is_none() {
+        let first = Given::read(&FIRST, &overrides.first, &get)?;
+        let fallback = Given::read(&FALLBACK, &overrides.fallback, &get)?;
+        let Some(first) = first else {
+            if fallback.is_some() {
+                return Err(ModelError::Config(format!(
+                    "a fallback model is configured but no first model; set {} (and {}, {} as \
+                     needed), or remove the {} settings",
+                    FIRST.model, FIRST.provider, FIRST.api_key, FALLBACK.label
+                )));
+            }
             return Ok(None);
-        }
-
-        let provider = provider.unwrap_or_else(|| {
-            if get("OPENAI_API_KEY").is_none() && get("ANTHROPIC_API_KEY").is_some() {
-                Provider::Anthropic
-            } else {
-                Provider::OpenAi
-            }
-        });
-        let Some(model) = model else {
-            return Err(ModelError::Config(format!(
-                "a model provider is configured ({provider}) but no model name; set {ENV_MODEL} \
-                 (or --model), e.g. `gpt-4o-mini` or `claude-sonnet-4-20250514`"
-            )));
         };
-        let base_url = normalize_base_url(
-            provider,
-            base_url.as_deref().unwrap_or(provider.default_base_url()),
-        )?;
-        // A provider's own key goes only to that provider's host; another
-        // base URL needs COMPUTE_BOT_API_KEY.
-        let provider_key = get(provider.key_var()).map(Secret::new).filter(|_| {
-            let home = same_host(&base_url, provider.default_base_url());
-            if !home {
-                tracing::warn!(
-                    variable = provider.key_var(),
-                    base_url = %base_url,
-                    "not sending the provider's key to another host; set COMPUTE_BOT_API_KEY for this endpoint"
-                );
-            }
-            home
-        });
-        let api_key = bot_key.or(provider_key);
+        let with_own_key: Vec<Provider> = Provider::all()
+            .filter(|p| get(p.key_var()).is_some())
+            .collect();
+        let provider = match with_own_key.as_slice() {
+            [only] => *only,
+            _ => Provider::default_choice(),
+        };
+        let mut cfg = first.resolve(&FIRST, provider, &get)?;
+        let mut fallback = fallback
+            .map(|f| f.resolve(&FALLBACK, cfg.provider, &get))
+            .transpose()?;
+        for c in std::iter::once(&mut cfg).chain(fallback.as_mut()) {
+            c.shared_settings(overrides, &get)?;
+            c.check()?;
+        }
+        cfg.fallback = fallback.map(Box::new);
+        Ok(Some(cfg))
+    }
 
-        let mut cfg = ModelConfig::new(provider, base_url, model.trim(), api_key);
+    /// Reads the settings both models share: timeout, budget, temperature, retries.
+    fn shared_settings(
+        &mut self,
+        overrides: &ModelOverrides,
+        get: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<(), ModelError> {
+        let cfg = self;
         if let Some(t) = overrides.timeout {
             cfg.timeout = t;
         } else if let Some(v) = get(ENV_TIMEOUT) {
@@ -358,8 +443,7 @@ impl ModelConfig {
             cfg.max_retry_time = crate::units::parse_duration(&v)
                 .map_err(|e| ModelError::Config(format!("{ENV_RETRY_TIME}: {e}")))?;
         }
-        cfg.check()?;
-        Ok(Some(cfg))
+        Ok(())
     }
 
     /// Checks the values a provider would reject: a zero timeout or budget,
@@ -375,10 +459,7 @@ impl ModelConfig {
                 "max tokens is zero; set {ENV_MAX_TOKENS} to e.g. `{DEFAULT_MAX_TOKENS}`"
             )));
         }
-        let max_temperature = match self.provider {
-            Provider::OpenAi => 2.0,
-            Provider::Anthropic => 1.0,
-        };
+        let max_temperature = self.provider.api().max_temperature();
         if !(0.0..=max_temperature).contains(&self.temperature) {
             return Err(ModelError::Config(format!(
                 "temperature {} is out of range for {}; set {ENV_TEMPERATURE} between 0 and {max_temperature}",
@@ -391,13 +472,15 @@ impl ModelConfig {
     /// The environment variable that holds the key for this endpoint, as
     /// shown in error messages: `COMPUTE_BOT_API_KEY (or OPENAI_API_KEY)` for
     /// the provider's own host, `COMPUTE_BOT_API_KEY` alone for any other
-    /// (the provider's key is never sent there).
+    /// (the provider's key is never sent there); `COMPUTE_BOT_FALLBACK_API_KEY`
+    /// for the fallback model.
     pub fn key_setting(&self) -> String {
+        let var = self.vars.api_key;
         if same_host(&self.base_url, self.provider.default_base_url()) {
-            format!("{ENV_API_KEY} (or {})", self.provider.key_var())
+            format!("{var} (or {})", self.provider.key_var())
         } else {
             format!(
-                "{ENV_API_KEY} ({} is only sent to {})",
+                "{var} ({} is only sent to {})",
                 self.provider.key_var(),
                 self.provider.default_base_url()
             )
@@ -418,24 +501,26 @@ fn same_host(a: &str, b: &str) -> bool {
     }
 }
 
-/// Checks a base URL and removes a trailing slash (and, for Anthropic, a
-/// trailing `/v1`, since the client appends `/v1/messages`).
-pub(crate) fn normalize_base_url(provider: Provider, url: &str) -> Result<String, ModelError> {
-    let mut u = url.trim().trim_end_matches('/').to_string();
+/// Checks a base URL and removes a trailing slash (and what the provider
+/// drops, e.g. Anthropic's trailing `/v1`); errors name `vars.base_url`.
+pub(crate) fn normalize_base_url(
+    provider: Provider,
+    url: &str,
+    vars: &Vars,
+) -> Result<String, ModelError> {
+    let u = url.trim().trim_end_matches('/').to_string();
+    let var = vars.base_url;
     let parsed = reqwest::Url::parse(&u).map_err(|e| {
         ModelError::Config(format!(
-            "{ENV_BASE_URL}=`{u}` is not a URL ({e}); write e.g. `{}`",
+            "{var}=`{u}` is not a URL ({e}); write e.g. `{}`",
             provider.default_base_url()
         ))
     })?;
     if !matches!(parsed.scheme(), "http" | "https") {
         return Err(ModelError::Config(format!(
-            "{ENV_BASE_URL}=`{u}` must start with http:// or https://; write e.g. `{}`",
+            "{var}=`{u}` must start with http:// or https://; write e.g. `{}`",
             provider.default_base_url()
         )));
     }
-    if provider == Provider::Anthropic && u.ends_with("/v1") {
-        u.truncate(u.len() - 3);
-    }
-    Ok(u)
+    Ok(provider.api().normalize_base_url(u))
 }

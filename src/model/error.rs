@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use super::ModelId;
+
 /// Why a model could not be configured or did not answer.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ModelError {
@@ -27,7 +29,7 @@ pub enum ModelError {
 
     /// The endpoint or the model does not exist (HTTP 404).
     #[error(
-        "model `{model}` or endpoint {url} was not found (HTTP 404: {message}); check COMPUTE_BOT_MODEL (the model name) and COMPUTE_BOT_BASE_URL (the API base URL)"
+        "model `{model}` or endpoint {url} was not found (HTTP 404: {message}); check {model_var} (the model name) and {url_var} (the API base URL)"
     )]
     NotFound {
         /// The model asked for.
@@ -36,6 +38,10 @@ pub enum ModelError {
         url: String,
         /// The provider's message.
         message: String,
+        /// The variable naming the model (`COMPUTE_BOT_MODEL`).
+        model_var: &'static str,
+        /// The variable naming the base URL (`COMPUTE_BOT_BASE_URL`).
+        url_var: &'static str,
     },
 
     /// The provider rejected the request (another 4xx).
@@ -94,7 +100,7 @@ pub enum ModelError {
 
     /// The endpoint could not be reached.
     #[error(
-        "could not reach the model endpoint {url} ({detail}) after {attempts} attempt(s); check COMPUTE_BOT_BASE_URL and the network"
+        "could not reach the model endpoint {url} ({detail}) after {attempts} attempt(s); check {url_var} and the network"
     )]
     Connect {
         /// The URL requested.
@@ -103,12 +109,14 @@ pub enum ModelError {
         detail: String,
         /// Requests made.
         attempts: u32,
+        /// The variable naming the base URL.
+        url_var: &'static str,
     },
 
     /// The endpoint answered with a redirect, which is never followed (a
     /// redirect could carry the key to another host).
     #[error(
-        "the model endpoint {url} redirects (HTTP {status}) to {location}; set COMPUTE_BOT_BASE_URL to the final API URL"
+        "the model endpoint {url} redirects (HTTP {status}) to {location}; set {url_var} to the final API URL"
     )]
     Redirected {
         /// The 3xx status.
@@ -117,11 +125,13 @@ pub enum ModelError {
         url: String,
         /// The `location` header, if any.
         location: String,
+        /// The variable naming the base URL.
+        url_var: &'static str,
     },
 
     /// A 2xx reply that is not the expected JSON.
     #[error(
-        "the model endpoint returned a malformed reply ({detail}); body starts with: {excerpt:?}. Check that COMPUTE_BOT_BASE_URL points at {expected}"
+        "the model endpoint returned a malformed reply ({detail}); body starts with: {excerpt:?}. Check that {url_var} points at {expected}"
     )]
     BadReply {
         /// What is wrong with it.
@@ -130,11 +140,34 @@ pub enum ModelError {
         excerpt: String,
         /// The API the client expected.
         expected: String,
+        /// The variable naming the base URL.
+        url_var: &'static str,
     },
 
     /// The model declined to answer or answered nothing.
     #[error("the model gave no usable answer: {0}")]
     Empty(String),
+
+    /// The first model was unavailable ([`ModelError::calls_for_fallback`])
+    /// and the fallback model failed too; both are named.
+    #[error("{0}")]
+    FallbackFailed(Box<FallbackFailure>),
+}
+
+/// Both models failed: the first unavailable, then the fallback.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error(
+    "the model {first_model} is unavailable ({first}); the fallback model {fallback_model} failed too: {fallback}"
+)]
+pub struct FallbackFailure {
+    /// The first model.
+    pub first_model: ModelId,
+    /// Why the first model did not answer.
+    pub first: ModelError,
+    /// The fallback model.
+    pub fallback_model: ModelId,
+    /// Why the fallback did not answer.
+    pub fallback: ModelError,
 }
 
 /// What to fix after a 4xx: the prompt length for context-length errors,
@@ -189,21 +222,40 @@ impl ModelError {
 
     /// True for errors a person must fix in the configuration (key, model
     /// name, base URL, account billing), not failed computations: front ends
-    /// map these to exit 2 (CLI) / status `error` (action).
+    /// map these to exit 2 (CLI) / status `error` (action). When the fallback
+    /// failed too, its error decides.
     pub fn is_configuration(&self) -> bool {
-        matches!(
-            self,
-            ModelError::Config(_)
-                | ModelError::Auth { .. }
-                | ModelError::NotFound { .. }
-                | ModelError::Redirected { .. }
-                | ModelError::Quota { .. }
-        )
+        match self {
+            ModelError::FallbackFailed(both) => both.fallback.is_configuration(),
+            e => matches!(
+                e,
+                ModelError::Config(_)
+                    | ModelError::Auth { .. }
+                    | ModelError::NotFound { .. }
+                    | ModelError::Redirected { .. }
+                    | ModelError::Quota { .. }
+            ),
+        }
     }
 
     /// True for errors that another try later might fix (rate limits,
-    /// outages, timeouts, connection errors).
+    /// outages, timeouts, connection errors). When the fallback failed too,
+    /// its error decides.
     pub fn is_transient(&self) -> bool {
+        match self {
+            ModelError::FallbackFailed(both) => both.fallback.is_transient(),
+            e => e.calls_for_fallback(),
+        }
+    }
+
+    /// True when the model is unavailable after its retries — 5xx, 429 (a
+    /// rate limit, also one whose `Retry-After` is beyond the retry budget),
+    /// timeouts, connections refused or broken — so the fallback model, if
+    /// one is configured, answers the same request. Not for a 400, 401, 403,
+    /// 404, a redirect, a malformed reply or a billing/quota error: a second
+    /// model would be refused just the same, and the configuration is what
+    /// needs fixing. The one place this rule is written.
+    pub fn calls_for_fallback(&self) -> bool {
         matches!(
             self,
             ModelError::Unavailable { .. }

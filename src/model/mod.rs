@@ -2,41 +2,40 @@
 //!
 //! [`ModelConfig::from_env`] reads the configuration from flags and
 //! environment variables; [`ModelClient::complete`] sends a provider-neutral
-//! [`ChatRequest`] to an OpenAI-compatible or Anthropic endpoint, with
-//! bounded retries. The API key lives in a [`Secret`] and never reaches
-//! errors, logs or Debug output.
+//! [`ChatRequest`] to the configured model, with bounded retries, and to
+//! its fallback model while the first is unavailable. The API keys live in
+//! [`Secret`]s and never reach errors, logs or Debug output.
+//!
+//! By concept: `request` (what is asked), `provider` (each provider declared
+//! once: settings, URL, body, reply reading), `reply` (the answer and who
+//! gave it), `usage` (tokens, which may be unknown), `error_body` (reading
+//! error replies), `retry` (backoff, `Retry-After`, the budget), `endpoint`
+//! (one model over HTTP), `client` (the model and its fallback), `config`,
+//! `error`.
 
 mod client;
 mod config;
+mod endpoint;
 mod error;
+mod error_body;
+mod provider;
+mod reply;
+mod request;
+mod retry;
+mod usage;
 
-#[cfg(test)]
-pub(crate) use client::Role;
-pub use client::{AZURE_DEFAULT_API_VERSION, ChatRequest, Message, ModelClient};
-pub(crate) use client::{ChatReply, Finish, Tool};
-pub(crate) use config::ENV_API_KEY;
+pub use client::ModelClient;
+pub(crate) use config::key_variables;
 pub use config::{
-    DEFAULT_REASONING_MAX_TOKENS, ModelConfig, ModelOverrides, NO_MODEL_HELP, Provider, Secret,
+    DEFAULT_REASONING_MAX_TOKENS, ModelChoice, ModelConfig, ModelOverrides, NO_MODEL_HELP, Secret,
 };
-pub use error::ModelError;
-
-pub(crate) use client::excerpt;
-
-use serde::{Deserialize, Serialize};
-
-/// Tokens used by one or more model calls.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TokenUsage {
-    /// Prompt tokens.
-    pub input_tokens: u64,
-    /// Completion tokens.
-    pub output_tokens: u64,
-}
-
-impl TokenUsage {
-    /// Adds another usage to this one.
-    pub fn add(&mut self, other: TokenUsage) {
-        self.input_tokens += other.input_tokens;
-        self.output_tokens += other.output_tokens;
-    }
-}
+pub use error::{FallbackFailure, ModelError};
+pub(crate) use error_body::excerpt;
+pub use provider::{AZURE_DEFAULT_API_VERSION, Provider};
+pub use reply::ModelId;
+pub(crate) use reply::{ChatReply, Finish};
+#[cfg(test)]
+pub(crate) use request::Role;
+pub(crate) use request::Tool;
+pub use request::{ChatRequest, Message};
+pub use usage::TokenUsage;

@@ -71,11 +71,11 @@ mod verdict;
 pub use authorize::{
     Act, Actor, Authorization, Ignored, Permission, PermissionCheck, Refusal, Who,
 };
+pub(crate) use check::allows;
 pub use check::check_code;
 pub use config::{DataLevel, Policy};
 pub(crate) use inputs::Inputs;
 pub(crate) use output::{OnCheckFailure, Repeat, VerifyMode};
 pub use reader::PolicyError;
 pub use rules::RuleId;
-pub(crate) use check::allows;
 pub use verdict::{Decision, Finding, Severity, Verdict};

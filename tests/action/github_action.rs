@@ -805,3 +805,59 @@ async fn the_workspace_policy_decides_who_and_whether_edits_count() {
     let report = f.report(&run);
     assert_eq!(report["policy"], ".github/compute-bot.yml");
 }
+
+/// The first model is rate limited with a long `Retry-After`: the fallback
+/// (the `fallback_*` inputs) writes the code, the comment and the record
+/// name it, each key goes only to its own host, and both keys are masked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unavailable_model_hands_over_to_the_fallback_inputs() {
+    const FALLBACK_KEY: &str = "sk-ant-fallback-input-canary-5e4d3c2b";
+    let f = ActionFixture::new().await;
+    let first = LlmStandin::openai().await;
+    first.push(Reply::rate_limited(300));
+    let fallback =
+        LlmStandin::start(compute_bot::model::Provider::Anthropic, Some(FALLBACK_KEY)).await;
+    fallback.push(Reply::code(
+        "Sum the amounts.",
+        "import json\nimport pandas as pd\ndf = pd.read_csv('/data/sales.csv')\nprint(json.dumps({'total': int(df['amount'].sum())}))",
+    ));
+    fallback.push(Reply::text("The amounts add up to 42."));
+    f.comment("alice", "/compute inputs=data/sales.csv total amount");
+    let env = f
+        .env(COMMENT, "9301")
+        .model(&first, CANARY_KEY)
+        .with("INPUT_FALLBACK_PROVIDER", "anthropic")
+        .with("INPUT_FALLBACK_MODEL", "claude-fallback-1")
+        .with("INPUT_FALLBACK_BASE_URL", fallback.base_url())
+        .with("INPUT_FALLBACK_API_KEY", FALLBACK_KEY);
+    let run = f.run_env(env).await;
+    assert_eq!(run.code, 0, "{}", run.log());
+    assert_eq!(
+        serde_json::from_str::<Value>(run.out("result")).unwrap(),
+        json!({"total": 42})
+    );
+    assert_eq!(first.requests().len(), 1, "no waiting on the first model");
+    assert_eq!(fallback.requests().len(), 2, "generation and explanation");
+    for r in first.requests() {
+        assert!(!format!("{:?}{}", r.headers, r.body).contains(FALLBACK_KEY));
+    }
+    for r in fallback.requests() {
+        assert_eq!(r.header("x-api-key"), Some(FALLBACK_KEY));
+        assert!(!format!("{:?}{}", r.headers, r.body).contains(CANARY_KEY));
+    }
+    let c = &f.bot_comments(7)[0];
+    assert!(
+        c.body
+            .contains("code by the fallback model `claude-fallback-1` (anthropic)"),
+        "{}",
+        c.body
+    );
+    let report = f.report(&run);
+    assert_eq!(
+        report["attempts"][0]["model"],
+        json!({"provider": "anthropic", "model": "claude-fallback-1", "fallback": true})
+    );
+    assert_eq!(report["record"]["model"], report["attempts"][0]["model"]);
+    assert_no_leak(&f, &run, CANARY_KEY);
+    assert_no_leak(&f, &run, FALLBACK_KEY);
+}

@@ -16,7 +16,7 @@ fn yaml(path: &str) -> Value {
     serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
-const INPUTS: [&str; 12] = [
+const INPUTS: [&str; 16] = [
     "github_token",
     "bot_login",
     "policy",
@@ -25,6 +25,10 @@ const INPUTS: [&str; 12] = [
     "model",
     "base_url",
     "api_key",
+    "fallback_provider",
+    "fallback_model",
+    "fallback_base_url",
+    "fallback_api_key",
     "goal",
     "code",
     "inputs",
@@ -66,7 +70,18 @@ fn action_declares_the_inputs_the_bot_reads() {
     let i = ActionInputs::from_map(&vars).unwrap();
     assert_eq!(i.github_token.unwrap().expose(), "7");
     assert_eq!(i.api_key.unwrap().expose(), "7");
-    for v in [i.policy, i.provider, i.model, i.base_url, i.goal, i.code] {
+    assert_eq!(i.fallback_api_key.unwrap().expose(), "7");
+    for v in [
+        i.policy,
+        i.provider,
+        i.model,
+        i.base_url,
+        i.fallback_provider,
+        i.fallback_model,
+        i.fallback_base_url,
+        i.goal,
+        i.code,
+    ] {
         assert_eq!(v.as_deref(), Some("7"));
     }
     assert_eq!(i.command, "7");

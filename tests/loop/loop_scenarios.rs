@@ -346,15 +346,15 @@ async fn success_at_once_is_validated_explained_and_counted() {
     assert_eq!(
         a.usage,
         TokenUsage {
-            input_tokens: 321,
-            output_tokens: 54
+            input_tokens: Some(321),
+            output_tokens: Some(54)
         }
     );
     assert_eq!(
         r.usage,
         TokenUsage {
-            input_tokens: 401,
-            output_tokens: 63
+            input_tokens: Some(401),
+            output_tokens: Some(63)
         },
         "generation plus explanation"
     );
@@ -466,8 +466,8 @@ async fn denied_by_policy_then_fixed_without_running_the_denied_code() {
         1,
         "the container started up front serves the repair"
     );
-    assert_eq!(first.usage.input_tokens, 200);
-    assert_eq!(second.usage.input_tokens, 260);
+    assert_eq!(first.usage.input_tokens, Some(200));
+    assert_eq!(second.usage.input_tokens, Some(260));
 
     // The repair request carries the denied code and the finding with its line.
     let reqs = llm.requests();
@@ -610,7 +610,7 @@ async fn every_attempt_fails_and_the_stop_reason_names_the_last_reason() {
     // denied); one more was started for attempt 3, none for a fourth.
     assert_eq!((executor.prepared(), executor.discarded()), (2, 0));
     assert_eq!(llm.requests().len(), 3, "no explanation for a failed run");
-    assert_eq!(r.usage.input_tokens, 300);
+    assert_eq!(r.usage.input_tokens, Some(300));
     // Each repair request carries every earlier attempt.
     assert_eq!(llm.requests()[2].messages().len(), 5);
 }
@@ -633,8 +633,8 @@ async fn rate_limited_then_success_honours_retry_after() {
 
     assert_eq!(r.status, ReportStatus::Ok, "{r:#?}");
     assert_eq!(r.attempts.len(), 1, "a retried call is one attempt");
-    assert_eq!(r.attempts[0].usage.input_tokens, 150);
-    assert_eq!(r.usage.input_tokens, 180);
+    assert_eq!(r.attempts[0].usage.input_tokens, Some(150));
+    assert_eq!(r.usage.input_tokens, Some(180));
     let reqs = llm.requests();
     assert_eq!(reqs.len(), 3);
     let waited = reqs[1].at - reqs[0].at;
@@ -775,10 +775,11 @@ async fn a_reply_without_a_code_block_is_asked_again() {
     );
     assert!(first.code.is_empty() && first.verdict.is_none() && first.outcome.is_none());
     assert_eq!(
-        first.usage.input_tokens, 90,
+        first.usage.input_tokens,
+        Some(90),
         "the tokens of a useless reply still count"
     );
-    assert_eq!(r.attempts[1].usage.input_tokens, 140);
+    assert_eq!(r.attempts[1].usage.input_tokens, Some(140));
     assert_eq!(run.executions(), 1);
     assert_eq!(executor.codes(), vec![GOOD]);
 

@@ -8,6 +8,7 @@ mod support;
 mod loop_scenarios;
 mod model_behaviour;
 mod model_config;
+mod model_fallback;
 mod model_providers;
 mod replay;
 mod verify_checks;

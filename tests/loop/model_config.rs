@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use compute_bot::model::{ModelConfig, ModelError, ModelOverrides, Provider, Secret};
+use compute_bot::model::{ModelChoice, ModelConfig, ModelError, ModelOverrides, Provider, Secret};
 
 fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs
@@ -90,10 +90,12 @@ fn compute_bot_key_wins_and_flags_win_over_env() {
     assert_eq!(cfg.temperature, 0.2);
 
     let flags = ModelOverrides {
-        provider: Some(Provider::Anthropic),
-        base_url: Some("https://proxy.example/anthropic/v1".into()),
-        model: Some("claude-y".into()),
-        api_key: Some(Secret::new("flag-key")),
+        first: ModelChoice {
+            provider: Some(Provider::Anthropic),
+            base_url: Some("https://proxy.example/anthropic/v1".into()),
+            model: Some("claude-y".into()),
+            api_key: Some(Secret::new("flag-key")),
+        },
         max_tokens: Some(10),
         ..ModelOverrides::default()
     };
@@ -265,4 +267,91 @@ fn retry_budget_and_token_budget_are_settings() {
         let cfg = load(&[("COMPUTE_BOT_MODEL", model)]).unwrap().unwrap();
         assert_eq!(cfg.max_tokens, budget, "{model}");
     }
+}
+
+#[test]
+fn fallback_settings_are_checked_and_never_borrow_the_first_key() {
+    // No fallback settings: no fallback.
+    let cfg = load(&[
+        ("COMPUTE_BOT_MODEL", "gpt-4o"),
+        ("COMPUTE_BOT_API_KEY", "k1"),
+    ])
+    .unwrap()
+    .unwrap();
+    assert_eq!(cfg.fallback, None);
+    // The provider defaults to the first's, the base URL to its public API,
+    // and the first model's key is not the fallback's.
+    let cfg = load(&[
+        ("COMPUTE_BOT_MODEL", "gpt-4o"),
+        ("COMPUTE_BOT_API_KEY", "first-key"),
+        ("COMPUTE_BOT_FALLBACK_MODEL", "gpt-4o-mini"),
+    ])
+    .unwrap()
+    .unwrap();
+    let f = cfg.fallback.unwrap();
+    assert_eq!(f.provider, Provider::OpenAi);
+    assert_eq!(f.base_url, "https://api.openai.com/v1");
+    assert_eq!(f.api_key, None);
+    // Its provider's own key, for that provider's host.
+    let cfg = load(&[
+        ("COMPUTE_BOT_MODEL", "gpt-4o"),
+        ("COMPUTE_BOT_FALLBACK_PROVIDER", "anthropic"),
+        ("COMPUTE_BOT_FALLBACK_MODEL", "claude-haiku-4-5"),
+        ("ANTHROPIC_API_KEY", "sk-ant-home"),
+    ])
+    .unwrap()
+    .unwrap();
+    let f = cfg.fallback.unwrap();
+    assert_eq!(f.base_url, "https://api.anthropic.com");
+    assert_eq!(f.api_key, Some(Secret::new("sk-ant-home")));
+    // Errors name the fallback's settings.
+    let e = load(&[
+        ("COMPUTE_BOT_MODEL", "gpt-4o"),
+        ("COMPUTE_BOT_FALLBACK_API_KEY", "k2"),
+    ])
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("COMPUTE_BOT_FALLBACK_MODEL") && !e.contains("k2"),
+        "{e}"
+    );
+    let e = load(&[
+        ("COMPUTE_BOT_MODEL", "gpt-4o"),
+        ("COMPUTE_BOT_FALLBACK_PROVIDER", "gemini"),
+        ("COMPUTE_BOT_FALLBACK_MODEL", "g"),
+    ])
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("COMPUTE_BOT_FALLBACK_PROVIDER") && e.contains("`anthropic`"),
+        "{e}"
+    );
+    let e = load(&[
+        ("COMPUTE_BOT_MODEL", "gpt-4o"),
+        ("COMPUTE_BOT_FALLBACK_MODEL", "g"),
+        ("COMPUTE_BOT_FALLBACK_BASE_URL", "ftp://x"),
+    ])
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("COMPUTE_BOT_FALLBACK_BASE_URL"), "{e}");
+    let e = load(&[("COMPUTE_BOT_FALLBACK_MODEL", "g")])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("no first model") && e.contains("COMPUTE_BOT_MODEL"),
+        "{e}"
+    );
+    // The shared temperature must suit the fallback's provider too.
+    let e = load(&[
+        ("COMPUTE_BOT_MODEL", "gpt-4o"),
+        ("COMPUTE_BOT_TEMPERATURE", "1.5"),
+        ("COMPUTE_BOT_FALLBACK_PROVIDER", "anthropic"),
+        ("COMPUTE_BOT_FALLBACK_MODEL", "c"),
+    ])
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("anthropic") && e.contains("between 0 and 1"),
+        "{e}"
+    );
 }

@@ -106,6 +106,8 @@ pub struct Reply {
     pub headers: Vec<(String, String)>,
     /// Wait this long before answering (to trip client timeouts).
     pub delay: Option<Duration>,
+    /// Leave `usage` out of a 200 reply (as some OpenAI-compatible servers do).
+    pub without_usage: bool,
 }
 
 impl Reply {
@@ -114,6 +116,7 @@ impl Reply {
             script,
             headers: Vec::new(),
             delay: None,
+            without_usage: false,
         }
     }
 
@@ -249,6 +252,23 @@ impl Reply {
             *output_tokens = output;
         }
         self
+    }
+
+    /// Sends a 200 reply without its `usage` object.
+    pub fn without_usage(mut self) -> Self {
+        self.without_usage = true;
+        self
+    }
+
+    /// Anthropic's monthly spend cap: HTTP 429 `rate_limit_error` with
+    /// `error.details.error_code: enforced_spend_limit_reached` and no
+    /// `retry-after` (billing, not a rate limit).
+    pub fn spend_limit_reached() -> Self {
+        Reply::raw(
+            429,
+            json!({"type": "error", "error": {"type": "rate_limit_error", "message": "Your organization has reached its monthly usage limit. Usage resumes on the first day of next month.", "details": {"error_code": "enforced_spend_limit_reached"}}, "request_id": "req_011CStandinSpend"}).to_string(),
+            "application/json",
+        )
     }
 
     /// Waits `d` before answering.
@@ -561,7 +581,7 @@ impl Respond for Responder {
         };
         state.served += 1;
         drop(state);
-        let mut t = self.render(&reply.script, &model, &rec, n);
+        let mut t = self.render(&reply.script, &model, &rec, n, !reply.without_usage);
         for (k, v) in &reply.headers {
             t = t.insert_header(k.as_str(), v.as_str());
         }
@@ -770,13 +790,29 @@ impl Responder {
         }
     }
 
-    fn render(&self, script: &Script, model: &str, rec: &Recorded, n: usize) -> ResponseTemplate {
+    fn render(
+        &self,
+        script: &Script,
+        model: &str,
+        rec: &Recorded,
+        n: usize,
+        usage: bool,
+    ) -> ResponseTemplate {
         match script {
             Script::Text {
                 text,
                 input_tokens,
                 output_tokens,
-            } => self.success(text, *input_tokens, *output_tokens, model, n),
+            } => self.reply_body(
+                Shape {
+                    input: *input_tokens,
+                    output: *output_tokens,
+                    ..Shape::text(text)
+                },
+                model,
+                n,
+                usage,
+            ),
             Script::RateLimited { retry_after } => {
                 let msg = match self.provider {
                     Provider::OpenAi => format!(
@@ -851,6 +887,7 @@ impl Responder {
                     },
                     model,
                     n,
+                    usage,
                 )
             }
             Script::Cut {
@@ -865,6 +902,7 @@ impl Responder {
                 },
                 model,
                 n,
+                usage,
             ),
             Script::Refusal(message) => self.reply_body(
                 Shape {
@@ -873,6 +911,7 @@ impl Responder {
                 },
                 model,
                 n,
+                usage,
             ),
             Script::Raw {
                 status,
@@ -882,9 +921,10 @@ impl Responder {
         }
     }
 
-    /// A 200 reply of any shape in the provider's format.
-    fn reply_body(&self, s: Shape, model: &str, n: usize) -> ResponseTemplate {
-        let body = match self.provider {
+    /// A 200 reply of any shape in the provider's format (without `usage`
+    /// unless `usage`).
+    fn reply_body(&self, s: Shape, model: &str, n: usize, usage: bool) -> ResponseTemplate {
+        let mut body = match self.provider {
             Provider::OpenAi => {
                 let tool_calls = s.tool.as_ref().map(|(name, args)| {
                     json!([{"id": format!("call_standin{n}"), "type": "function",
@@ -913,8 +953,11 @@ impl Responder {
                         "prompt_tokens": s.input,
                         "completion_tokens": s.output,
                         "total_tokens": s.input + s.output,
+                        "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
                         "completion_tokens_details": {"reasoning_tokens": s.reasoning, "audio_tokens": 0, "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0}
-                    }
+                    },
+                    "service_tier": "default",
+                    "system_fingerprint": "fp_standin"
                 })
             }
             Provider::Anthropic => {
@@ -942,72 +985,28 @@ impl Responder {
                     "content": content,
                     "stop_reason": stop,
                     "stop_sequence": null,
-                    "usage": {"input_tokens": s.input, "output_tokens": s.output}
+                    "usage": {
+                        "input_tokens": s.input,
+                        "cache_creation_input_tokens": 0,
+                        "cache_read_input_tokens": 0,
+                        "output_tokens": s.output,
+                        "service_tier": "standard"
+                    }
                 })
             }
         };
-        ResponseTemplate::new(200).set_body_raw(body.to_string(), "application/json")
-    }
-
-    fn success(
-        &self,
-        text: &str,
-        input: u64,
-        output: u64,
-        model: &str,
-        n: usize,
-    ) -> ResponseTemplate {
-        match self.provider {
-            Provider::OpenAi => ResponseTemplate::new(200)
-                .insert_header("x-request-id", format!("req_{n:08}").as_str())
-                .insert_header("openai-processing-ms", "42")
-                .set_body_raw(
-                    json!({
-                        "id": format!("chatcmpl-standin{n}"),
-                        "object": "chat.completion",
-                        "created": 1_764_400_000u64 + n as u64,
-                        "model": model,
-                        "choices": [{
-                            "index": 0,
-                            "message": {"role": "assistant", "content": text, "refusal": null, "annotations": []},
-                            "logprobs": null,
-                            "finish_reason": "stop"
-                        }],
-                        "usage": {
-                            "prompt_tokens": input,
-                            "completion_tokens": output,
-                            "total_tokens": input + output,
-                            "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
-                            "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0, "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0}
-                        },
-                        "service_tier": "default",
-                        "system_fingerprint": "fp_standin"
-                    })
-                    .to_string(),
-                    "application/json",
-                ),
-            Provider::Anthropic => ResponseTemplate::new(200)
-                .insert_header("request-id", format!("req_011CStandin{n:06}").as_str())
-                .set_body_raw(
-                    json!({
-                        "id": format!("msg_01Standin{n:06}"),
-                        "type": "message",
-                        "role": "assistant",
-                        "model": model,
-                        "content": [{"type": "text", "text": text}],
-                        "stop_reason": "end_turn",
-                        "stop_sequence": null,
-                        "usage": {
-                            "input_tokens": input,
-                            "cache_creation_input_tokens": 0,
-                            "cache_read_input_tokens": 0,
-                            "output_tokens": output,
-                            "service_tier": "standard"
-                        }
-                    })
-                    .to_string(),
-                    "application/json",
-                ),
+        if !usage && let Some(m) = body.as_object_mut() {
+            m.remove("usage");
         }
+        let t = ResponseTemplate::new(200);
+        let t = match self.provider {
+            Provider::OpenAi => t
+                .insert_header("x-request-id", format!("req_{n:08}").as_str())
+                .insert_header("openai-processing-ms", "42"),
+            Provider::Anthropic => {
+                t.insert_header("request-id", format!("req_011CStandin{n:06}").as_str())
+            }
+        };
+        t.set_body_raw(body.to_string(), "application/json")
     }
 }

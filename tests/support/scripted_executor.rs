@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use compute_bot::policy::Policy;
 use compute_bot::sandbox::{
-    Audit, EngineFacts, Executor, ImageInfo, Job, Limits, Outcome, PreparedRun, Resources, RunStatus,
-    SandboxConfig, SandboxError, sha256_hex,
+    Audit, EngineFacts, Executor, ImageInfo, Job, Limits, Outcome, PreparedRun, Resources,
+    RunStatus, SandboxConfig, SandboxError, sha256_hex,
 };
 use futures_util::future::BoxFuture;
 
