@@ -90,7 +90,7 @@ pub(crate) async fn run_command(args: RunArgs, session: &Session) -> Status {
     // Unchecked: no static check and (below) no runtime rules; the inputs
     // are still admitted (that protects the host, not a policy rule).
     if args.unchecked {
-        eprintln!("{}", unchecked::WARNING);
+        unchecked::warn(args.format == Format::Json);
     } else {
         let verdict = crate::policy::check_code(&policy, &code);
         if verdict.decision != crate::policy::Decision::Allow {
@@ -148,12 +148,7 @@ pub(crate) async fn run_command(args: RunArgs, session: &Session) -> Status {
                 serde_json::to_string_pretty(&v).expect("outcome serializes")
             )
         }
-        Format::Text | Format::Markdown => {
-            if args.unchecked {
-                println!("{}", unchecked::WARNING);
-            }
-            print!("{}", outcome_text(&outcome))
-        }
+        Format::Text | Format::Markdown => print!("{}", outcome_text(&outcome)),
     }
     if outcome.exit_code == Some(0) && !outcome.timed_out && !outcome.oom_killed {
         Status::Ok

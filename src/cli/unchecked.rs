@@ -11,11 +11,21 @@ use crate::sandbox::RuntimeRules;
 
 use super::{Format, RunArgs};
 
-/// The line printed before anything else of an unchecked run (first on
-/// stdout in text output; on stderr with `--format json`).
-pub(crate) const WARNING: &str = "WARNING: unchecked run: no policy check and no runtime \
+/// The line printed before anything else of an unchecked run.
+const WARNING: &str = "WARNING: unchecked run: no policy check and no runtime \
      refusals; only the container (network none, read-only root, no capabilities, non-root, \
      limits, seccomp or gVisor) holds this code";
+
+/// Says loudly, before the run, that nothing but the container holds the
+/// code: the first line of the text output, or on stderr when stdout is
+/// JSON (which says `"unchecked": true` itself).
+pub(crate) fn warn(json: bool) {
+    if json {
+        eprintln!("{WARNING}");
+    } else {
+        println!("{WARNING}");
+    }
+}
 
 /// The runtime rules of an unchecked run: none. The runner still records
 /// what the code tried (the outcome's `audit`) but refuses nothing.
