@@ -87,7 +87,7 @@ impl Request {
 /// ([`Agent::prepare_ahead`]), so its interpreter imports what the code
 /// needs while the front end does other work. Given to
 /// [`Agent::answer_ahead`], it runs that code; dropped unused (the request
-/// stopped first), its preparation is cancelled and the container removed.
+/// stopped first), its container is removed once it is prepared.
 pub struct Ahead {
     code: String,
     pending: Option<Pending>,
@@ -95,10 +95,14 @@ pub struct Ahead {
 
 impl Drop for Ahead {
     fn drop(&mut self) {
-        // Cancelled, the preparation removes its container (the backend's
-        // guard); a prepared run dropped with the handle is removed too.
-        if let Some(p) = self.pending.take() {
-            p.abort();
+        // Not cancelled: a creation cut off mid-request can leave a
+        // container the engine finishes after its removal was tried. The
+        // preparation ends, then its container goes (and until then it is
+        // listed, so closing the session waits for it).
+        if let Some(p) = self.pending.take()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(discard(p));
         }
     }
 }
