@@ -1019,6 +1019,13 @@ fn audit_md(o: &Outcome, max: usize) -> String {
     s.push_str(&list_md("subprocess attempts", &a.subprocess_attempts, max));
     s.push_str(&list_md("refused", &a.refused, max));
     s.push_str(&list_md("imports", &a.imports, max));
+    if !a.preloaded.is_empty() {
+        s.push_str(&list_md(
+            "preloaded before the code arrived",
+            &a.preloaded,
+            max,
+        ));
+    }
     if a.truncated {
         s.push_str("- _more events happened than were kept_\n");
     }

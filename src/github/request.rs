@@ -5,7 +5,7 @@
 
 use std::io::Write;
 
-use crate::agent::{Agent, AgentError, Request, Stage as AgentStage};
+use crate::agent::{Agent, AgentError, Ahead, Request, Stage as AgentStage};
 use crate::github::actions_io::{self, Outputs};
 use crate::github::client::Reaction;
 use crate::github::event::ActionEnv;
@@ -174,6 +174,8 @@ pub(crate) async fn execute(
 ) -> Result<Published, Stop> {
     let env = ctx.env;
     let marker = texts::run_marker(&env.run_id);
+    // Exact code: its container starts now, while the bot talks to GitHub.
+    let ahead = prepare_ahead(ctx, &job).await;
     let show_progress = thread.acknowledge(&marker, &env.run_url()).await;
     let resolved = resolve_inputs(ctx, &job)?;
     let (model, has_code, key_hints) = model_for(ctx, &job)?;
@@ -208,7 +210,7 @@ pub(crate) async fn execute(
         progress: &|_| {},
     };
     let progress = show_progress.then_some(max_attempts);
-    let report = match answer_with_progress(agent, request, thread, progress).await {
+    let report = match answer_with_progress(agent, request, ahead, thread, progress).await {
         Ok(report) => report,
         // The provider refused the key, model or quota mid-run: the report
         // so far is published, and the run's status is `error`.
@@ -232,6 +234,29 @@ pub(crate) async fn execute(
     };
     let report = action_key_hint(report, &key_hints);
     Ok(publish(ctx, &job, &resolved, &marker, report))
+}
+
+/// For exact code the policy lets run (a fenced block, the `code` input):
+/// its container, started now and preloading what the code imports, so the
+/// interpreter imports while the bot acknowledges. Removed unused if the
+/// request stops before it runs ([`Ahead`]).
+async fn prepare_ahead(ctx: &Ctx<'_>, job: &Job) -> Option<Ahead> {
+    let request = Request {
+        goal: job.goal.clone(),
+        code: job.code.clone(),
+        approved_sha256: job.approval.as_ref().map(|a| a.sha256.clone()),
+        ..Request::default()
+    };
+    request.exact_code()?;
+    let sandbox = ctx.session.sandbox().await.ok()?;
+    let agent = Agent {
+        policy: ctx.policy,
+        sandbox,
+        model: None,
+        runtime: ctx.runtime,
+        progress: &|_| {},
+    };
+    agent.prepare_ahead(&request)
 }
 
 /// The workspace inputs of the job, checked against the policy and, for an
@@ -338,6 +363,7 @@ fn model_for(ctx: &Ctx<'_>, job: &Job) -> Result<(Option<ModelClient>, bool, Vec
 async fn answer_with_progress(
     agent: Agent<'_>,
     request: Request,
+    ahead: Option<Ahead>,
     thread: &mut Thread<'_>,
     progress: Option<u32>,
 ) -> Result<Report, AgentError> {
@@ -350,7 +376,7 @@ async fn answer_with_progress(
             progress: &send,
             ..agent
         };
-        agent.answer(request).await
+        agent.answer_ahead(request, ahead).await
     };
     let updater = async {
         while let Some(mut stage) = rx.recv().await {

@@ -50,6 +50,7 @@ fn outcome(stdout: &str) -> Outcome {
             subprocess_attempts: vec![],
             imports: vec!["csv".into(), "json".into()],
             refused: vec!["open /etc/passwd".into()],
+            preloaded: vec![],
             truncated: false,
         },
         artifacts: vec![],

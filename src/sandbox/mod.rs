@@ -5,6 +5,8 @@
 //!   `Limits`, `Job`, `Outcome`, the runtime);
 //! - `executor.rs`: the seam every stage uses, [`Executor`] and
 //!   [`PreparedRun`], with [`EngineFacts`];
+//! - `preload.rs`: what a prepared container imports before the code
+//!   arrives (the policy's list, or exactly the code's heavy imports);
 //! - `collect.rs` and `protocol.rs`: the runner's wire protocol and turning
 //!   its frames into an [`Outcome`] — plain bytes, no engine;
 //! - `docker/`: the Docker (and Podman) backend through bollard, the only
@@ -24,6 +26,7 @@ mod docker;
 mod error;
 mod executor;
 mod host;
+mod preload;
 mod protocol;
 mod session;
 mod types;
@@ -39,6 +42,7 @@ pub use docker::{
 pub use error::SandboxError;
 pub use executor::{EngineFacts, Executor, PreparedRun};
 pub(crate) use host::docker_host;
+pub use preload::{HEAVY_PACKAGES, preload_for};
 pub(crate) use session::Session;
 pub(crate) use types::BASE_ENV;
 pub use types::*;

@@ -13,5 +13,6 @@ mod github_rate_limits;
 mod github_real;
 mod github_repo;
 mod init_doctor;
+mod preload_by_need;
 mod release_files;
 mod replay_action;

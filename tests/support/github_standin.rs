@@ -158,6 +158,8 @@ pub(super) struct State {
     token_user: Option<String>,
     /// Objects, refs and pull requests (`github_git`).
     pub(super) git: super::github_git::GitState,
+    /// How long every answer takes (a real API's round trip).
+    latency: Option<std::time::Duration>,
 }
 
 /// The running stand-in. Cheap to clone; all clones share the state.
@@ -190,7 +192,11 @@ impl Respond for Router {
             status,
             at: std::time::Instant::now(),
         });
-        let mut t = ResponseTemplate::new(status)
+        let mut t = ResponseTemplate::new(status);
+        if let Some(d) = st.latency {
+            t = t.set_delay(d);
+        }
+        let mut t = t
             .insert_header("content-type", "application/json; charset=utf-8")
             .insert_header("x-github-api-version-selected", "2022-11-28");
         if let Some(link) = link {
@@ -919,6 +925,11 @@ impl GitHubStandIn {
     /// Caps the page size of comment lists (to exercise pagination).
     pub fn set_max_per_page(&self, n: usize) {
         self.st().max_per_page = n.max(1);
+    }
+
+    /// Every answer from now on takes `d`, as a real API's round trip does.
+    pub fn set_latency(&self, d: std::time::Duration) {
+        self.st().latency = Some(d);
     }
 
     /// The next `count` requests whose path contains `path_contains` (and,
