@@ -23,6 +23,7 @@ mod collect;
 mod docker;
 mod error;
 mod executor;
+mod files;
 mod host;
 mod protocol;
 mod session;
@@ -38,6 +39,7 @@ pub use docker::{
 };
 pub use error::SandboxError;
 pub use executor::{EngineFacts, Executor, PreparedRun};
+pub use files::{FileKind, write_files};
 pub(crate) use host::docker_host;
 pub(crate) use session::Session;
 pub(crate) use types::BASE_ENV;
