@@ -82,7 +82,7 @@ fn tail_chars(s: &str, max: usize) -> (String, bool) {
 }
 
 fn short_sha(s: &str) -> &str {
-    &s[..s.len().min(12)]
+    s.get(..s.len().min(12)).unwrap_or(s)
 }
 
 // ---------------------------------------------------------------- budgets
@@ -1007,7 +1007,14 @@ fn sandbox_md(o: &Outcome, b: &Budget) -> String {
             .artifacts
             .iter()
             .take(b.items.max(5))
-            .map(|a| format!("`{}` ({})", a.name.replace('`', "'"), ByteSize(a.size)))
+            .map(|a| {
+                format!(
+                    "`{}` ({}, sha256 `{}`)",
+                    a.name.replace('`', "'"),
+                    ByteSize(a.size),
+                    short_sha(&a.sha256)
+                )
+            })
             .collect();
         let _ = writeln!(s, "| Artifacts | {} |", escape_pipes(&arts.join(", ")));
     }
