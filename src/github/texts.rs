@@ -483,6 +483,9 @@ pub(crate) enum FilesHome {
     },
     /// Not committed, for `reason` (Markdown); the run's artifact has them.
     ArtifactOnly { reason: String },
+    /// Written to a local directory (the CLI's `--artifacts`); the links
+    /// are relative paths.
+    Local,
 }
 
 /// The heading of the files part of a result.
