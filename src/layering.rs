@@ -100,12 +100,27 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "status",
         ],
     ),
+    // The run's files: committed to the files branch, shown in the thread.
+    (
+        "github::assets",
+        &[
+            "github::client",
+            "github::texts",
+            "github::thread",
+            "policy",
+            "problems",
+            "render",
+            "report",
+            "sandbox",
+        ],
+    ),
     // The handlers: request knows no other handler; approval runs a request.
     (
         "github::request",
         &[
             "agent",
             "github::actions_io",
+            "github::assets",
             "github::client",
             "github::event",
             "github::inputs",

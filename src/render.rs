@@ -40,6 +40,20 @@ pub struct RenderContext {
     /// `github::texts::approval_for`); it replaces the code and findings.
     /// Unset, such a report shows its code and findings as any other.
     pub approval: Option<String>,
+    /// The run's files as the front end shows them (the GitHub front end's
+    /// is `github::assets`: images inline, other files linked); shown after
+    /// the explanation, in place of the mermaid chart when it has an image.
+    pub files: Option<FilesBlock>,
+}
+
+/// The run's files, written as Markdown by a front end that can host them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FilesBlock {
+    /// The Markdown (a heading, images, links, notes).
+    pub markdown: String,
+    /// True when it shows at least one image: the mermaid chart rebuilt
+    /// from the result is left out then.
+    pub has_images: bool,
 }
 
 // ---------------------------------------------------------------- escaping
@@ -68,7 +82,7 @@ fn tail_chars(s: &str, max: usize) -> (String, bool) {
 }
 
 fn short_sha(s: &str) -> &str {
-    &s[..s.len().min(12)]
+    s.get(..s.len().min(12)).unwrap_or(s)
 }
 
 // ---------------------------------------------------------------- budgets
@@ -327,9 +341,14 @@ fn render_md(report: &Report, ctx: &RenderContext, b: &Budget, cut_note: Option<
             );
         }
     }
+    if let Some(files) = &ctx.files {
+        s.push('\n');
+        s.push_str(&files.markdown);
+    }
     if let Some(chart) = report
         .result
         .as_ref()
+        .filter(|_| !ctx.files.as_ref().is_some_and(|f| f.has_images))
         .and_then(|r| chart_for(r, report.goal.as_deref()))
     {
         s.push('\n');
@@ -579,6 +598,35 @@ struct Series {
     values: Vec<f64>,
     /// True when labels came from the data (bar chart), false for positions (line).
     labelled: bool,
+    /// True when the labels are points in time (a date field or date-like
+    /// labels): a line, not bars.
+    over_time: bool,
+}
+
+/// Label fields that name a point in time.
+const TIME_KEYS: [&str; 13] = [
+    "year",
+    "quarter",
+    "month",
+    "week",
+    "day",
+    "date",
+    "time",
+    "timestamp",
+    "period",
+    "t",
+    "epoch",
+    "datetime",
+    "hour",
+];
+
+/// True for labels such as `2024`, `2024-01`, `2024-01-05`, `2024/01/05`,
+/// `2024-W03`, `2024Q1` or `2024-01-05T10:00`.
+fn looks_like_date(label: &str) -> bool {
+    let b = label.as_bytes();
+    b.len() >= 4
+        && b[..4].iter().all(u8::is_ascii_digit)
+        && (b.len() == 4 || matches!(b[4], b'-' | b'/' | b'Q' | b'q'))
 }
 
 const LABEL_NUMERIC_KEYS: [&str; 12] = [
@@ -596,6 +644,7 @@ fn series_of(v: &Value, title: &str, hint: Option<&str>) -> Option<Series> {
             labels: (1..=items.len()).map(|i| i.to_string()).collect(),
             values: items.iter().filter_map(Value::as_f64).collect(),
             labelled: false,
+            over_time: false,
         });
     }
     // Records with one label field and one or more numeric fields.
@@ -639,24 +688,28 @@ fn series_of(v: &Value, title: &str, hint: Option<&str>) -> Option<Series> {
         return None;
     }
     let value = pick_value_key(&candidates, hint);
+    let labels: Vec<String> = items
+        .iter()
+        .map(|it| match &it[label.as_str()] {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        })
+        .collect();
+    let over_time = TIME_KEYS.contains(&label.to_ascii_lowercase().as_str())
+        || labels.iter().all(|l| looks_like_date(l));
     Some(Series {
         title: if title == "result" {
             value.clone()
         } else {
             format!("{title}: {value}")
         },
-        labels: items
-            .iter()
-            .map(|it| match &it[label.as_str()] {
-                Value::String(s) => s.clone(),
-                other => other.to_string(),
-            })
-            .collect(),
+        labels,
         values: items
             .iter()
             .filter_map(|it| it[value.as_str()].as_f64())
             .collect(),
         labelled: true,
+        over_time,
     })
 }
 
@@ -779,7 +832,12 @@ fn chart_for(result: &Value, hint: Option<&str>) -> Option<String> {
     let lo = plotted.clone().fold(0.0_f64, f64::min);
     let hi = plotted.fold(0.0_f64, f64::max);
     let hi = if hi == lo { lo + 1.0 } else { hi };
-    let kind = if s.labelled && n <= 30 { "bar" } else { "line" };
+    // Bars compare labelled things; a series over time is a line.
+    let kind = if s.labelled && !s.over_time && n <= 30 {
+        "bar"
+    } else {
+        "line"
+    };
     Some(format!(
         "```mermaid\nxychart-beta\n    title \"{title}\"\n    x-axis {x_axis}\n    y-axis \"{}\" {} --> {}\n    {kind} [{}]\n```\n",
         chart_text(&s.title),
@@ -949,7 +1007,14 @@ fn sandbox_md(o: &Outcome, b: &Budget) -> String {
             .artifacts
             .iter()
             .take(b.items.max(5))
-            .map(|a| format!("`{}` ({})", a.name.replace('`', "'"), ByteSize(a.size)))
+            .map(|a| {
+                format!(
+                    "`{}` ({}, sha256 `{}`)",
+                    a.name.replace('`', "'"),
+                    ByteSize(a.size),
+                    short_sha(&a.sha256)
+                )
+            })
             .collect();
         let _ = writeln!(s, "| Artifacts | {} |", escape_pipes(&arts.join(", ")));
     }

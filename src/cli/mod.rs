@@ -6,6 +6,7 @@
 
 mod answer;
 mod doctor;
+mod files;
 mod init;
 mod replay;
 mod run;

@@ -10,23 +10,7 @@ use crate::status::Status;
 
 /// Writes the artifacts of an outcome into `dir`.
 fn write_artifacts(outcome: &Outcome, dir: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)?;
-    for a in &outcome.artifacts {
-        let rel = Path::new(&a.name);
-        if rel.is_absolute()
-            || rel
-                .components()
-                .any(|c| !matches!(c, std::path::Component::Normal(_)))
-        {
-            continue;
-        }
-        let path = dir.join(rel);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)?;
-        }
-        std::fs::write(path, &a.bytes)?;
-    }
-    Ok(())
+    crate::sandbox::write_files(&outcome.artifacts, dir).map(|_| ())
 }
 
 /// Runs `compute-bot run` and returns how it ended.

@@ -7,13 +7,14 @@ use std::io::Write;
 
 use crate::agent::{Agent, AgentError, Ahead, Request, Stage as AgentStage};
 use crate::github::actions_io::{self, Outputs};
+use crate::github::assets;
 use crate::github::client::Reaction;
 use crate::github::event::ActionEnv;
 use crate::github::inputs::{self, Resolved};
 use crate::github::texts::{self, PendingInput, PendingRequest, request_marker};
 use crate::github::thread::{Ctx, Post, Published, Stop, Thread};
 use crate::model::{ModelChoice, ModelClient, ModelConfig, ModelOverrides, Provider};
-use crate::render::{self, RenderContext};
+use crate::render::{self, FilesBlock, RenderContext};
 use crate::report::{Report, ReportStatus};
 use crate::status::Status;
 
@@ -216,7 +217,7 @@ pub(crate) async fn execute(
         // so far is published, and the run's status is `error`.
         Err(AgentError::ModelConfiguration { report, .. }) => {
             let report = action_key_hint(*report, &key_hints);
-            return Ok(publish(ctx, &job, &resolved, &marker, report));
+            return Ok(publish(ctx, &job, &resolved, &marker, report, None));
         }
         Err(e) => {
             let status = match e {
@@ -233,7 +234,8 @@ pub(crate) async fn execute(
         }
     };
     let report = action_key_hint(report, &key_hints);
-    Ok(publish(ctx, &job, &resolved, &marker, report))
+    let files = assets::show(ctx, &report, &env.workspace.join(REPORT_DIR)).await;
+    Ok(publish(ctx, &job, &resolved, &marker, report, files))
 }
 
 /// For exact code the policy lets run (a fenced block, the `code` input):
@@ -406,6 +408,7 @@ fn publish(
     resolved: &[Resolved],
     marker: &str,
     mut report: Report,
+    files: Option<FilesBlock>,
 ) -> Published {
     let paths: Vec<(String, String)> = resolved
         .iter()
@@ -447,6 +450,7 @@ fn publish(
         marker: Some(head),
         command: Some(ctx.prefix.to_string()),
         approval: texts::approval_for(&report, ctx.prefix),
+        files,
     };
     Published {
         status: Status::from(report.status),

@@ -457,6 +457,171 @@ pub(crate) fn read_request_marker(body: &str) -> Option<PendingRequest> {
     serde_json::from_slice(&bytes).ok()
 }
 
+// ---------------------------------------------------------------- the run's files
+
+/// One file of a run as the result comment shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ShownFile {
+    /// The name in `/out`.
+    pub(crate) name: String,
+    /// Its size in bytes.
+    pub(crate) size: u64,
+    /// True for a PNG, JPEG or GIF (shown inline when it has a link).
+    pub(crate) image: bool,
+    /// The pinned link to the committed file; `None` when not committed.
+    pub(crate) url: Option<String>,
+}
+
+/// Where the files went, for [`files_md`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum FilesHome {
+    /// Committed to `branch` as commit `sha` (its page is `commit_url`).
+    Committed {
+        branch: String,
+        sha: String,
+        commit_url: String,
+    },
+    /// Not committed, for `reason` (Markdown); the run's artifact has them.
+    ArtifactOnly { reason: String },
+    /// Written to a local directory (the CLI's `--artifacts`); the links
+    /// are relative paths.
+    Local,
+}
+
+/// The heading of the files part of a result.
+const FILES_HEADING: &str = "#### Files\n\n";
+
+fn size_text(bytes: u64) -> String {
+    match bytes {
+        b if b < 1024 => format!("{b} B"),
+        b if b < 1024 * 1024 => format!("{:.1} KiB", b as f64 / 1024.0),
+        b => format!("{:.1} MiB", b as f64 / 1_048_576.0),
+    }
+}
+
+/// A file name as an image's alt text: no brackets, backticks or line
+/// breaks that could end the image early.
+fn alt_text(name: &str) -> String {
+    neutralize(name)
+        .chars()
+        .map(|c| match c {
+            '[' | ']' | '(' | ')' | '`' | '\\' | '!' | '<' | '>' => '_',
+            c if c.is_control() => '_',
+            c => c,
+        })
+        .collect()
+}
+
+/// A file name in a code span.
+fn name_code(name: &str) -> String {
+    format!("`{}`", show_name(name).replace('`', "'"))
+}
+
+fn show_name(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_control() || is_bidi_control(c) {
+                '_'
+            } else {
+                c
+            }
+        })
+        .collect()
+}
+
+/// The files part of a result: the images inline and the other files as
+/// links when they were committed; else a note saying why not and where the
+/// files are (the run's artifact, `run_url`), with their names and no link.
+/// `left_out` are the files over the policy's caps (`caps` says which).
+pub(crate) fn files_md(
+    files: &[ShownFile],
+    home: &FilesHome,
+    left_out: &[(String, u64)],
+    caps: &str,
+    run_url: &str,
+) -> String {
+    let mut s = String::from(FILES_HEADING);
+    if let FilesHome::ArtifactOnly { reason } = home {
+        let _ = writeln!(
+            s,
+            "> [!NOTE]\n> The files were not committed to the repository: {reason}. They are kept with the [workflow run]({run_url}) as its artifact.\n"
+        );
+    }
+    for f in files.iter().filter(|f| f.image) {
+        if let Some(url) = &f.url {
+            let _ = writeln!(
+                s,
+                "![{}]({url})\n<sub>{} · {}</sub>\n",
+                alt_text(&f.name),
+                name_code(&f.name),
+                size_text(f.size)
+            );
+        }
+    }
+    let listed: Vec<&ShownFile> = files
+        .iter()
+        .filter(|f| !f.image || f.url.is_none())
+        .collect();
+    for f in &listed {
+        match &f.url {
+            Some(url) => {
+                let _ = writeln!(
+                    s,
+                    "- [{}]({url}) · {}",
+                    name_code(&f.name),
+                    size_text(f.size)
+                );
+            }
+            None => {
+                let _ = writeln!(s, "- {} · {}", name_code(&f.name), size_text(f.size));
+            }
+        }
+    }
+    if !listed.is_empty() {
+        s.push('\n');
+    }
+    if !left_out.is_empty() {
+        let names: Vec<String> = left_out
+            .iter()
+            .map(|(n, size)| format!("{} ({})", name_code(n), size_text(*size)))
+            .collect();
+        let _ = writeln!(
+            s,
+            "_Not shown ({caps}): {}; the [workflow run]({run_url})'s artifact has them._\n",
+            names.join(", ")
+        );
+    }
+    if let FilesHome::Committed {
+        branch,
+        sha,
+        commit_url,
+    } = home
+    {
+        let short: String = sha.chars().take(7).collect();
+        let _ = writeln!(
+            s,
+            "<sub>Committed to branch `{}` as [`{short}`]({commit_url}).</sub>",
+            branch.replace('`', "'")
+        );
+    }
+    s
+}
+
+/// Why the files were not committed: a token without `contents: write`.
+pub(crate) const FILES_NO_WRITE: &str = "the workflow token cannot write to the repository (give the job `permissions: contents: write` to show charts here; a pull request from a fork always gets a read-only token)";
+
+/// Why the files were not committed: the policy switched it off.
+pub(crate) const FILES_NO_BRANCH: &str =
+    "the policy's `output.files.branch` is empty, so nothing is committed";
+
+/// Why the files were not committed: the write failed (`error`, plain text).
+pub(crate) fn files_write_failed(error: &str) -> String {
+    format!(
+        "writing them failed ({})",
+        neutralize(error.trim_end_matches('.'))
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -61,6 +61,7 @@ mod code;
 mod config;
 mod defaults;
 mod families;
+mod files;
 mod inputs;
 mod output;
 mod reader;
@@ -74,6 +75,7 @@ pub use authorize::{
 pub(crate) use check::allows;
 pub use check::check_code;
 pub use config::{DataLevel, Policy};
+pub(crate) use files::Files;
 pub(crate) use inputs::Inputs;
 pub(crate) use output::{OnCheckFailure, Repeat, VerifyMode};
 pub use reader::PolicyError;

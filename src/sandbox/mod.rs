@@ -25,6 +25,7 @@ mod collect;
 mod docker;
 mod error;
 mod executor;
+mod files;
 mod host;
 mod preload;
 mod protocol;
@@ -41,6 +42,7 @@ pub use docker::{
 };
 pub use error::SandboxError;
 pub use executor::{EngineFacts, Executor, PreparedRun};
+pub use files::{FileKind, write_files};
 pub(crate) use host::docker_host;
 pub use preload::{HEAVY_PACKAGES, preload_for};
 pub(crate) use session::Session;

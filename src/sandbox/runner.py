@@ -298,6 +298,10 @@ def spawn_child():
     env["PYTHONHASHSEED"] = os.environ.get("PYTHONHASHSEED", "0")
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env["MPLCONFIGDIR"] = "/tmp/mpl"
+    # Same code, data and image: the same bytes. PDF/PS/SVG dates come from
+    # SOURCE_DATE_EPOCH, SVG ids from svg.hashsalt (the matplotlibrc that
+    # main() writes); PNGs carry no date.
+    env["SOURCE_DATE_EPOCH"] = "0"
     env.setdefault("MPLBACKEND", "Agg")
     code_r, code_w = os.pipe()
     aud_r, aud_w = os.pipe()
@@ -329,6 +333,11 @@ def main():
         for name in os.listdir("/opt/compute-bot/mpl"):
             with open("/opt/compute-bot/mpl/" + name, "rb") as s, open("/tmp/mpl/" + name, "wb") as d:
                 d.write(s.read())
+    except OSError:
+        pass
+    try:
+        with open("/tmp/mpl/matplotlibrc", "w") as f:
+            f.write("svg.hashsalt: compute-bot\n")
     except OSError:
         pass
     pid, code_w, aud_r, out_r, err_r = spawn_child()

@@ -291,6 +291,7 @@ async fn approval_reads_back_exactly_the_shown_code_from_the_bots_comment() {
             marker: Some(marker.clone()),
             command: None,
             approval: approval_for(&shown, "/compute"),
+            files: None,
         },
     );
     let bot_comment = client.create_comment(7, &body).await.unwrap();

@@ -7,6 +7,7 @@ mod support;
 
 mod github_action;
 mod github_action_files;
+mod github_assets;
 mod github_client;
 mod github_event;
 mod github_rate_limits;
