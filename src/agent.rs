@@ -181,6 +181,8 @@ struct Run {
     fatal: Option<AgentError>,
     /// A configuration error from the model provider that stopped the run.
     model_config_error: Option<ModelError>,
+    /// The model client's HTTP requests before this run (see `close`).
+    requests_before: u64,
 }
 
 impl Run {
@@ -301,6 +303,7 @@ impl Agent<'_> {
             clock: Clock::default(),
             fatal: None,
             model_config_error: None,
+            requests_before: self.model.map_or(0, ModelClient::requests_sent),
         })
     }
 
@@ -328,6 +331,9 @@ impl Agent<'_> {
                 .collect(),
             policy: self.policy.origin.as_ref().map(|p| p.display().to_string()),
             usage: TokenUsage::default(),
+            model_requests: 0,
+            prices: self.policy.model.prices,
+            cost_usd: None,
             timings_ms: BTreeMap::new(),
             record: None,
         }
@@ -638,8 +644,15 @@ impl Agent<'_> {
             mut report,
             mut clock,
             model_config_error,
+            requests_before,
             ..
         } = run;
+        report.model_requests = self
+            .model
+            .map_or(0, |m| m.requests_sent().saturating_sub(requests_before));
+        report.cost_usd = report
+            .prices
+            .and_then(|p| p.cost(report.usage.input_tokens, report.usage.output_tokens));
         let total = total.elapsed();
         let ms = |d: Duration| d.as_millis() as u64;
         clock.timings.insert("total".into(), ms(total));

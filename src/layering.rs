@@ -33,6 +33,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "report",
         &["model", "policy", "record", "sandbox", "status"],
     ),
+    // What an answer took from the model: a summary of the report.
+    ("usage", &["report"]),
     // Why a run or a verdict is unusable: below the loop and the checks.
     ("problems", &["policy", "sandbox"]),
     // The checks beyond the schema (repeat, checks, verify): below the loop.
@@ -52,7 +54,9 @@ const ALLOWED: &[(&str, &[&str])] = &[
     // Render knows no GitHub: the approval block comes in its context.
     (
         "render",
-        &["markdown", "record", "report", "policy", "sandbox", "units"],
+        &[
+            "markdown", "record", "report", "policy", "sandbox", "units", "usage",
+        ],
     ),
     (
         "agent",
@@ -117,6 +121,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "report",
             "sandbox",
             "status",
+            "usage",
         ],
     ),
     // `/compute replay`: a handler beside request, over the replay service.

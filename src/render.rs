@@ -373,11 +373,7 @@ fn render_md(report: &Report, ctx: &RenderContext, b: &Budget, cut_note: Option<
     if let Some(p) = &report.policy {
         foot.push(format!("policy `{}`", p.replace('`', "'")));
     }
-    if let (Some(input), Some(output)) = (report.usage.input_tokens, report.usage.output_tokens)
-        && input + output > 0
-    {
-        foot.push(format!("{input} tokens in, {output} out"));
-    }
+    foot.push(crate::usage::Usage::of(report).line());
     if let Some(m) = report.code_model() {
         foot.push(model_md(&m.model, &m.provider, m.fallback));
     }
@@ -1091,6 +1087,7 @@ pub(crate) fn text(report: &Report) -> String {
     if let Some(sha) = &report.code_sha256 {
         let _ = writeln!(s, "\ncode sha256: {sha}");
     }
+    let _ = writeln!(s, "usage: {}", crate::usage::Usage::of(report).line());
     if let Some(v) = &report.verdict {
         for f in &v.findings {
             let _ = writeln!(

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::model::{ModelId, TokenUsage};
-use crate::policy::{Policy, Verdict};
+use crate::policy::{Policy, Prices, Verdict};
 use crate::record::{RecordedInput, RunRecord};
 use crate::sandbox::{Executor, Outcome, Runtime};
 
@@ -125,6 +125,17 @@ pub struct Report {
     pub policy: Option<String>,
     /// Tokens used in all model calls.
     pub usage: TokenUsage,
+    /// HTTP requests sent to the model providers for this report (retries,
+    /// failed requests and the fallback's included).
+    #[serde(default)]
+    pub model_requests: u64,
+    /// The policy's prices (`model.prices`), when it sets them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prices: Option<Prices>,
+    /// Dollars the tokens cost at `prices`; `None` without prices or when a
+    /// token count is unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
     /// Milliseconds spent per stage (`generate`, `check`, `execute`,
     /// `validate`, `explain`), in all (`total`), waiting on the model
     /// (`model`: the calls, retries included) and on the sandbox (`sandbox`:

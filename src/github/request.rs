@@ -435,6 +435,7 @@ fn publish(
             result: report.result.clone(),
             code_sha256: report.code_sha256.clone(),
             report_path,
+            usage: Some(crate::usage::Usage::of(&report).json()),
             ..Outputs::default()
         },
     }
