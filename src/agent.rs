@@ -48,6 +48,11 @@ pub struct Request {
     /// `escalate` verdict counts as allowed; a `deny` verdict still denies,
     /// and any other code (a regenerated one included) is not covered.
     pub approved_sha256: Option<String>,
+    /// Plan only (`/compute plan`): generate and check the code, start no
+    /// container; the report ends [`ReportStatus::Planned`] with the code and
+    /// its verdict (an escalation included), or failed when every attempt
+    /// was denied.
+    pub plan_only: bool,
 }
 
 impl Request {
@@ -143,6 +148,9 @@ enum Next {
     Stop(String),
     /// The code waits for a human approval, for this reason.
     NeedsApproval(String),
+    /// Plan only: the code passed the check (or would need an approval) and
+    /// is shown, not run.
+    Planned,
 }
 
 /// A container being prepared in the background.
@@ -289,7 +297,8 @@ impl Agent<'_> {
         .with_library_versions(versions);
         // Start a container while the model writes code (generated code only:
         // exact code is checked before any container exists).
-        let pending = fixed_code.is_none().then(|| self.start_prepare());
+        // A plan starts none.
+        let pending = (fixed_code.is_none() && !request.plan_only).then(|| self.start_prepare());
         Ok(Run {
             request,
             goal,
@@ -352,7 +361,14 @@ impl Agent<'_> {
         if attempt.plan.is_some() {
             run.report.plan = attempt.plan.clone();
         }
-        if let Some(next) = self.check(run, attempt, &code) {
+        let checked = self.check(run, attempt, &code);
+        if run.request.plan_only {
+            return match checked {
+                None | Some(Next::NeedsApproval(_)) => Next::Planned,
+                Some(next) => next,
+            };
+        }
+        if let Some(next) = checked {
             return next;
         }
         let job = Job {
@@ -396,7 +412,8 @@ impl Agent<'_> {
                 // A repair follows: start its container now, while the model
                 // writes the fix. A successful run never waits for a
                 // container it does not use.
-                if run.may_repair(attempt.number) && run.pending.is_none() {
+                if run.may_repair(attempt.number) && run.pending.is_none() && !run.request.plan_only
+                {
                     run.pending = Some(self.start_prepare());
                 }
                 false
@@ -408,6 +425,10 @@ impl Agent<'_> {
             Next::NeedsApproval(reason) => {
                 run.report.status = ReportStatus::NeedsApproval;
                 run.report.stop_reason = Some(reason);
+                true
+            }
+            Next::Planned => {
+                run.report.status = ReportStatus::Planned;
                 true
             }
         };

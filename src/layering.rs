@@ -149,11 +149,23 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "status",
         ],
     ),
+    // `/compute plan` and `/compute run`: a handler that runs a request.
+    (
+        "github::plan",
+        &[
+            "github::client",
+            "github::request",
+            "github::texts",
+            "github::thread",
+            "status",
+        ],
+    ),
     (
         "github::action",
         &[
             "github::actions_io",
             "github::approval",
+            "github::plan",
             "github::client",
             "github::command",
             "github::event",

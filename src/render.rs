@@ -35,10 +35,11 @@ pub struct RenderContext {
     pub marker: Option<String>,
     /// The comment command, for the reproduce line (`/compute` when unset).
     pub command: Option<String>,
-    /// The approval part of a needs-approval report, written by the front
-    /// end that can take an approval (the GitHub comment's is
-    /// `github::texts::approval_for`); it replaces the code and findings.
-    /// Unset, such a report shows its code and findings as any other.
+    /// The approval part of a needs-approval report (or the plan part of a
+    /// planned one), written by the front end that can act on it (the GitHub
+    /// comment's is `github::texts::approval_for` / `github::texts::plan_for`);
+    /// it replaces the code and findings. Unset, such a report shows its code
+    /// and findings as any other.
     pub approval: Option<String>,
 }
 
@@ -270,6 +271,7 @@ fn status_heading(report: &Report) -> &'static str {
         ReportStatus::Ok => "✅ compute-bot: result",
         ReportStatus::Failed => "❌ compute-bot: no result",
         ReportStatus::NeedsApproval => "⏸️ compute-bot: needs approval",
+        ReportStatus::Planned => "📝 compute-bot: plan (nothing ran)",
         ReportStatus::Error => "⚠️ compute-bot: configuration error",
     }
 }
@@ -336,10 +338,12 @@ fn render_md(report: &Report, ctx: &RenderContext, b: &Budget, cut_note: Option<
         s.push_str(&chart);
     }
     let command = ctx.command.as_deref().unwrap_or("/compute");
-    let approval = ctx
-        .approval
-        .as_deref()
-        .filter(|_| report.status == ReportStatus::NeedsApproval);
+    let approval = ctx.approval.as_deref().filter(|_| {
+        matches!(
+            report.status,
+            ReportStatus::NeedsApproval | ReportStatus::Planned
+        )
+    });
     if let Some(block) = approval {
         s.push('\n');
         s.push_str(block);
@@ -410,6 +414,9 @@ fn status_line(report: &Report) -> String {
                 1000
             ))
         ),
+        ReportStatus::Planned => {
+            format!("**Status:** planned · {attempts} · no container was started")
+        }
         ReportStatus::NeedsApproval => format!(
             "**Status:** needs approval · {attempts} · {}",
             escape_cell(&cut_chars(

@@ -20,6 +20,8 @@ pub enum ReportStatus {
     Failed,
     /// The code waits for a human approval.
     NeedsApproval,
+    /// A plan only (`/compute plan`): code and verdict, nothing ran.
+    Planned,
     /// A configuration error stopped the request (e.g. the model provider
     /// refused the key or the model name); `stop_reason` says what to fix.
     Error,
@@ -32,6 +34,7 @@ impl ReportStatus {
             ReportStatus::Ok => "ok",
             ReportStatus::Failed => "failed",
             ReportStatus::NeedsApproval => "needs approval",
+            ReportStatus::Planned => "planned",
             ReportStatus::Error => "error",
         }
     }
@@ -50,6 +53,7 @@ impl From<ReportStatus> for crate::status::Status {
             ReportStatus::Ok => Status::Ok,
             ReportStatus::Failed => Status::Failed,
             ReportStatus::NeedsApproval => Status::NeedsApproval,
+            ReportStatus::Planned => Status::Planned,
             ReportStatus::Error => Status::Error,
         }
     }

@@ -18,7 +18,7 @@ fn random_token() -> String {
 /// The step outputs the action declares.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Outputs {
-    /// `ok`, `failed`, `needs_approval`, `refused`, `denied`, `ignored` or `error`.
+    /// `ok`, `failed`, `needs_approval`, `planned`, `refused`, `denied`, `ignored` or `error`.
     pub(crate) status: String,
     /// The result as JSON (`null` when there is none).
     pub(crate) result: Option<serde_json::Value>,

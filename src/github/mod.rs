@@ -24,6 +24,7 @@ pub mod command;
 pub mod event;
 pub mod flow;
 mod inputs;
+mod plan;
 mod replay;
 pub mod repo;
 mod request;

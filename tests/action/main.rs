@@ -13,6 +13,7 @@ mod github_rate_limits;
 mod github_real;
 mod github_repo;
 mod init_doctor;
+mod plan_action;
 mod release_files;
 mod replay_action;
 mod usage_action;
