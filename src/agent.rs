@@ -48,6 +48,11 @@ pub struct Request {
     /// `escalate` verdict counts as allowed; a `deny` verdict still denies,
     /// and any other code (a regenerated one included) is not covered.
     pub approved_sha256: Option<String>,
+    /// Plan only (`/compute plan`): generate and check the code, start no
+    /// container; the report ends [`ReportStatus::Planned`] with the code and
+    /// its verdict (an escalation included), or failed when every attempt
+    /// was denied.
+    pub plan_only: bool,
 }
 
 impl Request {
@@ -191,6 +196,9 @@ enum Next {
     Stop(String),
     /// The code waits for a human approval, for this reason.
     NeedsApproval(String),
+    /// Plan only: the code passed the check (or would need an approval) and
+    /// is shown, not run.
+    Planned,
 }
 
 /// A container being prepared in the background.
@@ -236,6 +244,8 @@ struct Run {
     fatal: Option<AgentError>,
     /// A configuration error from the model provider that stopped the run.
     model_config_error: Option<ModelError>,
+    /// The model client's HTTP requests before this run (see `close`).
+    requests_before: u64,
 }
 
 impl Run {
@@ -386,7 +396,8 @@ impl Agent<'_> {
         .with_library_versions(versions);
         // Start a container while the model writes code (generated code only:
         // exact code is checked before any container exists).
-        let pending = fixed_code.is_none().then(|| self.start_prepare());
+        // A plan starts none.
+        let pending = (fixed_code.is_none() && !request.plan_only).then(|| self.start_prepare());
         Ok(Run {
             request,
             goal,
@@ -400,6 +411,7 @@ impl Agent<'_> {
             clock: Clock::default(),
             fatal: None,
             model_config_error: None,
+            requests_before: self.model.map_or(0, ModelClient::requests_sent),
         })
     }
 
@@ -427,6 +439,9 @@ impl Agent<'_> {
                 .collect(),
             policy: self.policy.origin.as_ref().map(|p| p.display().to_string()),
             usage: TokenUsage::default(),
+            model_requests: 0,
+            prices: self.policy.model.prices,
+            cost_usd: None,
             timings_ms: BTreeMap::new(),
             record: None,
         }
@@ -445,7 +460,14 @@ impl Agent<'_> {
         if attempt.plan.is_some() {
             run.report.plan = attempt.plan.clone();
         }
-        if let Some(next) = self.check(run, attempt, &code) {
+        let checked = self.check(run, attempt, &code);
+        if run.request.plan_only {
+            return match checked {
+                None | Some(Next::NeedsApproval(_)) => Next::Planned,
+                Some(next) => next,
+            };
+        }
+        if let Some(next) = checked {
             return next;
         }
         let job = Job {
@@ -489,7 +511,8 @@ impl Agent<'_> {
                 // A repair follows: start its container now, while the model
                 // writes the fix. A successful run never waits for a
                 // container it does not use.
-                if run.may_repair(attempt.number) && run.pending.is_none() {
+                if run.may_repair(attempt.number) && run.pending.is_none() && !run.request.plan_only
+                {
                     run.pending = Some(self.start_prepare());
                 }
                 false
@@ -501,6 +524,10 @@ impl Agent<'_> {
             Next::NeedsApproval(reason) => {
                 run.report.status = ReportStatus::NeedsApproval;
                 run.report.stop_reason = Some(reason);
+                true
+            }
+            Next::Planned => {
+                run.report.status = ReportStatus::Planned;
                 true
             }
         };
@@ -743,8 +770,15 @@ impl Agent<'_> {
             mut report,
             mut clock,
             model_config_error,
+            requests_before,
             ..
         } = run;
+        report.model_requests = self
+            .model
+            .map_or(0, |m| m.requests_sent().saturating_sub(requests_before));
+        report.cost_usd = report
+            .prices
+            .and_then(|p| p.cost(report.usage.input_tokens, report.usage.output_tokens));
         let total = total.elapsed();
         let ms = |d: Duration| d.as_millis() as u64;
         clock.timings.insert("total".into(), ms(total));

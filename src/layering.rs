@@ -33,6 +33,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "report",
         &["model", "policy", "record", "sandbox", "status"],
     ),
+    // What an answer took from the model: a summary of the report.
+    ("usage", &["report"]),
     // Why a run or a verdict is unusable: below the loop and the checks.
     ("problems", &["policy", "sandbox"]),
     // The checks beyond the schema (repeat, checks, verify): below the loop.
@@ -52,7 +54,9 @@ const ALLOWED: &[(&str, &[&str])] = &[
     // Render knows no GitHub: the approval block comes in its context.
     (
         "render",
-        &["markdown", "record", "report", "policy", "sandbox", "units"],
+        &[
+            "markdown", "record", "report", "policy", "sandbox", "units", "usage",
+        ],
     ),
     (
         "agent",
@@ -132,6 +136,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "report",
             "sandbox",
             "status",
+            "usage",
         ],
     ),
     // `/compute replay`: a handler beside request, over the replay service.
@@ -159,11 +164,23 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "status",
         ],
     ),
+    // `/compute plan` and `/compute run`: a handler that runs a request.
+    (
+        "github::plan",
+        &[
+            "github::client",
+            "github::request",
+            "github::texts",
+            "github::thread",
+            "status",
+        ],
+    ),
     (
         "github::action",
         &[
             "github::actions_io",
             "github::approval",
+            "github::plan",
             "github::client",
             "github::command",
             "github::event",

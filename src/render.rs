@@ -35,10 +35,11 @@ pub struct RenderContext {
     pub marker: Option<String>,
     /// The comment command, for the reproduce line (`/compute` when unset).
     pub command: Option<String>,
-    /// The approval part of a needs-approval report, written by the front
-    /// end that can take an approval (the GitHub comment's is
-    /// `github::texts::approval_for`); it replaces the code and findings.
-    /// Unset, such a report shows its code and findings as any other.
+    /// The approval part of a needs-approval report (or the plan part of a
+    /// planned one), written by the front end that can act on it (the GitHub
+    /// comment's is `github::texts::approval_for` / `github::texts::plan_for`);
+    /// it replaces the code and findings. Unset, such a report shows its code
+    /// and findings as any other.
     pub approval: Option<String>,
     /// The run's files as the front end shows them (the GitHub front end's
     /// is `github::assets`: images inline, other files linked); shown after
@@ -284,6 +285,7 @@ fn status_heading(report: &Report) -> &'static str {
         ReportStatus::Ok => "✅ compute-bot: result",
         ReportStatus::Failed => "❌ compute-bot: no result",
         ReportStatus::NeedsApproval => "⏸️ compute-bot: needs approval",
+        ReportStatus::Planned => "📝 compute-bot: plan (nothing ran)",
         ReportStatus::Error => "⚠️ compute-bot: configuration error",
     }
 }
@@ -355,10 +357,12 @@ fn render_md(report: &Report, ctx: &RenderContext, b: &Budget, cut_note: Option<
         s.push_str(&chart);
     }
     let command = ctx.command.as_deref().unwrap_or("/compute");
-    let approval = ctx
-        .approval
-        .as_deref()
-        .filter(|_| report.status == ReportStatus::NeedsApproval);
+    let approval = ctx.approval.as_deref().filter(|_| {
+        matches!(
+            report.status,
+            ReportStatus::NeedsApproval | ReportStatus::Planned
+        )
+    });
     if let Some(block) = approval {
         s.push('\n');
         s.push_str(block);
@@ -392,11 +396,7 @@ fn render_md(report: &Report, ctx: &RenderContext, b: &Budget, cut_note: Option<
     if let Some(p) = &report.policy {
         foot.push(format!("policy `{}`", p.replace('`', "'")));
     }
-    if let (Some(input), Some(output)) = (report.usage.input_tokens, report.usage.output_tokens)
-        && input + output > 0
-    {
-        foot.push(format!("{input} tokens in, {output} out"));
-    }
+    foot.push(crate::usage::Usage::of(report).line());
     if let Some(m) = report.code_model() {
         foot.push(model_md(&m.model, &m.provider, m.fallback));
     }
@@ -433,6 +433,9 @@ fn status_line(report: &Report) -> String {
                 1000
             ))
         ),
+        ReportStatus::Planned => {
+            format!("**Status:** planned · {attempts} · no container was started")
+        }
         ReportStatus::NeedsApproval => format!(
             "**Status:** needs approval · {attempts} · {}",
             escape_cell(&cut_chars(
@@ -1163,6 +1166,7 @@ pub(crate) fn text(report: &Report) -> String {
     if let Some(sha) = &report.code_sha256 {
         let _ = writeln!(s, "\ncode sha256: {sha}");
     }
+    let _ = writeln!(s, "usage: {}", crate::usage::Usage::of(report).line());
     if let Some(v) = &report.verdict {
         for f in &v.findings {
             let _ = writeln!(

@@ -149,6 +149,7 @@ pub(crate) async fn answer_command(args: RunArgs, session: &Session) -> Status {
         context: None,
         // The terminal has no approval step: escalated code stops (exit 3).
         approved_sha256: None,
+        ..Request::default()
     };
     // The provider refusing the key, model or quota mid-run is a
     // configuration error (exit 2); the report so far is still printed.

@@ -27,6 +27,7 @@ pub mod command;
 pub mod event;
 pub mod flow;
 mod inputs;
+mod plan;
 mod replay;
 pub mod repo;
 mod request;

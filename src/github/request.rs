@@ -29,6 +29,14 @@ pub(crate) struct Approval {
     pub(crate) request_url: String,
 }
 
+/// Where the code of a run of a plan (`/compute run`) came from.
+#[derive(Debug, Default)]
+pub(crate) struct FromPlan {
+    pub(crate) by: String,
+    pub(crate) sha256: String,
+    pub(crate) plan_url: String,
+}
+
 #[derive(Debug, Default)]
 pub(crate) struct Job {
     pub(crate) goal: Option<String>,
@@ -41,6 +49,11 @@ pub(crate) struct Job {
     pub(crate) expected_inputs: Option<Vec<PendingInput>>,
     /// Set for an approved run: who approved which code.
     pub(crate) approval: Option<Approval>,
+    /// Plan only (`/compute plan`): generate and check, run nothing; the
+    /// plan is posted as a new comment that the bot never edits.
+    pub(crate) plan_only: bool,
+    /// Set for a run of a plan: who asked, which plan, which code.
+    pub(crate) from_plan: Option<FromPlan>,
 }
 
 fn model_overrides(env: &ActionEnv) -> Result<ModelOverrides, String> {
@@ -175,9 +188,19 @@ pub(crate) async fn execute(
 ) -> Result<Published, Stop> {
     let env = ctx.env;
     let marker = texts::run_marker(&env.run_id);
-    // Exact code: its container starts now, while the bot talks to GitHub.
-    let ahead = prepare_ahead(ctx, &job).await;
-    let show_progress = thread.acknowledge(&marker, &env.run_url()).await;
+    // Exact code: its container starts now, while the bot talks to GitHub
+    // (a plan starts no container).
+    let ahead = if job.plan_only {
+        None
+    } else {
+        prepare_ahead(ctx, &job).await
+    };
+    let show_progress = if job.plan_only {
+        thread.seen().await;
+        false
+    } else {
+        thread.acknowledge(&marker, &env.run_url()).await
+    };
     let resolved = resolve_inputs(ctx, &job)?;
     let (model, has_code, key_hints) = model_for(ctx, &job)?;
     let sandbox = ctx.session.sandbox().await.map_err(|e| {
@@ -202,6 +225,7 @@ pub(crate) async fn execute(
         schema: None,
         context: job.context.clone(),
         approved_sha256: job.approval.as_ref().map(|a| a.sha256.clone()),
+        plan_only: job.plan_only,
     };
     let agent = Agent {
         policy: ctx.policy,
@@ -430,7 +454,13 @@ fn publish(
     if let Some(a) = &job.approval {
         head.push_str(&texts::approved_run(&a.by, &a.request_url, &a.sha256));
     }
-    if report.status == ReportStatus::NeedsApproval {
+    if let Some(p) = &job.from_plan {
+        head.push_str(&texts::planned_run(&p.by, &p.plan_url, &p.sha256));
+    }
+    if matches!(
+        report.status,
+        ReportStatus::NeedsApproval | ReportStatus::Planned
+    ) {
         let pending = PendingRequest {
             goal: job.goal.clone(),
             context: job.context.clone(),
@@ -449,7 +479,8 @@ fn publish(
         run_url: Some(ctx.env.run_url()),
         marker: Some(head),
         command: Some(ctx.prefix.to_string()),
-        approval: texts::approval_for(&report, ctx.prefix),
+        approval: texts::approval_for(&report, ctx.prefix)
+            .or_else(|| texts::plan_for(&report, ctx.prefix)),
         files,
     };
     Published {
@@ -458,13 +489,14 @@ fn publish(
         reaction: match report.status {
             ReportStatus::Ok => Some(Reaction::Rocket),
             ReportStatus::Failed | ReportStatus::Error => Some(Reaction::Confused),
-            ReportStatus::NeedsApproval => None,
+            ReportStatus::NeedsApproval | ReportStatus::Planned => None,
         },
         summary: render::summary(&report, &rctx),
         outputs: Outputs {
             result: report.result.clone(),
             code_sha256: report.code_sha256.clone(),
             report_path,
+            usage: Some(crate::usage::Usage::of(&report).json()),
             ..Outputs::default()
         },
     }

@@ -82,6 +82,9 @@ fn report(result: serde_json::Value, code: &str) -> Report {
         inputs: vec![],
         policy: Some(".github/compute-policy.yml".into()),
         usage: TokenUsage::default(),
+        model_requests: 0,
+        prices: None,
+        cost_usd: None,
         timings_ms: BTreeMap::new(),
         record: None,
     }

@@ -271,6 +271,9 @@ fn needs_approval_report(code: &str) -> compute_bot::report::Report {
         inputs: vec![],
         policy: None,
         usage: Default::default(),
+        model_requests: 0,
+        prices: None,
+        cost_usd: None,
         timings_ms: Default::default(),
         record: None,
     }

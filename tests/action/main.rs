@@ -14,6 +14,8 @@ mod github_rate_limits;
 mod github_real;
 mod github_repo;
 mod init_doctor;
+mod plan_action;
 mod preload_by_need;
 mod release_files;
 mod replay_action;
+mod usage_action;

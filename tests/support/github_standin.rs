@@ -823,6 +823,21 @@ impl GitHubStandIn {
         id
     }
 
+    /// Edits a stored comment as a person would on the web, `after_secs`
+    /// seconds after it was written: the body changes and `updated_at` is
+    /// set to that moment (GitHub's timestamps have one-second precision, so
+    /// an edit within the same second leaves `updated_at == created_at`).
+    pub fn edit_comment_later(&self, id: u64, body: &str, after_secs: i64) {
+        let mut st = self.st();
+        let c = st.comments.get_mut(&id).expect("a stored comment");
+        let created = chrono::DateTime::parse_from_rfc3339(&c.created_at).expect("RFC 3339");
+        c.body = body.to_string();
+        c.updated_at = (created + chrono::Duration::seconds(after_secs))
+            .with_timezone(&chrono::Utc)
+            .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+        c.edits += 1;
+    }
+
     /// The GitHub JSON of a stored comment (to build event payloads with).
     pub fn comment_json(&self, id: u64) -> Option<Value> {
         let st = self.st();
