@@ -23,6 +23,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
         &["markdown", "model", "policy", "sandbox", "units"],
     ),
     ("validate", &["model"]),
+    // Watch files and the values they track: plain data.
+    ("watch", &["sandbox"]),
     // Input admission: one rule for the CLI, the Action and replay.
     ("admit", &["policy", "sandbox", "units"]),
     ("explain", &["model", "policy", "prompt", "units"]),

@@ -24,6 +24,7 @@ pub mod status;
 pub mod units;
 pub mod validate;
 mod verify;
+pub mod watch;
 
 #[cfg(test)]
 mod layering;
