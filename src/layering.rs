@@ -121,6 +121,26 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "status",
         ],
     ),
+    // Watches: a handler beside request (it runs the loop per watch).
+    (
+        "github::watch",
+        &[
+            "agent",
+            "github::actions_io",
+            "github::client",
+            "github::inputs",
+            "github::repo",
+            "github::request",
+            "github::texts",
+            "github::thread",
+            "policy",
+            "record",
+            "render",
+            "report",
+            "status",
+            "watch",
+        ],
+    ),
     // `/compute replay`: a handler beside request, over the replay service.
     (
         "github::replay",
@@ -159,6 +179,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "github::request",
             "github::texts",
             "github::thread",
+            "github::watch",
             "model",
             "policy",
             "sandbox",

@@ -237,6 +237,8 @@ async fn run(vars: &BTreeMap<String, String>, session: &Session) -> Exit {
             let end = execute(&ctx, &mut thread, job).await;
             conclude(&ctx, thread, end).await
         }
+        (Trigger::Watches { names }, _) => super::watch::run_watches(&ctx, &names).await,
+        (Trigger::PullRequest { number }, _) => super::watch::on_pull_request(&ctx, number).await,
         (_, _) => ignore(&env, "nothing to do"),
     }
 }

@@ -12,6 +12,7 @@
 //! - [`action`]: `compute-bot action`, the orchestration of all of the above;
 //!   [`request`] runs one request, [`approval`] handles `approve` / `deny`.
 //! - [`tracking`]: the run's one tracking comment, edited through the stages.
+//! - [`watch`]: the repository's watches on schedule, dispatch and pull requests.
 //! - [`thread`]: how a run ends — every handler returns `Result<Published,
 //!   Stop>` and `thread::conclude` alone posts, reacts, writes the outputs
 //!   and decides the status.
@@ -30,3 +31,4 @@ mod request;
 pub mod texts;
 mod thread;
 pub mod tracking;
+mod watch;

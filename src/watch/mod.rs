@@ -13,7 +13,7 @@
 //! `cli::watch`.
 
 mod file;
-// VALUES_MOD
+mod values;
 
 pub use file::{DEFAULT_DIR, Watch, WatchError, load_dir};
-// VALUES_USE
+pub(crate) use values::{changes, leaves};

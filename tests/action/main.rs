@@ -15,3 +15,4 @@ mod github_repo;
 mod init_doctor;
 mod release_files;
 mod replay_action;
+mod watches;
