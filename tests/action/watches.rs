@@ -67,6 +67,21 @@ async fn a_scheduled_watch_keeps_one_sticky_comment_and_speaks_only_on_change() 
     let report = f.report(&run);
     assert_eq!(report["code"], json!(CODE));
     assert!(report["record"].is_object(), "{report}");
+    // ... which `compute-bot replay` reproduces.
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_compute-bot"))
+        .arg("replay")
+        .arg(f.ws().join(run.out("report_path")))
+        .arg("--workspace")
+        .arg(f.ws())
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(o.status.code(), Some(0), "{said}");
+    assert!(said.contains("reproduced"), "{said}");
 
     // Unchanged data: zero new comments, the sticky one edited in place.
     let posts = f.gh.count("POST", "/issues/7/comments");
