@@ -298,4 +298,32 @@ async fn pull_requests_touching_nothing_watched_get_nothing_and_forks_get_the_su
         "{}",
         run.summary
     );
+
+    // A same-repository pull request whose token may not comment (403): a
+    // warning, and the summary and the exit status carry the answer.
+    f.gh.set_token_access(crate::support::action_fixture::TOKEN, "write", "write");
+    f.gh.open_pull_request(
+        REPO,
+        24,
+        "main",
+        "more",
+        &[Change::put("data/sales.csv", csv(50))],
+    );
+    f.gh.fail_next(Some("POST"), "/issues/24/comments", 403, 5);
+    f.write_event(&f.gh.pull_request_event(REPO, 24, "opened"));
+    let run = f.run("pull_request", "9133").await;
+    assert_eq!((run.code, run.out("status")), (0, "ok"), "{}", run.log());
+    assert!(bot_comments_on(&f, 24).is_empty());
+    assert!(
+        run.stdout
+            .lines()
+            .any(|l| l.starts_with("::warning::") && l.contains("may not comment")),
+        "{}",
+        run.log()
+    );
+    assert!(
+        run.summary.contains("| /total | 42 | 50 |"),
+        "{}",
+        run.summary
+    );
 }
