@@ -402,7 +402,13 @@ fn read_trigger(event: &str, file_text: &str) -> Result<Trigger, EventError> {
     Trigger::from_env(&env)
 }
 
-const EVENTS: &[&str] = &["issue_comment", "workflow_dispatch", "schedule", "push"];
+const EVENTS: &[&str] = &[
+    "issue_comment",
+    "workflow_dispatch",
+    "schedule",
+    "pull_request",
+    "push",
+];
 
 proptest! {
     #![proptest_config(config())]
