@@ -2,9 +2,10 @@
 //! binary, the GitHub stand-in (comments, files per ref, pull requests and
 //! their files) and the real sandbox.
 
-use crate::support::action_fixture::{ActionFixture, REPO};
+use crate::support::action_fixture::{ActionFixture, REPO, sha256};
 use crate::support::git_store::Change;
 use crate::support::github_standin::DEFAULT_APP_LOGIN;
+use crate::support::llm_standin::{CANARY_KEY, LlmStandin, Reply};
 use serde_json::json;
 
 /// The watch's code: the total and the row count of `data/sales.csv`.
@@ -85,11 +86,13 @@ async fn a_scheduled_watch_keeps_one_sticky_comment_and_speaks_only_on_change() 
 
     // Unchanged data: zero new comments, the sticky one edited in place.
     let posts = f.gh.count("POST", "/issues/7/comments");
+    let edits = f.gh.count("PATCH", "/issues/comments/");
     let run = scheduled(&f, "9102").await;
     assert_eq!(run.code, 0, "{}", run.log());
     let bots = f.bot_comments(7);
     assert_eq!(bots.len(), 1, "{bots:?}");
     assert_eq!(f.gh.count("POST", "/issues/7/comments"), posts);
+    assert_eq!(f.gh.count("PATCH", "/issues/comments/"), edits + 1);
     assert_eq!(bots[0].id, sticky.id);
     assert_eq!(history_rows(&bots[0].body), 2, "{}", bots[0].body);
 
@@ -325,5 +328,50 @@ async fn pull_requests_touching_nothing_watched_get_nothing_and_forks_get_the_su
         run.summary.contains("| /total | 42 | 50 |"),
         "{}",
         run.summary
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_goal_watch_counts_only_the_pinned_code() {
+    let yaml = format!(
+        "name: sales\ngoal: The total and the rows of data/sales.csv\ncode_sha256: {}\ninputs: [data/sales.csv]\nissue: 7\n",
+        sha256(CODE)
+    );
+    let f = ActionFixture::builder()
+        .file(".github/compute/sales.yml", yaml)
+        .start()
+        .await;
+    let llm = LlmStandin::openai().await;
+    llm.push(Reply::tool_call("sum the amounts", CODE));
+    f.write_event(&json!({"schedule": "0 6 * * 1"}));
+    let run = f
+        .run_env(f.env("schedule", "9141").model(&llm, CANARY_KEY))
+        .await;
+    assert_eq!(run.code, 0, "{}", run.log());
+    let bots = f.bot_comments(7);
+    assert_eq!(bots.len(), 1);
+    assert!(bots[0].body.contains("| /total | 42 |"), "{}", bots[0].body);
+
+    // The model writes other code: its result does not count, the job fails.
+    llm.push(Reply::tool_call("sum the amounts", EVIL_CODE));
+    let run = f
+        .run_env(f.env("schedule", "9142").model(&llm, CANARY_KEY))
+        .await;
+    assert_eq!(run.code, 1, "{}", run.log());
+    assert!(
+        run.stdout
+            .lines()
+            .any(|l| l.starts_with("::error title=compute-bot watch sales::")
+                && l.contains("not the pinned")),
+        "{}",
+        run.log()
+    );
+    let bots = f.bot_comments(7);
+    assert_eq!(bots.len(), 2, "{bots:?}");
+    assert!(!bots[0].body.contains("999"), "{}", bots[0].body);
+    assert!(
+        bots[1].body.contains("no result any more"),
+        "{}",
+        bots[1].body
     );
 }
