@@ -136,6 +136,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "policy",
             "record",
             "render",
+            "replay",
             "report",
             "status",
             "watch",

@@ -319,7 +319,7 @@ fn load_policy(env: &ActionEnv) -> Result<Policy, PolicyError> {
 /// replay a result.
 fn act(command: &Command) -> Act {
     match command {
-        Command::Run { .. } | Command::Replay => Act::Run,
+        Command::Run { .. } | Command::Replay | Command::Watch { .. } => Act::Run,
         Command::Approve { .. } => Act::Approve,
         Command::Deny => Act::Deny,
     }
@@ -419,6 +419,7 @@ async fn on_comment(
         }
         Command::Deny => deny(ctx, issue, author).await,
         Command::Replay => super::replay::replay_in_thread(ctx, issue).await,
+        Command::Watch { name } => super::watch::watch_file_in_thread(ctx, issue, &name).await,
     }
 }
 

@@ -29,6 +29,12 @@ pub enum Command {
     Deny,
     /// `/compute replay`: replay the newest result in the thread and post the verdict.
     Replay,
+    /// `/compute watch <name>`: post the watch file that keeps running the
+    /// exact code of the newest result in the thread.
+    Watch {
+        /// The watch's name as written.
+        name: String,
+    },
 }
 
 impl Command {
@@ -88,6 +94,12 @@ pub fn parse(body: &str, prefix: &str) -> Option<Command> {
             }
             ["deny"] => return Some(Command::Deny),
             ["replay"] => return Some(Command::Replay),
+            ["watch", _] => {
+                let name = goal.split_whitespace().nth(1).unwrap_or_default();
+                return Some(Command::Watch {
+                    name: name.to_string(),
+                });
+            }
             _ => {}
         }
     }
@@ -265,6 +277,20 @@ mod tests {
         }
         assert!(matches!(
             parse("/compute approve the budget", "/compute"),
+            Some(Command::Run { .. })
+        ));
+    }
+
+    #[test]
+    fn watch_takes_one_name() {
+        assert_eq!(
+            parse("/compute watch Weekly-Sales\nkeep this", "/compute"),
+            Some(Command::Watch {
+                name: "Weekly-Sales".into()
+            })
+        );
+        assert!(matches!(
+            parse("/compute watch the sales numbers", "/compute"),
             Some(Command::Run { .. })
         ));
     }

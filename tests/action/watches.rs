@@ -375,3 +375,57 @@ async fn a_goal_watch_counts_only_the_pinned_code() {
         bots[1].body
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compute_watch_under_an_answer_posts_a_watch_file_that_runs() {
+    let f = ActionFixture::new().await;
+    f.comment(
+        "alice",
+        &format!(
+            "/compute inputs=data/sales.csv total\n{}",
+            crate::support::action_fixture::fenced(CODE)
+        ),
+    );
+    let run = f.run(crate::support::action_fixture::COMMENT, "9151").await;
+    assert_eq!(run.code, 0, "{}", run.log());
+
+    // Someone who may not run code gets no watch file.
+    f.comment("rita", "/compute watch sales");
+    let run = f.run(crate::support::action_fixture::COMMENT, "9152").await;
+    assert_eq!(run.out("status"), "refused", "{}", run.log());
+
+    f.comment("alice", "/compute watch sales");
+    let run = f.run(crate::support::action_fixture::COMMENT, "9153").await;
+    assert_eq!((run.code, run.out("status")), (0, "ok"), "{}", run.log());
+    let reply = f.bot_comments(7).last().unwrap().body.clone();
+    let yaml: String = reply
+        .split("```yaml\n")
+        .nth(1)
+        .and_then(|r| r.split("\n```").next())
+        .unwrap_or_else(|| panic!("no yaml block: {reply}"))
+        .to_string();
+    let w = compute_bot::watch::Watch::parse(&yaml, "sales.yml").unwrap();
+    assert_eq!(w.code.as_deref(), Some(CODE));
+    assert_eq!(w.code_sha256.as_deref(), Some(sha256(CODE).as_str()));
+    assert_eq!(w.inputs, vec!["data/sales.csv"]);
+    assert_eq!(w.issue, Some(7));
+
+    // Committed as it is, it runs on the schedule and keeps its comment.
+    std::fs::create_dir_all(f.ws().join(".github/compute")).unwrap();
+    std::fs::write(f.ws().join(".github/compute/sales.yml"), &yaml).unwrap();
+    let before = f.bot_comments(7).len();
+    let run = scheduled(&f, "9154").await;
+    assert_eq!(run.code, 0, "{}", run.log());
+    let bots = f.bot_comments(7);
+    assert_eq!(bots.len(), before + 1);
+    assert!(bots.last().unwrap().body.contains("| /total | 42 |"));
+
+    // No result in the thread: a short answer, nothing else.
+    f.gh.add_issue(REPO, 30);
+    f.comment_on(30, "alice", "/compute watch sales", "created");
+    let run = f.run(crate::support::action_fixture::COMMENT, "9155").await;
+    assert_eq!(run.out("status"), "ignored", "{}", run.log());
+    let c = bot_comments_on(&f, 30);
+    assert_eq!(c.len(), 1);
+    assert!(c[0].contains("no compute-bot result"), "{}", c[0]);
+}

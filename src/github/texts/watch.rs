@@ -365,6 +365,24 @@ pub(crate) fn watch_pull_request(
     out
 }
 
+/// The reply to `/compute watch <name>`: the watch file, ready to commit.
+pub(crate) fn watch_file_reply(name: &str, source: &str, yaml: &str) -> String {
+    format!(
+        "### compute-bot: a watch for this result\n\nCommit this as `.github/compute/{}.yml` to keep running the exact code of [this result]({source}) every week and on pull requests that change its inputs. Add `checks`, a `tolerance` and the `issue` to suit; `compute-bot watch check` validates the file.\n\n{}",
+        escape_cell(name),
+        crate::markdown::fenced("yaml", yaml)
+    )
+}
+
+/// The reply when `/compute watch` has no usable name or result.
+pub(crate) fn watch_file_unavailable(why: &str, command: &str) -> String {
+    format!(
+        "No watch file: {}. Write `{} watch <name>` (letters, digits, `-`, `_`, `.`) under a compute-bot result.",
+        escape_cell(why),
+        command.replace('`', "'")
+    )
+}
+
 /// One watch of a schedule or dispatch run in the job summary.
 pub(crate) fn watch_summary(
     name: &str,
