@@ -177,7 +177,7 @@ fn goal() -> impl Strategy<Value = String> {
         !g.trim().is_empty()
             && !matches!(
                 words.as_slice(),
-                ["approve"] | ["approve", _] | ["deny"] | ["replay"]
+                ["approve"] | ["approve", _] | ["deny"] | ["replay"] | ["watch", _]
             )
     })
 }
