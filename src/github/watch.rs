@@ -46,6 +46,8 @@ use crate::watch::{DEFAULT_DIR, Watch, WatchError, changes, leaves, load_dir};
 
 /// Most history entries kept in a sticky comment.
 const HISTORY_MAX: usize = 20;
+/// Largest history (JSON bytes; hex doubles it in the comment).
+const STATE_MAX_BYTES: usize = 16 * 1024;
 /// Largest watch file read at a ref.
 const WATCH_FILE_MAX: u64 = 256 * 1024;
 
@@ -455,6 +457,20 @@ pub(crate) async fn run_watches(ctx: &Ctx<'_>, names: &[String]) -> Exit {
     exit.unposted(unposted)
 }
 
+/// Keeps the last [`HISTORY_MAX`] entries, and fewer while the JSON is over
+/// [`STATE_MAX_BYTES`] (so the comment stays far below GitHub's 65,536
+/// characters); returns the JSON.
+fn bounded(state: &mut State) -> Vec<u8> {
+    let drop = state.history.len().saturating_sub(HISTORY_MAX);
+    state.history.drain(..drop);
+    let mut json = serde_json::to_vec(&state).unwrap_or_default();
+    while json.len() > STATE_MAX_BYTES && state.history.len() > 1 {
+        state.history.remove(0);
+        json = serde_json::to_vec(&state).unwrap_or_default();
+    }
+    json
+}
+
 /// Edits (or creates) the sticky comment of `w` on `issue` with this run
 /// added to its history, and posts the notification when something moved;
 /// returns the sticky comment's link.
@@ -476,9 +492,8 @@ async fn keep_sticky(
     let now = Entry::of(run, at);
     let prev = state.history.last().cloned();
     state.history.push(now.clone());
-    let drop = state.history.len().saturating_sub(HISTORY_MAX);
-    state.history.drain(..drop);
-    let state_marker = texts::watch_state_marker(&serde_json::to_vec(&state).unwrap_or_default());
+    let json = bounded(&mut state);
+    let state_marker = texts::watch_state_marker(&json);
     let rows: Vec<texts::HistoryRow<'_>> = state
         .history
         .iter()
@@ -865,6 +880,36 @@ mod tests {
             error: error.map(str::to_string),
             code_sha256: None,
         }
+    }
+
+    #[test]
+    fn the_history_is_bounded_newest_kept() {
+        let wide: serde_json::Map<String, Value> = (0..50)
+            .map(|i| (format!("k{i:02}"), json!("v".repeat(100))))
+            .collect();
+        let mut state = State {
+            history: (0..30)
+                .map(|i| Entry {
+                    at: format!("{i}"),
+                    ..entry(Value::Object(wide.clone()), &[], None)
+                })
+                .collect(),
+        };
+        let json = bounded(&mut state);
+        assert!(json.len() <= STATE_MAX_BYTES, "{}", json.len());
+        assert!(!state.history.is_empty());
+        assert_eq!(state.history.last().unwrap().at, "29");
+        let mut small = State {
+            history: (0..30)
+                .map(|i| Entry {
+                    at: format!("{i}"),
+                    ..entry(json!({"t": i}), &[], None)
+                })
+                .collect(),
+        };
+        bounded(&mut small);
+        assert_eq!(small.history.len(), HISTORY_MAX);
+        assert_eq!(small.history[0].at, "10");
     }
 
     #[test]

@@ -7,10 +7,21 @@ use serde_json::Value;
 
 /// Most values tracked per watch (a larger result keeps its first ones).
 const MAX_VALUES: usize = 50;
+/// Most characters of a string value (or a pointer) kept.
+const MAX_CHARS: usize = 100;
+
+fn cut(s: &str) -> String {
+    if s.chars().count() > MAX_CHARS {
+        format!("{}…", s.chars().take(MAX_CHARS).collect::<String>())
+    } else {
+        s.to_string()
+    }
+}
 
 /// The scalar leaves of `result` by JSON pointer (`/total`,
 /// `/by_region/north`, `/rows/0`); the whole result is `/` when it is a
-/// scalar itself. At most [`MAX_VALUES`].
+/// scalar itself. At most [`MAX_VALUES`], strings and pointers cut at
+/// [`MAX_CHARS`] characters (so the history stays small).
 pub(crate) fn leaves(result: &Value) -> BTreeMap<String, Value> {
     let mut out = BTreeMap::new();
     walk("", result, &mut out);
@@ -35,7 +46,11 @@ fn walk(path: &str, v: &Value, out: &mut BTreeMap<String, Value>) {
         }
         _ => {
             let key = if path.is_empty() { "/" } else { path };
-            out.insert(key.to_string(), v.clone());
+            let v = match v {
+                Value::String(s) => Value::String(cut(s)),
+                other => other.clone(),
+            };
+            out.insert(cut(key), v);
         }
     }
 }
@@ -117,6 +132,11 @@ mod tests {
         let keys: Vec<&str> = l.keys().map(String::as_str).collect();
         assert_eq!(keys, ["/by/a~1b", "/rows/0", "/rows/1", "/total"]);
         assert_eq!(leaves(&json!(3)).get("/"), Some(&json!(3)));
+        let long = leaves(&json!({"s": "x".repeat(500)}));
+        assert_eq!(long["/s"].as_str().unwrap().chars().count(), 101);
+        let many: serde_json::Map<String, Value> =
+            (0..80).map(|i| (format!("k{i:02}"), json!(i))).collect();
+        assert_eq!(leaves(&Value::Object(many)).len(), 50);
     }
 
     #[test]
