@@ -23,6 +23,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
         &["markdown", "model", "policy", "sandbox", "units"],
     ),
     ("validate", &["model"]),
+    // Watch files and the values they track: plain data.
+    ("watch", &["sandbox"]),
     // Input admission: one rule for the CLI, the Action and replay.
     ("admit", &["policy", "sandbox", "units"]),
     ("explain", &["model", "policy", "prompt", "units"]),
@@ -139,6 +141,27 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "usage",
         ],
     ),
+    // Watches: a handler beside request (it runs the loop per watch).
+    (
+        "github::watch",
+        &[
+            "agent",
+            "github::actions_io",
+            "github::client",
+            "github::inputs",
+            "github::repo",
+            "github::request",
+            "github::texts",
+            "github::thread",
+            "policy",
+            "record",
+            "render",
+            "replay",
+            "report",
+            "status",
+            "watch",
+        ],
+    ),
     // `/compute replay`: a handler beside request, over the replay service.
     (
         "github::replay",
@@ -189,6 +212,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "github::request",
             "github::texts",
             "github::thread",
+            "github::watch",
             "model",
             "policy",
             "sandbox",

@@ -25,6 +25,7 @@ pub mod units;
 pub mod usage;
 pub mod validate;
 mod verify;
+pub mod watch;
 
 #[cfg(test)]
 mod layering;

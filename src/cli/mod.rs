@@ -11,6 +11,7 @@ mod init;
 mod replay;
 mod run;
 mod unchecked;
+mod watch;
 
 use std::path::{Path, PathBuf};
 
@@ -50,6 +51,9 @@ enum Command {
     Init(init::InitArgs),
     /// Check Docker, the sandbox image, the runtime, the policy, the model and the token.
     Doctor(doctor::DoctorArgs),
+    /// Watch files (`.github/compute/*.yml`): check them.
+    #[command(subcommand)]
+    Watch(watch::WatchCommand),
 }
 
 /// `compute-bot policy ...`
@@ -238,6 +242,7 @@ pub async fn main() -> Exit {
             Command::Action => crate::github::action::run_from_process_env(&session).await,
             Command::Init(args) => Exit::cli(init::init_command(&args)),
             Command::Doctor(args) => Exit::cli(doctor::doctor_command(&args).await),
+            Command::Watch(cmd) => Exit::cli(watch::watch_command(&cmd)),
             Command::Replay(args) => Exit::cli(status_from_code(
                 replay::replay_command(*args, &session).await,
             )),

@@ -238,6 +238,8 @@ async fn run(vars: &BTreeMap<String, String>, session: &Session) -> Exit {
             let end = execute(&ctx, &mut thread, job).await;
             conclude(&ctx, thread, end).await
         }
+        (Trigger::Watches { names }, _) => super::watch::run_watches(&ctx, &names).await,
+        (Trigger::PullRequest { number }, _) => super::watch::on_pull_request(&ctx, number).await,
         (_, _) => ignore(&env, "nothing to do"),
     }
 }
@@ -318,9 +320,11 @@ fn load_policy(env: &ActionEnv) -> Result<Policy, PolicyError> {
 /// replay a result.
 fn act(command: &Command) -> Act {
     match command {
-        Command::Run { .. } | Command::Plan { .. } | Command::RunPlan { .. } | Command::Replay => {
-            Act::Run
-        }
+        Command::Run { .. }
+        | Command::Plan { .. }
+        | Command::RunPlan { .. }
+        | Command::Replay
+        | Command::Watch { .. } => Act::Run,
         Command::Approve { .. } => Act::Approve,
         Command::Deny => Act::Deny,
     }
@@ -434,6 +438,7 @@ async fn on_comment(
         }
         Command::Deny => deny(ctx, issue, author).await,
         Command::Replay => super::replay::replay_in_thread(ctx, issue).await,
+        Command::Watch { name } => super::watch::watch_file_in_thread(ctx, issue, &name).await,
     }
 }
 

@@ -49,6 +49,12 @@ pub enum Command {
         /// The lower-case sha256 prefix written after `run`, if any.
         sha256_prefix: Option<String>,
     },
+    /// `/compute watch <name>`: post the watch file that keeps running the
+    /// exact code of the newest result in the thread.
+    Watch {
+        /// The watch's name as written.
+        name: String,
+    },
 }
 
 impl Command {
@@ -127,6 +133,12 @@ pub fn parse(body: &str, prefix: &str) -> Option<Command> {
                 });
             }
             ["replay"] => return Some(Command::Replay),
+            ["watch", _] => {
+                let name = goal.split_whitespace().nth(1).unwrap_or_default();
+                return Some(Command::Watch {
+                    name: name.to_string(),
+                });
+            }
             _ => {}
         }
     }
@@ -370,6 +382,20 @@ mod tests {
         }
         assert!(matches!(
             parse("/compute approve the budget", "/compute"),
+            Some(Command::Run { .. })
+        ));
+    }
+
+    #[test]
+    fn watch_takes_one_name() {
+        assert_eq!(
+            parse("/compute watch Weekly-Sales\nkeep this", "/compute"),
+            Some(Command::Watch {
+                name: "Weekly-Sales".into()
+            })
+        );
+        assert!(matches!(
+            parse("/compute watch the sales numbers", "/compute"),
             Some(Command::Run { .. })
         ));
     }

@@ -14,6 +14,7 @@
 //! - [`assets`]: the run's files committed to the files branch and shown in
 //!   the thread (images inline), or named with the run's artifact.
 //! - [`tracking`]: the run's one tracking comment, edited through the stages.
+//! - [`watch`]: the repository's watches on schedule, dispatch and pull requests.
 //! - [`thread`]: how a run ends — every handler returns `Result<Published,
 //!   Stop>` and `thread::conclude` alone posts, reacts, writes the outputs
 //!   and decides the status.
@@ -34,3 +35,4 @@ mod request;
 pub mod texts;
 mod thread;
 pub mod tracking;
+mod watch;

@@ -141,6 +141,12 @@ fn problems_md(problems: &[inputs::InputProblem]) -> String {
 /// returns the path relative to the workspace (falls back to an absolute
 /// path in the temp directory when the workspace is not writable).
 fn write_report(env: &ActionEnv, report: &Report) -> Option<String> {
+    write_report_as(env, report, "report")
+}
+
+/// [`write_report`] under the name `<stem>-<run>-<attempt>.json` (a watch
+/// run writes one per watch and side).
+pub(crate) fn write_report_as(env: &ActionEnv, report: &Report, stem: &str) -> Option<String> {
     let json = match serde_json::to_string_pretty(report) {
         Ok(j) => j,
         Err(e) => {
@@ -153,7 +159,7 @@ fn write_report(env: &ActionEnv, report: &Report) -> Option<String> {
         .chars()
         .filter(|c| c.is_ascii_alphanumeric())
         .collect();
-    let name = format!("report-{run}-{}.json", env.run_attempt);
+    let name = format!("{stem}-{run}-{}.json", env.run_attempt);
     let dir = env.workspace.join(REPORT_DIR);
     let in_workspace = std::fs::create_dir_all(&dir)
         .and_then(|_| {
@@ -333,7 +339,10 @@ fn resolve_inputs(ctx: &Ctx<'_>, job: &Job) -> Result<Vec<Resolved>, Stop> {
 /// The model client (none: exact code runs without one; with the fallback
 /// model when the `fallback_*` inputs or `COMPUTE_BOT_FALLBACK_*` name one),
 /// whether the job has exact code, and where each model's key came from.
-fn model_for(ctx: &Ctx<'_>, job: &Job) -> Result<(Option<ModelClient>, bool, Vec<KeyHint>), Stop> {
+pub(crate) fn model_for(
+    ctx: &Ctx<'_>,
+    job: &Job,
+) -> Result<(Option<ModelClient>, bool, Vec<KeyHint>), Stop> {
     let has_code = job.code.as_deref().is_some_and(|c| !c.trim().is_empty())
         || job
             .goal

@@ -14,6 +14,13 @@
 
 use std::fmt::Write as _;
 
+mod watch;
+pub(crate) use watch::{
+    CheckView, Compared, HistoryRow, Moved, Sticky, WATCH_PR_MARKER, read_watch_state,
+    watch_file_reply, watch_file_unavailable, watch_marker, watch_notification, watch_pull_request,
+    watch_state_marker, watch_sticky, watch_summary,
+};
+
 use serde::{Deserialize, Serialize};
 
 use crate::markdown::{escape_cell, fenced_exact, is_bidi_control, neutralize};

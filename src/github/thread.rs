@@ -108,6 +108,11 @@ impl Stop {
         }
     }
 
+    /// The stop as one line of text: its title and details.
+    pub(crate) fn text(&self) -> String {
+        format!("{}: {}", self.title, self.details)
+    }
+
     /// GitHub could not be read or written where the run needed it.
     pub(crate) fn github(title: &str, e: &GitHubError) -> Stop {
         Stop::new(Status::Failed, title, render::neutralize(&e.to_string()))

@@ -19,3 +19,4 @@ mod preload_by_need;
 mod release_files;
 mod replay_action;
 mod usage_action;
+mod watches;
