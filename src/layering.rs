@@ -104,6 +104,18 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "status",
         ],
     ),
+    // A follow-up's earlier answer in the thread, as plain data.
+    (
+        "github::followup",
+        &[
+            "github::client",
+            "github::texts",
+            "github::thread",
+            "record",
+            "replay",
+            "sandbox",
+        ],
+    ),
     // The handlers: request knows no other handler; approval runs a request.
     (
         "github::request",
@@ -112,6 +124,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "github::actions_io",
             "github::client",
             "github::event",
+            "github::followup",
             "github::inputs",
             "github::texts",
             "github::thread",
@@ -170,6 +183,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "github::command",
             "github::event",
             "github::flow",
+            "github::followup",
             "github::replay",
             "github::request",
             "github::texts",
