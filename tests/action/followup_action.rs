@@ -103,6 +103,12 @@ async fn a_follow_up_builds_on_the_newest_answer_and_takes_its_inputs() {
         "only the bot's own answers count"
     );
     assert!(
+        f.gh.requests().iter().any(|r| r.method == "GET"
+            && r.path.contains("/issues/7/comments")
+            && r.path.contains("page=4")),
+        "the thread was read page by page"
+    );
+    assert!(
         prompt.contains("sales.csv"),
         "the inherited input is previewed"
     );
