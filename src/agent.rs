@@ -53,6 +53,9 @@ pub struct Request {
     /// its verdict (an escalation included), or failed when every attempt
     /// was denied.
     pub plan_only: bool,
+    /// For a follow-up: the earlier answer it builds on (its goal, code and
+    /// result go into the prompt at the policy's `model.data` level).
+    pub follows: Option<prompt::Earlier>,
 }
 
 impl Request {
@@ -393,7 +396,8 @@ impl Agent<'_> {
             &schema,
             request.context.clone(),
         )
-        .with_library_versions(versions);
+        .with_library_versions(versions)
+        .with_earlier(request.follows.clone());
         // Start a container while the model writes code (generated code only:
         // exact code is checked before any container exists).
         // A plan starts none.

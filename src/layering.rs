@@ -120,6 +120,18 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "sandbox",
         ],
     ),
+    // A follow-up's earlier answer in the thread, as plain data.
+    (
+        "github::followup",
+        &[
+            "github::client",
+            "github::texts",
+            "github::thread",
+            "record",
+            "replay",
+            "sandbox",
+        ],
+    ),
     // The handlers: request knows no other handler; approval runs a request.
     (
         "github::request",
@@ -129,6 +141,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "github::assets",
             "github::client",
             "github::event",
+            "github::followup",
             "github::inputs",
             "github::texts",
             "github::thread",
@@ -208,6 +221,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "github::command",
             "github::event",
             "github::flow",
+            "github::followup",
             "github::replay",
             "github::request",
             "github::texts",

@@ -125,6 +125,10 @@ pub struct RunRecord {
     /// the fallback); none for exact code.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<crate::model::ModelId>,
+    /// The earlier answer a follow-up built on (its comment's URL); the
+    /// record itself holds everything a replay needs (code hash, inputs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
     /// The result itself, only in a comment's marker and only when small
     /// (so that a replay can show a diff); the report has it in `result`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -222,6 +226,7 @@ impl RunRecord {
             checks: Vec::new(),
             verification: None,
             model: None,
+            parent: None,
             result: None,
         }
     }
@@ -385,6 +390,7 @@ mod tests {
                 model: "claude-x".into(),
                 fallback: true,
             }),
+            parent: None,
             result: None,
         };
         let m = r.marker(None);

@@ -57,6 +57,7 @@ use crate::github::client::{GitHub, Reaction};
 use crate::github::command::Command;
 use crate::github::event::{ActionEnv, Trigger};
 use crate::github::flow::{self, Screened};
+use crate::github::followup::find_parent;
 use crate::github::plan::{plan, run_plan};
 use crate::github::request::{Job, execute};
 use crate::github::texts;
@@ -417,11 +418,14 @@ async fn on_comment(
                     ),
                 );
             }
+            // A follow-up links or quotes the answer it builds on.
+            let text = format!("{goal}\n{context}");
             let job = Job {
                 goal: Some(goal).filter(|g| !g.trim().is_empty()),
                 code,
                 context: Some(context).filter(|c| !c.trim().is_empty()),
                 inputs,
+                parent: find_parent(ctx, issue, &text).await,
                 ..Job::default()
             };
             if planning {

@@ -27,6 +27,7 @@ pub mod client;
 pub mod command;
 pub mod event;
 pub mod flow;
+mod followup;
 mod inputs;
 mod plan;
 mod replay;

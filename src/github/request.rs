@@ -10,6 +10,7 @@ use crate::github::actions_io::{self, Outputs};
 use crate::github::assets;
 use crate::github::client::Reaction;
 use crate::github::event::ActionEnv;
+use crate::github::followup::Parent;
 use crate::github::inputs::{self, Resolved};
 use crate::github::texts::{self, PendingInput, PendingRequest, request_marker};
 use crate::github::thread::{Ctx, Post, Published, Stop, Thread};
@@ -54,6 +55,9 @@ pub(crate) struct Job {
     pub(crate) plan_only: bool,
     /// Set for a run of a plan: who asked, which plan, which code.
     pub(crate) from_plan: Option<FromPlan>,
+    /// For a follow-up: the earlier answer it builds on (its inputs are
+    /// taken when the job names none).
+    pub(crate) parent: Option<Parent>,
 }
 
 fn model_overrides(env: &ActionEnv) -> Result<ModelOverrides, String> {
@@ -207,7 +211,7 @@ pub(crate) async fn execute(
     } else {
         thread.acknowledge(&marker, &env.run_url()).await
     };
-    let resolved = resolve_inputs(ctx, &job)?;
+    let (resolved, inherited) = resolve_inputs(ctx, &job)?;
     let (model, has_code, key_hints) = model_for(ctx, &job)?;
     let sandbox = ctx.session.sandbox().await.map_err(|e| {
         Stop::new(
@@ -232,6 +236,12 @@ pub(crate) async fn execute(
         context: job.context.clone(),
         approved_sha256: job.approval.as_ref().map(|a| a.sha256.clone()),
         plan_only: job.plan_only,
+        follows: job.parent.as_ref().map(|p| crate::prompt::Earlier {
+            goal: p.goal.clone(),
+            code: p.code.clone(),
+            result: p.result.clone(),
+            status: p.status.clone(),
+        }),
     };
     let agent = Agent {
         policy: ctx.policy,
@@ -247,7 +257,14 @@ pub(crate) async fn execute(
         // so far is published, and the run's status is `error`.
         Err(AgentError::ModelConfiguration { report, .. }) => {
             let report = action_key_hint(*report, &key_hints);
-            return Ok(publish(ctx, &job, &resolved, &marker, report, None));
+            return Ok(publish(
+                ctx,
+                &job,
+                (&resolved, inherited),
+                &marker,
+                report,
+                None,
+            ));
         }
         Err(e) => {
             let status = match e {
@@ -265,7 +282,14 @@ pub(crate) async fn execute(
     };
     let report = action_key_hint(report, &key_hints);
     let files = assets::show(ctx, &report, &env.workspace.join(REPORT_DIR)).await;
-    Ok(publish(ctx, &job, &resolved, &marker, report, files))
+    Ok(publish(
+        ctx,
+        &job,
+        (&resolved, inherited),
+        &marker,
+        report,
+        files,
+    ))
 }
 
 /// For exact code the policy lets run (a fenced block, the `code` input):
@@ -292,8 +316,25 @@ async fn prepare_ahead(ctx: &Ctx<'_>, job: &Job) -> Option<Ahead> {
 }
 
 /// The workspace inputs of the job, checked against the policy and, for an
-/// approved run, against the hashes the approver saw.
-fn resolve_inputs(ctx: &Ctx<'_>, job: &Job) -> Result<Vec<Resolved>, Stop> {
+/// approved run, against the hashes the approver saw. A follow-up that names
+/// no inputs (none given, none mentioned) takes its parent's; the second
+/// value says whether it did.
+fn resolve_inputs(ctx: &Ctx<'_>, job: &Job) -> Result<(Vec<Resolved>, bool), Stop> {
+    let resolved = resolve_named(ctx, job)?;
+    match &job.parent {
+        Some(p) if resolved.is_empty() && !p.inputs.is_empty() => {
+            let inherit = Job {
+                inputs: p.inputs.clone(),
+                ..Job::default()
+            };
+            Ok((resolve_named(ctx, &inherit)?, true))
+        }
+        _ => Ok((resolved, false)),
+    }
+}
+
+/// [`resolve_inputs`] for the inputs the job itself names.
+fn resolve_named(ctx: &Ctx<'_>, job: &Job) -> Result<Vec<Resolved>, Stop> {
     let mention_text = match &job.expected_inputs {
         Some(_) => String::new(),
         None => [job.goal.as_deref(), job.context.as_deref()]
@@ -438,11 +479,14 @@ async fn answer_with_progress(
 fn publish(
     ctx: &Ctx<'_>,
     job: &Job,
-    resolved: &[Resolved],
+    (resolved, inherited): (&[Resolved], bool),
     marker: &str,
     mut report: Report,
     files: Option<FilesBlock>,
 ) -> Published {
+    if let (Some(p), Some(r)) = (&job.parent, report.record.as_mut()) {
+        r.parent = Some(p.url.clone());
+    }
     let paths: Vec<(String, String)> = resolved
         .iter()
         .map(|r| (r.file.name.clone(), r.path.clone()))
@@ -466,24 +510,25 @@ fn publish(
     if let Some(p) = &job.from_plan {
         head.push_str(&texts::planned_run(&p.by, &p.plan_url, &p.sha256));
     }
-    if matches!(
-        report.status,
-        ReportStatus::NeedsApproval | ReportStatus::Planned
-    ) {
-        let pending = PendingRequest {
-            goal: job.goal.clone(),
-            context: job.context.clone(),
-            inputs: resolved
-                .iter()
-                .map(|r| PendingInput {
-                    path: r.path.clone(),
-                    sha256: r.sha256.clone(),
-                })
-                .collect(),
-        };
-        head.push('\n');
-        head.push_str(&request_marker(&pending));
+    if let Some(p) = &job.parent {
+        let taken: &[String] = if inherited { &p.inputs } else { &[] };
+        head.push_str(&texts::follows_up(&p.url, taken));
     }
+    // Every answer records its goal and inputs: an approval or a plan runs
+    // them, a follow-up builds on them.
+    let pending = PendingRequest {
+        goal: job.goal.clone(),
+        context: job.context.clone(),
+        inputs: resolved
+            .iter()
+            .map(|r| PendingInput {
+                path: r.path.clone(),
+                sha256: r.sha256.clone(),
+            })
+            .collect(),
+    };
+    head.push('\n');
+    head.push_str(&request_marker(&pending));
     let rctx = RenderContext {
         run_url: Some(ctx.env.run_url()),
         marker: Some(head),

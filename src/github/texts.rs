@@ -6,8 +6,10 @@
 //!   (a re-run of the same run finds and edits it);
 //! - `<!-- compute-bot:pending sha256=<hex> -->` right before the code that waits
 //!   for approval; [`read_pending`] extracts that code and checks its hash;
-//! - `<!-- compute-bot:request=<hex JSON> -->` next to it: the goal and the
-//!   inputs (with hashes) of that request ([`request_marker`]);
+//! - `<!-- compute-bot:request=<hex JSON> -->` on every answer, plan and
+//!   pending request: the goal and the inputs (with hashes) of that request
+//!   ([`request_marker`]); an approval or a run of a plan takes them, a
+//!   follow-up reads the earlier goal from it;
 //! - `<!-- compute-bot:plan sha256=<hex> -->` right before the code of a plan
 //!   (`/compute plan`); [`read_plan`] extracts that code and checks its hash,
 //!   and the request marker beside it holds the plan's goal and inputs.
@@ -284,6 +286,21 @@ pub(crate) fn plan_invalid(reason: &str, command: &str) -> String {
         "### ⛔ compute-bot: the plan cannot run\n\n{}\n\nNothing ran. Ask for a new plan with `{command} plan <goal>`.\n",
         neutralize(reason)
     )
+}
+
+/// The line on a follow-up: the earlier answer it builds on, and where its
+/// inputs came from when it took that answer's.
+pub(crate) fn follows_up(parent_url: &str, inherited: &[String]) -> String {
+    let mut s = format!("\n↪️ Builds on [this earlier answer]({parent_url})");
+    if !inherited.is_empty() {
+        let list: Vec<String> = inherited
+            .iter()
+            .map(|p| format!("`{}`", p.replace('`', "'")))
+            .collect();
+        let _ = write!(s, ", with its inputs {}", list.join(", "));
+    }
+    s.push_str(".\n");
+    s
 }
 
 /// The line on a run of a plan: which plan, which code.

@@ -255,8 +255,7 @@ async fn run_one(ctx: &Ctx<'_>, w: &Watch, workspace: &Path, stem: &str) -> Watc
         inputs: resolved.iter().map(|r| r.file.clone()).collect(),
         schema: w.schema.clone(),
         context: None,
-        approved_sha256: None,
-        plan_only: false,
+        ..Request::default()
     };
     let mut report: Report = match agent.answer(request).await {
         Ok(r) => r,

@@ -351,6 +351,19 @@ fn text_rendering_is_plain() {
     assert!(t.contains("network none"));
     assert!(t.contains(&sha256_hex("print(3)\n")));
     assert!(!t.contains("<details>"));
+    assert!(t.contains("usage: no model requests"), "{t}");
+    let mut r = report(json!({"answer": 3}), "print(3)\n");
+    r.model_requests = 2;
+    r.usage = TokenUsage {
+        input_tokens: Some(1200),
+        output_tokens: None,
+    };
+    let t = text(&r);
+    assert!(
+        t.contains("usage: 2 model requests · tokens: 1,200 in, unknown out"),
+        "{t}"
+    );
+    assert!(markdown(&r, &ctx()).contains("2 model requests · tokens: 1,200 in, unknown out"));
 }
 
 #[test]

@@ -153,3 +153,33 @@ async fn run_needs_the_run_permission_and_a_plan() {
     assert_eq!(run.out("status"), "ok", "{}", run.log());
     assert_eq!(run.out("code_sha256"), sha256(CODE));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_escalating_plan_shows_its_verdict_and_its_run_waits_for_an_approval() {
+    use crate::support::action_fixture::{ESCALATING, escalate_policy};
+    let f = ActionFixture::builder()
+        .policy(&escalate_policy())
+        .start()
+        .await;
+    f.comment(
+        "alice",
+        &format!(
+            "/compute plan inputs=data/sales.csv digest\n{}",
+            fenced(ESCALATING)
+        ),
+    );
+    let run = f.run(COMMENT, "9221").await;
+    assert_eq!(run.out("status"), "planned", "{}", run.log());
+    let plan = f.bot_comments(7).pop().unwrap();
+    assert!(plan.body.contains("**escalate**"), "{}", plan.body);
+    assert!(plan.body.contains("hashlib"), "the finding is named");
+    // Running the plan is checked again: it waits for an approval.
+    f.comment("alice", "/compute run");
+    let run = f.run(COMMENT, "9222").await;
+    assert_eq!(run.out("status"), "needs_approval", "{}", run.log());
+    assert_eq!(run.out("code_sha256"), sha256(ESCALATING));
+    f.comment("maint", "/compute approve");
+    let run = f.run(COMMENT, "9223").await;
+    assert_eq!(run.out("status"), "ok", "{}", run.log());
+    assert_eq!(run.out("code_sha256"), sha256(ESCALATING));
+}

@@ -524,6 +524,7 @@ async fn generation_prompt_reaches_the_wire_with_constraints_and_no_secret() {
         data: compute_bot::policy::DataLevel::Preview,
         input_names: vec![],
         library_versions: Default::default(),
+        earlier: None,
     };
     client(&llm)
         .complete(&generation_request(&ctx, &[]))
