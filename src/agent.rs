@@ -181,6 +181,8 @@ struct Run {
     fatal: Option<AgentError>,
     /// A configuration error from the model provider that stopped the run.
     model_config_error: Option<ModelError>,
+    /// True once the model was asked for the chart the goal wants.
+    chart_asked: bool,
 }
 
 impl Run {
@@ -301,6 +303,7 @@ impl Agent<'_> {
             clock: Clock::default(),
             fatal: None,
             model_config_error: None,
+            chart_asked: false,
         })
     }
 
@@ -369,6 +372,9 @@ impl Agent<'_> {
             Ok(value) => value,
             Err(next) => return next,
         };
+        if self.chart_missing(run, attempt.number, &outcome) {
+            return Next::Repair(prompt::MISSING_CHART.to_string());
+        }
         self.confirm(run, attempt, &job, &outcome, &value).await
     }
 
@@ -552,6 +558,21 @@ impl Agent<'_> {
                     .unwrap_or_else(|| "the output did not match the schema".to_string()),
             },
         ))
+    }
+
+    /// True, once per request, when the goal asks for a chart, the run
+    /// saved no image and a repair is left: the model gets one repair
+    /// asking for it (after that, the answer stands without a picture).
+    fn chart_missing(&self, run: &mut Run, number: u32, outcome: &Outcome) -> bool {
+        let missing = !run.chart_asked
+            && run.may_repair(number)
+            && run.goal.as_deref().is_some_and(prompt::asks_for_chart)
+            && !outcome
+                .artifacts
+                .iter()
+                .any(|a| a.kind() == crate::sandbox::FileKind::Image);
+        run.chart_asked |= missing;
+        missing
     }
 
     /// Repeat runs, output checks, independent verification (src/verify.rs).
