@@ -249,6 +249,8 @@ struct Run {
     model_config_error: Option<ModelError>,
     /// The model client's HTTP requests before this run (see `close`).
     requests_before: u64,
+    /// True once the model was asked for the chart the goal wants.
+    chart_asked: bool,
 }
 
 impl Run {
@@ -416,6 +418,7 @@ impl Agent<'_> {
             fatal: None,
             model_config_error: None,
             requests_before: self.model.map_or(0, ModelClient::requests_sent),
+            chart_asked: false,
         })
     }
 
@@ -494,6 +497,9 @@ impl Agent<'_> {
             Ok(value) => value,
             Err(next) => return next,
         };
+        if self.chart_missing(run, attempt.number, &outcome) {
+            return Next::Repair(prompt::MISSING_CHART.to_string());
+        }
         self.confirm(run, attempt, &job, &outcome, &value).await
     }
 
@@ -687,6 +693,21 @@ impl Agent<'_> {
                     .unwrap_or_else(|| "the output did not match the schema".to_string()),
             },
         ))
+    }
+
+    /// True, once per request, when the goal asks for a chart, the run
+    /// saved no image and a repair is left: the model gets one repair
+    /// asking for it (after that, the answer stands without a picture).
+    fn chart_missing(&self, run: &mut Run, number: u32, outcome: &Outcome) -> bool {
+        let missing = !run.chart_asked
+            && run.may_repair(number)
+            && run.goal.as_deref().is_some_and(prompt::asks_for_chart)
+            && !outcome
+                .artifacts
+                .iter()
+                .any(|a| a.kind() == crate::sandbox::FileKind::Image);
+        run.chart_asked |= missing;
+        missing
     }
 
     /// Repeat runs, output checks, independent verification (src/verify.rs).

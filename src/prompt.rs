@@ -136,6 +136,33 @@ pub fn run_python_tool() -> Tool {
     }
 }
 
+/// Words that ask for a picture (matched at the start of a word, so
+/// `plots`, `charting`, `graphs`, `visualise` count, `paragraph` does not).
+const CHART_WORDS: [&str; 8] = [
+    "chart",
+    "plot",
+    "graph",
+    "visuali",
+    "histogram",
+    "heatmap",
+    "scatter",
+    "diagram",
+];
+
+/// True when the goal asks for a chart (chart, plot, graph, visualize,
+/// histogram, ...).
+pub(crate) fn asks_for_chart(goal: &str) -> bool {
+    goal.to_lowercase()
+        .split(|c: char| !c.is_alphanumeric())
+        .any(|w| CHART_WORDS.iter().any(|c| w.starts_with(c)))
+}
+
+/// The repair problem of a run that answered a goal asking for a chart
+/// without an image in /out.
+pub(crate) const MISSING_CHART: &str = "the goal asks for a chart, but the program saved no image: \
+draw it with matplotlib and save it as a PNG in /out (e.g. fig.savefig(\"/out/chart.png\", dpi=100)), \
+and keep printing the numbers it shows in the JSON result";
+
 /// A failed attempt fed back to the model for a repair.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RepairNote {
@@ -567,6 +594,7 @@ than the computation.
 - The filesystem is read-only, except /tmp (writable scratch, {tmpfs}) and /out.
 - Input files are under /data/<name>, read-only. Only read the inputs listed in the request.
 - Write artifacts (plots, tables) to /out (at most {art_files} files, {art_bytes} in total).
+- Charts: when the goal asks for a chart, plot or graph, draw it with matplotlib and save it as a PNG at /out/<short_name>.png (e.g. fig.savefig(\"/out/conversion_by_day.png\", dpi=100)); it is shown with the answer. Put the numbers the chart shows in the JSON result too, so every picture is backed by validated data. Use a line for a series over time, bars to compare categories.
 - Limits: {timeout} wall-clock, {memory} memory, {cpus} CPU(s), stdout kept up to {stdout}. \
 Keep output small; print no large tables.
 
@@ -1395,5 +1423,26 @@ mod tests {
             ..ChatReply::default()
         };
         assert_eq!(parse_generated(&reply).unwrap().code, "print(1)\n");
+    }
+
+    #[test]
+    fn goals_asking_for_a_chart_are_told_apart() {
+        for yes in [
+            "Plot conversion by day",
+            "a bar chart of sales per region",
+            "graph the weekly signups",
+            "Visualise the distribution",
+            "histogram of order sizes",
+        ] {
+            assert!(asks_for_chart(yes), "{yes}");
+        }
+        for no in [
+            "average conversion by day",
+            "count paragraphs in the notes",
+            "max drawdown of the fund",
+            "figure out the median",
+        ] {
+            assert!(!asks_for_chart(no), "{no}");
+        }
     }
 }

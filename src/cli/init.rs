@@ -33,6 +33,10 @@ const POLICY_PATH: &str = ".github/compute-bot.yml";
 
 const ACTION_PLACEHOLDER: &str =
     "OWNER/compute-bot@0000000000000000000000000000000000000000 # v1.0.0";
+/// The job's contents permission as the example workflow has it, and with
+/// `--charts`.
+const CONTENTS_READ: &str = "contents: read        # checkout\n";
+const CONTENTS_WRITE: &str = "contents: write       # checkout, and the charts (see above)\n";
 const SANDBOX_PLACEHOLDER: &str = "ghcr.io/OWNER/compute-bot-sandbox@sha256:0000000000000000000000000000000000000000000000000000000000000000";
 
 /// Flags of `compute-bot init`.
@@ -51,6 +55,11 @@ pub(crate) struct InitArgs {
     /// notes print it). Default: a placeholder to replace.
     #[arg(long, value_name = "REF")]
     sandbox_image: Option<String>,
+    /// Give the job `contents: write` so the charts a run draws show in its
+    /// answer (committed to the branch compute-bot-assets); without it the
+    /// answer links the run's artifact instead.
+    #[arg(long)]
+    charts: bool,
 }
 
 /// Runs `compute-bot init`: `Ok` when written, `Error` (exit 2) when nothing was written.
@@ -136,6 +145,9 @@ fn workflow_text(workflow: &str, args: &InitArgs) -> Result<String, String> {
         }
         w = w.replace(SANDBOX_PLACEHOLDER, image);
     }
+    if args.charts {
+        w = w.replace(CONTENTS_READ, CONTENTS_WRITE);
+    }
     Ok(w)
 }
 
@@ -160,6 +172,11 @@ fn next_steps(root: &Path, args: &InitArgs) -> String {
     step(format!(
         "Pick the model in {WORKFLOW_PATH} (`provider`, `model`, `base_url`) and add its key as the secret COMPUTE_BOT_API_KEY: `gh secret set COMPUTE_BOT_API_KEY` (without a model only ```python blocks run)."
     ));
+    if !args.charts {
+        step(format!(
+            "To show the charts a run draws in its answer, change `contents: read` to `contents: write` in {WORKFLOW_PATH} (or rerun with --force --charts): the bot then commits the run's files to the branch compute-bot-assets. Without it the answer links the run's artifact."
+        ));
+    }
     step(format!(
         "Edit the sample watch {SAMPLE_WATCH_PATH} (its code, inputs, checks and `issue`) or delete it; check the watches with `compute-bot watch check .github/compute`."
     ));

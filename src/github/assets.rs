@@ -89,8 +89,10 @@ pub(crate) async fn show(ctx: &Ctx<'_>, report: &Report, keep_dir: &Path) -> Opt
     let (kept, left) = within_caps(&files, caps);
     let left_out: Vec<(String, u64)> = left.iter().map(|a| (a.name.clone(), a.size)).collect();
     let caps_text = format!(
-        "over the policy's `output.files` caps of {} files and {}",
-        caps.max_files, caps.max_bytes
+        "over the policy's `output.files` caps of {} file{} and {}",
+        caps.max_files,
+        if caps.max_files == 1 { "" } else { "s" },
+        caps.max_bytes
     );
     let repo = env.repository.to_string();
     let committed = match caps.branch.get() {

@@ -663,7 +663,7 @@ pub(crate) fn files_md(
         if let Some(url) = &f.url {
             let _ = writeln!(
                 s,
-                "![{}]({url})\n<sub>{} · {}</sub>\n",
+                "![{}]({url})\n\n<sub>{} · {}</sub>\n",
                 alt_text(&f.name),
                 name_code(&f.name),
                 size_text(f.size)
@@ -737,6 +737,64 @@ pub(crate) fn files_write_failed(error: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn shown(name: &str, image: bool, url: Option<&str>) -> ShownFile {
+        ShownFile {
+            name: name.into(),
+            size: 2048,
+            image,
+            url: url.map(String::from),
+        }
+    }
+
+    #[test]
+    fn files_show_images_inline_only_with_a_link_and_names_stay_inert() {
+        let files = [
+            shown(
+                "a](x) <img src=y>.png",
+                true,
+                Some("https://h/o/r/blob/s/a.png?raw=true"),
+            ),
+            shown("t.csv", false, Some("https://h/o/r/blob/s/t.csv?raw=true")),
+        ];
+        let home = FilesHome::Committed {
+            branch: "compute-bot-assets".into(),
+            sha: "0123456789abcdef".into(),
+            commit_url: "https://h/o/r/commit/0123456789abcdef".into(),
+        };
+        let md = files_md(&files, &home, &[("big.bin".into(), 3 << 20)], "caps", "RUN");
+        assert!(
+            md.contains(
+                "![a__x_ &lt;img src=y&gt;.png](https://h/o/r/blob/s/a.png?raw=true)\n\n<sub>"
+            ),
+            "{md}"
+        );
+        assert!(
+            md.contains("- [`t.csv`](https://h/o/r/blob/s/t.csv?raw=true) · 2.0 KiB"),
+            "{md}"
+        );
+        assert!(
+            md.contains("`big.bin` (3.0 MiB)") && md.contains("[workflow run](RUN)"),
+            "{md}"
+        );
+        assert!(
+            md.contains("as [`0123456`](https://h/o/r/commit/0123456789abcdef)"),
+            "{md}"
+        );
+        // Not committed: no image, no link; the reason and the run's link.
+        let files = [shown("c.png", true, None), shown("t.csv", false, None)];
+        let home = FilesHome::ArtifactOnly {
+            reason: FILES_NO_WRITE.into(),
+        };
+        let md = files_md(&files, &home, &[], "caps", "RUN");
+        assert!(!md.contains("!["), "{md}");
+        assert!(!md.contains("](http"), "{md}");
+        assert!(
+            md.contains("- `c.png` · 2.0 KiB") && md.contains("contents: write"),
+            "{md}"
+        );
+        assert!(md.contains("[workflow run](RUN) as its artifact"), "{md}");
+    }
 
     #[test]
     fn request_marker_round_trips_any_text() {

@@ -232,8 +232,34 @@ async fn files_over_the_policy_caps_are_named_and_not_committed() {
     assert_eq!(files.keys().collect::<Vec<_>>(), ["runs/7401-1/by_day.csv"]);
     assert!(images(&body).is_empty(), "{body}");
     assert!(
-        body.contains("_Not shown (over the policy's `output.files` caps of 1 files"),
+        body.contains("_Not shown (over the policy's `output.files` caps of 1 file and"),
         "{body}"
     );
     assert!(body.contains("`conversion.png` ("), "{body}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_that_fails_still_posts_the_answer_with_the_reason_and_no_image() {
+    // A repository without any commit: GitHub's Git Data API answers 409.
+    let f = ActionFixture::builder().start().await;
+    f.comment(
+        "alice",
+        &format!("/compute conversion by day\n{}", fenced(CHART)),
+    );
+    let run = f.run(COMMENT, "7501").await;
+    assert_eq!(run.code, 0, "{}", run.log());
+    assert_eq!(run.out("status"), "ok");
+    let body = f.bot_comments(7).last().unwrap().body.clone();
+    assert!(images(&body).is_empty(), "{body}");
+    assert!(!body.contains("/blob/"), "{body}");
+    assert!(body.contains("writing them failed ("), "{body}");
+    assert!(body.contains("no commit yet"), "{body}");
+    assert!(
+        body.contains(&format!(
+            "[workflow run]({SERVER}/{REPO}/actions/runs/7501)"
+        )),
+        "{body}"
+    );
+    assert!(body.contains("2024-03-04"), "the result: {body}");
+    assert_eq!(f.gh.branch_sha(REPO, BRANCH), None);
 }

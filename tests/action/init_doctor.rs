@@ -5,6 +5,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use crate::support::llm_standin::{CANARY_KEY, LlmStandin, Reply};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 fn bot(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
@@ -292,4 +293,36 @@ async fn doctor_checks_image_labels_policy_and_model() {
     assert_eq!(o.status.code(), Some(1), "{out}");
     assert!(out.contains("✗ policy:") && out.contains("p.yml"), "{out}");
     assert!(out.contains("- model: skipped"), "{out}");
+}
+
+#[test]
+fn init_offers_contents_write_for_charts_and_the_workflow_still_lints_clean() {
+    let d = git_repo();
+    let o = bot(d.path(), &["init"], &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("--charts"), "{}", text(&o));
+    let wf = d.path().join(".github/workflows/compute.yml");
+    let job = |w: &str| -> Value {
+        let v: Value = serde_saphyr::from_str(w).unwrap();
+        v["jobs"]["compute"]["permissions"]["contents"].clone()
+    };
+    let read = std::fs::read_to_string(&wf).unwrap();
+    assert_eq!(job(&read), "read", "least privilege unless asked");
+    // The artifact the fallback note links holds the run's files.
+    assert!(read.contains("compute-bot-reports/runs/"), "{read}");
+
+    let o = bot(d.path(), &["init", "--force", "--charts"], &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(!text(&o).contains("--charts"), "{}", text(&o));
+    let write = std::fs::read_to_string(&wf).unwrap();
+    assert_eq!(job(&write), "write", "{write}");
+    let lint = Command::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/scripts/lint-workflows"
+    ))
+    .arg(&wf)
+    .current_dir(env!("CARGO_MANIFEST_DIR"))
+    .output()
+    .unwrap();
+    assert!(lint.status.success(), "{}", text(&lint));
 }
