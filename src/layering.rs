@@ -35,6 +35,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "report",
         &["model", "policy", "record", "sandbox", "status"],
     ),
+    // What an answer took from the model: a summary of the report.
+    ("usage", &["report"]),
     // Why a run or a verdict is unusable: below the loop and the checks.
     ("problems", &["policy", "sandbox"]),
     // The checks beyond the schema (repeat, checks, verify): below the loop.
@@ -54,7 +56,9 @@ const ALLOWED: &[(&str, &[&str])] = &[
     // Render knows no GitHub: the approval block comes in its context.
     (
         "render",
-        &["markdown", "record", "report", "policy", "sandbox", "units"],
+        &[
+            "markdown", "record", "report", "policy", "sandbox", "units", "usage",
+        ],
     ),
     (
         "agent",
@@ -102,12 +106,27 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "status",
         ],
     ),
+    // The run's files: committed to the files branch, shown in the thread.
+    (
+        "github::assets",
+        &[
+            "github::client",
+            "github::texts",
+            "github::thread",
+            "policy",
+            "problems",
+            "render",
+            "report",
+            "sandbox",
+        ],
+    ),
     // The handlers: request knows no other handler; approval runs a request.
     (
         "github::request",
         &[
             "agent",
             "github::actions_io",
+            "github::assets",
             "github::client",
             "github::event",
             "github::inputs",
@@ -119,6 +138,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "report",
             "sandbox",
             "status",
+            "usage",
         ],
     ),
     // Watches: a handler beside request (it runs the loop per watch).
@@ -167,11 +187,23 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "status",
         ],
     ),
+    // `/compute plan` and `/compute run`: a handler that runs a request.
+    (
+        "github::plan",
+        &[
+            "github::client",
+            "github::request",
+            "github::texts",
+            "github::thread",
+            "status",
+        ],
+    ),
     (
         "github::action",
         &[
             "github::actions_io",
             "github::approval",
+            "github::plan",
             "github::client",
             "github::command",
             "github::event",

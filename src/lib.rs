@@ -22,6 +22,7 @@ pub mod sandbox;
 mod secret;
 pub mod status;
 pub mod units;
+pub mod usage;
 pub mod validate;
 mod verify;
 pub mod watch;

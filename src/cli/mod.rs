@@ -6,9 +6,11 @@
 
 mod answer;
 mod doctor;
+mod files;
 mod init;
 mod replay;
 mod run;
+mod unchecked;
 mod watch;
 
 use std::path::{Path, PathBuf};
@@ -139,6 +141,13 @@ struct RunArgs {
     /// (gVisor). Default: the policy's, else COMPUTE_BOT_RUNTIME, else runc.
     #[arg(long, value_enum)]
     runtime: Option<crate::sandbox::Runtime>,
+    /// Run the --code file with no policy: no static check and no runtime
+    /// refusals, only the container (network none, read-only root, no
+    /// capabilities, non-root, limits, seccomp or gVisor). For probing the
+    /// sandbox itself; the output says so first, the JSON has
+    /// "unchecked": true. Not with --goal, --policy, --schema, --repeat.
+    #[arg(long)]
+    unchecked: bool,
     /// Write the files the code left in /out into this directory.
     #[arg(long, value_name = "DIR")]
     artifacts: Option<PathBuf>,

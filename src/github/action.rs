@@ -57,6 +57,7 @@ use crate::github::client::{GitHub, Reaction};
 use crate::github::command::Command;
 use crate::github::event::{ActionEnv, Trigger};
 use crate::github::flow::{self, Screened};
+use crate::github::plan::{plan, run_plan};
 use crate::github::request::{Job, execute};
 use crate::github::texts;
 use crate::github::thread::{Ctx, Published, Stop, Thread, conclude, end_quietly, log_annotation};
@@ -319,7 +320,11 @@ fn load_policy(env: &ActionEnv) -> Result<Policy, PolicyError> {
 /// replay a result.
 fn act(command: &Command) -> Act {
     match command {
-        Command::Run { .. } | Command::Replay | Command::Watch { .. } => Act::Run,
+        Command::Run { .. }
+        | Command::Plan { .. }
+        | Command::RunPlan { .. }
+        | Command::Replay
+        | Command::Watch { .. } => Act::Run,
         Command::Approve { .. } => Act::Approve,
         Command::Deny => Act::Deny,
     }
@@ -376,8 +381,15 @@ async fn on_comment(
         return Ok(Published::reply(Status::Refused, &text, Reaction::MinusOne));
     }
     let inputs = command.inputs();
+    let planning = matches!(command, Command::Plan { .. });
     match command {
         Command::Run {
+            options,
+            goal,
+            context,
+            code,
+        }
+        | Command::Plan {
             options,
             goal,
             context,
@@ -412,7 +424,14 @@ async fn on_comment(
                 inputs,
                 ..Job::default()
             };
-            execute(ctx, thread, job).await
+            if planning {
+                plan(ctx, thread, job).await
+            } else {
+                execute(ctx, thread, job).await
+            }
+        }
+        Command::RunPlan { sha256_prefix } => {
+            run_plan(ctx, thread, issue, author, sha256_prefix.as_deref()).await
         }
         Command::Approve { sha256_prefix } => {
             approve(ctx, thread, issue, author, sha256_prefix.as_deref()).await

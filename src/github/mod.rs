@@ -11,6 +11,8 @@
 //! - [`inputs`]: which workspace files the code gets, checked against the policy.
 //! - [`action`]: `compute-bot action`, the orchestration of all of the above;
 //!   [`request`] runs one request, [`approval`] handles `approve` / `deny`.
+//! - [`assets`]: the run's files committed to the files branch and shown in
+//!   the thread (images inline), or named with the run's artifact.
 //! - [`tracking`]: the run's one tracking comment, edited through the stages.
 //! - [`watch`]: the repository's watches on schedule, dispatch and pull requests.
 //! - [`thread`]: how a run ends — every handler returns `Result<Published,
@@ -20,11 +22,13 @@
 pub(crate) mod action;
 pub mod actions_io;
 mod approval;
+mod assets;
 pub mod client;
 pub mod command;
 pub mod event;
 pub mod flow;
 mod inputs;
+mod plan;
 mod replay;
 pub mod repo;
 mod request;

@@ -5,15 +5,16 @@
 
 use std::io::Write;
 
-use crate::agent::{Agent, AgentError, Request, Stage as AgentStage};
+use crate::agent::{Agent, AgentError, Ahead, Request, Stage as AgentStage};
 use crate::github::actions_io::{self, Outputs};
+use crate::github::assets;
 use crate::github::client::Reaction;
 use crate::github::event::ActionEnv;
 use crate::github::inputs::{self, Resolved};
 use crate::github::texts::{self, PendingInput, PendingRequest, request_marker};
 use crate::github::thread::{Ctx, Post, Published, Stop, Thread};
 use crate::model::{ModelChoice, ModelClient, ModelConfig, ModelOverrides, Provider};
-use crate::render::{self, RenderContext};
+use crate::render::{self, FilesBlock, RenderContext};
 use crate::report::{Report, ReportStatus};
 use crate::status::Status;
 
@@ -28,6 +29,14 @@ pub(crate) struct Approval {
     pub(crate) request_url: String,
 }
 
+/// Where the code of a run of a plan (`/compute run`) came from.
+#[derive(Debug, Default)]
+pub(crate) struct FromPlan {
+    pub(crate) by: String,
+    pub(crate) sha256: String,
+    pub(crate) plan_url: String,
+}
+
 #[derive(Debug, Default)]
 pub(crate) struct Job {
     pub(crate) goal: Option<String>,
@@ -40,6 +49,11 @@ pub(crate) struct Job {
     pub(crate) expected_inputs: Option<Vec<PendingInput>>,
     /// Set for an approved run: who approved which code.
     pub(crate) approval: Option<Approval>,
+    /// Plan only (`/compute plan`): generate and check, run nothing; the
+    /// plan is posted as a new comment that the bot never edits.
+    pub(crate) plan_only: bool,
+    /// Set for a run of a plan: who asked, which plan, which code.
+    pub(crate) from_plan: Option<FromPlan>,
 }
 
 fn model_overrides(env: &ActionEnv) -> Result<ModelOverrides, String> {
@@ -180,7 +194,19 @@ pub(crate) async fn execute(
 ) -> Result<Published, Stop> {
     let env = ctx.env;
     let marker = texts::run_marker(&env.run_id);
-    let show_progress = thread.acknowledge(&marker, &env.run_url()).await;
+    // Exact code: its container starts now, while the bot talks to GitHub
+    // (a plan starts no container).
+    let ahead = if job.plan_only {
+        None
+    } else {
+        prepare_ahead(ctx, &job).await
+    };
+    let show_progress = if job.plan_only {
+        thread.seen().await;
+        false
+    } else {
+        thread.acknowledge(&marker, &env.run_url()).await
+    };
     let resolved = resolve_inputs(ctx, &job)?;
     let (model, has_code, key_hints) = model_for(ctx, &job)?;
     let sandbox = ctx.session.sandbox().await.map_err(|e| {
@@ -205,6 +231,7 @@ pub(crate) async fn execute(
         schema: None,
         context: job.context.clone(),
         approved_sha256: job.approval.as_ref().map(|a| a.sha256.clone()),
+        plan_only: job.plan_only,
     };
     let agent = Agent {
         policy: ctx.policy,
@@ -214,13 +241,13 @@ pub(crate) async fn execute(
         progress: &|_| {},
     };
     let progress = show_progress.then_some(max_attempts);
-    let report = match answer_with_progress(agent, request, thread, progress).await {
+    let report = match answer_with_progress(agent, request, ahead, thread, progress).await {
         Ok(report) => report,
         // The provider refused the key, model or quota mid-run: the report
         // so far is published, and the run's status is `error`.
         Err(AgentError::ModelConfiguration { report, .. }) => {
             let report = action_key_hint(*report, &key_hints);
-            return Ok(publish(ctx, &job, &resolved, &marker, report));
+            return Ok(publish(ctx, &job, &resolved, &marker, report, None));
         }
         Err(e) => {
             let status = match e {
@@ -237,7 +264,31 @@ pub(crate) async fn execute(
         }
     };
     let report = action_key_hint(report, &key_hints);
-    Ok(publish(ctx, &job, &resolved, &marker, report))
+    let files = assets::show(ctx, &report, &env.workspace.join(REPORT_DIR)).await;
+    Ok(publish(ctx, &job, &resolved, &marker, report, files))
+}
+
+/// For exact code the policy lets run (a fenced block, the `code` input):
+/// its container, started now and preloading what the code imports, so the
+/// interpreter imports while the bot acknowledges. Removed unused if the
+/// request stops before it runs ([`Ahead`]).
+async fn prepare_ahead(ctx: &Ctx<'_>, job: &Job) -> Option<Ahead> {
+    let request = Request {
+        goal: job.goal.clone(),
+        code: job.code.clone(),
+        approved_sha256: job.approval.as_ref().map(|a| a.sha256.clone()),
+        ..Request::default()
+    };
+    request.exact_code()?;
+    let sandbox = ctx.session.sandbox().await.ok()?;
+    let agent = Agent {
+        policy: ctx.policy,
+        sandbox,
+        model: None,
+        runtime: ctx.runtime,
+        progress: &|_| {},
+    };
+    agent.prepare_ahead(&request)
 }
 
 /// The workspace inputs of the job, checked against the policy and, for an
@@ -347,6 +398,7 @@ pub(crate) fn model_for(
 async fn answer_with_progress(
     agent: Agent<'_>,
     request: Request,
+    ahead: Option<Ahead>,
     thread: &mut Thread<'_>,
     progress: Option<u32>,
 ) -> Result<Report, AgentError> {
@@ -359,7 +411,7 @@ async fn answer_with_progress(
             progress: &send,
             ..agent
         };
-        agent.answer(request).await
+        agent.answer_ahead(request, ahead).await
     };
     let updater = async {
         while let Some(mut stage) = rx.recv().await {
@@ -389,6 +441,7 @@ fn publish(
     resolved: &[Resolved],
     marker: &str,
     mut report: Report,
+    files: Option<FilesBlock>,
 ) -> Published {
     let paths: Vec<(String, String)> = resolved
         .iter()
@@ -410,7 +463,13 @@ fn publish(
     if let Some(a) = &job.approval {
         head.push_str(&texts::approved_run(&a.by, &a.request_url, &a.sha256));
     }
-    if report.status == ReportStatus::NeedsApproval {
+    if let Some(p) = &job.from_plan {
+        head.push_str(&texts::planned_run(&p.by, &p.plan_url, &p.sha256));
+    }
+    if matches!(
+        report.status,
+        ReportStatus::NeedsApproval | ReportStatus::Planned
+    ) {
         let pending = PendingRequest {
             goal: job.goal.clone(),
             context: job.context.clone(),
@@ -429,7 +488,9 @@ fn publish(
         run_url: Some(ctx.env.run_url()),
         marker: Some(head),
         command: Some(ctx.prefix.to_string()),
-        approval: texts::approval_for(&report, ctx.prefix),
+        approval: texts::approval_for(&report, ctx.prefix)
+            .or_else(|| texts::plan_for(&report, ctx.prefix)),
+        files,
     };
     Published {
         status: Status::from(report.status),
@@ -437,13 +498,14 @@ fn publish(
         reaction: match report.status {
             ReportStatus::Ok => Some(Reaction::Rocket),
             ReportStatus::Failed | ReportStatus::Error => Some(Reaction::Confused),
-            ReportStatus::NeedsApproval => None,
+            ReportStatus::NeedsApproval | ReportStatus::Planned => None,
         },
         summary: render::summary(&report, &rctx),
         outputs: Outputs {
             result: report.result.clone(),
             code_sha256: report.code_sha256.clone(),
             report_path,
+            usage: Some(crate::usage::Usage::of(&report).json()),
             ..Outputs::default()
         },
     }

@@ -150,6 +150,12 @@ impl<'a> Thread<'a> {
         }
     }
 
+    /// 👀 on the asking comment, without a tracking comment: the end is then
+    /// posted as a new comment that is never edited (a plan).
+    pub(crate) async fn seen(&mut self) {
+        self.react(Reaction::Eyes).await;
+    }
+
     /// Starts this run's tracking comment (👀, "working on it"); returns
     /// whether it is shown. A failure is remembered and the end tries again.
     pub(crate) async fn acknowledge(&mut self, marker: &str, run_url: &str) -> bool {

@@ -256,6 +256,7 @@ async fn run_one(ctx: &Ctx<'_>, w: &Watch, workspace: &Path, stem: &str) -> Watc
         schema: w.schema.clone(),
         context: None,
         approved_sha256: None,
+        plan_only: false,
     };
     let mut report: Report = match agent.answer(request).await {
         Ok(r) => r,

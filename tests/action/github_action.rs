@@ -493,7 +493,7 @@ async fn deny_closes_the_request_and_tampered_code_is_not_approved() {
             .last()
             .unwrap()
             .body
-            .contains("does not match its sha256")
+            .contains("does not match the sha256")
     );
     assert!(!run.stdout.contains("::stop-commands::"), "nothing ran");
 

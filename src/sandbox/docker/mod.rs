@@ -261,7 +261,7 @@ impl Sandbox {
             limits: cfg.limits.clone(),
             attach,
             guard,
-            preloading: !cfg.preload.is_empty(),
+            preload: cfg.preload.clone(),
         })
     }
 
