@@ -804,7 +804,7 @@ fn chart(result: &Value) -> Option<String> {
 /// x axis; with more, the x axis is numbered 1…n (mermaid then picks readable
 /// ticks) and its title names the first and last label. Values are written
 /// to [`SIGNIFICANT_DIGITS`] significant digits.
-fn chart_for(result: &Value, hint: Option<&str>) -> Option<String> {
+pub(crate) fn chart_for(result: &Value, hint: Option<&str>) -> Option<String> {
     let s = find_series_for(result, hint)?;
     let total = s.values.len();
     let n = total.min(CHART_MAX_POINTS);

@@ -457,6 +457,43 @@ pub(crate) async fn run_watches(ctx: &Ctx<'_>, names: &[String]) -> Exit {
     exit.unposted(unposted)
 }
 
+/// A line chart of the history (through the result charts of
+/// [`crate::render`], which pick the value to draw: one that names a
+/// measure, e.g. `/total`, else the last); over the runs that have every
+/// numeric value of the newest run (at most 11); none with fewer than two.
+fn history_chart(history: &[Entry]) -> Option<String> {
+    let newest = history.last()?;
+    let keys: Vec<&String> = newest
+        .values
+        .iter()
+        .filter(|(_, v)| v.is_number())
+        .map(|(k, _)| k)
+        .take(11)
+        .collect();
+    if keys.is_empty() {
+        return None;
+    }
+    let points: Vec<Value> = history
+        .iter()
+        .filter(|e| {
+            keys.iter()
+                .all(|k| e.values.get(*k).is_some_and(Value::is_number))
+        })
+        .map(|e| {
+            let mut m = serde_json::Map::new();
+            m.insert("date".into(), Value::String(e.at.clone()));
+            for k in &keys {
+                m.insert((*k).clone(), e.values[*k].clone());
+            }
+            Value::Object(m)
+        })
+        .collect();
+    if points.len() < 2 {
+        return None;
+    }
+    crate::render::chart_for(&Value::Array(points), None)
+}
+
 /// Keeps the last [`HISTORY_MAX`] entries, and fewer while the JSON is over
 /// [`STATE_MAX_BYTES`] (so the comment stays far below GitHub's 65,536
 /// characters); returns the JSON.
@@ -505,6 +542,7 @@ async fn keep_sticky(
         })
         .collect();
     let views = run.views();
+    let chart = history_chart(&state.history);
     let body = texts::watch_sticky(&texts::Sticky {
         name: &w.name,
         file: &w.file,
@@ -516,6 +554,7 @@ async fn keep_sticky(
         tolerance: w.tolerance,
         run_url: &ctx.env.run_url(),
         state: &state_marker,
+        chart: chart.as_deref(),
     });
     let id = match found {
         Some((id, _)) => {
@@ -880,6 +919,23 @@ mod tests {
             error: error.map(str::to_string),
             code_sha256: None,
         }
+    }
+
+    #[test]
+    fn the_history_chart_is_a_line_over_the_dates() {
+        let h: Vec<Entry> = [40, 42, 60]
+            .iter()
+            .enumerate()
+            .map(|(i, t)| Entry {
+                at: format!("2026-01-0{} 06:00", i + 1),
+                ..entry(json!({"name": "x", "rows": 2, "total": t}), &[], None)
+            })
+            .collect();
+        let c = history_chart(&h).unwrap();
+        assert!(c.starts_with("```mermaid\nxychart-beta"), "{c}");
+        assert!(c.contains("line [40, 42, 60]"), "{c}");
+        assert!(c.contains("2026-01-03 06:00"), "{c}");
+        assert!(history_chart(&h[..1]).is_none());
     }
 
     #[test]

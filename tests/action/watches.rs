@@ -95,6 +95,11 @@ async fn a_scheduled_watch_keeps_one_sticky_comment_and_speaks_only_on_change() 
     assert_eq!(f.gh.count("PATCH", "/issues/comments/"), edits + 1);
     assert_eq!(bots[0].id, sticky.id);
     assert_eq!(history_rows(&bots[0].body), 2, "{}", bots[0].body);
+    assert!(
+        bots[0].body.contains("```mermaid\nxychart-beta") && bots[0].body.contains("line [42, 42]"),
+        "{}",
+        bots[0].body
+    );
 
     // A change within the tolerance (42 → 43, 2.4 %): still no new comment.
     set_total(&f, 43);

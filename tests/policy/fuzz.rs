@@ -177,7 +177,14 @@ fn goal() -> impl Strategy<Value = String> {
         !g.trim().is_empty()
             && !matches!(
                 words.as_slice(),
-                ["approve"] | ["approve", _] | ["deny"] | ["replay"] | ["watch", _]
+                ["approve"]
+                    | ["approve", _]
+                    | ["deny"]
+                    | ["replay"]
+                    | ["watch", _]
+                    | ["run"]
+                    | ["run", _]
+                    | ["plan", ..]
             )
     })
 }

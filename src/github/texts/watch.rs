@@ -86,6 +86,8 @@ pub(crate) struct Sticky<'a> {
     pub(crate) run_url: &'a str,
     /// The state marker ([`watch_state_marker`]).
     pub(crate) state: &'a str,
+    /// A chart of the history (a mermaid block), when it has one.
+    pub(crate) chart: Option<&'a str>,
 }
 
 /// A value in a cell.
@@ -191,6 +193,10 @@ pub(crate) fn watch_sticky(s: &Sticky<'_>) -> String {
                     columns.push(k);
                 }
             }
+        }
+        if let Some(chart) = s.chart {
+            out.push_str(chart);
+            out.push('\n');
         }
         out.push_str("**History** (newest first)\n\n| date (UTC) |");
         for c in &columns {
