@@ -58,8 +58,10 @@ pub struct SandboxPolicy {
     /// policy names none, so the machine's default applies
     /// ([`Runtime::resolve`]).
     pub(crate) runtime: Option<Runtime>,
-    /// Modules imported while the container waits for the code (default
-    /// pandas, numpy, matplotlib.pyplot; `[]` for none). Dotted names only.
+    /// Modules imported while the container waits for code the model is
+    /// still writing (default pandas, numpy, matplotlib.pyplot); known code
+    /// preloads its own heavy imports instead (`sandbox::preload_for`).
+    /// `[]` turns both off. Dotted names only.
     pub(crate) preload: Vec<String>,
 }
 

@@ -40,16 +40,30 @@ pub fn preload_for(imports: &[String], policy: &[String]) -> Vec<String> {
     out
 }
 
-/// The preloaded modules the code did not import (by top-level package):
-/// time the code waited for these was spent on something it does not use.
+/// Heavy packages that load others of them: importing the first loads the
+/// rest anyway.
+const LOADS: &[(&str, &[&str])] = &[
+    ("pandas", &["numpy"]),
+    ("matplotlib", &["numpy", "PIL"]),
+    ("fastparquet", &["pandas", "numpy"]),
+];
+
+/// The preloaded modules the code did not need (by top-level package,
+/// neither imported by the code nor loaded by a package it imported): time
+/// the code waited for these was spent on something it does not use.
 /// `imports`: the top-level modules the code imported (`audit.imports`).
 pub(crate) fn unused<'a>(preloaded: &'a [String], imports: &[String]) -> Vec<&'a str> {
+    let needed = |top: &str| {
+        imports.iter().any(|i| {
+            i == top
+                || LOADS
+                    .iter()
+                    .any(|(p, loads)| p == i && loads.contains(&top))
+        })
+    };
     preloaded
         .iter()
-        .filter(|m| {
-            let top = m.split('.').next().unwrap_or_default();
-            !imports.iter().any(|i| i == top)
-        })
+        .filter(|m| !needed(m.split('.').next().unwrap_or_default()))
         .map(String::as_str)
         .collect()
 }
@@ -82,8 +96,18 @@ mod tests {
         let pre = strs(&["pandas", "numpy", "matplotlib.pyplot"]);
         assert_eq!(
             unused(&pre, &strs(&["json", "pandas"])),
-            vec!["numpy", "matplotlib.pyplot"]
+            vec!["matplotlib.pyplot"]
+        );
+        assert_eq!(
+            unused(&pre, &strs(&["json"])),
+            vec!["pandas", "numpy", "matplotlib.pyplot"]
         );
         assert!(unused(&pre, &strs(&["pandas", "numpy", "matplotlib"])).is_empty());
+        // numpy comes with pandas: no wait for it is wasted.
+        assert!(unused(&pre, &strs(&["json", "pandas", "matplotlib"])).is_empty());
+        assert_eq!(
+            unused(&pre, &strs(&["numpy"])),
+            vec!["pandas", "matplotlib.pyplot"]
+        );
     }
 }
