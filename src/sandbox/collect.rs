@@ -58,7 +58,8 @@ pub(crate) struct Collector {
 
 impl Collector {
     /// Checks the job ([`Job::check`]), picks the run's nonce and returns
-    /// the collector with the bytes to write to the runner's stdin.
+    /// the collector with the bytes the runner's stdin starts with (header
+    /// and code; the backend streams the inputs after them).
     /// `preloading`: the child imports modules first, so the deadline
     /// allows for that wait until the code starts.
     pub(crate) fn new(

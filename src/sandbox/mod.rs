@@ -7,6 +7,8 @@
 //!   [`PreparedRun`], with [`EngineFacts`];
 //! - `collect.rs` and `protocol.rs`: the runner's wire protocol and turning
 //!   its frames into an [`Outcome`] — plain bytes, no engine;
+//! - `input.rs`: [`InputFile`], an input held in memory or streamed from
+//!   its file in chunks, checked against its admitted SHA-256;
 //! - `docker/`: the Docker (and Podman) backend through bollard, the only
 //!   place that knows an engine;
 //! - `session.rs`: the connection of one process run; [`connect`] picks the
@@ -24,6 +26,7 @@ mod docker;
 mod error;
 mod executor;
 mod host;
+mod input;
 mod protocol;
 mod session;
 mod types;
@@ -39,6 +42,8 @@ pub use docker::{
 pub use error::SandboxError;
 pub use executor::{EngineFacts, Executor, PreparedRun};
 pub(crate) use host::docker_host;
+pub(crate) use input::InputChanged;
+pub use input::InputFile;
 pub(crate) use session::Session;
 pub(crate) use types::BASE_ENV;
 pub use types::*;

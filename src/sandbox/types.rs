@@ -6,6 +6,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::SandboxError;
+use super::input::InputFile;
 use crate::units::{ByteSize, human_duration};
 
 /// The image used when neither the policy nor the command line names one.
@@ -78,15 +79,6 @@ pub struct RuntimeRules {
     /// When set, socket connects and name lookups by the code are refused
     /// (they fail anyway: the container has no network).
     pub deny_network: bool,
-}
-
-/// One input file, copied into the sandbox as `/data/<name>` (read-only).
-#[derive(Debug, Clone, PartialEq)]
-pub struct InputFile {
-    /// The file name inside `/data` (no directories).
-    pub name: String,
-    /// The file's contents.
-    pub bytes: Vec<u8>,
 }
 
 /// The OCI runtime the engine starts the container with.
@@ -230,14 +222,14 @@ impl Job {
                     problem: "is given twice; two inputs cannot share a name under /data".into(),
                 });
             }
-            total += f.bytes.len() as u64;
+            total += f.size();
         }
         if total > limits.data_max_bytes.bytes() {
             return Err(SandboxError::BadInput {
                 name: self
                     .inputs
                     .iter()
-                    .max_by_key(|f| f.bytes.len())
+                    .max_by_key(|f| f.size())
                     .map(|f| f.name.clone())
                     .unwrap_or_default(),
                 problem: format!(
@@ -491,14 +483,8 @@ mod tests {
     fn the_job_check_names_the_policy_key_that_sizes_data() {
         let job = Job {
             inputs: vec![
-                InputFile {
-                    name: "a.csv".into(),
-                    bytes: vec![b'x'; 600],
-                },
-                InputFile {
-                    name: "b.csv".into(),
-                    bytes: vec![b'x'; 500],
-                },
+                InputFile::new("a.csv", vec![b'x'; 600]),
+                InputFile::new("b.csv", vec![b'x'; 500]),
             ],
             ..Job::default()
         };

@@ -10,10 +10,10 @@ use futures_util::StreamExt;
 use futures_util::future::BoxFuture;
 use tokio::io::AsyncWriteExt;
 
-use super::super::SandboxError;
 use super::super::collect::{Chunk, Collector};
 use super::super::executor::PreparedRun;
 use super::super::types::{ImageInfo, Job, Limits, Outcome, RunStatus};
+use super::super::{InputChanged, InputFile, SandboxError};
 use super::{Guard, engine};
 
 /// A started container whose runner waits for exactly one job.
@@ -116,18 +116,20 @@ async fn execute_in(
     preloading: bool,
     job: &Job,
 ) -> Result<Outcome, SandboxError> {
-    let (mut collector, bytes) = Collector::new(job, limits, preloading)?;
+    let (mut collector, start) = Collector::new(job, limits, preloading)?;
     let AttachContainerResults { output, input } = attach;
-    let writer = tokio::spawn(async move {
-        let mut input = input;
-        let r = input.write_all(&bytes).await;
-        let _ = input.flush().await;
-        // Keep the write half open until the job is read; dropping closes it.
-        r
-    });
+    let writer = tokio::spawn(write_job(input, start, job.inputs.clone()));
     let mut output = output.map(chunk);
     let ending = collector.read(&mut output).await;
-    writer.abort();
+    if !writer.is_finished() {
+        writer.abort();
+    } else if let Ok(Err(changed)) = writer.await {
+        // The runner got a short input and stopped; nothing ran on it.
+        return Err(SandboxError::BadInput {
+            name: changed.name,
+            problem: changed.problem,
+        });
+    }
     let mut no_report = RunStatus::Killed;
     if ending.timed_out {
         kill_at_deadline(docker, name, collector.notes()).await;
@@ -138,6 +140,32 @@ async fn execute_in(
     let outcome = collector.finish(&ending, no_report, image, job, name);
     tracing::debug!(container = %name, status = outcome.status.as_str(), ms = outcome.duration_ms, "run finished");
     Ok(outcome)
+}
+
+/// Writes the job to the runner's stdin: its start (header and code), then
+/// each input streamed from its [`InputFile::chunks`], so a big input is
+/// never held whole. An input that changed since admission ends the write
+/// early (the runner sees stdin close before the input is complete and
+/// stops without running the code) and is returned; a write error means the
+/// runner is gone, which the output stream shows.
+async fn write_job(
+    mut stdin: std::pin::Pin<Box<dyn tokio::io::AsyncWrite + Send>>,
+    start: Vec<u8>,
+    inputs: Vec<InputFile>,
+) -> Result<(), InputChanged> {
+    if stdin.write_all(&start).await.is_err() {
+        return Ok(());
+    }
+    for f in &inputs {
+        let mut chunks = std::pin::pin!(f.chunks());
+        while let Some(c) = chunks.next().await {
+            if stdin.write_all(&c?).await.is_err() {
+                return Ok(());
+            }
+        }
+    }
+    let _ = stdin.flush().await;
+    Ok(())
 }
 
 /// After the deadline: kill the container (unpausing it first when someone
