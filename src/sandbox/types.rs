@@ -36,12 +36,30 @@ pub struct Limits {
     pub artifacts_max_files: u32,
     /// Most bytes collected from `/out` (also the size of that tmpfs).
     pub artifacts_max_bytes: ByteSize,
-    /// Size of the `/data` tmpfs that holds the input files.
+    /// Most bytes of input files under `/data` (the size of its tmpfs; see
+    /// [`Limits::data_on_disk`]).
     pub data_max_bytes: ByteSize,
     /// Open file descriptors per process (`RLIMIT_NOFILE`).
     pub nofile: u64,
     /// Largest file a process may write (`RLIMIT_FSIZE`).
     pub fsize: ByteSize,
+}
+
+/// The most `/data` may hold as a tmpfs: the default
+/// `inputs.max_total_bytes`. See [`Limits::data_on_disk`].
+pub const TMPFS_DATA_MAX: ByteSize = ByteSize::mib(64);
+
+impl Limits {
+    /// Whether `/data` is an anonymous volume on the engine's disk rather
+    /// than a tmpfs: when it may hold more than [`TMPFS_DATA_MAX`]. A
+    /// tmpfs's pages are charged to the container's memory cgroup (there is
+    /// no swap), so big inputs in a tmpfs would take the memory the code
+    /// needs, and the runner writes a tmpfs `/data` under `RLIMIT_FSIZE`
+    /// (`fsize`, 64MiB by default). The one rule; the backend and the docs
+    /// follow it.
+    pub fn data_on_disk(&self) -> bool {
+        self.data_max_bytes.bytes() > TMPFS_DATA_MAX.bytes()
+    }
 }
 
 impl Default for Limits {

@@ -14,7 +14,7 @@ use super::super::collect::{Chunk, Collector};
 use super::super::executor::PreparedRun;
 use super::super::types::{ImageInfo, Job, Limits, Outcome, RunStatus};
 use super::super::{InputChanged, InputFile, SandboxError};
-use super::{Guard, engine};
+use super::{Guard, data_volume, engine};
 
 /// A started container whose runner waits for exactly one job.
 pub struct Prepared {
@@ -116,9 +116,23 @@ async fn execute_in(
     preloading: bool,
     job: &Job,
 ) -> Result<Outcome, SandboxError> {
-    let (mut collector, start) = Collector::new(job, limits, preloading)?;
+    let (mut collector, start, streamed) = if limits.data_on_disk() && !job.inputs.is_empty() {
+        // The engine copies the inputs into the /data volume; the runner
+        // gets the code only.
+        job.check(limits)?;
+        data_volume::upload(docker, name, &job.inputs).await?;
+        let code_only = Job {
+            inputs: Vec::new(),
+            ..job.clone()
+        };
+        let (collector, start) = Collector::new(&code_only, limits, preloading)?;
+        (collector, start, Vec::new())
+    } else {
+        let (collector, start) = Collector::new(job, limits, preloading)?;
+        (collector, start, job.inputs.clone())
+    };
     let AttachContainerResults { output, input } = attach;
-    let writer = tokio::spawn(write_job(input, start, job.inputs.clone()));
+    let writer = tokio::spawn(write_job(input, start, streamed));
     let mut output = output.map(chunk);
     let ending = collector.read(&mut output).await;
     if !writer.is_finished() {
