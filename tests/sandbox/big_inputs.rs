@@ -349,3 +349,38 @@ fn a_corrupt_parquet_inside_fails_in_the_reader_with_code_output_and_reason_repo
         "{r:#}"
     );
 }
+
+/// An input whose file no longer has the admitted SHA-256 is not handed
+/// to the code: through stdin (tmpfs `/data`) and through the volume, the
+/// run fails with `BadInput` naming the file, and no container is left.
+#[tokio::test]
+async fn an_input_changed_after_admission_fails_the_run_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.csv");
+    std::fs::write(&path, b"a,b\n9,9\n").unwrap();
+    // Admitted with the hash of other bytes of the same size.
+    let admitted = compute_bot::sandbox::sha256_hex(b"a,b\n1,2\n");
+    let sb = Sandbox::connect().await.expect("Docker must be running");
+    for data in [ByteSize::mib(64), ByteSize::mib(128)] {
+        let cfg = SandboxConfig {
+            runtime: crate::machine_runtime(),
+            limits: Limits {
+                timeout: Duration::from_secs(120),
+                data_max_bytes: data,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let job = Job {
+            code: "print(open('/data/a.csv').read())".into(),
+            inputs: vec![InputFile::from_file("a.csv", &path, 8, admitted.clone())],
+            rules: RuntimeRules::default(),
+        };
+        let e = sb.run(&cfg, &job).await.unwrap_err();
+        let text = e.to_string();
+        assert!(
+            text.starts_with("input file `a.csv`: changed after it was admitted"),
+            "{data}: {text}"
+        );
+    }
+}
