@@ -383,4 +383,14 @@ async fn an_input_changed_after_admission_fails_the_run_naming_it() {
             "{data}: {text}"
         );
     }
+    let left = Command::new("docker")
+        .args(["ps", "-aq", "--filter"])
+        .arg(format!("label=org.compute-bot.pid={}", std::process::id()))
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&left.stdout).trim().is_empty(),
+        "containers left: {}",
+        String::from_utf8_lossy(&left.stdout)
+    );
 }

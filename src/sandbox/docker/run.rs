@@ -132,17 +132,32 @@ async fn execute_in(
         (collector, start, job.inputs.clone())
     };
     let AttachContainerResults { output, input } = attach;
-    let writer = tokio::spawn(write_job(input, start, streamed));
+    let mut writer = tokio::spawn(write_job(input, start, streamed));
     let mut output = output.map(chunk);
-    let ending = collector.read(&mut output).await;
-    if !writer.is_finished() {
+    let mut written = false;
+    let ending = {
+        let read = collector.read(&mut output);
+        tokio::pin!(read);
+        loop {
+            tokio::select! {
+                ending = &mut read => break ending,
+                w = &mut writer, if !written => {
+                    written = true;
+                    if let Ok(Err(changed)) = w {
+                        // The input is incomplete in the container and the
+                        // code has not started on it; the caller removes
+                        // the container.
+                        return Err(SandboxError::BadInput {
+                            name: changed.name,
+                            problem: changed.problem,
+                        });
+                    }
+                }
+            }
+        }
+    };
+    if !written {
         writer.abort();
-    } else if let Ok(Err(changed)) = writer.await {
-        // The runner got a short input and stopped; nothing ran on it.
-        return Err(SandboxError::BadInput {
-            name: changed.name,
-            problem: changed.problem,
-        });
     }
     let mut no_report = RunStatus::Killed;
     if ending.timed_out {
@@ -159,9 +174,9 @@ async fn execute_in(
 /// Writes the job to the runner's stdin: its start (header and code), then
 /// each input streamed from its [`InputFile::chunks`], so a big input is
 /// never held whole. An input that changed since admission ends the write
-/// early (the runner sees stdin close before the input is complete and
-/// stops without running the code) and is returned; a write error means the
-/// runner is gone, which the output stream shows.
+/// before its last chunk (so the code never starts on it) and is returned,
+/// which ends the run at once; a write error means the runner is gone,
+/// which the output stream shows.
 async fn write_job(
     mut stdin: std::pin::Pin<Box<dyn tokio::io::AsyncWrite + Send>>,
     start: Vec<u8>,
