@@ -1220,6 +1220,18 @@ mod tests {
             }
         );
     }
+    /// A big input is previewed from its first bytes (`InputFile::head`):
+    /// the size is the file's, and the row count says it is a lower bound.
+    #[test]
+    fn a_big_input_is_previewed_from_its_head_with_its_real_size() {
+        let head = b"id,amount\n1,2\n2,3\n";
+        let p = preview_input_at("big.csv", head, 3 << 30, DataLevel::Preview);
+        assert!(p.contains("3072.0 MiB"), "{p}");
+        assert!(p.contains("more than 2 data row(s)"), "{p}");
+        let whole = preview_input_at("big.csv", head, head.len() as u64, DataLevel::Schema);
+        assert!(whole.contains(", 2 data row(s)"), "{whole}");
+    }
+
     #[test]
     fn data_levels_decide_what_of_an_input_leaves() {
         let csv = b"name,amount,day\nAlice,12.5,2024-01-02\nBob,7,2024-01-03\n";
