@@ -14,12 +14,12 @@ use serde_json::Value;
 
 use crate::explain;
 use crate::model::{ModelClient, ModelError, TokenUsage};
-use crate::policy::{Decision, Policy, check_code};
+use crate::policy::{Decision, Policy, Verdict, check_code};
 use crate::prompt::{self, PromptContext, RepairNote};
 use crate::report::{Attempt, InputSummary, Report, ReportStatus};
 use crate::sandbox::{
     Executor, InputFile, Job, Outcome, PreparedRun, Runtime, SandboxConfig, SandboxError,
-    sha256_hex,
+    preload_for, sha256_hex,
 };
 use crate::validate::{ValidateError, Validator};
 
@@ -48,6 +48,14 @@ pub struct Request {
     /// `escalate` verdict counts as allowed; a `deny` verdict still denies,
     /// and any other code (a regenerated one included) is not covered.
     pub approved_sha256: Option<String>,
+    /// Plan only (`/compute plan`): generate and check the code, start no
+    /// container; the report ends [`ReportStatus::Planned`] with the code and
+    /// its verdict (an escalation included), or failed when every attempt
+    /// was denied.
+    pub plan_only: bool,
+    /// For a follow-up: the earlier answer it builds on (its goal, code and
+    /// result go into the prompt at the policy's `model.data` level).
+    pub follows: Option<prompt::Earlier>,
 }
 
 impl Request {
@@ -56,6 +64,54 @@ impl Request {
         self.approved_sha256
             .as_deref()
             .is_some_and(|a| a.trim().eq_ignore_ascii_case(code_sha256))
+    }
+
+    /// The goal as used (sanitized; `None` when nothing a reader can see
+    /// is left).
+    fn sanitized_goal(&self) -> Option<String> {
+        // A goal with nothing a reader can see (blank, only an HTML comment
+        // or invisible characters) is no goal.
+        self.goal
+            .as_deref()
+            .map(prompt::sanitize_goal)
+            .filter(|g| !g.is_empty())
+    }
+
+    /// The exact code to run: `code`, else a fenced python block in the
+    /// goal — taken from the sanitized goal, so a block hidden in an HTML
+    /// comment (or behind invisible characters) is not run unseen by a
+    /// reader. `None` when the model is to write the code.
+    pub fn exact_code(&self) -> Option<String> {
+        self.code.clone().or_else(|| {
+            self.sanitized_goal()
+                .as_deref()
+                .and_then(prompt::extract_fenced_code)
+                .filter(|c| !c.trim().is_empty())
+        })
+    }
+}
+
+/// A container started for exact code before the request is answered
+/// ([`Agent::prepare_ahead`]), so its interpreter imports what the code
+/// needs while the front end does other work. Given to
+/// [`Agent::answer_ahead`], it runs that code; dropped unused (the request
+/// stopped first), its container is removed once it is prepared.
+pub struct Ahead {
+    code: String,
+    pending: Option<Pending>,
+}
+
+impl Drop for Ahead {
+    fn drop(&mut self) {
+        // Not cancelled: a creation cut off mid-request can leave a
+        // container the engine finishes after its removal was tried. The
+        // preparation ends, then its container goes (and until then it is
+        // listed, so closing the session waits for it).
+        if let Some(p) = self.pending.take()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(discard(p));
+        }
     }
 }
 
@@ -143,10 +199,20 @@ enum Next {
     Stop(String),
     /// The code waits for a human approval, for this reason.
     NeedsApproval(String),
+    /// Plan only: the code passed the check (or would need an approval) and
+    /// is shown, not run.
+    Planned,
 }
 
 /// A container being prepared in the background.
 type Pending = tokio::task::JoinHandle<Result<Box<dyn PreparedRun>, SandboxError>>;
+
+/// Removes a container being prepared, once it is.
+async fn discard(handle: Pending) {
+    if let Ok(Ok(p)) = handle.await {
+        let _ = p.discard().await;
+    }
+}
 
 /// Time per stage, and time spent waiting on the model and on the sandbox
 /// (container preparation, execution, removal); the loop's own overhead is
@@ -181,6 +247,8 @@ struct Run {
     fatal: Option<AgentError>,
     /// A configuration error from the model provider that stopped the run.
     model_config_error: Option<ModelError>,
+    /// The model client's HTTP requests before this run (see `close`).
+    requests_before: u64,
 }
 
 impl Run {
@@ -190,6 +258,8 @@ impl Run {
 }
 
 impl Agent<'_> {
+    /// The container for code not yet known: it preloads the policy's
+    /// fixed list while the model writes.
     fn sandbox_config(&self) -> SandboxConfig {
         // The policy's limits already size /data by `inputs.max_total_bytes`.
         SandboxConfig {
@@ -201,8 +271,58 @@ impl Agent<'_> {
         }
     }
 
+    /// The container for known code: it preloads exactly the heavy modules
+    /// the code imports (as the check resolved them), nothing for code
+    /// that imports none.
+    fn config_for(&self, verdict: &Verdict) -> SandboxConfig {
+        SandboxConfig {
+            preload: preload_for(verdict.imports(), &self.policy.sandbox.preload),
+            ..self.sandbox_config()
+        }
+    }
+
     fn start_prepare(&self) -> Pending {
         self.sandbox.start_prepare(self.sandbox_config())
+    }
+
+    /// For a request with exact code that the policy lets run (allowed, or
+    /// escalated and approved by its hash): starts preparing its container
+    /// now, preloading the heavy modules the code imports. `None` when the
+    /// code is not known or may not run as it is (nothing is started).
+    pub fn prepare_ahead(&self, request: &Request) -> Option<Ahead> {
+        let code = request.exact_code()?;
+        let verdict = check_code(self.policy, &code);
+        let may_run = match verdict.decision {
+            Decision::Allow => true,
+            Decision::Escalate => request.is_approved(&sha256_hex(code.as_bytes())),
+            Decision::Deny => false,
+        };
+        may_run.then(|| Ahead {
+            pending: Some(self.sandbox.start_prepare(self.config_for(&verdict))),
+            code,
+        })
+    }
+
+    /// [`Agent::answer`], running exact code in the container `ahead`
+    /// started for it (when it was started for this code; otherwise that
+    /// container is removed unused).
+    pub async fn answer_ahead(
+        &self,
+        req: Request,
+        ahead: Option<Ahead>,
+    ) -> Result<Report, AgentError> {
+        let total = Instant::now();
+        let mut run = self.begin(req).await?;
+        if let Some(mut ahead) = ahead
+            && let Some(handle) = ahead.pending.take()
+        {
+            if run.fixed_code.as_deref() == Some(ahead.code.as_str()) && run.pending.is_none() {
+                run.pending = Some(handle);
+            } else {
+                discard(handle).await;
+            }
+        }
+        self.answer_run(run, total).await
     }
 
     /// Answers a request. Configuration problems are errors; everything that
@@ -211,7 +331,12 @@ impl Agent<'_> {
     /// the report so far: [`AgentError::ModelConfiguration`]).
     pub async fn answer(&self, req: Request) -> Result<Report, AgentError> {
         let total = Instant::now();
-        let mut run = self.begin(req).await?;
+        let run = self.begin(req).await?;
+        self.answer_run(run, total).await
+    }
+
+    /// The attempts, the explanation and the report of a begun request.
+    async fn answer_run(&self, mut run: Run, total: Instant) -> Result<Report, AgentError> {
         for number in 1..=run.attempts_allowed {
             let mut attempt = Attempt {
                 number,
@@ -234,21 +359,8 @@ impl Agent<'_> {
 
     /// Everything a request needs before its first attempt.
     async fn begin(&self, request: Request) -> Result<Run, AgentError> {
-        // A goal with nothing a reader can see (blank, only an HTML comment
-        // or invisible characters) is no goal.
-        let goal = request
-            .goal
-            .as_deref()
-            .map(prompt::sanitize_goal)
-            .filter(|g| !g.is_empty());
-        // A fenced python block in the goal is exact code to run — taken
-        // from the sanitized goal, so a block hidden in an HTML comment (or
-        // behind invisible characters) is not run unseen by a reader.
-        let fixed_code = request.code.clone().or_else(|| {
-            goal.as_deref()
-                .and_then(prompt::extract_fenced_code)
-                .filter(|c| !c.trim().is_empty())
-        });
+        let goal = request.sanitized_goal();
+        let fixed_code = request.exact_code();
         if goal.is_none() && fixed_code.is_none() {
             return Err(AgentError::Empty);
         }
@@ -284,10 +396,12 @@ impl Agent<'_> {
             &schema,
             request.context.clone(),
         )
-        .with_library_versions(versions);
+        .with_library_versions(versions)
+        .with_earlier(request.follows.clone());
         // Start a container while the model writes code (generated code only:
         // exact code is checked before any container exists).
-        let pending = fixed_code.is_none().then(|| self.start_prepare());
+        // A plan starts none.
+        let pending = (fixed_code.is_none() && !request.plan_only).then(|| self.start_prepare());
         Ok(Run {
             request,
             goal,
@@ -301,6 +415,7 @@ impl Agent<'_> {
             clock: Clock::default(),
             fatal: None,
             model_config_error: None,
+            requests_before: self.model.map_or(0, ModelClient::requests_sent),
         })
     }
 
@@ -328,6 +443,9 @@ impl Agent<'_> {
                 .collect(),
             policy: self.policy.origin.as_ref().map(|p| p.display().to_string()),
             usage: TokenUsage::default(),
+            model_requests: 0,
+            prices: self.policy.model.prices,
+            cost_usd: None,
             timings_ms: BTreeMap::new(),
             record: None,
         }
@@ -346,7 +464,14 @@ impl Agent<'_> {
         if attempt.plan.is_some() {
             run.report.plan = attempt.plan.clone();
         }
-        if let Some(next) = self.check(run, attempt, &code) {
+        let checked = self.check(run, attempt, &code);
+        if run.request.plan_only {
+            return match checked {
+                None | Some(Next::NeedsApproval(_)) => Next::Planned,
+                Some(next) => next,
+            };
+        }
+        if let Some(next) = checked {
             return next;
         }
         let job = Job {
@@ -390,7 +515,8 @@ impl Agent<'_> {
                 // A repair follows: start its container now, while the model
                 // writes the fix. A successful run never waits for a
                 // container it does not use.
-                if run.may_repair(attempt.number) && run.pending.is_none() {
+                if run.may_repair(attempt.number) && run.pending.is_none() && !run.request.plan_only
+                {
                     run.pending = Some(self.start_prepare());
                 }
                 false
@@ -402,6 +528,10 @@ impl Agent<'_> {
             Next::NeedsApproval(reason) => {
                 run.report.status = ReportStatus::NeedsApproval;
                 run.report.stop_reason = Some(reason);
+                true
+            }
+            Next::Planned => {
+                run.report.status = ReportStatus::Planned;
                 true
             }
         };
@@ -490,7 +620,12 @@ impl Agent<'_> {
             attempt: attempt.number,
         });
         let t = Instant::now();
-        let handle = run.pending.take().unwrap_or_else(|| self.start_prepare());
+        // Known code without a container started for it: one that preloads
+        // exactly what the code imports.
+        let handle = run.pending.take().unwrap_or_else(|| {
+            let verdict = attempt.verdict.as_ref().expect("checked before it runs");
+            self.sandbox.start_prepare(self.config_for(verdict))
+        });
         let prepared = handle.await.expect("prepare task");
         run.clock.sandbox += t.elapsed();
         let sandbox_failed = |attempt: &mut Attempt, e: &SandboxError| {
@@ -567,7 +702,10 @@ impl Agent<'_> {
             policy: self.policy,
             sandbox: self.sandbox,
             model: self.model,
-            config: self.sandbox_config(),
+            config: match &attempt.verdict {
+                Some(v) => self.config_for(v),
+                None => self.sandbox_config(),
+            },
             job,
             validator: &run.validator,
             prompt: &run.ctx,
@@ -592,9 +730,7 @@ impl Agent<'_> {
     async fn discard_pending(&self, run: &mut Run) {
         if let Some(handle) = run.pending.take() {
             let t = Instant::now();
-            if let Ok(Ok(p)) = handle.await {
-                let _ = p.discard().await;
-            }
+            discard(handle).await;
             run.clock.sandbox += t.elapsed();
         }
     }
@@ -638,8 +774,15 @@ impl Agent<'_> {
             mut report,
             mut clock,
             model_config_error,
+            requests_before,
             ..
         } = run;
+        report.model_requests = self
+            .model
+            .map_or(0, |m| m.requests_sent().saturating_sub(requests_before));
+        report.cost_usd = report
+            .prices
+            .and_then(|p| p.cost(report.usage.input_tokens, report.usage.output_tokens));
         let total = total.elapsed();
         let ms = |d: Duration| d.as_millis() as u64;
         clock.timings.insert("total".into(), ms(total));

@@ -23,6 +23,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
         &["markdown", "model", "policy", "sandbox", "units"],
     ),
     ("validate", &["model"]),
+    // Watch files and the values they track: plain data.
+    ("watch", &["sandbox"]),
     // Input admission: one rule for the CLI, the Action and replay.
     ("admit", &["policy", "sandbox", "units"]),
     ("explain", &["model", "policy", "prompt", "units"]),
@@ -33,6 +35,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "report",
         &["model", "policy", "record", "sandbox", "status"],
     ),
+    // What an answer took from the model: a summary of the report.
+    ("usage", &["report"]),
     // Why a run or a verdict is unusable: below the loop and the checks.
     ("problems", &["policy", "sandbox"]),
     // The checks beyond the schema (repeat, checks, verify): below the loop.
@@ -52,7 +56,9 @@ const ALLOWED: &[(&str, &[&str])] = &[
     // Render knows no GitHub: the approval block comes in its context.
     (
         "render",
-        &["markdown", "record", "report", "policy", "sandbox", "units"],
+        &[
+            "markdown", "record", "report", "policy", "sandbox", "units", "usage",
+        ],
     ),
     (
         "agent",
@@ -100,14 +106,42 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "status",
         ],
     ),
+    // The run's files: committed to the files branch, shown in the thread.
+    (
+        "github::assets",
+        &[
+            "github::client",
+            "github::texts",
+            "github::thread",
+            "policy",
+            "problems",
+            "render",
+            "report",
+            "sandbox",
+        ],
+    ),
+    // A follow-up's earlier answer in the thread, as plain data.
+    (
+        "github::followup",
+        &[
+            "github::client",
+            "github::texts",
+            "github::thread",
+            "record",
+            "replay",
+            "sandbox",
+        ],
+    ),
     // The handlers: request knows no other handler; approval runs a request.
     (
         "github::request",
         &[
             "agent",
             "github::actions_io",
+            "github::assets",
             "github::client",
             "github::event",
+            "github::followup",
             "github::inputs",
             "github::texts",
             "github::thread",
@@ -117,6 +151,28 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "report",
             "sandbox",
             "status",
+            "usage",
+        ],
+    ),
+    // Watches: a handler beside request (it runs the loop per watch).
+    (
+        "github::watch",
+        &[
+            "agent",
+            "github::actions_io",
+            "github::client",
+            "github::inputs",
+            "github::repo",
+            "github::request",
+            "github::texts",
+            "github::thread",
+            "policy",
+            "record",
+            "render",
+            "replay",
+            "report",
+            "status",
+            "watch",
         ],
     ),
     // `/compute replay`: a handler beside request, over the replay service.
@@ -144,19 +200,33 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "status",
         ],
     ),
+    // `/compute plan` and `/compute run`: a handler that runs a request.
+    (
+        "github::plan",
+        &[
+            "github::client",
+            "github::request",
+            "github::texts",
+            "github::thread",
+            "status",
+        ],
+    ),
     (
         "github::action",
         &[
             "github::actions_io",
             "github::approval",
+            "github::plan",
             "github::client",
             "github::command",
             "github::event",
             "github::flow",
+            "github::followup",
             "github::replay",
             "github::request",
             "github::texts",
             "github::thread",
+            "github::watch",
             "model",
             "policy",
             "sandbox",

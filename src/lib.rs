@@ -22,8 +22,10 @@ pub mod sandbox;
 mod secret;
 pub mod status;
 pub mod units;
+pub mod usage;
 pub mod validate;
 mod verify;
+pub mod watch;
 
 #[cfg(test)]
 mod layering;

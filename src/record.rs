@@ -3,7 +3,7 @@
 //! that `compute-bot replay` can repeat the run and check the answer.
 //!
 //! Hashes are hex SHA-256: of the exact code, of each input's bytes, of the
-//! captured stdout (UTF-8 text) and of the result in canonical JSON (object
+//! captured stdout (UTF-8 text), of each file left in `/out` and of the result in canonical JSON (object
 //! keys sorted, no whitespace; see [`canonical_json`]). The policy hash is of
 //! the effective policy (`compute-bot policy check` prints it), so two files
 //! that differ only in comments or defaults hash alike.
@@ -12,6 +12,11 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+mod files;
+
+pub use files::RecordedFile;
+pub(crate) use files::file_differences;
 
 use crate::policy::Policy;
 use crate::sandbox::{BASE_ENV, Limits, Outcome, RuntimeRules, sha256_hex};
@@ -103,6 +108,10 @@ pub struct RunRecord {
     /// Hex SHA-256 of the result in canonical JSON, when a result was read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result_sha256: Option<String>,
+    /// The files the code left in `/out` (name, size, sha256), in the order
+    /// collected; `None` in records written before files were recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files: Option<Vec<RecordedFile>>,
     /// Further runs of the same code (`output.repeat`), in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub repeats: Vec<RepeatRun>,
@@ -116,6 +125,10 @@ pub struct RunRecord {
     /// the fallback); none for exact code.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<crate::model::ModelId>,
+    /// The earlier answer a follow-up built on (its comment's URL); the
+    /// record itself holds everything a replay needs (code hash, inputs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
     /// The result itself, only in a comment's marker and only when small
     /// (so that a replay can show a diff); the report has it in `result`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -208,10 +221,12 @@ impl RunRecord {
             env: env.clone(),
             stdout_sha256: sha256_hex(outcome.stdout.as_bytes()),
             result_sha256: result.map(result_sha256),
+            files: Some(outcome.artifacts.iter().map(RecordedFile::of).collect()),
             repeats: Vec::new(),
             checks: Vec::new(),
             verification: None,
             model: None,
+            parent: None,
             result: None,
         }
     }
@@ -366,6 +381,7 @@ mod tests {
             env: code_env(&BTreeMap::new()),
             stdout_sha256: "ef".repeat(32),
             result_sha256: None,
+            files: None,
             repeats: Vec::new(),
             checks: Vec::new(),
             verification: None,
@@ -374,6 +390,7 @@ mod tests {
                 model: "claude-x".into(),
                 fallback: true,
             }),
+            parent: None,
             result: None,
         };
         let m = r.marker(None);

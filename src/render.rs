@@ -35,11 +35,26 @@ pub struct RenderContext {
     pub marker: Option<String>,
     /// The comment command, for the reproduce line (`/compute` when unset).
     pub command: Option<String>,
-    /// The approval part of a needs-approval report, written by the front
-    /// end that can take an approval (the GitHub comment's is
-    /// `github::texts::approval_for`); it replaces the code and findings.
-    /// Unset, such a report shows its code and findings as any other.
+    /// The approval part of a needs-approval report (or the plan part of a
+    /// planned one), written by the front end that can act on it (the GitHub
+    /// comment's is `github::texts::approval_for` / `github::texts::plan_for`);
+    /// it replaces the code and findings. Unset, such a report shows its code
+    /// and findings as any other.
     pub approval: Option<String>,
+    /// The run's files as the front end shows them (the GitHub front end's
+    /// is `github::assets`: images inline, other files linked); shown after
+    /// the explanation, in place of the mermaid chart when it has an image.
+    pub files: Option<FilesBlock>,
+}
+
+/// The run's files, written as Markdown by a front end that can host them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FilesBlock {
+    /// The Markdown (a heading, images, links, notes).
+    pub markdown: String,
+    /// True when it shows at least one image: the mermaid chart rebuilt
+    /// from the result is left out then.
+    pub has_images: bool,
 }
 
 // ---------------------------------------------------------------- escaping
@@ -68,7 +83,7 @@ fn tail_chars(s: &str, max: usize) -> (String, bool) {
 }
 
 fn short_sha(s: &str) -> &str {
-    &s[..s.len().min(12)]
+    s.get(..s.len().min(12)).unwrap_or(s)
 }
 
 // ---------------------------------------------------------------- budgets
@@ -270,6 +285,7 @@ fn status_heading(report: &Report) -> &'static str {
         ReportStatus::Ok => "✅ compute-bot: result",
         ReportStatus::Failed => "❌ compute-bot: no result",
         ReportStatus::NeedsApproval => "⏸️ compute-bot: needs approval",
+        ReportStatus::Planned => "📝 compute-bot: plan (nothing ran)",
         ReportStatus::Error => "⚠️ compute-bot: configuration error",
     }
 }
@@ -327,19 +343,26 @@ fn render_md(report: &Report, ctx: &RenderContext, b: &Budget, cut_note: Option<
             );
         }
     }
+    if let Some(files) = &ctx.files {
+        s.push('\n');
+        s.push_str(&files.markdown);
+    }
     if let Some(chart) = report
         .result
         .as_ref()
+        .filter(|_| !ctx.files.as_ref().is_some_and(|f| f.has_images))
         .and_then(|r| chart_for(r, report.goal.as_deref()))
     {
         s.push('\n');
         s.push_str(&chart);
     }
     let command = ctx.command.as_deref().unwrap_or("/compute");
-    let approval = ctx
-        .approval
-        .as_deref()
-        .filter(|_| report.status == ReportStatus::NeedsApproval);
+    let approval = ctx.approval.as_deref().filter(|_| {
+        matches!(
+            report.status,
+            ReportStatus::NeedsApproval | ReportStatus::Planned
+        )
+    });
     if let Some(block) = approval {
         s.push('\n');
         s.push_str(block);
@@ -373,11 +396,7 @@ fn render_md(report: &Report, ctx: &RenderContext, b: &Budget, cut_note: Option<
     if let Some(p) = &report.policy {
         foot.push(format!("policy `{}`", p.replace('`', "'")));
     }
-    if let (Some(input), Some(output)) = (report.usage.input_tokens, report.usage.output_tokens)
-        && input + output > 0
-    {
-        foot.push(format!("{input} tokens in, {output} out"));
-    }
+    foot.push(crate::usage::Usage::of(report).line());
     if let Some(m) = report.code_model() {
         foot.push(model_md(&m.model, &m.provider, m.fallback));
     }
@@ -414,6 +433,9 @@ fn status_line(report: &Report) -> String {
                 1000
             ))
         ),
+        ReportStatus::Planned => {
+            format!("**Status:** planned · {attempts} · no container was started")
+        }
         ReportStatus::NeedsApproval => format!(
             "**Status:** needs approval · {attempts} · {}",
             escape_cell(&cut_chars(
@@ -579,6 +601,35 @@ struct Series {
     values: Vec<f64>,
     /// True when labels came from the data (bar chart), false for positions (line).
     labelled: bool,
+    /// True when the labels are points in time (a date field or date-like
+    /// labels): a line, not bars.
+    over_time: bool,
+}
+
+/// Label fields that name a point in time.
+const TIME_KEYS: [&str; 13] = [
+    "year",
+    "quarter",
+    "month",
+    "week",
+    "day",
+    "date",
+    "time",
+    "timestamp",
+    "period",
+    "t",
+    "epoch",
+    "datetime",
+    "hour",
+];
+
+/// True for labels such as `2024`, `2024-01`, `2024-01-05`, `2024/01/05`,
+/// `2024-W03`, `2024Q1` or `2024-01-05T10:00`.
+fn looks_like_date(label: &str) -> bool {
+    let b = label.as_bytes();
+    b.len() >= 4
+        && b[..4].iter().all(u8::is_ascii_digit)
+        && (b.len() == 4 || matches!(b[4], b'-' | b'/' | b'Q' | b'q'))
 }
 
 const LABEL_NUMERIC_KEYS: [&str; 12] = [
@@ -596,6 +647,7 @@ fn series_of(v: &Value, title: &str, hint: Option<&str>) -> Option<Series> {
             labels: (1..=items.len()).map(|i| i.to_string()).collect(),
             values: items.iter().filter_map(Value::as_f64).collect(),
             labelled: false,
+            over_time: false,
         });
     }
     // Records with one label field and one or more numeric fields.
@@ -639,24 +691,28 @@ fn series_of(v: &Value, title: &str, hint: Option<&str>) -> Option<Series> {
         return None;
     }
     let value = pick_value_key(&candidates, hint);
+    let labels: Vec<String> = items
+        .iter()
+        .map(|it| match &it[label.as_str()] {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        })
+        .collect();
+    let over_time = TIME_KEYS.contains(&label.to_ascii_lowercase().as_str())
+        || labels.iter().all(|l| looks_like_date(l));
     Some(Series {
         title: if title == "result" {
             value.clone()
         } else {
             format!("{title}: {value}")
         },
-        labels: items
-            .iter()
-            .map(|it| match &it[label.as_str()] {
-                Value::String(s) => s.clone(),
-                other => other.to_string(),
-            })
-            .collect(),
+        labels,
         values: items
             .iter()
             .filter_map(|it| it[value.as_str()].as_f64())
             .collect(),
         labelled: true,
+        over_time,
     })
 }
 
@@ -779,7 +835,12 @@ fn chart_for(result: &Value, hint: Option<&str>) -> Option<String> {
     let lo = plotted.clone().fold(0.0_f64, f64::min);
     let hi = plotted.fold(0.0_f64, f64::max);
     let hi = if hi == lo { lo + 1.0 } else { hi };
-    let kind = if s.labelled && n <= 30 { "bar" } else { "line" };
+    // Bars compare labelled things; a series over time is a line.
+    let kind = if s.labelled && !s.over_time && n <= 30 {
+        "bar"
+    } else {
+        "line"
+    };
     Some(format!(
         "```mermaid\nxychart-beta\n    title \"{title}\"\n    x-axis {x_axis}\n    y-axis \"{}\" {} --> {}\n    {kind} [{}]\n```\n",
         chart_text(&s.title),
@@ -949,7 +1010,14 @@ fn sandbox_md(o: &Outcome, b: &Budget) -> String {
             .artifacts
             .iter()
             .take(b.items.max(5))
-            .map(|a| format!("`{}` ({})", a.name.replace('`', "'"), ByteSize(a.size)))
+            .map(|a| {
+                format!(
+                    "`{}` ({}, sha256 `{}`)",
+                    a.name.replace('`', "'"),
+                    ByteSize(a.size),
+                    short_sha(&a.sha256)
+                )
+            })
             .collect();
         let _ = writeln!(s, "| Artifacts | {} |", escape_pipes(&arts.join(", ")));
     }
@@ -1019,6 +1087,13 @@ fn audit_md(o: &Outcome, max: usize) -> String {
     s.push_str(&list_md("subprocess attempts", &a.subprocess_attempts, max));
     s.push_str(&list_md("refused", &a.refused, max));
     s.push_str(&list_md("imports", &a.imports, max));
+    if !a.preloaded.is_empty() {
+        s.push_str(&list_md(
+            "preloaded before the code arrived",
+            &a.preloaded,
+            max,
+        ));
+    }
     if a.truncated {
         s.push_str("- _more events happened than were kept_\n");
     }
@@ -1091,6 +1166,7 @@ pub(crate) fn text(report: &Report) -> String {
     if let Some(sha) = &report.code_sha256 {
         let _ = writeln!(s, "\ncode sha256: {sha}");
     }
+    let _ = writeln!(s, "usage: {}", crate::usage::Usage::of(report).line());
     if let Some(v) = &report.verdict {
         for f in &v.findings {
             let _ = writeln!(

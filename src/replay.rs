@@ -1,7 +1,7 @@
 //! Replaying a recorded run: check the preconditions (the code, every input
 //! and the image hash to what the record says), re-run exactly the recorded
 //! code with the recorded limits, rules and environment, and compare the
-//! stdout and result hashes.
+//! stdout, result and file hashes (a file that differs is named).
 //!
 //! Used by `compute-bot replay` (src/cli/replay.rs) and by `/compute replay`
 //! in a GitHub thread (src/github/replay.rs).
@@ -17,7 +17,8 @@ use crate::admit::{Allow, Workspace, admit_one};
 use crate::record::{RunRecord, result_sha256};
 use crate::report::Report;
 use crate::sandbox::{
-    BASE_ENV, Executor, InputFile, Job, Outcome, Runtime, SandboxConfig, SandboxError, sha256_hex,
+    BASE_ENV, DEFAULT_PRELOAD, Executor, InputFile, Job, Outcome, Runtime, SandboxConfig,
+    SandboxError, sha256_hex,
 };
 use crate::verify::differences;
 
@@ -437,6 +438,10 @@ pub(crate) async fn replay(
         limits: record.limits.clone(),
         env: extra_env,
         runtime,
+        // The modules a run preloads by default (the record does not say
+        // which were preloaded; preloading changes nothing the code may do,
+        // only how long its imports take — matplotlib alone takes seconds).
+        preload: DEFAULT_PRELOAD.iter().map(|m| m.to_string()).collect(),
         ..Default::default()
     };
     let job = Job {
@@ -497,6 +502,10 @@ fn judge(
             "stdout sha256: recorded {}, replay {}",
             record.stdout_sha256, stdout_sha256
         ));
+    }
+    // Records from before files were recorded compare no files.
+    if let Some(files) = &record.files {
+        diffs.extend(crate::record::file_differences(files, &outcome.artifacts));
     }
     let reproduced = diffs.is_empty();
     ReplayVerdict {

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::model::{ModelId, TokenUsage};
-use crate::policy::{Policy, Verdict};
+use crate::policy::{Policy, Prices, Verdict};
 use crate::record::{RecordedInput, RunRecord};
 use crate::sandbox::{Executor, Outcome, Runtime};
 
@@ -20,6 +20,8 @@ pub enum ReportStatus {
     Failed,
     /// The code waits for a human approval.
     NeedsApproval,
+    /// A plan only (`/compute plan`): code and verdict, nothing ran.
+    Planned,
     /// A configuration error stopped the request (e.g. the model provider
     /// refused the key or the model name); `stop_reason` says what to fix.
     Error,
@@ -32,6 +34,7 @@ impl ReportStatus {
             ReportStatus::Ok => "ok",
             ReportStatus::Failed => "failed",
             ReportStatus::NeedsApproval => "needs approval",
+            ReportStatus::Planned => "planned",
             ReportStatus::Error => "error",
         }
     }
@@ -50,6 +53,7 @@ impl From<ReportStatus> for crate::status::Status {
             ReportStatus::Ok => Status::Ok,
             ReportStatus::Failed => Status::Failed,
             ReportStatus::NeedsApproval => Status::NeedsApproval,
+            ReportStatus::Planned => Status::Planned,
             ReportStatus::Error => Status::Error,
         }
     }
@@ -125,6 +129,17 @@ pub struct Report {
     pub policy: Option<String>,
     /// Tokens used in all model calls.
     pub usage: TokenUsage,
+    /// HTTP requests sent to the model providers for this report (retries,
+    /// failed requests and the fallback's included).
+    #[serde(default)]
+    pub model_requests: u64,
+    /// The policy's prices (`model.prices`), when it sets them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prices: Option<Prices>,
+    /// Dollars the tokens cost at `prices`; `None` without prices or when a
+    /// token count is unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
     /// Milliseconds spent per stage (`generate`, `check`, `execute`,
     /// `validate`, `explain`), in all (`total`), waiting on the model
     /// (`model`: the calls, retries included) and on the sandbox (`sandbox`:

@@ -11,6 +11,8 @@ pub enum Status {
     Ok,
     /// The code waits for a human approval.
     NeedsApproval,
+    /// A plan (`/compute plan`): the code and its verdict are shown, nothing ran.
+    Planned,
     /// An event or comment the bot does not act on, or a usage reply.
     Ignored,
     /// The commenter may not do what they asked; nothing ran.
@@ -41,9 +43,10 @@ pub(crate) enum Front {
 impl Status {
     /// Every status, for tables and tests.
     #[cfg(test)]
-    const ALL: [Status; 8] = [
+    const ALL: [Status; 9] = [
         Status::Ok,
         Status::NeedsApproval,
+        Status::Planned,
         Status::Ignored,
         Status::Refused,
         Status::Denied,
@@ -57,6 +60,7 @@ impl Status {
         match self {
             Status::Ok => "ok",
             Status::NeedsApproval => "needs_approval",
+            Status::Planned => "planned",
             Status::Ignored => "ignored",
             Status::Refused => "refused",
             Status::Denied => "denied",
@@ -72,7 +76,10 @@ impl Status {
     /// terminal, 130 interrupted.
     pub(crate) const fn exit_code(self, front: Front) -> i32 {
         match (self, front) {
-            (Status::Ok | Status::Ignored | Status::Refused | Status::Denied, _) => 0,
+            (
+                Status::Ok | Status::Planned | Status::Ignored | Status::Refused | Status::Denied,
+                _,
+            ) => 0,
             (Status::NeedsApproval, Front::Action) => 0,
             (Status::NeedsApproval, Front::Cli) => 3,
             (Status::Failed, _) => 1,

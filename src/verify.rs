@@ -275,8 +275,13 @@ async fn run_checks(
         inputs: Vec::new(),
         rules: RuntimeRules::default(),
     };
+    // The check program imports only `json`: nothing to preload.
+    let cfg = SandboxConfig {
+        preload: Vec::new(),
+        ..cfg.clone()
+    };
     let outcome = sandbox
-        .run(cfg, &job)
+        .run(&cfg, &job)
         .await
         .map_err(|e| format!("the sandbox failed: {e}"))?;
     if let Some(p) = outcome_problem(&outcome) {
@@ -365,8 +370,13 @@ async fn verify_independent(
         code,
         ..input.job.clone()
     };
+    // The second program preloads what it imports, not what the first did.
+    let config = SandboxConfig {
+        preload: crate::sandbox::preload_for(verdict.imports(), &input.policy.sandbox.preload),
+        ..input.config.clone()
+    };
     let t = Instant::now();
-    let outcome = input.sandbox.run(&input.config, &job).await;
+    let outcome = input.sandbox.run(&config, &job).await;
     *sandbox_time += t.elapsed();
     match outcome
         .map_err(|e| format!("the sandbox failed: {e}"))

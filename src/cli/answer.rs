@@ -149,6 +149,7 @@ pub(crate) async fn answer_command(args: RunArgs, session: &Session) -> Status {
         context: None,
         // The terminal has no approval step: escalated code stops (exit 3).
         approved_sha256: None,
+        ..Request::default()
     };
     // The provider refusing the key, model or quota mid-run is a
     // configuration error (exit 2); the report so far is still printed.
@@ -172,12 +173,26 @@ pub(crate) async fn answer_command(args: RunArgs, session: &Session) -> Status {
         .map(|a| (a.file.name.clone(), a.path.clone()))
         .collect();
     report.set_input_paths(&paths);
+    let files = match (&args.artifacts, &report.outcome) {
+        (Some(dir), Some(o)) if !o.artifacts.is_empty() => {
+            super::files::write_and_link(&o.artifacts, dir)
+                .map_err(|e| eprintln!("error: {e}"))
+                .ok()
+        }
+        _ => None,
+    };
     match args.format {
         Format::Json => println!(
             "{}",
             serde_json::to_string_pretty(&report).expect("report serializes")
         ),
-        Format::Markdown => print!("{}", render::markdown(&report, &RenderContext::default())),
+        Format::Markdown => {
+            let ctx = RenderContext {
+                files,
+                ..RenderContext::default()
+            };
+            print!("{}", render::markdown(&report, &ctx))
+        }
         Format::Text => print!("{}", render::text(&report)),
     }
     status

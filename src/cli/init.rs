@@ -1,9 +1,11 @@
 //! `compute-bot init [DIR] [--force]`: adds the bot to a repository by writing
-//! `.github/workflows/compute.yml` (comment and manual triggers) and
-//! `.github/compute-bot.yml` (a commented policy), then prints the next steps.
+//! `.github/workflows/compute.yml` (comment and manual triggers),
+//! `.github/workflows/compute-watches.yml` (the watches: schedule, manual
+//! and pull_request triggers), `.github/compute-bot.yml` (a commented policy)
+//! and a sample watch `.github/compute/sales.yml`, then prints the next steps.
 //!
 //! Nothing is written outside a git repository, and nothing is overwritten
-//! without `--force`: either both files are written or none.
+//! without `--force`: either all files are written or none.
 
 use std::path::{Path, PathBuf};
 
@@ -13,11 +15,19 @@ use crate::status::Status;
 
 /// The workflow `init` writes (also `examples/workflows/compute.yml`, linted by CI).
 const WORKFLOW: &str = include_str!("../../examples/workflows/compute.yml");
+/// The watches workflow `init` writes (also `examples/workflows/compute-watches.yml`).
+const WATCHES_WORKFLOW: &str = include_str!("../../examples/workflows/compute-watches.yml");
+/// The sample watch `init` writes (also `examples/compute/sales.yml`).
+const SAMPLE_WATCH: &str = include_str!("../../examples/compute/sales.yml");
 /// The policy `init` writes (also `examples/compute-bot.yml`).
 const POLICY: &str = include_str!("../../examples/compute-bot.yml");
 
 /// Where the workflow goes, relative to the repository root.
 const WORKFLOW_PATH: &str = ".github/workflows/compute.yml";
+/// Where the watches workflow goes.
+const WATCHES_WORKFLOW_PATH: &str = ".github/workflows/compute-watches.yml";
+/// Where the sample watch goes: the folder the action reads by default.
+const SAMPLE_WATCH_PATH: &str = ".github/compute/sales.yml";
 /// Where the policy goes: the path the action reads by default.
 const POLICY_PATH: &str = ".github/compute-bot.yml";
 
@@ -66,8 +76,14 @@ fn init(dir: &Path, args: &InitArgs) -> Result<String, String> {
             dir.display()
         )
     })?;
-    let workflow = workflow_text(args)?;
-    let targets = [(WORKFLOW_PATH, workflow.as_str()), (POLICY_PATH, POLICY)];
+    let workflow = workflow_text(WORKFLOW, args)?;
+    let watches = workflow_text(WATCHES_WORKFLOW, args)?;
+    let targets = [
+        (WORKFLOW_PATH, workflow.as_str()),
+        (WATCHES_WORKFLOW_PATH, watches.as_str()),
+        (POLICY_PATH, POLICY),
+        (SAMPLE_WATCH_PATH, SAMPLE_WATCH),
+    ];
     let existing: Vec<String> = targets
         .iter()
         .map(|(p, _)| root.join(p))
@@ -93,8 +109,8 @@ fn init(dir: &Path, args: &InitArgs) -> Result<String, String> {
 }
 
 /// The workflow with the pinned action and sandbox image filled in, when given.
-fn workflow_text(args: &InitArgs) -> Result<String, String> {
-    let mut w = WORKFLOW.to_string();
+fn workflow_text(workflow: &str, args: &InitArgs) -> Result<String, String> {
+    let mut w = workflow.to_string();
     if let Some(action) = &args.action {
         let (reference, version) = action.split_once(" # ").unwrap_or((action, "pinned"));
         let ok = reference.split_once('@').is_some_and(|(repo, sha)| {
@@ -125,7 +141,7 @@ fn workflow_text(args: &InitArgs) -> Result<String, String> {
 
 fn next_steps(root: &Path, args: &InitArgs) -> String {
     let mut s = format!(
-        "wrote {WORKFLOW_PATH} and {POLICY_PATH} in {}\n\nNext steps:\n",
+        "wrote {WORKFLOW_PATH}, {WATCHES_WORKFLOW_PATH}, {POLICY_PATH} and {SAMPLE_WATCH_PATH} in {}\n\nNext steps:\n",
         root.display()
     );
     let mut n = 0;
@@ -135,7 +151,7 @@ fn next_steps(root: &Path, args: &InitArgs) -> String {
     };
     if args.action.is_none() || args.sandbox_image.is_none() {
         step(format!(
-            "Pin the release you use in {WORKFLOW_PATH}: replace `OWNER/compute-bot@000…` and `ghcr.io/OWNER/compute-bot-sandbox@sha256:000…` with the two lines of the release notes (or rerun with --force --action … --sandbox-image …)."
+            "Pin the release you use in {WORKFLOW_PATH} and {WATCHES_WORKFLOW_PATH}: replace `OWNER/compute-bot@000…` and `ghcr.io/OWNER/compute-bot-sandbox@sha256:000…` with the two lines of the release notes (or rerun with --force --action … --sandbox-image …)."
         ));
     }
     step(format!(
@@ -145,7 +161,10 @@ fn next_steps(root: &Path, args: &InitArgs) -> String {
         "Pick the model in {WORKFLOW_PATH} (`provider`, `model`, `base_url`) and add its key as the secret COMPUTE_BOT_API_KEY: `gh secret set COMPUTE_BOT_API_KEY` (without a model only ```python blocks run)."
     ));
     step(format!(
-        "Commit and push to the default branch: `git add {WORKFLOW_PATH} {POLICY_PATH} && git commit -m 'Add compute-bot' && git push`; then comment `/compute <goal>` on an issue."
+        "Edit the sample watch {SAMPLE_WATCH_PATH} (its code, inputs, checks and `issue`) or delete it; check the watches with `compute-bot watch check .github/compute`."
+    ));
+    step(format!(
+        "Commit and push to the default branch: `git add {WORKFLOW_PATH} {WATCHES_WORKFLOW_PATH} {POLICY_PATH} {SAMPLE_WATCH_PATH} && git commit -m 'Add compute-bot' && git push`; then comment `/compute <goal>` on an issue."
     ));
     s
 }

@@ -6,9 +6,12 @@
 
 mod answer;
 mod doctor;
+mod files;
 mod init;
 mod replay;
 mod run;
+mod unchecked;
+mod watch;
 
 use std::path::{Path, PathBuf};
 
@@ -48,6 +51,9 @@ enum Command {
     Init(init::InitArgs),
     /// Check Docker, the sandbox image, the runtime, the policy, the model and the token.
     Doctor(doctor::DoctorArgs),
+    /// Watch files (`.github/compute/*.yml`): check them.
+    #[command(subcommand)]
+    Watch(watch::WatchCommand),
 }
 
 /// `compute-bot policy ...`
@@ -135,6 +141,13 @@ struct RunArgs {
     /// (gVisor). Default: the policy's, else COMPUTE_BOT_RUNTIME, else runc.
     #[arg(long, value_enum)]
     runtime: Option<crate::sandbox::Runtime>,
+    /// Run the --code file with no policy: no static check and no runtime
+    /// refusals, only the container (network none, read-only root, no
+    /// capabilities, non-root, limits, seccomp or gVisor). For probing the
+    /// sandbox itself; the output says so first, the JSON has
+    /// "unchecked": true. Not with --goal, --policy, --schema, --repeat.
+    #[arg(long)]
+    unchecked: bool,
     /// Write the files the code left in /out into this directory.
     #[arg(long, value_name = "DIR")]
     artifacts: Option<PathBuf>,
@@ -229,6 +242,7 @@ pub async fn main() -> Exit {
             Command::Action => crate::github::action::run_from_process_env(&session).await,
             Command::Init(args) => Exit::cli(init::init_command(&args)),
             Command::Doctor(args) => Exit::cli(doctor::doctor_command(&args).await),
+            Command::Watch(cmd) => Exit::cli(watch::watch_command(&cmd)),
             Command::Replay(args) => Exit::cli(status_from_code(
                 replay::replay_command(*args, &session).await,
             )),

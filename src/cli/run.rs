@@ -5,32 +5,21 @@ use std::path::Path;
 use crate::policy::Policy;
 use crate::sandbox::{Job, Outcome, RunStatus, SandboxConfig, Session};
 
-use super::{Format, RunArgs, admit_inputs, read_code, resolve_runtime, usage};
+use super::{Format, RunArgs, admit_inputs, read_code, resolve_runtime, unchecked, usage};
 use crate::status::Status;
 
 /// Writes the artifacts of an outcome into `dir`.
 fn write_artifacts(outcome: &Outcome, dir: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)?;
-    for a in &outcome.artifacts {
-        let rel = Path::new(&a.name);
-        if rel.is_absolute()
-            || rel
-                .components()
-                .any(|c| !matches!(c, std::path::Component::Normal(_)))
-        {
-            continue;
-        }
-        let path = dir.join(rel);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)?;
-        }
-        std::fs::write(path, &a.bytes)?;
-    }
-    Ok(())
+    crate::sandbox::write_files(&outcome.artifacts, dir).map(|_| ())
 }
 
 /// Runs `compute-bot run` and returns how it ended.
 pub(crate) async fn run_command(args: RunArgs, session: &Session) -> Status {
+    if args.unchecked
+        && let Some(e) = unchecked::conflict(&args)
+    {
+        return usage(&e);
+    }
     if args.goal.is_some()
         || args.policy.is_some()
         || args.schema.is_some()
@@ -82,29 +71,39 @@ pub(crate) async fn run_command(args: RunArgs, session: &Session) -> Status {
     if let Some(p) = args.pids {
         cfg.limits.pids = p;
     }
-    let verdict = crate::policy::check_code(&policy, &code);
-    if verdict.decision != crate::policy::Decision::Allow {
-        if args.format == Format::Json {
-            let v = serde_json::json!({"status": "not_run", "policy": "built-in default", "verdict": verdict});
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&v).expect("verdict serializes")
-            );
-        } else {
-            eprint!(
-                "the built-in policy did not let this code run (pass --policy FILE to use another):\n{}",
-                crate::policy::cli::render_text(&verdict)
-            );
+    // Unchecked: no static check and (below) no runtime rules; the inputs
+    // are still admitted (that protects the host, not a policy rule).
+    if args.unchecked {
+        unchecked::warn(args.format == Format::Json);
+    } else {
+        let verdict = crate::policy::check_code(&policy, &code);
+        if verdict.decision != crate::policy::Decision::Allow {
+            if args.format == Format::Json {
+                let v = serde_json::json!({"status": "not_run", "policy": "built-in default", "verdict": verdict});
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&v).expect("verdict serializes")
+                );
+            } else {
+                eprint!(
+                    "the built-in policy did not let this code run (pass --policy FILE to use another):\n{}",
+                    crate::policy::cli::render_text(&verdict)
+                );
+            }
+            return match verdict.decision {
+                crate::policy::Decision::Escalate => Status::NeedsApproval,
+                _ => Status::Failed,
+            };
         }
-        return match verdict.decision {
-            crate::policy::Decision::Escalate => Status::NeedsApproval,
-            _ => Status::Failed,
-        };
     }
     let job = Job {
         code,
         inputs,
-        rules: policy.runtime_rules(),
+        rules: if args.unchecked {
+            unchecked::rules()
+        } else {
+            policy.runtime_rules()
+        },
     };
     // Dropped (Ctrl-C, SIGTERM), the run's container goes when `cli::main`
     // closes the session.
@@ -123,10 +122,16 @@ pub(crate) async fn run_command(args: RunArgs, session: &Session) -> Status {
         eprintln!("error: could not write artifacts to {}: {e}", dir.display());
     }
     match args.format {
-        Format::Json => println!(
-            "{}",
-            serde_json::to_string_pretty(&outcome).expect("outcome serializes")
-        ),
+        Format::Json => {
+            let mut v = serde_json::to_value(&outcome).expect("outcome serializes");
+            if args.unchecked {
+                v = unchecked::mark(v);
+            }
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&v).expect("outcome serializes")
+            )
+        }
         Format::Text | Format::Markdown => print!("{}", outcome_text(&outcome)),
     }
     if outcome.exit_code == Some(0) && !outcome.timed_out && !outcome.oom_killed {

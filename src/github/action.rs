@@ -57,6 +57,8 @@ use crate::github::client::{GitHub, Reaction};
 use crate::github::command::Command;
 use crate::github::event::{ActionEnv, Trigger};
 use crate::github::flow::{self, Screened};
+use crate::github::followup::find_parent;
+use crate::github::plan::{plan, run_plan};
 use crate::github::request::{Job, execute};
 use crate::github::texts;
 use crate::github::thread::{Ctx, Published, Stop, Thread, conclude, end_quietly, log_annotation};
@@ -237,6 +239,8 @@ async fn run(vars: &BTreeMap<String, String>, session: &Session) -> Exit {
             let end = execute(&ctx, &mut thread, job).await;
             conclude(&ctx, thread, end).await
         }
+        (Trigger::Watches { names }, _) => super::watch::run_watches(&ctx, &names).await,
+        (Trigger::PullRequest { number }, _) => super::watch::on_pull_request(&ctx, number).await,
         (_, _) => ignore(&env, "nothing to do"),
     }
 }
@@ -317,7 +321,11 @@ fn load_policy(env: &ActionEnv) -> Result<Policy, PolicyError> {
 /// replay a result.
 fn act(command: &Command) -> Act {
     match command {
-        Command::Run { .. } | Command::Replay => Act::Run,
+        Command::Run { .. }
+        | Command::Plan { .. }
+        | Command::RunPlan { .. }
+        | Command::Replay
+        | Command::Watch { .. } => Act::Run,
         Command::Approve { .. } => Act::Approve,
         Command::Deny => Act::Deny,
     }
@@ -374,8 +382,15 @@ async fn on_comment(
         return Ok(Published::reply(Status::Refused, &text, Reaction::MinusOne));
     }
     let inputs = command.inputs();
+    let planning = matches!(command, Command::Plan { .. });
     match command {
         Command::Run {
+            options,
+            goal,
+            context,
+            code,
+        }
+        | Command::Plan {
             options,
             goal,
             context,
@@ -403,20 +418,31 @@ async fn on_comment(
                     ),
                 );
             }
+            // A follow-up links or quotes the answer it builds on.
+            let text = format!("{goal}\n{context}");
             let job = Job {
                 goal: Some(goal).filter(|g| !g.trim().is_empty()),
                 code,
                 context: Some(context).filter(|c| !c.trim().is_empty()),
                 inputs,
+                parent: find_parent(ctx, issue, &text).await,
                 ..Job::default()
             };
-            execute(ctx, thread, job).await
+            if planning {
+                plan(ctx, thread, job).await
+            } else {
+                execute(ctx, thread, job).await
+            }
+        }
+        Command::RunPlan { sha256_prefix } => {
+            run_plan(ctx, thread, issue, author, sha256_prefix.as_deref()).await
         }
         Command::Approve { sha256_prefix } => {
             approve(ctx, thread, issue, author, sha256_prefix.as_deref()).await
         }
         Command::Deny => deny(ctx, issue, author).await,
         Command::Replay => super::replay::replay_in_thread(ctx, issue).await,
+        Command::Watch { name } => super::watch::watch_file_in_thread(ctx, issue, &name).await,
     }
 }
 

@@ -18,7 +18,7 @@ fn random_token() -> String {
 /// The step outputs the action declares.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Outputs {
-    /// `ok`, `failed`, `needs_approval`, `refused`, `denied`, `ignored` or `error`.
+    /// `ok`, `failed`, `needs_approval`, `planned`, `refused`, `denied`, `ignored` or `error`.
     pub(crate) status: String,
     /// The result as JSON (`null` when there is none).
     pub(crate) result: Option<serde_json::Value>,
@@ -28,6 +28,8 @@ pub struct Outputs {
     pub(crate) code_sha256: Option<String>,
     /// Path of the JSON report file.
     pub(crate) report_path: Option<String>,
+    /// What the answer took from the model ([`crate::usage::Usage::json`]).
+    pub(crate) usage: Option<String>,
 }
 
 /// The most the `result` output may take, in bytes as GitHub counts outputs
@@ -92,6 +94,7 @@ impl Outputs {
             ),
             ("code_sha256", self.code_sha256.clone().unwrap_or_default()),
             ("report_path", self.report_path.clone().unwrap_or_default()),
+            ("usage", self.usage.clone().unwrap_or_default()),
         ]
     }
 }
@@ -247,6 +250,7 @@ mod tests {
             comment_id: Some(5),
             code_sha256: Some("ab".into()),
             report_path: None,
+            usage: None,
         };
         write_outputs(&p, &o.pairs()).unwrap();
         let text = std::fs::read_to_string(&p).unwrap();

@@ -98,6 +98,7 @@ pub(crate) async fn approve(
             sha256: code.sha256,
             request_url: comment.html_url,
         }),
+        ..Job::default()
     };
     execute(ctx, thread, job).await
 }

@@ -88,6 +88,9 @@ pub struct CommentInfo {
     author_is_bot: bool,
     /// The comment's web address.
     pub(crate) html_url: String,
+    /// True when GitHub says it was changed after it was written
+    /// (`updated_at` later than `created_at`; both have one-second precision).
+    pub(crate) edited: bool,
 }
 
 impl From<Comment> for CommentInfo {
@@ -98,6 +101,7 @@ impl From<Comment> for CommentInfo {
             author_is_bot: is_bot(&c.user.login, Some(&c.user.r#type)),
             author_login: c.user.login,
             html_url: c.html_url.to_string(),
+            edited: c.updated_at.is_some_and(|u| u > c.created_at),
         }
     }
 }

@@ -1,5 +1,6 @@
 //! The comment command: `/compute [key=value ...] <goal>`, extra context on the
-//! following lines, and optionally a fenced python block with the exact code.
+//! following lines, and optionally a fenced python block with the exact code;
+//! `/compute plan ...` the same, to plan only; `/compute run` to run the plan.
 
 use std::collections::BTreeMap;
 
@@ -29,13 +30,38 @@ pub enum Command {
     Deny,
     /// `/compute replay`: replay the newest result in the thread and post the verdict.
     Replay,
+    /// `/compute plan <goal>`: the plan, the exact code, its verdict and its
+    /// sha256 are posted; nothing runs. Its fields are those of
+    /// [`Command::Run`] (`plan` is followed by the same options and goal).
+    Plan {
+        /// `key=value` options written after `plan`.
+        options: BTreeMap<String, String>,
+        /// The goal.
+        goal: String,
+        /// The following lines, without the code block, trimmed.
+        context: String,
+        /// The first fenced python block anywhere in the comment.
+        code: Option<String>,
+    },
+    /// `/compute run [<sha256 prefix>]`: run exactly the code of the newest
+    /// plan in the thread (only when its sha256 starts with the prefix, if given).
+    RunPlan {
+        /// The lower-case sha256 prefix written after `run`, if any.
+        sha256_prefix: Option<String>,
+    },
+    /// `/compute watch <name>`: post the watch file that keeps running the
+    /// exact code of the newest result in the thread.
+    Watch {
+        /// The watch's name as written.
+        name: String,
+    },
 }
 
 impl Command {
     /// The `inputs=` option as a list of paths (comma-separated, blanks dropped).
     pub(crate) fn inputs(&self) -> Vec<String> {
         match self {
-            Command::Run { options, .. } => options
+            Command::Run { options, .. } | Command::Plan { options, .. } => options
                 .get("inputs")
                 .map(|v| crate::github::event::split_list(v))
                 .unwrap_or_default(),
@@ -68,8 +94,14 @@ pub fn parse(body: &str, prefix: &str) -> Option<Command> {
         return None;
     }
     let after = after.trim();
+    // `plan` first: the rest is a request to plan, not to run.
+    let (planning, after) = match after.split_once(char::is_whitespace) {
+        Some((w, rest)) if w.eq_ignore_ascii_case("plan") => (true, rest.trim()),
+        None if after.eq_ignore_ascii_case("plan") => (true, ""),
+        _ => (false, after),
+    };
     let (options, goal) = parse_options(after);
-    if options.is_empty() {
+    if options.is_empty() && !planning {
         let lower = goal.to_ascii_lowercase();
         let words: Vec<&str> = lower.split_whitespace().collect();
         match words.as_slice() {
@@ -87,7 +119,26 @@ pub fn parse(body: &str, prefix: &str) -> Option<Command> {
                 });
             }
             ["deny"] => return Some(Command::Deny),
+            ["run"] => {
+                return Some(Command::RunPlan {
+                    sha256_prefix: None,
+                });
+            }
+            ["run", hash]
+                if (8..=64).contains(&hash.len())
+                    && hash.chars().all(|c| c.is_ascii_hexdigit()) =>
+            {
+                return Some(Command::RunPlan {
+                    sha256_prefix: Some(hash.to_string()),
+                });
+            }
             ["replay"] => return Some(Command::Replay),
+            ["watch", _] => {
+                let name = goal.split_whitespace().nth(1).unwrap_or_default();
+                return Some(Command::Watch {
+                    name: name.to_string(),
+                });
+            }
             _ => {}
         }
     }
@@ -100,11 +151,21 @@ pub fn parse(body: &str, prefix: &str) -> Option<Command> {
         }
         None => (None, rest.to_string()),
     };
-    Some(Command::Run {
-        options,
-        goal: goal.to_string(),
-        context: context.trim().to_string(),
-        code,
+    let (goal, context) = (goal.to_string(), context.trim().to_string());
+    Some(if planning {
+        Command::Plan {
+            options,
+            goal,
+            context,
+            code,
+        }
+    } else {
+        Command::Run {
+            options,
+            goal,
+            context,
+            code,
+        }
     })
 }
 
@@ -196,6 +257,62 @@ mod tests {
     }
 
     #[test]
+    fn plan_takes_a_goal_and_run_alone_runs_the_plan() {
+        let body = "/compute plan inputs=data/a.csv mean amount\nper day\n```python\nprint(1)\n```";
+        match parse(body, "/compute") {
+            Some(Command::Plan {
+                options,
+                goal,
+                context,
+                code,
+            }) => {
+                assert_eq!(options["inputs"], "data/a.csv");
+                assert_eq!(goal, "mean amount");
+                assert_eq!(context, "per day");
+                assert_eq!(code.as_deref(), Some("print(1)\n"));
+            }
+            other => panic!("expected Plan, got {other:?}"),
+        }
+        assert_eq!(
+            parse("/compute plan", "/compute"),
+            Some(Command::Plan {
+                options: BTreeMap::new(),
+                goal: String::new(),
+                context: String::new(),
+                code: None,
+            })
+        );
+        assert!(
+            parse("/compute PLAN mean", "/compute")
+                .unwrap()
+                .inputs()
+                .is_empty()
+                && matches!(parse("/compute PLAN mean", "/compute"), Some(Command::Plan { goal, .. }) if goal == "mean")
+        );
+        assert!(
+            matches!(parse("/compute planets by mass", "/compute"), Some(Command::Run { goal, .. }) if goal == "planets by mass")
+        );
+        assert_eq!(
+            parse("/compute run", "/compute"),
+            Some(Command::RunPlan {
+                sha256_prefix: None
+            })
+        );
+        assert_eq!(
+            parse("/compute Run ABCDEF0123", "/compute"),
+            Some(Command::RunPlan {
+                sha256_prefix: Some("abcdef0123".into())
+            })
+        );
+        // `run` with words after it is a goal, as before.
+        assert_eq!(run("/compute run the numbers").1, "run the numbers");
+        // `plan run` plans the goal "run".
+        assert!(
+            matches!(parse("/compute plan run", "/compute"), Some(Command::Plan { goal, .. }) if goal == "run")
+        );
+    }
+
+    #[test]
     fn prefix_must_be_a_whole_word() {
         assert!(parse("/computer do it", "/compute").is_none());
         assert!(parse("please /compute x", "/compute").is_none());
@@ -265,6 +382,20 @@ mod tests {
         }
         assert!(matches!(
             parse("/compute approve the budget", "/compute"),
+            Some(Command::Run { .. })
+        ));
+    }
+
+    #[test]
+    fn watch_takes_one_name() {
+        assert_eq!(
+            parse("/compute watch Weekly-Sales\nkeep this", "/compute"),
+            Some(Command::Watch {
+                name: "Weekly-Sales".into()
+            })
+        );
+        assert!(matches!(
+            parse("/compute watch the sales numbers", "/compute"),
             Some(Command::Run { .. })
         ));
     }

@@ -102,6 +102,11 @@ pub struct ActionInputs {
     pub inputs: Vec<String>,
     /// `INPUT_ISSUE`: where to post for dispatch and schedule runs.
     pub issue: Option<u64>,
+    /// `INPUT_WATCHES`: the folder of watch files (default `.github/compute`).
+    pub watches: Option<String>,
+    /// `INPUT_WATCH`: the watches to run (comma- or newline-separated names;
+    /// none: every watch).
+    pub watch: Vec<String>,
 }
 
 /// The parts of the Actions environment the bot uses.
@@ -191,6 +196,8 @@ impl ActionInputs {
                 .map(split_list)
                 .unwrap_or_default(),
             issue,
+            watches: s("INPUT_WATCHES"),
+            watch: get(vars, "INPUT_WATCH").map(split_list).unwrap_or_default(),
         })
     }
 }
@@ -333,6 +340,18 @@ pub enum Trigger {
         /// Where to post the result.
         issue: Option<u64>,
     },
+    /// A `schedule` or `workflow_dispatch` run without a goal or code: run
+    /// the repository's watches.
+    Watches {
+        /// The watches named by the `watch` input (none: every watch).
+        names: Vec<String>,
+    },
+    /// A `pull_request` event (`opened`, `synchronize`, `reopened`): run the
+    /// watches whose inputs the pull request changes.
+    PullRequest {
+        /// The pull request number.
+        number: u64,
+    },
     /// Nothing to do; exit 0 with a notice.
     Ignored {
         /// Why (for the notice).
@@ -404,7 +423,16 @@ impl Trigger {
                         }
                     })?),
                 };
-                need_goal_or_code("workflow_dispatch", &goal, &code)?;
+                if no_goal_or_code(&goal, &code) {
+                    let names = if env.inputs.watch.is_empty() {
+                        payload_input(&payload, "watch")
+                            .map(|s| split_list(&s))
+                            .unwrap_or_default()
+                    } else {
+                        env.inputs.watch.clone()
+                    };
+                    return Ok(Trigger::Watches { names });
+                }
                 Ok(Trigger::Dispatch {
                     goal,
                     code,
@@ -414,7 +442,11 @@ impl Trigger {
             }
             "schedule" => {
                 let i = &env.inputs;
-                need_goal_or_code("schedule", &i.goal, &i.code)?;
+                if no_goal_or_code(&i.goal, &i.code) {
+                    return Ok(Trigger::Watches {
+                        names: i.watch.clone(),
+                    });
+                }
                 Ok(Trigger::Schedule {
                     goal: i.goal.clone(),
                     code: i.code.clone(),
@@ -422,12 +454,34 @@ impl Trigger {
                     issue: i.issue,
                 })
             }
+            "pull_request" => Self::pull_request(env),
             other => Ok(Trigger::Ignored {
                 reason: format!(
-                    "compute-bot does not handle `{other}` events (it handles issue_comment, workflow_dispatch and schedule)"
+                    "compute-bot does not handle `{other}` events (it handles issue_comment, workflow_dispatch, schedule and pull_request)"
                 ),
             }),
         }
+    }
+
+    fn pull_request(env: &ActionEnv) -> Result<Trigger, EventError> {
+        let payload = read_event_file(&env.event_path)?;
+        let field = |f: &str| EventError::Field {
+            path: env.event_path.clone(),
+            event: "pull_request".into(),
+            field: f.into(),
+        };
+        let action = pointer_str(&payload, "/action").ok_or_else(|| field("action"))?;
+        if !matches!(action, "opened" | "synchronize" | "reopened") {
+            return Ok(Trigger::Ignored {
+                reason: format!("pull_request action `{action}` is not handled"),
+            });
+        }
+        let number = payload
+            .pointer("/pull_request/number")
+            .or_else(|| payload.get("number"))
+            .and_then(Value::as_u64)
+            .ok_or_else(|| field("pull_request.number"))?;
+        Ok(Trigger::PullRequest { number })
     }
 
     fn comment(env: &ActionEnv) -> Result<Trigger, EventError> {
@@ -485,20 +539,10 @@ impl Trigger {
     }
 }
 
-fn need_goal_or_code(
-    event: &str,
-    goal: &Option<String>,
-    code: &Option<String>,
-) -> Result<(), EventError> {
-    if goal.is_none() && code.as_deref().is_none_or(|c| c.trim().is_empty()) {
-        return Err(EventError::Input {
-            name: "goal".into(),
-            message: format!(
-                "a `{event}` run needs the action input `goal` (or `code`); set `with: goal: ...` in the workflow step"
-            ),
-        });
-    }
-    Ok(())
+/// True when a dispatch or schedule run has neither a goal nor code: it
+/// runs the watches then.
+fn no_goal_or_code(goal: &Option<String>, code: &Option<String>) -> bool {
+    goal.is_none() && code.as_deref().is_none_or(|c| c.trim().is_empty())
 }
 
 #[cfg(test)]
@@ -576,7 +620,7 @@ mod tests {
     }
 
     #[test]
-    fn schedule_needs_goal_or_code() {
+    fn schedule_without_goal_or_code_runs_the_watches() {
         let mut vars = base();
         let env = ActionEnv::from_map(&vars).unwrap();
         assert!(matches!(
@@ -585,8 +629,18 @@ mod tests {
         ));
         vars.remove("INPUT_GOAL");
         let env = ActionEnv::from_map(&vars).unwrap();
-        let err = Trigger::from_env(&env).unwrap_err().to_string();
-        assert!(err.contains("goal"), "{err}");
+        assert_eq!(
+            Trigger::from_env(&env).unwrap(),
+            Trigger::Watches { names: vec![] }
+        );
+        vars.insert("INPUT_WATCH".into(), "sales, churn\n".into());
+        let env = ActionEnv::from_map(&vars).unwrap();
+        assert_eq!(
+            Trigger::from_env(&env).unwrap(),
+            Trigger::Watches {
+                names: vec!["sales".into(), "churn".into()]
+            }
+        );
     }
 
     #[test]

@@ -31,7 +31,10 @@ pub enum Screened {
 pub fn screen(trigger: &Trigger, prefix: &str) -> Screened {
     match trigger {
         Trigger::Ignored { reason } => Screened::Ignore(reason.clone()),
-        Trigger::Dispatch { .. } | Trigger::Schedule { .. } => Screened::Workflow,
+        Trigger::Dispatch { .. }
+        | Trigger::Schedule { .. }
+        | Trigger::Watches { .. }
+        | Trigger::PullRequest { .. } => Screened::Workflow,
         Trigger::Comment {
             author_login,
             author_is_bot,

@@ -11,7 +11,10 @@
 //! - [`inputs`]: which workspace files the code gets, checked against the policy.
 //! - [`action`]: `compute-bot action`, the orchestration of all of the above;
 //!   [`request`] runs one request, [`approval`] handles `approve` / `deny`.
+//! - [`assets`]: the run's files committed to the files branch and shown in
+//!   the thread (images inline), or named with the run's artifact.
 //! - [`tracking`]: the run's one tracking comment, edited through the stages.
+//! - [`watch`]: the repository's watches on schedule, dispatch and pull requests.
 //! - [`thread`]: how a run ends — every handler returns `Result<Published,
 //!   Stop>` and `thread::conclude` alone posts, reacts, writes the outputs
 //!   and decides the status.
@@ -19,14 +22,18 @@
 pub(crate) mod action;
 pub mod actions_io;
 mod approval;
+mod assets;
 pub mod client;
 pub mod command;
 pub mod event;
 pub mod flow;
+mod followup;
 mod inputs;
+mod plan;
 mod replay;
 pub mod repo;
 mod request;
 pub mod texts;
 mod thread;
 pub mod tracking;
+mod watch;

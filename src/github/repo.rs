@@ -700,6 +700,44 @@ impl GitHub {
         Ok(Some(bytes))
     }
 
+    /// The paths of the files directly in folder `dir` at `reference`
+    /// (contents API listing), sorted; empty when the folder does not exist.
+    pub async fn files_in(&self, reference: &str, dir: &str) -> Result<Vec<String>, ReadError> {
+        let dir = dir.trim_matches('/');
+        let action = format!("listing `{dir}` at `{reference}` in {}", self.repo_ref());
+        let route = self.repo_route(&format!("contents/{}", encode_path(dir)));
+        let v = match self
+            .get_json(&action, Need::ReadContents, &route, &[("ref", reference)])
+            .await
+        {
+            Ok(v) => v,
+            Err(GitHubError::Api {
+                status: 404,
+                message,
+                ..
+            }) if message.contains("No commit found") => {
+                return Err(ReadError::NoSuchRef {
+                    reference: reference.to_string(),
+                    repo: self.repo_ref().to_string(),
+                    message,
+                });
+            }
+            Err(GitHubError::Api { status: 404, .. }) => return Ok(Vec::new()),
+            Err(e) => return Err(ReadError::Failed(e)),
+        };
+        let Some(items) = v.as_array() else {
+            warn!("{action}: it is a file, not a folder; no files in it");
+            return Ok(Vec::new());
+        };
+        let mut paths: Vec<String> = items
+            .iter()
+            .filter(|i| str_at(i, "/type") == Some("file"))
+            .filter_map(|i| str_at(i, "/path").map(str::to_string))
+            .collect();
+        paths.sort();
+        Ok(paths)
+    }
+
     /// The bytes of a blob (`GET /git/blobs/{sha}`, up to 100 MB).
     async fn blob(&self, sha: &str) -> Result<Vec<u8>, GitHubError> {
         let action = format!("reading blob {sha} of {}", self.repo_ref());

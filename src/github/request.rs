@@ -5,15 +5,17 @@
 
 use std::io::Write;
 
-use crate::agent::{Agent, AgentError, Request, Stage as AgentStage};
+use crate::agent::{Agent, AgentError, Ahead, Request, Stage as AgentStage};
 use crate::github::actions_io::{self, Outputs};
+use crate::github::assets;
 use crate::github::client::Reaction;
 use crate::github::event::ActionEnv;
+use crate::github::followup::Parent;
 use crate::github::inputs::{self, Resolved};
 use crate::github::texts::{self, PendingInput, PendingRequest, request_marker};
 use crate::github::thread::{Ctx, Post, Published, Stop, Thread};
 use crate::model::{ModelChoice, ModelClient, ModelConfig, ModelOverrides, Provider};
-use crate::render::{self, RenderContext};
+use crate::render::{self, FilesBlock, RenderContext};
 use crate::report::{Report, ReportStatus};
 use crate::status::Status;
 
@@ -28,6 +30,14 @@ pub(crate) struct Approval {
     pub(crate) request_url: String,
 }
 
+/// Where the code of a run of a plan (`/compute run`) came from.
+#[derive(Debug, Default)]
+pub(crate) struct FromPlan {
+    pub(crate) by: String,
+    pub(crate) sha256: String,
+    pub(crate) plan_url: String,
+}
+
 #[derive(Debug, Default)]
 pub(crate) struct Job {
     pub(crate) goal: Option<String>,
@@ -40,6 +50,14 @@ pub(crate) struct Job {
     pub(crate) expected_inputs: Option<Vec<PendingInput>>,
     /// Set for an approved run: who approved which code.
     pub(crate) approval: Option<Approval>,
+    /// Plan only (`/compute plan`): generate and check, run nothing; the
+    /// plan is posted as a new comment that the bot never edits.
+    pub(crate) plan_only: bool,
+    /// Set for a run of a plan: who asked, which plan, which code.
+    pub(crate) from_plan: Option<FromPlan>,
+    /// For a follow-up: the earlier answer it builds on (its inputs are
+    /// taken when the job names none).
+    pub(crate) parent: Option<Parent>,
 }
 
 fn model_overrides(env: &ActionEnv) -> Result<ModelOverrides, String> {
@@ -127,6 +145,12 @@ fn problems_md(problems: &[inputs::InputProblem]) -> String {
 /// returns the path relative to the workspace (falls back to an absolute
 /// path in the temp directory when the workspace is not writable).
 fn write_report(env: &ActionEnv, report: &Report) -> Option<String> {
+    write_report_as(env, report, "report")
+}
+
+/// [`write_report`] under the name `<stem>-<run>-<attempt>.json` (a watch
+/// run writes one per watch and side).
+pub(crate) fn write_report_as(env: &ActionEnv, report: &Report, stem: &str) -> Option<String> {
     let json = match serde_json::to_string_pretty(report) {
         Ok(j) => j,
         Err(e) => {
@@ -139,7 +163,7 @@ fn write_report(env: &ActionEnv, report: &Report) -> Option<String> {
         .chars()
         .filter(|c| c.is_ascii_alphanumeric())
         .collect();
-    let name = format!("report-{run}-{}.json", env.run_attempt);
+    let name = format!("{stem}-{run}-{}.json", env.run_attempt);
     let dir = env.workspace.join(REPORT_DIR);
     let in_workspace = std::fs::create_dir_all(&dir)
         .and_then(|_| {
@@ -174,8 +198,20 @@ pub(crate) async fn execute(
 ) -> Result<Published, Stop> {
     let env = ctx.env;
     let marker = texts::run_marker(&env.run_id);
-    let show_progress = thread.acknowledge(&marker, &env.run_url()).await;
-    let resolved = resolve_inputs(ctx, &job)?;
+    // Exact code: its container starts now, while the bot talks to GitHub
+    // (a plan starts no container).
+    let ahead = if job.plan_only {
+        None
+    } else {
+        prepare_ahead(ctx, &job).await
+    };
+    let show_progress = if job.plan_only {
+        thread.seen().await;
+        false
+    } else {
+        thread.acknowledge(&marker, &env.run_url()).await
+    };
+    let (resolved, inherited) = resolve_inputs(ctx, &job)?;
     let (model, has_code, key_hints) = model_for(ctx, &job)?;
     let sandbox = ctx.session.sandbox().await.map_err(|e| {
         Stop::new(
@@ -199,6 +235,13 @@ pub(crate) async fn execute(
         schema: None,
         context: job.context.clone(),
         approved_sha256: job.approval.as_ref().map(|a| a.sha256.clone()),
+        plan_only: job.plan_only,
+        follows: job.parent.as_ref().map(|p| crate::prompt::Earlier {
+            goal: p.goal.clone(),
+            code: p.code.clone(),
+            result: p.result.clone(),
+            status: p.status.clone(),
+        }),
     };
     let agent = Agent {
         policy: ctx.policy,
@@ -208,13 +251,20 @@ pub(crate) async fn execute(
         progress: &|_| {},
     };
     let progress = show_progress.then_some(max_attempts);
-    let report = match answer_with_progress(agent, request, thread, progress).await {
+    let report = match answer_with_progress(agent, request, ahead, thread, progress).await {
         Ok(report) => report,
         // The provider refused the key, model or quota mid-run: the report
         // so far is published, and the run's status is `error`.
         Err(AgentError::ModelConfiguration { report, .. }) => {
             let report = action_key_hint(*report, &key_hints);
-            return Ok(publish(ctx, &job, &resolved, &marker, report));
+            return Ok(publish(
+                ctx,
+                &job,
+                (&resolved, inherited),
+                &marker,
+                report,
+                None,
+            ));
         }
         Err(e) => {
             let status = match e {
@@ -231,12 +281,60 @@ pub(crate) async fn execute(
         }
     };
     let report = action_key_hint(report, &key_hints);
-    Ok(publish(ctx, &job, &resolved, &marker, report))
+    let files = assets::show(ctx, &report, &env.workspace.join(REPORT_DIR)).await;
+    Ok(publish(
+        ctx,
+        &job,
+        (&resolved, inherited),
+        &marker,
+        report,
+        files,
+    ))
+}
+
+/// For exact code the policy lets run (a fenced block, the `code` input):
+/// its container, started now and preloading what the code imports, so the
+/// interpreter imports while the bot acknowledges. Removed unused if the
+/// request stops before it runs ([`Ahead`]).
+async fn prepare_ahead(ctx: &Ctx<'_>, job: &Job) -> Option<Ahead> {
+    let request = Request {
+        goal: job.goal.clone(),
+        code: job.code.clone(),
+        approved_sha256: job.approval.as_ref().map(|a| a.sha256.clone()),
+        ..Request::default()
+    };
+    request.exact_code()?;
+    let sandbox = ctx.session.sandbox().await.ok()?;
+    let agent = Agent {
+        policy: ctx.policy,
+        sandbox,
+        model: None,
+        runtime: ctx.runtime,
+        progress: &|_| {},
+    };
+    agent.prepare_ahead(&request)
 }
 
 /// The workspace inputs of the job, checked against the policy and, for an
-/// approved run, against the hashes the approver saw.
-fn resolve_inputs(ctx: &Ctx<'_>, job: &Job) -> Result<Vec<Resolved>, Stop> {
+/// approved run, against the hashes the approver saw. A follow-up that names
+/// no inputs (none given, none mentioned) takes its parent's; the second
+/// value says whether it did.
+fn resolve_inputs(ctx: &Ctx<'_>, job: &Job) -> Result<(Vec<Resolved>, bool), Stop> {
+    let resolved = resolve_named(ctx, job)?;
+    match &job.parent {
+        Some(p) if resolved.is_empty() && !p.inputs.is_empty() => {
+            let inherit = Job {
+                inputs: p.inputs.clone(),
+                ..Job::default()
+            };
+            Ok((resolve_named(ctx, &inherit)?, true))
+        }
+        _ => Ok((resolved, false)),
+    }
+}
+
+/// [`resolve_inputs`] for the inputs the job itself names.
+fn resolve_named(ctx: &Ctx<'_>, job: &Job) -> Result<Vec<Resolved>, Stop> {
     let mention_text = match &job.expected_inputs {
         Some(_) => String::new(),
         None => [job.goal.as_deref(), job.context.as_deref()]
@@ -282,7 +380,10 @@ fn resolve_inputs(ctx: &Ctx<'_>, job: &Job) -> Result<Vec<Resolved>, Stop> {
 /// The model client (none: exact code runs without one; with the fallback
 /// model when the `fallback_*` inputs or `COMPUTE_BOT_FALLBACK_*` name one),
 /// whether the job has exact code, and where each model's key came from.
-fn model_for(ctx: &Ctx<'_>, job: &Job) -> Result<(Option<ModelClient>, bool, Vec<KeyHint>), Stop> {
+pub(crate) fn model_for(
+    ctx: &Ctx<'_>,
+    job: &Job,
+) -> Result<(Option<ModelClient>, bool, Vec<KeyHint>), Stop> {
     let has_code = job.code.as_deref().is_some_and(|c| !c.trim().is_empty())
         || job
             .goal
@@ -338,6 +439,7 @@ fn model_for(ctx: &Ctx<'_>, job: &Job) -> Result<(Option<ModelClient>, bool, Vec
 async fn answer_with_progress(
     agent: Agent<'_>,
     request: Request,
+    ahead: Option<Ahead>,
     thread: &mut Thread<'_>,
     progress: Option<u32>,
 ) -> Result<Report, AgentError> {
@@ -350,7 +452,7 @@ async fn answer_with_progress(
             progress: &send,
             ..agent
         };
-        agent.answer(request).await
+        agent.answer_ahead(request, ahead).await
     };
     let updater = async {
         while let Some(mut stage) = rx.recv().await {
@@ -377,10 +479,14 @@ async fn answer_with_progress(
 fn publish(
     ctx: &Ctx<'_>,
     job: &Job,
-    resolved: &[Resolved],
+    (resolved, inherited): (&[Resolved], bool),
     marker: &str,
     mut report: Report,
+    files: Option<FilesBlock>,
 ) -> Published {
+    if let (Some(p), Some(r)) = (&job.parent, report.record.as_mut()) {
+        r.parent = Some(p.url.clone());
+    }
     let paths: Vec<(String, String)> = resolved
         .iter()
         .map(|r| (r.file.name.clone(), r.path.clone()))
@@ -401,26 +507,35 @@ fn publish(
     if let Some(a) = &job.approval {
         head.push_str(&texts::approved_run(&a.by, &a.request_url, &a.sha256));
     }
-    if report.status == ReportStatus::NeedsApproval {
-        let pending = PendingRequest {
-            goal: job.goal.clone(),
-            context: job.context.clone(),
-            inputs: resolved
-                .iter()
-                .map(|r| PendingInput {
-                    path: r.path.clone(),
-                    sha256: r.sha256.clone(),
-                })
-                .collect(),
-        };
-        head.push('\n');
-        head.push_str(&request_marker(&pending));
+    if let Some(p) = &job.from_plan {
+        head.push_str(&texts::planned_run(&p.by, &p.plan_url, &p.sha256));
     }
+    if let Some(p) = &job.parent {
+        let taken: &[String] = if inherited { &p.inputs } else { &[] };
+        head.push_str(&texts::follows_up(&p.url, taken));
+    }
+    // Every answer records its goal and inputs: an approval or a plan runs
+    // them, a follow-up builds on them.
+    let pending = PendingRequest {
+        goal: job.goal.clone(),
+        context: job.context.clone(),
+        inputs: resolved
+            .iter()
+            .map(|r| PendingInput {
+                path: r.path.clone(),
+                sha256: r.sha256.clone(),
+            })
+            .collect(),
+    };
+    head.push('\n');
+    head.push_str(&request_marker(&pending));
     let rctx = RenderContext {
         run_url: Some(ctx.env.run_url()),
         marker: Some(head),
         command: Some(ctx.prefix.to_string()),
-        approval: texts::approval_for(&report, ctx.prefix),
+        approval: texts::approval_for(&report, ctx.prefix)
+            .or_else(|| texts::plan_for(&report, ctx.prefix)),
+        files,
     };
     Published {
         status: Status::from(report.status),
@@ -428,13 +543,14 @@ fn publish(
         reaction: match report.status {
             ReportStatus::Ok => Some(Reaction::Rocket),
             ReportStatus::Failed | ReportStatus::Error => Some(Reaction::Confused),
-            ReportStatus::NeedsApproval => None,
+            ReportStatus::NeedsApproval | ReportStatus::Planned => None,
         },
         summary: render::summary(&report, &rctx),
         outputs: Outputs {
             result: report.result.clone(),
             code_sha256: report.code_sha256.clone(),
             report_path,
+            usage: Some(crate::usage::Usage::of(&report).json()),
             ..Outputs::default()
         },
     }

@@ -6,10 +6,22 @@
 //!   (a re-run of the same run finds and edits it);
 //! - `<!-- compute-bot:pending sha256=<hex> -->` right before the code that waits
 //!   for approval; [`read_pending`] extracts that code and checks its hash;
-//! - `<!-- compute-bot:request=<hex JSON> -->` next to it: the goal and the
-//!   inputs (with hashes) of that request ([`request_marker`]).
+//! - `<!-- compute-bot:request=<hex JSON> -->` on every answer, plan and
+//!   pending request: the goal and the inputs (with hashes) of that request
+//!   ([`request_marker`]); an approval or a run of a plan takes them, a
+//!   follow-up reads the earlier goal from it;
+//! - `<!-- compute-bot:plan sha256=<hex> -->` right before the code of a plan
+//!   (`/compute plan`); [`read_plan`] extracts that code and checks its hash,
+//!   and the request marker beside it holds the plan's goal and inputs.
 
 use std::fmt::Write as _;
+
+mod watch;
+pub(crate) use watch::{
+    CheckView, Compared, HistoryRow, Moved, Sticky, WATCH_PR_MARKER, read_watch_state,
+    watch_file_reply, watch_file_unavailable, watch_marker, watch_notification, watch_pull_request,
+    watch_state_marker, watch_sticky, watch_summary,
+};
 
 use serde::{Deserialize, Serialize};
 
@@ -20,6 +32,7 @@ use crate::report::{Report, ReportStatus};
 const RUN_MARKER_START: &str = "<!-- compute-bot:run=";
 const PENDING_MARKER_START: &str = "<!-- compute-bot:pending sha256=";
 const REQUEST_MARKER_START: &str = "<!-- compute-bot:request=";
+const PLAN_MARKER_START: &str = "<!-- compute-bot:plan sha256=";
 const MARKER_END: &str = " -->";
 /// Marks a request as closed (denied or already approved) so it cannot be approved again.
 const CLOSED_MARKER: &str = "<!-- compute-bot:closed -->";
@@ -67,11 +80,11 @@ pub enum PendingError {
     #[error("this request was already closed (approved or denied)")]
     Closed,
     /// No code block follows the marker.
-    #[error("the pending-approval comment has no code block after its marker")]
+    #[error("the comment has no code block after its marker")]
     NoCode,
     /// The code shown does not hash to the sha256 in the marker (the comment was edited).
     #[error(
-        "the code in the pending-approval comment does not match its sha256 (expected {expected}, found {found}); it was changed, so it will not run"
+        "the code in the comment does not match the sha256 in its marker (expected {expected}, found {found}); it was changed, so it will not run"
     )]
     Mismatch {
         /// The hash in the marker.
@@ -88,10 +101,26 @@ pub fn read_pending(body: &str) -> Result<PendingCode, PendingError> {
     if body.contains(CLOSED_MARKER) {
         return Err(PendingError::Closed);
     }
-    let start = body
-        .find(PENDING_MARKER_START)
-        .ok_or(PendingError::NoMarker)?;
-    let rest = &body[start + PENDING_MARKER_START.len()..];
+    read_marked_code(body, PENDING_MARKER_START)
+}
+
+/// Reads the code of a plan from the bot's own plan comment and checks it
+/// against the sha256 in the plan marker, as [`read_pending`] does for
+/// code waiting for approval.
+pub fn read_plan(body: &str) -> Result<PendingCode, PendingError> {
+    read_marked_code(body, PLAN_MARKER_START)
+}
+
+/// Whether `body` carries a plan marker (read or not).
+pub(crate) fn has_plan_marker(body: &str) -> bool {
+    body.contains(PLAN_MARKER_START)
+}
+
+/// The first fenced block after the marker `marker_start`, which must hash
+/// to the sha256 written in the marker.
+fn read_marked_code(body: &str, marker_start: &str) -> Result<PendingCode, PendingError> {
+    let start = body.find(marker_start).ok_or(PendingError::NoMarker)?;
+    let rest = &body[start + marker_start.len()..];
     let end = rest.find(MARKER_END).ok_or(PendingError::NoMarker)?;
     let expected = rest[..end].trim().to_ascii_lowercase();
     if expected.len() != 64 || !expected.chars().all(|c| c.is_ascii_hexdigit()) {
@@ -196,6 +225,89 @@ fn approval_block(code: &str, sha256: &str, findings: &[Finding], command: &str)
     s.push_str(&fenced_exact("python", code));
     s.push_str("\n</details>\n");
     s
+}
+
+/// The plan part of a planned report's comment (`/compute plan`): the
+/// model's plan, the policy verdict, how to run it, the plan marker and the
+/// exact code with its sha256. `None` for any other report.
+pub fn plan_for(report: &Report, command: &str) -> Option<String> {
+    if report.status != ReportStatus::Planned {
+        return None;
+    }
+    let (code, sha256) = (report.code.as_ref()?, report.code_sha256.as_ref()?);
+    let mut s = String::new();
+    if let Some(plan) = report.plan.as_deref().filter(|p| !p.trim().is_empty()) {
+        let _ = write!(s, "#### Plan\n\n{}\n\n", neutralize(plan.trim()));
+    }
+    let findings = report
+        .verdict
+        .as_ref()
+        .map(|v| v.findings.as_slice())
+        .unwrap_or_default();
+    let decision = report.verdict.as_ref().map(|v| v.decision);
+    s.push_str("#### Policy verdict\n\n");
+    s.push_str(match decision {
+        Some(crate::policy::Decision::Escalate) => {
+            "**escalate**: running it will wait for an approval by someone the policy's `escalation` allows.\n"
+        }
+        Some(crate::policy::Decision::Deny) => "**deny**: the policy does not let this code run.\n",
+        _ => "**allow**: the policy lets this code run as it is.\n",
+    });
+    for f in findings {
+        let _ = writeln!(
+            s,
+            "- line {}: `{}` ({:?}) — {}",
+            f.line,
+            f.rule.replace('`', "'"),
+            f.severity,
+            escape_cell(&f.message)
+        );
+    }
+    let short = &sha256[..sha256.len().min(12)];
+    let _ = write!(
+        s,
+        "\nNothing ran. To run exactly this code (sha256 `{sha256}`), someone the policy's `who` allows comments `{command} run` (the newest plan in this thread), or `{command} run {short}` to run it only if the newest plan is still this one. The code is never regenerated: the bot reads it back from this comment, checks the hash and refuses a plan comment that was edited.\n\n<details open><summary>Planned code · sha256 <code>{short}</code></summary>\n\n{PLAN_MARKER_START}{sha256}{MARKER_END}\n",
+    );
+    s.push_str(&fenced_exact("python", code));
+    s.push_str("\n</details>\n");
+    Some(s)
+}
+
+/// The reply when `/compute run` finds no plan of the bot's in the thread.
+pub(crate) fn nothing_planned(user: &str, command: &str) -> String {
+    format!(
+        "@{user} there is no plan in this thread to run. Ask for one with `{command} plan <goal>`; `{command} run` then runs exactly its code."
+    )
+}
+
+/// The reply when the newest plan cannot be run as shown.
+pub(crate) fn plan_invalid(reason: &str, command: &str) -> String {
+    format!(
+        "### ⛔ compute-bot: the plan cannot run\n\n{}\n\nNothing ran. Ask for a new plan with `{command} plan <goal>`.\n",
+        neutralize(reason)
+    )
+}
+
+/// The line on a follow-up: the earlier answer it builds on, and where its
+/// inputs came from when it took that answer's.
+pub(crate) fn follows_up(parent_url: &str, inherited: &[String]) -> String {
+    let mut s = format!("\n↪️ Builds on [this earlier answer]({parent_url})");
+    if !inherited.is_empty() {
+        let list: Vec<String> = inherited
+            .iter()
+            .map(|p| format!("`{}`", p.replace('`', "'")))
+            .collect();
+        let _ = write!(s, ", with its inputs {}", list.join(", "));
+    }
+    s.push_str(".\n");
+    s
+}
+
+/// The line on a run of a plan: which plan, which code.
+pub(crate) fn planned_run(user: &str, plan_url: &str, sha256: &str) -> String {
+    format!(
+        "\n📝 Runs the [plan]({plan_url}), as @{user} asked: exactly the code with sha256 `{sha256}`.\n"
+    )
 }
 
 /// A processing stage shown in the tracking comment.
@@ -455,6 +567,171 @@ pub(crate) fn read_request_marker(body: &str) -> Option<PendingRequest> {
     let end = rest.find(MARKER_END)?;
     let bytes = hex::decode(rest[..end].trim()).ok()?;
     serde_json::from_slice(&bytes).ok()
+}
+
+// ---------------------------------------------------------------- the run's files
+
+/// One file of a run as the result comment shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ShownFile {
+    /// The name in `/out`.
+    pub(crate) name: String,
+    /// Its size in bytes.
+    pub(crate) size: u64,
+    /// True for a PNG, JPEG or GIF (shown inline when it has a link).
+    pub(crate) image: bool,
+    /// The pinned link to the committed file; `None` when not committed.
+    pub(crate) url: Option<String>,
+}
+
+/// Where the files went, for [`files_md`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum FilesHome {
+    /// Committed to `branch` as commit `sha` (its page is `commit_url`).
+    Committed {
+        branch: String,
+        sha: String,
+        commit_url: String,
+    },
+    /// Not committed, for `reason` (Markdown); the run's artifact has them.
+    ArtifactOnly { reason: String },
+    /// Written to a local directory (the CLI's `--artifacts`); the links
+    /// are relative paths.
+    Local,
+}
+
+/// The heading of the files part of a result.
+const FILES_HEADING: &str = "#### Files\n\n";
+
+fn size_text(bytes: u64) -> String {
+    match bytes {
+        b if b < 1024 => format!("{b} B"),
+        b if b < 1024 * 1024 => format!("{:.1} KiB", b as f64 / 1024.0),
+        b => format!("{:.1} MiB", b as f64 / 1_048_576.0),
+    }
+}
+
+/// A file name as an image's alt text: no brackets, backticks or line
+/// breaks that could end the image early.
+fn alt_text(name: &str) -> String {
+    neutralize(name)
+        .chars()
+        .map(|c| match c {
+            '[' | ']' | '(' | ')' | '`' | '\\' | '!' | '<' | '>' => '_',
+            c if c.is_control() => '_',
+            c => c,
+        })
+        .collect()
+}
+
+/// A file name in a code span.
+fn name_code(name: &str) -> String {
+    format!("`{}`", show_name(name).replace('`', "'"))
+}
+
+fn show_name(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_control() || is_bidi_control(c) {
+                '_'
+            } else {
+                c
+            }
+        })
+        .collect()
+}
+
+/// The files part of a result: the images inline and the other files as
+/// links when they were committed; else a note saying why not and where the
+/// files are (the run's artifact, `run_url`), with their names and no link.
+/// `left_out` are the files over the policy's caps (`caps` says which).
+pub(crate) fn files_md(
+    files: &[ShownFile],
+    home: &FilesHome,
+    left_out: &[(String, u64)],
+    caps: &str,
+    run_url: &str,
+) -> String {
+    let mut s = String::from(FILES_HEADING);
+    if let FilesHome::ArtifactOnly { reason } = home {
+        let _ = writeln!(
+            s,
+            "> [!NOTE]\n> The files were not committed to the repository: {reason}. They are kept with the [workflow run]({run_url}) as its artifact.\n"
+        );
+    }
+    for f in files.iter().filter(|f| f.image) {
+        if let Some(url) = &f.url {
+            let _ = writeln!(
+                s,
+                "![{}]({url})\n<sub>{} · {}</sub>\n",
+                alt_text(&f.name),
+                name_code(&f.name),
+                size_text(f.size)
+            );
+        }
+    }
+    let listed: Vec<&ShownFile> = files
+        .iter()
+        .filter(|f| !f.image || f.url.is_none())
+        .collect();
+    for f in &listed {
+        match &f.url {
+            Some(url) => {
+                let _ = writeln!(
+                    s,
+                    "- [{}]({url}) · {}",
+                    name_code(&f.name),
+                    size_text(f.size)
+                );
+            }
+            None => {
+                let _ = writeln!(s, "- {} · {}", name_code(&f.name), size_text(f.size));
+            }
+        }
+    }
+    if !listed.is_empty() {
+        s.push('\n');
+    }
+    if !left_out.is_empty() {
+        let names: Vec<String> = left_out
+            .iter()
+            .map(|(n, size)| format!("{} ({})", name_code(n), size_text(*size)))
+            .collect();
+        let _ = writeln!(
+            s,
+            "_Not shown ({caps}): {}; the [workflow run]({run_url})'s artifact has them._\n",
+            names.join(", ")
+        );
+    }
+    if let FilesHome::Committed {
+        branch,
+        sha,
+        commit_url,
+    } = home
+    {
+        let short: String = sha.chars().take(7).collect();
+        let _ = writeln!(
+            s,
+            "<sub>Committed to branch `{}` as [`{short}`]({commit_url}).</sub>",
+            branch.replace('`', "'")
+        );
+    }
+    s
+}
+
+/// Why the files were not committed: a token without `contents: write`.
+pub(crate) const FILES_NO_WRITE: &str = "the workflow token cannot write to the repository (give the job `permissions: contents: write` to show charts here; a pull request from a fork always gets a read-only token)";
+
+/// Why the files were not committed: the policy switched it off.
+pub(crate) const FILES_NO_BRANCH: &str =
+    "the policy's `output.files.branch` is empty, so nothing is committed";
+
+/// Why the files were not committed: the write failed (`error`, plain text).
+pub(crate) fn files_write_failed(error: &str) -> String {
+    format!(
+        "writing them failed ({})",
+        neutralize(error.trim_end_matches('.'))
+    )
 }
 
 #[cfg(test)]

@@ -108,6 +108,11 @@ impl Stop {
         }
     }
 
+    /// The stop as one line of text: its title and details.
+    pub(crate) fn text(&self) -> String {
+        format!("{}: {}", self.title, self.details)
+    }
+
     /// GitHub could not be read or written where the run needed it.
     pub(crate) fn github(title: &str, e: &GitHubError) -> Stop {
         Stop::new(Status::Failed, title, render::neutralize(&e.to_string()))
@@ -143,6 +148,12 @@ impl<'a> Thread<'a> {
         {
             self.errors.push(e);
         }
+    }
+
+    /// 👀 on the asking comment, without a tracking comment: the end is then
+    /// posted as a new comment that is never edited (a plan).
+    pub(crate) async fn seen(&mut self) {
+        self.react(Reaction::Eyes).await;
     }
 
     /// Starts this run's tracking comment (👀, "working on it"); returns

@@ -60,6 +60,13 @@ impl ModelClient {
             .clone()
     }
 
+    /// HTTP requests sent to the model providers so far by this client and
+    /// its clones (first model and fallback; retries and failed requests
+    /// included). The difference over a request is what it took.
+    pub fn requests_sent(&self) -> u64 {
+        self.first.requests_sent() + self.fallback.as_ref().map_or(0, Endpoint::requests_sent)
+    }
+
     /// The URL requests go to now.
     pub(crate) fn endpoint(&self) -> &str {
         self.current().url()

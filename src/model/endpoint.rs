@@ -3,6 +3,7 @@
 //! the completion budget. The provider's wire format comes from its
 //! [`Api`]; nothing here matches on providers.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -50,6 +51,8 @@ pub(crate) struct Endpoint {
     url: String,
     id: ModelId,
     learned: Arc<Mutex<Learned>>,
+    /// HTTP requests sent so far (shared by clones).
+    sent: Arc<AtomicU64>,
 }
 
 impl std::fmt::Debug for Endpoint {
@@ -113,7 +116,14 @@ impl Endpoint {
             url: route.url,
             id,
             learned: Arc::new(Mutex::new(learned)),
+            sent: Arc::default(),
         })
+    }
+
+    /// HTTP requests this endpoint (and its clones) sent so far, answered
+    /// or not.
+    pub(crate) fn requests_sent(&self) -> u64 {
+        self.sent.load(Ordering::Relaxed)
     }
 
     /// The URL requests go to.
@@ -318,6 +328,7 @@ impl Endpoint {
 
     /// One HTTP exchange.
     async fn send_once(&self, body: &Value) -> Result<ChatReply, Failure> {
+        self.sent.fetch_add(1, Ordering::Relaxed);
         let key = self.cfg.api_key.as_ref().map(|k| k.expose());
         let resp = self
             .http

@@ -19,6 +19,7 @@ use super::authorize::{self, Act, Actor, Authorization, Escalation, Who};
 use super::code::CodePolicy;
 use super::inputs::Inputs;
 use super::output::Output;
+use super::prices::Prices;
 use super::sandbox::SandboxPolicy;
 use crate::sandbox::{Limits, RuntimeRules};
 use crate::units::ByteSize;
@@ -95,12 +96,15 @@ pub enum DataLevel {
     None,
 }
 
-/// `model`: what the model provider may see.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+/// `model`: what the model provider may see, and what its tokens cost.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ModelPolicy {
     /// How much of the data leaves for the model (`preview`, `schema`, `none`).
     pub(crate) data: DataLevel,
+    /// Dollars per million tokens, for the cost an answer shows (optional).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prices: Option<Prices>,
 }
 
 /// The policy file format version. Only `1` exists.

@@ -4,6 +4,8 @@
 use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize};
 
+use super::files::Files;
+
 /// `output`: what results must look like.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -27,6 +29,9 @@ pub struct Output {
     /// Largest difference two numbers may have and still agree, absolute or
     /// relative to the larger one (default 1e-9).
     pub(crate) tolerance: f64,
+    /// The files the code leaves in `/out`: the branch they are committed
+    /// to and the caps on what is shown (see [`Files`]).
+    pub(crate) files: Files,
 }
 
 impl Default for Output {
@@ -38,6 +43,7 @@ impl Default for Output {
             on_check_failure: OnCheckFailure::default(),
             verify: VerifyMode::default(),
             tolerance: 1e-9,
+            files: Files::default(),
         }
     }
 }

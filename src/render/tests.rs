@@ -50,6 +50,7 @@ fn outcome(stdout: &str) -> Outcome {
             subprocess_attempts: vec![],
             imports: vec!["csv".into(), "json".into()],
             refused: vec!["open /etc/passwd".into()],
+            preloaded: vec![],
             truncated: false,
         },
         artifacts: vec![],
@@ -81,6 +82,9 @@ fn report(result: serde_json::Value, code: &str) -> Report {
         inputs: vec![],
         policy: Some(".github/compute-policy.yml".into()),
         usage: TokenUsage::default(),
+        model_requests: 0,
+        prices: None,
+        cost_usd: None,
         timings_ms: BTreeMap::new(),
         record: None,
     }
@@ -92,6 +96,7 @@ fn ctx() -> RenderContext {
         marker: Some(run_marker("9")),
         command: None,
         approval: None,
+        files: None,
     }
 }
 
@@ -256,7 +261,15 @@ fn chart_detection() {
     // Records with one label and one number.
     let c = chart(&json!([{"month": "Jan", "sales": 5}, {"month": "Feb", "sales": 7}])).unwrap();
     assert!(c.contains("x-axis [\"Jan\", \"Feb\"]"), "{c}");
+    // Months are a series over time: a line.
+    assert!(c.contains("line [5, 7]"), "{c}");
+    // Labelled things that are not points in time: bars.
+    let c =
+        chart(&json!([{"region": "North", "sales": 5}, {"region": "South", "sales": 7}])).unwrap();
     assert!(c.contains("bar [5, 7]"), "{c}");
+    // Date-like labels under any field name: a line.
+    let c = chart(&json!([{"k": "2024-01", "v": 1}, {"k": "2024-02", "v": 2}])).unwrap();
+    assert!(c.contains("line [1, 2]"), "{c}");
     // Numeric label by name.
     let c = chart(&json!([{"year": 2020, "v": 1.5}, {"year": 2021, "v": 2}])).unwrap();
     assert!(c.contains("\"2020\"") && c.contains("[1.5, 2]"), "{c}");
@@ -338,6 +351,19 @@ fn text_rendering_is_plain() {
     assert!(t.contains("network none"));
     assert!(t.contains(&sha256_hex("print(3)\n")));
     assert!(!t.contains("<details>"));
+    assert!(t.contains("usage: no model requests"), "{t}");
+    let mut r = report(json!({"answer": 3}), "print(3)\n");
+    r.model_requests = 2;
+    r.usage = TokenUsage {
+        input_tokens: Some(1200),
+        output_tokens: None,
+    };
+    let t = text(&r);
+    assert!(
+        t.contains("usage: 2 model requests · tokens: 1,200 in, unknown out"),
+        "{t}"
+    );
+    assert!(markdown(&r, &ctx()).contains("2 model requests · tokens: 1,200 in, unknown out"));
 }
 
 #[test]
@@ -401,9 +427,9 @@ fn nested_record_lists_get_their_own_table_and_the_goal_picks_the_charted_field(
         "{b}"
     );
     let by_goal = chart_for(&result, Some("paid customers per day")).unwrap();
-    assert!(by_goal.contains("bar [40, 60]"), "{by_goal}");
+    assert!(by_goal.contains("line [40, 60]"), "{by_goal}");
     let by_measure = chart_for(&result, None).unwrap();
-    assert!(by_measure.contains("bar [0.4, 0.6]"), "{by_measure}");
+    assert!(by_measure.contains("line [0.4, 0.6]"), "{by_measure}");
     // Two label-like string fields: no chart rather than a guess.
     assert!(chart(&json!([{"a": "x", "b": "y", "n": 1}, {"a": "z", "b": "w", "n": 2}])).is_none());
 }
@@ -550,7 +576,7 @@ fn chart_axis_starts_at_zero_and_many_labels_are_thinned() {
         "{c}"
     );
     assert!(!c.contains("\"2024-03-02\""), "{c}");
-    assert!(c.contains("bar [0.08479, 0.1696,"), "{c}");
+    assert!(c.contains("line [0.08479, 0.1696,"), "{c}");
     assert!(c.contains("y-axis \"rate\" 0 --> 1.187"), "{c}");
     // Up to 8 labels keep their names.
     let days: Vec<serde_json::Value> = (1..=8)

@@ -32,17 +32,38 @@ pub(crate) struct Ending {
     pub(crate) timed_out: bool,
     /// From handing over the job to the end of the output.
     pub(crate) duration: Duration,
+    /// From the code's start (the runner's start frame) to the end of the
+    /// output; `None` when the code never started.
+    pub(crate) code_ran: Option<Duration>,
 }
 
-/// Longest the code may wait for a preloading child before the deadline
-/// starts counting anyway.
+/// What a preloading child may take beyond the run's time limit before the
+/// code starts. The code's own limit counts from its start, whole.
 const PRELOAD_GRACE: Duration = Duration::from_secs(30);
+
+/// When the run is over: before the code starts, `timeout` (plus
+/// [`PRELOAD_GRACE`] when a preload runs) after the handover; from the
+/// code's start on, its whole `timeout` after that start, however long the
+/// preload took (within its grace).
+fn deadline(
+    handover: Instant,
+    code_started: Option<Instant>,
+    timeout: Duration,
+    preloading: bool,
+) -> Instant {
+    match code_started {
+        Some(s) => s + timeout,
+        None if preloading => handover + timeout + PRELOAD_GRACE,
+        None => handover + timeout,
+    }
+}
 
 /// Reads one run's frames into an [`Outcome`].
 pub(crate) struct Collector {
     reader: FrameReader,
     limits: Limits,
-    preloading: bool,
+    /// What the child imports before the code starts.
+    preload: Vec<String>,
     stdout: CappedBuffer,
     stderr: CappedBuffer,
     runner_stderr: CappedBuffer,
@@ -60,12 +81,13 @@ impl Collector {
     /// Checks the job ([`Job::check`]), picks the run's nonce and returns
     /// the collector with the bytes the runner's stdin starts with (header
     /// and code; the backend streams the inputs after them).
-    /// `preloading`: the child imports modules first, so the deadline
-    /// allows for that wait until the code starts.
+    /// `preload`: what the child imports first, so the deadline allows for
+    /// that wait until the code starts (and a preload that overruns is
+    /// named as such).
     pub(crate) fn new(
         job: &Job,
         limits: &Limits,
-        preloading: bool,
+        preload: &[String],
     ) -> Result<(Collector, Vec<u8>), SandboxError> {
         job.check(limits)?;
         let nonce = random_hex(16);
@@ -73,7 +95,7 @@ impl Collector {
         let collector = Collector {
             reader: FrameReader::new(&nonce),
             limits: limits.clone(),
-            preloading,
+            preload: preload.to_vec(),
             stdout: CappedBuffer::new(limits.stdout_cap.bytes()),
             stderr: CappedBuffer::new(limits.stderr_cap.bytes()),
             runner_stderr: CappedBuffer::new(8 * 1024),
@@ -95,22 +117,17 @@ impl Collector {
         output: &mut (impl Stream<Item = Result<Chunk, String>> + Unpin),
     ) -> Ending {
         let started = Instant::now();
-        // Until the code starts (a preloading child may still be importing),
-        // the deadline allows for that wait; from the start frame on it is
-        // the run's own timeout.
-        let grace = if self.preloading {
-            PRELOAD_GRACE
-        } else {
-            Duration::ZERO
-        };
         let timeout = self.limits.timeout;
+        let preloading = !self.preload.is_empty();
         let mut timed_out = false;
         let mut error = None;
         while self.report.is_none() {
-            let deadline = tokio::time::Instant::from_std(match self.started {
-                Some(s) => (s + timeout).min(started + timeout + grace),
-                None => started + timeout + grace,
-            });
+            let deadline = tokio::time::Instant::from_std(deadline(
+                started,
+                self.started,
+                timeout,
+                preloading,
+            ));
             let item = tokio::select! {
                 biased;
                 _ = tokio::time::sleep_until(deadline) => { timed_out = true; break; }
@@ -145,6 +162,7 @@ impl Collector {
         Ending {
             timed_out,
             duration,
+            code_ran: self.started.map(|s| s.elapsed()),
         }
     }
 
@@ -221,10 +239,16 @@ impl Collector {
             }
         }
         self.notes.extend(r.notes.iter().cloned());
-        if r.start_wait_ms >= 100 {
+        // Waiting for modules the code imports anyway is its own import
+        // time, loaded ahead; only a wait for modules it does not use is
+        // time lost to the preload.
+        let unused = super::preload::unused(&r.audit.preloaded, &r.audit.imports);
+        if r.start_wait_ms >= 100 && !unused.is_empty() {
             self.notes.push(format!(
-                "the code waited {} ms for the sandbox's preloaded modules to finish loading",
-                r.start_wait_ms
+                "the code waited {} ms for the sandbox's preloaded modules to finish loading ({} of them it does not import: {})",
+                r.start_wait_ms,
+                unused.len(),
+                unused.join(", ")
             ));
         }
         let oom = r.oom_kills.unwrap_or(0) > 0 && r.signal == Some(9);
@@ -286,7 +310,18 @@ impl Collector {
                 } else {
                     no_report
                 };
-                let ms = ending.duration.as_millis() as u64;
+                // The code's own time: from its start, when it started.
+                let mut ms = ending.code_ran.unwrap_or(ending.duration).as_millis() as u64;
+                if ending.timed_out && ending.code_ran.is_none() && !self.preload.is_empty() {
+                    // The time went to the preload: the code never ran.
+                    ms = 0;
+                    self.notes.push(format!(
+                        "the code never started: the sandbox was still preloading {} when the run's time limit ({} s) and the preload's grace ({} s) had passed; the time was the preload's, not the code's",
+                        self.preload.join(", "),
+                        self.limits.timeout.as_secs_f64(),
+                        PRELOAD_GRACE.as_secs()
+                    ));
+                }
                 (
                     status,
                     None,
@@ -331,7 +366,7 @@ mod tests {
 
     /// A collector for `job` and the nonce its stdin header carries.
     fn collector(limits: &Limits) -> (Collector, String) {
-        let (c, stdin) = Collector::new(&Job::default(), limits, false).unwrap();
+        let (c, stdin) = Collector::new(&Job::default(), limits, &[]).unwrap();
         let header = stdin.split(|b| *b == b'\n').next().unwrap();
         let header: serde_json::Value = serde_json::from_slice(header).unwrap();
         (c, header["nonce"].as_str().unwrap().to_string())
@@ -488,5 +523,108 @@ mod tests {
             "{:?}",
             o.notes
         );
+    }
+
+    #[test]
+    fn the_code_gets_its_whole_limit_however_late_the_preload_lets_it_start() {
+        let h = Instant::now();
+        let t = Duration::from_secs(10);
+        // Waiting for the start: the limit, plus the grace when preloading.
+        assert_eq!(deadline(h, None, t, false), h + t);
+        assert_eq!(deadline(h, None, t, true), h + t + PRELOAD_GRACE);
+        // A preload that took 35 s (beyond its grace, within the wait):
+        // the code still has its whole 10 s from its start.
+        let late = h + Duration::from_secs(35);
+        assert_eq!(deadline(h, Some(late), t, true), late + t);
+        assert!(deadline(h, Some(late), t, true) > deadline(h, None, t, true));
+    }
+
+    /// The outcome of a run that timed out after `code_ran` of the code's
+    /// own time (`None`: it never started), `preload` being preloaded.
+    fn timed_out(preload: &[&str], code_ran: Option<Duration>) -> Outcome {
+        let preload: Vec<String> = preload.iter().map(|m| m.to_string()).collect();
+        let (c, _) = Collector::new(&Job::default(), &Limits::default(), &preload).unwrap();
+        let ending = Ending {
+            timed_out: true,
+            duration: Duration::from_secs(40),
+            code_ran,
+        };
+        c.finish(
+            &ending,
+            RunStatus::Lost,
+            ImageInfo::default(),
+            &Job::default(),
+            "box",
+        )
+    }
+
+    #[test]
+    fn a_preload_that_overruns_is_reported_as_the_preloads_time() {
+        let o = timed_out(&["pandas", "matplotlib.pyplot"], None);
+        assert_eq!(o.status, RunStatus::Timeout);
+        assert_eq!(o.duration_ms, 0, "the code never ran");
+        let note = o
+            .notes
+            .iter()
+            .find(|n| n.contains("never started"))
+            .unwrap_or_else(|| panic!("{:?}", o.notes));
+        assert!(
+            note.contains("pandas, matplotlib.pyplot") && note.contains("the preload's"),
+            "{note}"
+        );
+        // Code that started and ran out of its own time: its time, no such note.
+        let o = timed_out(&["pandas"], Some(Duration::from_secs(10)));
+        assert_eq!(o.duration_ms, 10_000);
+        assert!(!o.notes.iter().any(|n| n.contains("never started")));
+        // Without a preload nothing is blamed on one.
+        let o = timed_out(&[], None);
+        assert_eq!(o.duration_ms, 40_000);
+        assert!(o.notes.is_empty(), "{:?}", o.notes);
+    }
+
+    /// A report whose code waited `wait_ms`, with what was preloaded and
+    /// what the code imported.
+    fn waited(wait_ms: u64, preloaded: &[&str], imports: &[&str]) -> Vec<u8> {
+        serde_json::to_vec(&serde_json::json!({
+            "exit_code": 0, "signal": null, "duration_ms": 7, "start_wait_ms": wait_ms,
+            "peak_memory_bytes": 1024, "cpu_time_ms": 3,
+            "stdout_bytes": 0, "stderr_bytes": 0, "oom_kills": 0,
+            "audit": {"files_opened": [], "network_attempts": [], "subprocess_attempts": [],
+                      "imports": imports, "refused": [], "preloaded": preloaded},
+            "artifacts": [], "notes": []
+        }))
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn only_a_wait_for_modules_the_code_does_not_import_is_noted() {
+        let fixed = ["pandas", "numpy", "matplotlib.pyplot"];
+        let (_, _, o) = collect(&Limits::default(), RunStatus::Lost, |nonce| {
+            ok(vec![frame(nonce, 'r', &waited(900, &fixed, &["json"]))])
+        })
+        .await;
+        assert_eq!(o.audit.preloaded, fixed);
+        let note = o
+            .notes
+            .iter()
+            .find(|n| n.contains("waited 900 ms"))
+            .unwrap_or_else(|| panic!("{:?}", o.notes));
+        assert!(note.contains("pandas, numpy, matplotlib.pyplot"), "{note}");
+        // Its own imports loaded ahead: no wait to speak of.
+        let (_, _, o) = collect(&Limits::default(), RunStatus::Lost, |nonce| {
+            ok(vec![frame(
+                nonce,
+                'r',
+                &waited(900, &["pandas"], &["json", "pandas"]),
+            )])
+        })
+        .await;
+        assert!(o.notes.is_empty(), "{:?}", o.notes);
+        // A short wait is no news either.
+        let (_, _, o) = collect(&Limits::default(), RunStatus::Lost, |nonce| {
+            ok(vec![frame(nonce, 'r', &waited(50, &fixed, &["json"]))])
+        })
+        .await;
+        assert!(o.notes.is_empty(), "{:?}", o.notes);
     }
 }

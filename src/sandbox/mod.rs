@@ -5,6 +5,8 @@
 //!   `Limits`, `Job`, `Outcome`, the runtime);
 //! - `executor.rs`: the seam every stage uses, [`Executor`] and
 //!   [`PreparedRun`], with [`EngineFacts`];
+//! - `preload.rs`: what a prepared container imports before the code
+//!   arrives (the policy's list, or exactly the code's heavy imports);
 //! - `collect.rs` and `protocol.rs`: the runner's wire protocol and turning
 //!   its frames into an [`Outcome`] — plain bytes, no engine;
 //! - `input.rs`: [`InputFile`], an input held in memory or streamed from
@@ -25,8 +27,10 @@ mod collect;
 mod docker;
 mod error;
 mod executor;
+mod files;
 mod host;
 mod input;
+mod preload;
 mod protocol;
 mod session;
 mod types;
@@ -41,9 +45,11 @@ pub use docker::{
 };
 pub use error::SandboxError;
 pub use executor::{EngineFacts, Executor, PreparedRun};
+pub use files::{FileKind, write_files};
 pub(crate) use host::docker_host;
 pub(crate) use input::InputChanged;
 pub use input::InputFile;
+pub use preload::{HEAVY_PACKAGES, preload_for};
 pub(crate) use session::Session;
 pub(crate) use types::BASE_ENV;
 pub use types::*;

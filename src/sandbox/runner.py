@@ -18,10 +18,12 @@ import os, sys, builtins
 # runs before the audit hook exists and before any code is known; the code
 # gets nothing from it but a warm sys.modules (imports are still audited and
 # refused below, cached or not).
+_preloaded = []
 for _m in (sys.argv[3].split(",") if len(sys.argv) > 3 else []):
     if _m:
         try:
             __import__(_m)
+            _preloaded.append(_m)
         except BaseException:
             pass
 rd = os.fdopen(int(sys.argv[1]), "rb")
@@ -213,6 +215,8 @@ def guarded_import(name, globals=None, locals=None, fromlist=(), level=0):
             send("import", top)
     return orig_import(name, globals, locals, fromlist, level)
 builtins.__import__ = guarded_import
+for _m in _preloaded:
+    send("preloaded", _m)
 sys.addaudithook(hook)
 try:
     os.write(AUD, b"start\n")
@@ -294,6 +298,10 @@ def spawn_child():
     env["PYTHONHASHSEED"] = os.environ.get("PYTHONHASHSEED", "0")
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env["MPLCONFIGDIR"] = "/tmp/mpl"
+    # Same code, data and image: the same bytes. PDF/PS/SVG dates come from
+    # SOURCE_DATE_EPOCH, SVG ids from svg.hashsalt (the matplotlibrc that
+    # main() writes); PNGs carry no date.
+    env["SOURCE_DATE_EPOCH"] = "0"
     env.setdefault("MPLBACKEND", "Agg")
     code_r, code_w = os.pipe()
     aud_r, aud_w = os.pipe()
@@ -325,6 +333,11 @@ def main():
         for name in os.listdir("/opt/compute-bot/mpl"):
             with open("/opt/compute-bot/mpl/" + name, "rb") as s, open("/tmp/mpl/" + name, "wb") as d:
                 d.write(s.read())
+    except OSError:
+        pass
+    try:
+        with open("/tmp/mpl/matplotlibrc", "w") as f:
+            f.write("svg.hashsalt: compute-bot\n")
     except OSError:
         pass
     pid, code_w, aud_r, out_r, err_r = spawn_child()
@@ -396,7 +409,7 @@ def main():
                 for i in range(0, len(piece), 3072):
                     frame(nonce, kind, piece[i:i + 3072])
 
-    audit = {"files_opened": [], "network_attempts": [], "subprocess_attempts": [], "imports": [], "refused": [], "truncated": False}
+    audit = {"files_opened": [], "network_attempts": [], "subprocess_attempts": [], "imports": [], "refused": [], "preloaded": [], "truncated": False}
 
     def unesc(v):
         out, i = [], 0
@@ -413,7 +426,7 @@ def main():
     code_started = [None]
 
     def pump_audit():
-        lists = {"net": "network_attempts", "sub": "subprocess_attempts", "import": "imports", "refused": "refused"}
+        lists = {"net": "network_attempts", "sub": "subprocess_attempts", "import": "imports", "refused": "refused", "preloaded": "preloaded"}
         with os.fdopen(aud_r, "rb") as f:
             for line in f:
                 parts = [unesc(x) for x in line.decode("utf-8", "replace").rstrip("\n").split("\t")]
@@ -421,6 +434,14 @@ def main():
                 if k == "start":
                     code_started[0] = time.monotonic()
                     frame(nonce, b"s", b"")
+                    # The code has its whole time limit from here: the
+                    # backstop counts from its start, not from the handover.
+                    backstop[0].cancel()
+                    if reaped[0]:
+                        continue
+                    backstop[0] = threading.Timer(timeout_s + 35.0, os.kill, (pid, 9))
+                    backstop[0].daemon = True
+                    backstop[0].start()
                 elif k == "open" and len(parts) == 4:
                     audit["files_opened"].append({"path": parts[1], "mode": parts[2], "denied": parts[3] == "1"})
                 elif k in lists and len(parts) == 2:
@@ -428,6 +449,15 @@ def main():
                 elif k == "truncated":
                     audit["truncated"] = True
 
+    # The bot kills the container at the deadline; this backstop ends the code
+    # when the bot is gone, so the container stops and is removed as a leftover.
+    # Until the code starts (a preload may still run) it allows for the bot's
+    # 30 s preload grace too.
+    timeout_s = caps.get("timeout_ms", 600000) / 1000.0
+    reaped = [False]
+    backstop = [threading.Timer(timeout_s + 65.0, os.kill, (pid, 9))]
+    backstop[0].daemon = True
+    backstop[0].start()
     threads = [
         threading.Thread(target=pump, args=(out_r, b"o", caps.get("stdout", 65536)), daemon=True),
         threading.Thread(target=pump, args=(err_r, b"e", caps.get("stderr", 65536)), daemon=True),
@@ -435,13 +465,9 @@ def main():
     ]
     for t in threads:
         t.start()
-    # The bot kills the container at the deadline; this backstop ends the code
-    # when the bot is gone, so the container stops and is removed as a leftover.
-    backstop = threading.Timer(caps.get("timeout_ms", 600000) / 1000.0 + 35.0, os.kill, (pid, 9))
-    backstop.daemon = True
-    backstop.start()
     _, status, ru = os.wait4(pid, 0)
-    backstop.cancel()
+    reaped[0] = True
+    backstop[0].cancel()
     ended = time.monotonic()
     # A grandchild may keep the pipes open; do not wait for it.
     for t in threads:

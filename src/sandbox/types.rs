@@ -335,6 +335,10 @@ pub struct Audit {
     pub imports: Vec<String>,
     /// Things the runner refused (denied imports, opens, ...).
     pub refused: Vec<String>,
+    /// Modules the child interpreter imported before the code arrived
+    /// (the preload that succeeded), in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub preloaded: Vec<String>,
     /// True when more events happened than were kept.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub(crate) truncated: bool,
@@ -438,8 +442,9 @@ pub struct Outcome {
     pub exit_code: Option<i64>,
     /// Signal that ended the code's process, if any.
     pub signal: Option<i32>,
-    /// Milliseconds the code's process ran (measured by the runner; from
-    /// handover to the deadline on timeout).
+    /// Milliseconds the code's process ran (measured by the runner; on
+    /// timeout from its start to the deadline, from the handover when it
+    /// never started, 0 when a preload kept it from starting).
     pub duration_ms: u64,
     /// Milliseconds from handing over the job until the outcome was
     /// collected (before the container's removal).

@@ -220,10 +220,10 @@ async fn edited_comments_comments_without_the_command_and_bots_are_ignored() {
     assert!(f.gh.requests().is_empty(), "{:?}", f.gh.requests());
 
     // Other events are ignored too.
-    f.write_event(&json!({"action": "opened"}));
-    let run = f.run("pull_request", "9004").await;
+    f.write_event(&json!({"ref": "refs/heads/main"}));
+    let run = f.run("push", "9004").await;
     assert_eq!((run.code, run.out("status")), (0, "ignored"));
-    assert!(run.stdout.contains("pull_request"));
+    assert!(run.stdout.contains("push"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -493,7 +493,7 @@ async fn deny_closes_the_request_and_tampered_code_is_not_approved() {
             .last()
             .unwrap()
             .body
-            .contains("does not match its sha256")
+            .contains("does not match the sha256")
     );
     assert!(!run.stdout.contains("::stop-commands::"), "nothing ran");
 

@@ -16,7 +16,7 @@ fn yaml(path: &str) -> Value {
     serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
-const INPUTS: [&str; 16] = [
+const INPUTS: [&str; 18] = [
     "github_token",
     "bot_login",
     "policy",
@@ -33,6 +33,8 @@ const INPUTS: [&str; 16] = [
     "code",
     "inputs",
     "issue",
+    "watches",
+    "watch",
 ];
 
 #[test]
@@ -81,12 +83,15 @@ fn action_declares_the_inputs_the_bot_reads() {
         i.fallback_base_url,
         i.goal,
         i.code,
+        i.watches,
     ] {
         assert_eq!(v.as_deref(), Some("7"));
     }
     assert_eq!(i.command, "7");
     assert_eq!(i.inputs, vec!["7"]);
     assert_eq!(i.issue, Some(7));
+    assert_eq!(i.watch, vec!["7"]);
+    assert_eq!(a["inputs"]["watches"]["default"], ".github/compute");
 }
 
 #[test]
@@ -111,6 +116,7 @@ fn example_workflows_use_declared_inputs_and_least_privilege() {
             "examples/workflows/compute-dispatch.yml",
             "workflow_dispatch",
         ),
+        ("examples/workflows/compute-watches.yml", "pull_request"),
     ] {
         let w = yaml(file);
         assert!(w["on"].get(trigger).is_some(), "{file}: no {trigger}");

@@ -271,6 +271,9 @@ fn needs_approval_report(code: &str) -> compute_bot::report::Report {
         inputs: vec![],
         policy: None,
         usage: Default::default(),
+        model_requests: 0,
+        prices: None,
+        cost_usd: None,
         timings_ms: Default::default(),
         record: None,
     }
@@ -291,6 +294,7 @@ async fn approval_reads_back_exactly_the_shown_code_from_the_bots_comment() {
             marker: Some(marker.clone()),
             command: None,
             approval: approval_for(&shown, "/compute"),
+            files: None,
         },
     );
     let bot_comment = client.create_comment(7, &body).await.unwrap();

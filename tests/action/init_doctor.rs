@@ -70,6 +70,34 @@ fn init_writes_a_workflow_and_policy_that_pass_the_checks() {
     let wf = d.path().join(".github/workflows/compute.yml");
     let policy = d.path().join(".github/compute-bot.yml");
     assert!(wf.exists() && policy.exists());
+    let watches_wf = d.path().join(".github/workflows/compute-watches.yml");
+    assert!(watches_wf.exists());
+    let w = std::fs::read_to_string(&watches_wf).unwrap();
+    assert!(
+        w.contains("schedule:") && w.contains("pull_request:"),
+        "{w}"
+    );
+
+    // The sample watch passes `watch check`; a typo in it is named by line.
+    let o = bot(d.path(), &["watch", "check", ".github/compute"], &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("`sales`"), "{}", text(&o));
+    let sample = d.path().join(".github/compute/sales.yml");
+    let good = std::fs::read_to_string(&sample).unwrap();
+    std::fs::write(&sample, good.replace("tolerance:", "tolerence:")).unwrap();
+    let o = bot(d.path(), &["watch", "check"], &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let line = good
+        .lines()
+        .position(|l| l.starts_with("tolerance:"))
+        .unwrap()
+        + 1;
+    assert!(
+        text(&o).contains(&format!(".github/compute/sales.yml:{line}:1: ")),
+        "{}",
+        text(&o)
+    );
+    std::fs::write(&sample, good).unwrap();
 
     // The policy is valid for the bot's own checker.
     let o = bot(
@@ -85,6 +113,7 @@ fn init_writes_a_workflow_and_policy_that_pass_the_checks() {
         "/scripts/lint-workflows"
     ))
     .arg(&wf)
+    .arg(&watches_wf)
     .current_dir(env!("CARGO_MANIFEST_DIR"))
     .output()
     .unwrap();
@@ -120,6 +149,8 @@ fn init_writes_a_workflow_and_policy_that_pass_the_checks() {
     let w = std::fs::read_to_string(&wf).unwrap();
     assert!(w.contains(&format!("uses: {action}")) && w.contains(&digest));
     assert!(!w.contains("@0000") && !w.contains("sha256:0000"), "{w}");
+    let w = std::fs::read_to_string(&watches_wf).unwrap();
+    assert!(w.contains(&format!("uses: {action}")) && w.contains(&digest));
     assert_ne!(std::fs::read_to_string(&policy).unwrap(), "version: 1\n");
 }
 

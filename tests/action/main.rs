@@ -5,13 +5,19 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod followup_action;
 mod github_action;
 mod github_action_files;
+mod github_assets;
 mod github_client;
 mod github_event;
 mod github_rate_limits;
 mod github_real;
 mod github_repo;
 mod init_doctor;
+mod plan_action;
+mod preload_by_need;
 mod release_files;
 mod replay_action;
+mod usage_action;
+mod watches;

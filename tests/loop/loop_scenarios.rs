@@ -245,6 +245,11 @@ fn assert_report_consistent(r: &Report) {
         ReportStatus::Failed | ReportStatus::NeedsApproval | ReportStatus::Error => {
             assert!(r.result.is_none() && r.explanation.is_none() && r.stop_reason.is_some());
         }
+        // A plan runs nothing.
+        ReportStatus::Planned => {
+            assert!(r.result.is_none() && r.outcome.is_none() && r.record.is_none());
+            assert!(r.attempts.iter().all(|a| a.outcome.is_none()));
+        }
     }
     let mut sum = TokenUsage::default();
     for a in &r.attempts {
@@ -1577,4 +1582,45 @@ async fn the_cli_exits_2_when_the_provider_refuses_the_key() {
     );
     assert!(!stdout.contains(CANARY_KEY) && !stderr.contains(CANARY_KEY));
     assert_eq!(llm.requests().len(), 1, "a 401 is not retried");
+}
+
+// ---------------------------------------------------------------------------
+// Plan only (`/compute plan`)
+// ---------------------------------------------------------------------------
+
+#[tokio::test]
+async fn a_plan_generates_and_checks_but_prepares_no_container() {
+    let llm = LlmStandin::openai().await;
+    let bad = "import json\nimport socket\nprint(json.dumps({'total': 6}))\n";
+    llm.push(Reply::code("Use a socket.", bad).with_usage(200, 30));
+    llm.push(Reply::code("Just add.", GOOD).with_usage(260, 25));
+    let model = client(&llm);
+    let policy = quick_policy();
+    let executor = ScriptedExecutor::new(&policy, NO_RUNS);
+    let run = answer_in(
+        &executor,
+        &policy,
+        Some(&model),
+        Request {
+            plan_only: true,
+            ..goal("Add 1, 2 and 3.")
+        },
+    )
+    .await;
+    let r = &run.report;
+    assert_eq!(r.status, ReportStatus::Planned, "{r:#?}");
+    // The denied code was repaired as in any request; the allowed one is the plan.
+    assert_eq!(r.attempts.len(), 2);
+    assert_eq!(r.code.as_deref(), Some(GOOD));
+    assert_eq!(
+        r.code_sha256.as_deref(),
+        Some(sha256_hex(GOOD.as_bytes()).as_str())
+    );
+    assert_eq!(r.verdict.as_ref().unwrap().decision, Decision::Allow);
+    assert_eq!(r.plan.as_deref(), Some("Just add."));
+    assert_eq!(executor.prepared(), 0, "a plan starts no container");
+    assert_eq!(executor.executed(), 0);
+    assert_eq!(llm.served(), 2, "no explanation of a plan");
+    assert_eq!(r.model_requests, 2);
+    assert_eq!(r.usage, TokenUsage::known(460, 55));
 }

@@ -5,6 +5,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod cli_files;
 mod loop_scenarios;
 mod model_behaviour;
 mod model_config;

@@ -125,7 +125,7 @@ async fn rate_limited_with_retry_after_waits_then_succeeds() {
 #[tokio::test]
 async fn retry_after_as_http_date_is_honoured() {
     let llm = LlmStandin::openai().await;
-    let when = (chrono::Utc::now() + chrono::Duration::seconds(2))
+    let when = (chrono::Utc::now() + chrono::Duration::seconds(3))
         .format("%a, %d %b %Y %H:%M:%S GMT")
         .to_string();
     llm.push(Reply::rate_limited_raw(Some(&when)));
@@ -133,9 +133,11 @@ async fn retry_after_as_http_date_is_honoured() {
     client(&llm).complete(&request()).await.unwrap();
     let reqs = llm.requests();
     assert_eq!(reqs.len(), 2);
-    // The date has whole seconds, so the wait is between 1 and 2 s.
+    // The date has whole seconds and was written before the first request
+    // went out: the wait is a little under 2..3 s, and well over 1 s unless
+    // the date was ignored (a 429 without it is retried after ~0.5 s).
     let gap = reqs[1].at - reqs[0].at;
-    assert!(gap >= Duration::from_millis(900), "waited only {gap:?}");
+    assert!(gap >= Duration::from_millis(1200), "waited only {gap:?}");
 }
 
 #[tokio::test]
@@ -522,6 +524,7 @@ async fn generation_prompt_reaches_the_wire_with_constraints_and_no_secret() {
         data: compute_bot::policy::DataLevel::Preview,
         input_names: vec![],
         library_versions: Default::default(),
+        earlier: None,
     };
     client(&llm)
         .complete(&generation_request(&ctx, &[]))

@@ -177,7 +177,7 @@ fn goal() -> impl Strategy<Value = String> {
         !g.trim().is_empty()
             && !matches!(
                 words.as_slice(),
-                ["approve"] | ["approve", _] | ["deny"] | ["replay"]
+                ["approve"] | ["approve", _] | ["deny"] | ["replay"] | ["watch", _]
             )
     })
 }
@@ -402,7 +402,13 @@ fn read_trigger(event: &str, file_text: &str) -> Result<Trigger, EventError> {
     Trigger::from_env(&env)
 }
 
-const EVENTS: &[&str] = &["issue_comment", "workflow_dispatch", "schedule", "push"];
+const EVENTS: &[&str] = &[
+    "issue_comment",
+    "workflow_dispatch",
+    "schedule",
+    "pull_request",
+    "push",
+];
 
 proptest! {
     #![proptest_config(config())]

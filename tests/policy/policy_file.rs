@@ -366,3 +366,19 @@ fn permissions_order_and_parse_with_githubs_names() {
             .contains("maintain")
     );
 }
+
+#[test]
+fn output_files_errors_report_their_position() {
+    let e = err("output:\n  files:\n    branch: \"bad branch\"\n");
+    assert_at(&e, 3, 13, "files branch `bad branch` cannot be used");
+    let e = err("output:\n  files:\n    max_bytes: lots\n");
+    assert_eq!(e.line, 3, "{e}");
+    let e = err("output:\n  files:\n    brnch: x\n");
+    assert_at(&e, 3, 5, "unknown field `brnch`");
+    let p = Policy::from_yaml_str("output:\n  files:\n    branch: \"\"\n", "test.yml").unwrap();
+    let yaml = p.to_effective_yaml();
+    assert!(
+        yaml.contains("branch: ''") || yaml.contains("branch: \"\""),
+        "{yaml}"
+    );
+}

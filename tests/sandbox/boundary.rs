@@ -445,4 +445,11 @@ for name in ["socket", "subprocess", "ctypes"]:
         o.audit.imports
     );
     assert!(o.audit.refused.len() >= 3, "{:?}", o.audit.refused);
+    // What was preloaded, as the child reports it.
+    assert_eq!(
+        o.audit.preloaded,
+        ["pandas", "numpy", "matplotlib.pyplot"],
+        "{:?}",
+        o.audit
+    );
 }

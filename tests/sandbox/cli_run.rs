@@ -14,7 +14,7 @@ fn write(dir: &std::path::Path, name: &str, text: &str) -> std::path::PathBuf {
 
 /// Runs the binary and returns its output plus the containers it created,
 /// read back from the engine's event log by the pid label every container gets.
-fn run_counting(args: &[&str]) -> (Output, usize) {
+pub(super) fn run_counting(args: &[&str]) -> (Output, usize) {
     let since = chrono::Utc::now().timestamp() - 1;
     let child = Command::new(BIN)
         .args(args)
@@ -46,7 +46,7 @@ fn run_counting(args: &[&str]) -> (Output, usize) {
     (out, created)
 }
 
-fn json(out: &Output) -> serde_json::Value {
+pub(super) fn json(out: &Output) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
             "not JSON ({e}): {}\n{}",

@@ -158,6 +158,8 @@ pub(super) struct State {
     token_user: Option<String>,
     /// Objects, refs and pull requests (`github_git`).
     pub(super) git: super::github_git::GitState,
+    /// How long every answer takes (a real API's round trip).
+    latency: Option<std::time::Duration>,
 }
 
 /// The running stand-in. Cheap to clone; all clones share the state.
@@ -190,7 +192,11 @@ impl Respond for Router {
             status,
             at: std::time::Instant::now(),
         });
-        let mut t = ResponseTemplate::new(status)
+        let mut t = ResponseTemplate::new(status);
+        if let Some(d) = st.latency {
+            t = t.set_delay(d);
+        }
+        let mut t = t
             .insert_header("content-type", "application/json; charset=utf-8")
             .insert_header("x-github-api-version-selected", "2022-11-28");
         if let Some(link) = link {
@@ -817,6 +823,21 @@ impl GitHubStandIn {
         id
     }
 
+    /// Edits a stored comment as a person would on the web, `after_secs`
+    /// seconds after it was written: the body changes and `updated_at` is
+    /// set to that moment (GitHub's timestamps have one-second precision, so
+    /// an edit within the same second leaves `updated_at == created_at`).
+    pub fn edit_comment_later(&self, id: u64, body: &str, after_secs: i64) {
+        let mut st = self.st();
+        let c = st.comments.get_mut(&id).expect("a stored comment");
+        let created = chrono::DateTime::parse_from_rfc3339(&c.created_at).expect("RFC 3339");
+        c.body = body.to_string();
+        c.updated_at = (created + chrono::Duration::seconds(after_secs))
+            .with_timezone(&chrono::Utc)
+            .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+        c.edits += 1;
+    }
+
     /// The GitHub JSON of a stored comment (to build event payloads with).
     pub fn comment_json(&self, id: u64) -> Option<Value> {
         let st = self.st();
@@ -919,6 +940,11 @@ impl GitHubStandIn {
     /// Caps the page size of comment lists (to exercise pagination).
     pub fn set_max_per_page(&self, n: usize) {
         self.st().max_per_page = n.max(1);
+    }
+
+    /// Every answer from now on takes `d`, as a real API's round trip does.
+    pub fn set_latency(&self, d: std::time::Duration) {
+        self.st().latency = Some(d);
     }
 
     /// The next `count` requests whose path contains `path_contains` (and,

@@ -65,6 +65,8 @@ pub struct ActionRun {
     pub outputs: BTreeMap<String, String>,
     /// The `GITHUB_STEP_SUMMARY` file.
     pub summary: String,
+    /// The bot's process id (its containers carry it as a label).
+    pub pid: u32,
 }
 
 impl ActionRun {
@@ -114,16 +116,20 @@ pub async fn run_action(env: &BTreeMap<String, String>, dir: &Path, workspace: &
     let summary = dir.join("step_summary.md");
     let _ = std::fs::remove_file(&outputs);
     let _ = std::fs::remove_file(&summary);
-    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_compute-bot"))
+    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_compute-bot"))
         .arg("action")
         .env_clear()
         .envs(env)
         .env("GITHUB_OUTPUT", &outputs)
         .env("GITHUB_STEP_SUMMARY", &summary)
         .current_dir(workspace)
-        .output()
-        .await
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .expect("the binary starts");
+    let pid = child.id().unwrap_or_default();
+    let out = child.wait_with_output().await.expect("the binary runs");
     let outputs_file = std::fs::read_to_string(&outputs).unwrap_or_default();
     ActionRun {
         code: out.status.code().unwrap_or(-1),
@@ -132,5 +138,6 @@ pub async fn run_action(env: &BTreeMap<String, String>, dir: &Path, workspace: &
         outputs: parse_outputs(&outputs_file),
         outputs_file,
         summary: std::fs::read_to_string(&summary).unwrap_or_default(),
+        pid,
     }
 }

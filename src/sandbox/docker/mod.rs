@@ -262,7 +262,7 @@ impl Sandbox {
             limits: cfg.limits.clone(),
             attach,
             guard,
-            preloading: !cfg.preload.is_empty(),
+            preload: cfg.preload.clone(),
         })
     }
 

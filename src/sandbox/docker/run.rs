@@ -23,8 +23,8 @@ pub struct Prepared {
     pub(super) limits: Limits,
     pub(super) attach: AttachContainerResults,
     pub(super) guard: Guard,
-    /// The child imports modules before the code starts.
-    pub(super) preloading: bool,
+    /// What the child imports before the code starts.
+    pub(super) preload: Vec<String>,
 }
 
 impl std::fmt::Debug for Prepared {
@@ -54,7 +54,7 @@ impl Prepared {
             limits,
             attach,
             guard,
-            preloading,
+            preload,
         } = self;
         let sandbox = guard.sandbox.clone();
         let result = execute_in(
@@ -63,7 +63,7 @@ impl Prepared {
             image,
             &limits,
             attach,
-            preloading,
+            &preload,
             job,
         )
         .await;
@@ -113,7 +113,7 @@ async fn execute_in(
     image: ImageInfo,
     limits: &Limits,
     attach: AttachContainerResults,
-    preloading: bool,
+    preload: &[String],
     job: &Job,
 ) -> Result<Outcome, SandboxError> {
     let (mut collector, start, streamed) = if limits.data_on_disk() && !job.inputs.is_empty() {
@@ -125,10 +125,10 @@ async fn execute_in(
             inputs: Vec::new(),
             ..job.clone()
         };
-        let (collector, start) = Collector::new(&code_only, limits, preloading)?;
+        let (collector, start) = Collector::new(&code_only, limits, preload)?;
         (collector, start, Vec::new())
     } else {
-        let (collector, start) = Collector::new(job, limits, preloading)?;
+        let (collector, start) = Collector::new(job, limits, preload)?;
         (collector, start, job.inputs.clone())
     };
     let AttachContainerResults { output, input } = attach;

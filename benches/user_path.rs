@@ -1,0 +1,251 @@
+//! The user's path, side by side: from the `/compute` event to the result
+//! posted, through the real `compute-bot action` binary with the GitHub
+//! stand-in (and the model stand-in for a goal), against `docker run --rm`
+//! of the same code in the same image.
+//!
+//! - (a) exact code `print(json.dumps(...))` in a fenced block;
+//! - (b) exact code importing pandas and matplotlib.pyplot (a DataFrame
+//!   aggregated, a chart saved);
+//! - (c) a goal: the model stand-in answers with the code of (b) after 2 s;
+//!   its sandbox stage (the report's `execute` timing: waiting for the
+//!   container prepared while the model wrote, running, removing) against a
+//!   cold `docker run --rm`.
+//!
+//! "Posted" is when the stand-in received the request that writes the result
+//! into the tracking comment; the bot then exits (removing what it left)
+//! and that total is shown too. Each round runs every case on both sides,
+//! interleaved (the side that goes first alternates). Every case runs with
+//! the stand-in answering at once, and again with every GitHub answer
+//! taking `LATENCY` (a round trip to api.github.com), during which a
+//! container prepared ahead starts and imports.
+//!
+//! Run with: `cargo bench --bench user_path` (add `-- 9` for 9 rounds; at
+//! least 3 are used).
+
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use support::action_fixture::{ActionFixture, COMMENT, fenced};
+use support::llm_standin::{CANARY_KEY, LlmStandin, Reply};
+
+const IMAGE: &str = compute_bot::sandbox::DEFAULT_IMAGE;
+
+/// A GitHub API round trip as a hosted runner sees it (stated, not measured
+/// here: the API is not reachable from this machine).
+const LATENCY: Duration = Duration::from_millis(150);
+
+/// The model's latency in case (c).
+const MODEL_DELAY: Duration = Duration::from_secs(2);
+
+const PRINT: &str = "import json\nprint(json.dumps({\"answer\": 6 * 7, \"items\": [1, 2, 3]}))\n";
+
+const PANDAS: &str = "import json\nimport pandas as pd\nimport matplotlib.pyplot as plt\n\
+df = pd.DataFrame({\"day\": [d % 7 for d in range(200)], \"v\": [d * 1.5 for d in range(200)]})\n\
+by_day = df.groupby(\"day\").v.sum()\n\
+by_day.plot.bar()\nplt.savefig(\"/tmp/by_day.png\")\n\
+print(json.dumps({\"total\": float(df.v.sum()), \"busiest\": int(by_day.idxmax())}))\n";
+
+#[derive(Clone, Copy, PartialEq)]
+enum Case {
+    Print,
+    Pandas,
+    Goal,
+}
+
+impl Case {
+    fn code(self) -> &'static str {
+        match self {
+            Case::Print => PRINT,
+            Case::Pandas | Case::Goal => PANDAS,
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Case::Print => "(a) exact code, `print(json.dumps(...))`",
+            Case::Pandas => "(b) exact code, pandas + pyplot",
+            Case::Goal => "(c) a goal, the model answers after 2 s",
+        }
+    }
+}
+
+/// One run through the Action: (event → result posted, event → exit, the
+/// report's sandbox stage in ms, the waiting notes).
+struct Through {
+    posted: Duration,
+    exited: Duration,
+    execute_ms: f64,
+    notes: usize,
+}
+
+async fn through_action(f: &ActionFixture, case: Case, run_id: u64) -> Through {
+    let llm = LlmStandin::openai().await;
+    let (body, env) = match case {
+        Case::Goal => {
+            llm.push(Reply::code("Sum by day and chart it.", PANDAS).with_delay(MODEL_DELAY));
+            llm.push(Reply::text("Day 6 is the busiest."));
+            let env = f.env(COMMENT, &run_id.to_string()).model(&llm, CANARY_KEY);
+            ("/compute sum v by day and chart it".to_string(), env)
+        }
+        _ => (
+            format!("/compute the figures\n{}", fenced(case.code())),
+            f.env(COMMENT, &run_id.to_string()),
+        ),
+    };
+    f.comment("alice", &body);
+    let before = f.gh.requests().len();
+    let t = Instant::now();
+    let run = f.run_env(env).await;
+    let exited = t.elapsed();
+    assert_eq!(run.code, 0, "{}", run.log());
+    let report = f.report(&run);
+    assert_eq!(report["status"], "ok", "{report}");
+    // The result is written into the tracking comment: the last PATCH of it.
+    let posted_at = f.gh.requests()[before..]
+        .iter()
+        .filter(|r| r.method == "PATCH" && r.path.contains("/issues/comments/") && r.status < 400)
+        .map(|r| r.at)
+        .max()
+        .expect("the result was posted");
+    let outcome = &report["attempts"][0]["outcome"];
+    let notes = outcome["notes"]
+        .as_array()
+        .map(|n| {
+            n.iter()
+                .filter(|n| n.as_str().is_some_and(|n| n.contains("waited")))
+                .count()
+        })
+        .unwrap_or(0);
+    Through {
+        posted: posted_at.duration_since(t),
+        exited,
+        execute_ms: report["timings_ms"]["execute"].as_f64().unwrap_or(f64::NAN),
+        notes,
+    }
+}
+
+fn docker_run(code: &str) -> Duration {
+    let t = Instant::now();
+    let out = Command::new("docker")
+        .args([
+            "run",
+            "--rm",
+            "--network",
+            "none",
+            IMAGE,
+            "python3",
+            "-c",
+            code,
+        ])
+        .output()
+        .expect("docker CLI");
+    let d = t.elapsed();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    d
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+#[derive(Default)]
+struct Samples {
+    posted: Vec<f64>,
+    exited: Vec<f64>,
+    execute: Vec<f64>,
+    docker: Vec<f64>,
+    notes: usize,
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let rounds: usize = std::env::args()
+        .skip(1)
+        .find_map(|a| a.parse().ok())
+        .unwrap_or(7)
+        .max(3);
+    let cases = [Case::Print, Case::Pandas, Case::Goal];
+    println!(
+        "user path: {rounds} interleaved rounds; image {IMAGE}; binary {}",
+        env!("CARGO_BIN_EXE_compute-bot")
+    );
+    let mut run_id = 20_000u64;
+    for latency in [None, Some(LATENCY)] {
+        let f = ActionFixture::new().await;
+        if let Some(l) = latency {
+            f.gh.set_latency(l);
+        }
+        // Warm-up: one of each, not counted.
+        for &case in &cases {
+            run_id += 1;
+            through_action(&f, case, run_id).await;
+            docker_run(case.code());
+        }
+        let mut samples: Vec<Samples> = cases.iter().map(|_| Samples::default()).collect();
+        for round in 0..rounds {
+            for (i, &case) in cases.iter().enumerate() {
+                run_id += 1;
+                let s = &mut samples[i];
+                let action = async |s: &mut Samples| {
+                    let t = through_action(&f, case, run_id).await;
+                    s.posted.push(ms(t.posted));
+                    s.exited.push(ms(t.exited));
+                    s.execute.push(t.execute_ms);
+                    s.notes += t.notes;
+                };
+                if round % 2 == 0 {
+                    action(s).await;
+                    s.docker.push(ms(docker_run(case.code())));
+                } else {
+                    s.docker.push(ms(docker_run(case.code())));
+                    action(s).await;
+                }
+            }
+        }
+        let gh = match latency {
+            None => "GitHub stand-in answering at once".to_string(),
+            Some(l) => format!("every GitHub answer after {} ms", l.as_millis()),
+        };
+        println!("\n{gh}; medians of {rounds}:\n");
+        println!(
+            "| case | event → result posted | event → bot exited | `docker run --rm`, same code and image | posted ÷ docker run | sandbox stage (report) | waiting notes |"
+        );
+        println!("| --- | --- | --- | --- | --- | --- | --- |");
+        for (i, &case) in cases.iter().enumerate() {
+            let s = std::mem::take(&mut samples[i]);
+            let (p, e, x, d) = (
+                median(s.posted),
+                median(s.exited),
+                median(s.execute),
+                median(s.docker),
+            );
+            let ratio = if case == Case::Goal {
+                format!("sandbox stage ÷ docker run: **{:.2}×**", x / d)
+            } else {
+                format!("**{:.2}×**", p / d)
+            };
+            println!(
+                "| {} | {p:.0} ms | {e:.0} ms | {d:.0} ms | {ratio} | {x:.0} ms | {} |",
+                case.label(),
+                s.notes
+            );
+        }
+    }
+}

@@ -1,0 +1,204 @@
+//! The files a run left in `/out`, shown in the thread and hosted by the
+//! repository itself: kept in the workspace for the workflow's
+//! `actions/upload-artifact` step, committed to the policy's
+//! `output.files.branch` (folder `runs/<run id>-<attempt>/`) through the Git
+//! Data API, and linked pinned to that commit —
+//! `{server}/{owner}/{repo}/blob/<sha>/<path>?raw=true` — so images render
+//! inline for everyone who can read the repository (private ones too) and
+//! the link never moves. Without `contents: write`, or when the write fails,
+//! the files are named with a note pointing at the run's artifact: never a
+//! broken image.
+
+use std::path::Path;
+
+use crate::github::client::encode_segment;
+use crate::github::texts::{self, FilesHome, ShownFile};
+use crate::github::thread::Ctx;
+use crate::policy::Files;
+use crate::render::FilesBlock;
+use crate::report::{Report, ReportStatus};
+use crate::sandbox::{Artifact, FileKind};
+
+/// The run's files to show: those of a successful run's outcome, in the
+/// order the sandbox sent them, without `/out/result.json` (the result is
+/// shown as the result).
+fn run_files(report: &Report) -> Vec<&Artifact> {
+    if report.status != ReportStatus::Ok {
+        return Vec::new();
+    }
+    report
+        .outcome
+        .as_ref()
+        .map(|o| {
+            o.artifacts
+                .iter()
+                .filter(|a| a.name != crate::problems::RESULT_FILE && a.rel_path().is_some())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Splits `files` into those within the caps (in order, until the count or
+/// the bytes would be exceeded; a file too large alone is skipped, later
+/// smaller ones still fit) and those left out.
+fn within_caps<'a>(files: &[&'a Artifact], caps: &Files) -> (Vec<&'a Artifact>, Vec<&'a Artifact>) {
+    let (mut kept, mut left) = (Vec::new(), Vec::new());
+    let mut bytes = 0u64;
+    for a in files {
+        if kept.len() < caps.max_files as usize && bytes + a.size <= caps.max_bytes.bytes() {
+            bytes += a.size;
+            kept.push(*a);
+        } else {
+            left.push(*a);
+        }
+    }
+    (kept, left)
+}
+
+/// The folder of this run on the files branch.
+fn run_folder(run_id: &str, attempt: u32) -> String {
+    let id: String = run_id
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .collect();
+    format!("runs/{id}-{attempt}")
+}
+
+/// The pinned link of `path` in commit `sha`.
+fn blob_url(server: &str, repo: &str, sha: &str, path: &str) -> String {
+    let path: Vec<String> = path.split('/').map(encode_segment).collect();
+    format!("{server}/{repo}/blob/{sha}/{}?raw=true", path.join("/"))
+}
+
+/// Keeps the run's files under `keep_dir` (for the workflow's
+/// `actions/upload-artifact` step), commits those within the policy's caps
+/// to the files branch and returns what the comment and the summary show;
+/// `None` when the run left no files.
+pub(crate) async fn show(ctx: &Ctx<'_>, report: &Report, keep_dir: &Path) -> Option<FilesBlock> {
+    let files = run_files(report);
+    if files.is_empty() {
+        return None;
+    }
+    let env = ctx.env;
+    let folder = run_folder(&env.run_id, env.run_attempt);
+    let owned: Vec<Artifact> = files.iter().map(|a| (*a).clone()).collect();
+    if let Err(e) = crate::sandbox::write_files(&owned, &keep_dir.join(&folder)) {
+        tracing::warn!("cannot keep the run's files in {}: {e}", keep_dir.display());
+    }
+    let caps = &ctx.policy.output.files;
+    let (kept, left) = within_caps(&files, caps);
+    let left_out: Vec<(String, u64)> = left.iter().map(|a| (a.name.clone(), a.size)).collect();
+    let caps_text = format!(
+        "over the policy's `output.files` caps of {} files and {}",
+        caps.max_files, caps.max_bytes
+    );
+    let repo = env.repository.to_string();
+    let committed = match caps.branch.get() {
+        None => Err(texts::FILES_NO_BRANCH.to_string()),
+        Some(_) if kept.is_empty() => Err("none is within the caps".to_string()),
+        Some(branch) => {
+            let named: Vec<(&str, &[u8])> = kept
+                .iter()
+                .map(|a| (a.name.as_str(), a.bytes.as_slice()))
+                .collect();
+            let message = format!(
+                "compute-bot: files of run {} attempt {}\n\n{}",
+                env.run_id,
+                env.run_attempt,
+                env.run_url()
+            );
+            match ctx.gh.commit_files(branch, &folder, &named, &message).await {
+                Ok(c) => Ok(c),
+                Err(e) => {
+                    tracing::warn!("the run's files were not committed: {e}");
+                    Err(if e.is_permission() {
+                        texts::FILES_NO_WRITE.to_string()
+                    } else {
+                        texts::files_write_failed(&e.to_string())
+                    })
+                }
+            }
+        }
+    };
+    let (home, shown): (FilesHome, Vec<ShownFile>) = match committed {
+        Ok(c) => {
+            let shown = kept
+                .iter()
+                .zip(&c.paths)
+                .map(|(a, path)| ShownFile {
+                    name: a.name.clone(),
+                    size: a.size,
+                    image: a.kind() == FileKind::Image,
+                    url: Some(blob_url(&env.server_url, &repo, &c.sha, path)),
+                })
+                .collect();
+            let home = FilesHome::Committed {
+                commit_url: format!("{}/{repo}/commit/{}", env.server_url, c.sha),
+                branch: c.branch,
+                sha: c.sha,
+            };
+            (home, shown)
+        }
+        Err(reason) => {
+            let shown = kept
+                .iter()
+                .map(|a| ShownFile {
+                    name: a.name.clone(),
+                    size: a.size,
+                    image: a.kind() == FileKind::Image,
+                    url: None,
+                })
+                .collect();
+            (FilesHome::ArtifactOnly { reason }, shown)
+        }
+    };
+    let has_images = shown.iter().any(|f| f.image && f.url.is_some());
+    Some(FilesBlock {
+        markdown: texts::files_md(&shown, &home, &left_out, &caps_text, &env.run_url()),
+        has_images,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::units::ByteSize;
+
+    fn art(name: &str, size: u64) -> Artifact {
+        Artifact {
+            name: name.into(),
+            size,
+            sha256: String::new(),
+            bytes: vec![0; size as usize],
+        }
+    }
+
+    #[test]
+    fn caps_keep_files_in_order_and_name_the_rest() {
+        let files = [
+            art("a.png", 6),
+            art("big.bin", 20),
+            art("b.csv", 4),
+            art("c.csv", 1),
+        ];
+        let refs: Vec<&Artifact> = files.iter().collect();
+        let caps = Files {
+            max_files: 2,
+            max_bytes: ByteSize(10),
+            ..Files::default()
+        };
+        let (kept, left) = within_caps(&refs, &caps);
+        let names = |v: &[&Artifact]| v.iter().map(|a| a.name.clone()).collect::<Vec<_>>();
+        assert_eq!(names(&kept), ["a.png", "b.csv"]);
+        assert_eq!(names(&left), ["big.bin", "c.csv"]);
+    }
+
+    #[test]
+    fn links_are_pinned_and_encoded() {
+        assert_eq!(run_folder("123/4", 2), "runs/1234-2");
+        assert_eq!(
+            blob_url("https://github.com", "o/r", "abc", "runs/1-1/my plot.png"),
+            "https://github.com/o/r/blob/abc/runs/1-1/my%20plot.png?raw=true"
+        );
+    }
+}

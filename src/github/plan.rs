@@ -1,0 +1,116 @@
+//! `/compute plan <goal>` and `/compute run`: plan first, then run exactly
+//! what was shown.
+//!
+//! A plan is generated and checked like any request, but no container is
+//! started; the bot posts the plan, the exact code, the policy verdict and
+//! the code's sha256 as a **new comment it never edits** (status `planned`).
+//! `/compute run`, by whoever the policy's `who` lets run code, takes the
+//! newest plan in the thread and runs exactly its code:
+//!
+//! - only comments written by the identity the bot posts as count
+//!   ([`GitHub::own_login`](crate::github::client::GitHub::own_login)); a
+//!   plan marker in anyone else's comment is ignored;
+//! - the plan comment must be unedited (`updated_at` not after
+//!   `created_at`) and its code must hash to the sha256 in its hidden marker
+//!   ([`texts::read_plan`]); with `/compute run <sha256 prefix>` it must also
+//!   start with that prefix;
+//! - the inputs must still have the hashes the plan was made with.
+//!
+//! The run is an ordinary request for exact code: checked again against the
+//! policy (an escalation then waits for an approval as always), run,
+//! validated; its comment links the plan.
+
+use crate::github::client::{CommentInfo, Reaction};
+use crate::github::request::{FromPlan, Job, execute};
+use crate::github::texts::{self, read_request_marker};
+use crate::github::thread::{Ctx, Published, Stop, Thread};
+use crate::status::Status;
+
+/// `/compute plan`: the job's code is generated (or taken) and checked;
+/// nothing runs.
+pub(crate) async fn plan(
+    ctx: &Ctx<'_>,
+    thread: &mut Thread<'_>,
+    job: Job,
+) -> Result<Published, Stop> {
+    let job = Job {
+        plan_only: true,
+        ..job
+    };
+    execute(ctx, thread, job).await
+}
+
+/// The newest comment of the bot's own that carries a plan marker.
+async fn newest_plan(ctx: &Ctx<'_>, issue: u64) -> Result<Option<CommentInfo>, Stop> {
+    let read = |e| Stop::github("could not read the thread", &e);
+    let comments = ctx.gh.list_comments(issue).await.map_err(read)?;
+    let own = ctx.gh.own_login().await.map_err(read)?;
+    Ok(comments
+        .into_iter()
+        .rev()
+        .filter(|c| c.author_login.eq_ignore_ascii_case(&own))
+        .find(|c| texts::has_plan_marker(&c.body)))
+}
+
+/// `/compute run [<sha256 prefix>]`: runs exactly the code of the newest
+/// plan in `issue` (see the module docs for what is checked).
+pub(crate) async fn run_plan(
+    ctx: &Ctx<'_>,
+    thread: &mut Thread<'_>,
+    issue: u64,
+    author: &str,
+    sha256_prefix: Option<&str>,
+) -> Result<Published, Stop> {
+    let invalid = |reason: &str| {
+        Published::reply(
+            Status::Failed,
+            &texts::plan_invalid(reason, ctx.prefix),
+            Reaction::Confused,
+        )
+    };
+    let Some(comment) = newest_plan(ctx, issue).await? else {
+        return Ok(Published::reply(
+            Status::Ignored,
+            &texts::nothing_planned(author, ctx.prefix),
+            Reaction::Confused,
+        ));
+    };
+    if comment.edited {
+        return Ok(invalid(&format!(
+            "The newest plan ({}) was edited after the bot posted it, so what it shows may not be what was planned; it will not run.",
+            comment.html_url
+        )));
+    }
+    let code = match texts::read_plan(&comment.body) {
+        Ok(c) => c,
+        Err(e) => {
+            return Ok(invalid(&format!(
+                "The newest plan ({}) cannot be read back: {e}.",
+                comment.html_url
+            )));
+        }
+    };
+    if let Some(prefix) = sha256_prefix
+        && !code.sha256.starts_with(prefix)
+    {
+        return Ok(invalid(&format!(
+            "The run names sha256 `{prefix}…`, but the newest plan's code has sha256 `{}`; read the newest plan and run it with its hash.",
+            code.sha256
+        )));
+    }
+    let request = read_request_marker(&comment.body).unwrap_or_default();
+    let job = Job {
+        goal: request.goal,
+        code: Some(code.code),
+        context: request.context,
+        inputs: request.inputs.iter().map(|i| i.path.clone()).collect(),
+        expected_inputs: Some(request.inputs),
+        from_plan: Some(FromPlan {
+            by: author.to_string(),
+            sha256: code.sha256,
+            plan_url: comment.html_url,
+        }),
+        ..Job::default()
+    };
+    execute(ctx, thread, job).await
+}

@@ -1,0 +1,441 @@
+//! The texts of watches: the sticky comment of a watch (with its hidden
+//! history), the short notification, the pull-request comment and the job
+//! summary. Everything from a watch file or a result is escaped here.
+//!
+//! Markers:
+//! - `<!-- compute-bot:watch=<name> -->` on a watch's sticky comment;
+//! - `<!-- compute-bot:watch-state=<hex JSON> -->` beside it: the history;
+//! - `<!-- compute-bot:watch-pr -->` on the one watch comment of a pull request.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde_json::Value;
+
+use super::MARKER_END;
+use crate::markdown::escape_cell;
+
+const WATCH_MARKER_START: &str = "<!-- compute-bot:watch=";
+const STATE_MARKER_START: &str = "<!-- compute-bot:watch-state=";
+/// The marker of the watch comment of a pull request.
+pub(crate) const WATCH_PR_MARKER: &str = "<!-- compute-bot:watch-pr -->";
+/// Most value columns in a history table.
+const HISTORY_COLUMNS: usize = 6;
+
+/// The hidden marker of watch `name`'s sticky comment (names are letters,
+/// digits, `-`, `_`, `.`: checked when the watch is read).
+pub(crate) fn watch_marker(name: &str) -> String {
+    format!("{WATCH_MARKER_START}{name}{MARKER_END}")
+}
+
+/// The hidden marker carrying a watch's history (hex-encoded JSON, so no
+/// text in it can end the HTML comment).
+pub(crate) fn watch_state_marker(json: &[u8]) -> String {
+    format!("{STATE_MARKER_START}{}{MARKER_END}", hex::encode(json))
+}
+
+/// The history bytes of a sticky comment, if it has them.
+pub(crate) fn read_watch_state(body: &str) -> Option<Vec<u8>> {
+    let start = body.find(STATE_MARKER_START)? + STATE_MARKER_START.len();
+    let rest = &body[start..];
+    let end = rest.find(MARKER_END)?;
+    hex::decode(rest[..end].trim()).ok()
+}
+
+/// One check as shown.
+pub(crate) struct CheckView<'a> {
+    /// The check as written.
+    pub(crate) check: &'a str,
+    /// True when it held.
+    pub(crate) passed: bool,
+    /// Why it failed.
+    pub(crate) error: Option<&'a str>,
+}
+
+/// One row of a watch's history.
+pub(crate) struct HistoryRow<'a> {
+    /// When (UTC, `YYYY-MM-DD HH:MM`).
+    pub(crate) at: &'a str,
+    /// The values by pointer.
+    pub(crate) values: &'a BTreeMap<String, Value>,
+    /// How many checks failed.
+    pub(crate) failing: usize,
+    /// Why the run gave no result.
+    pub(crate) error: Option<&'a str>,
+}
+
+/// What the sticky comment of a watch shows.
+pub(crate) struct Sticky<'a> {
+    /// The watch's name.
+    pub(crate) name: &'a str,
+    /// Its file.
+    pub(crate) file: &'a str,
+    /// The SHA-256 of the code that ran.
+    pub(crate) code_sha256: Option<&'a str>,
+    /// The newest run's values.
+    pub(crate) values: &'a BTreeMap<String, Value>,
+    /// The newest run's checks.
+    pub(crate) checks: &'a [CheckView<'a>],
+    /// Why the newest run gave no result.
+    pub(crate) error: Option<&'a str>,
+    /// The history, oldest first (the newest run last).
+    pub(crate) history: &'a [HistoryRow<'a>],
+    /// The tolerance.
+    pub(crate) tolerance: f64,
+    /// The workflow run.
+    pub(crate) run_url: &'a str,
+    /// The state marker ([`watch_state_marker`]).
+    pub(crate) state: &'a str,
+}
+
+/// A value in a cell.
+fn cell(v: &Value) -> String {
+    match v {
+        Value::String(s) => escape_cell(s),
+        other => escape_cell(&other.to_string()),
+    }
+}
+
+/// A number without float noise (at most 10 decimals, trailing zeros cut).
+fn num(x: f64) -> String {
+    let s = format!("{x:.10}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    if s == "-0" { "0".into() } else { s.to_string() }
+}
+
+/// `+8 (+19.05 %)` for two numbers; empty for anything else.
+pub(crate) fn difference(before: Option<&Value>, after: Option<&Value>) -> String {
+    match (
+        before.and_then(Value::as_f64),
+        after.and_then(Value::as_f64),
+    ) {
+        (Some(a), Some(b)) if a == b => "no change".into(),
+        (Some(a), Some(b)) => {
+            let d = b - a;
+            let sign = if d > 0.0 { "+" } else { "" };
+            if a != 0.0 {
+                let pct = d / a.abs() * 100.0;
+                let psign = if pct > 0.0 { "+" } else { "" };
+                format!("{sign}{} ({psign}{:.2} %)", num(d), pct)
+            } else {
+                format!("{sign}{}", num(d))
+            }
+        }
+        _ if before != after => "changed".into(),
+        _ => "no change".into(),
+    }
+}
+
+fn checks_list(out: &mut String, checks: &[CheckView<'_>]) {
+    for c in checks {
+        if c.passed {
+            let _ = writeln!(out, "- ✅ {}", escape_cell(c.check));
+        } else {
+            let _ = writeln!(
+                out,
+                "- ❌ {} — {}",
+                escape_cell(c.check),
+                escape_cell(c.error.unwrap_or("failed"))
+            );
+        }
+    }
+}
+
+fn values_table(out: &mut String, values: &BTreeMap<String, Value>) {
+    if values.is_empty() {
+        return;
+    }
+    out.push_str("| value | now |\n| --- | --- |\n");
+    for (k, v) in values {
+        let _ = writeln!(out, "| {} | {} |", escape_cell(k), cell(v));
+    }
+    out.push('\n');
+}
+
+/// The sticky comment of a watch: the newest values and checks, the history
+/// table (newest first), and the hidden markers.
+pub(crate) fn watch_sticky(s: &Sticky<'_>) -> String {
+    let mut out = format!("{}\n{}\n", watch_marker(s.name), s.state);
+    let failing = s.checks.iter().filter(|c| !c.passed).count();
+    let head = match (s.error, failing) {
+        (Some(_), _) => "❌ no result",
+        (None, 0) => "✅ all checks pass",
+        (None, _) => "❌ a check fails",
+    };
+    let _ = writeln!(
+        out,
+        "### compute-bot watch `{}` — {head}\n\nFrom `{}`; a value counts as changed when it moves by more than {} (relative). Last run: [workflow run]({}).\n",
+        escape_cell(s.name),
+        escape_cell(s.file),
+        num(s.tolerance),
+        s.run_url
+    );
+    if let Some(e) = s.error {
+        let _ = writeln!(
+            out,
+            "> [!CAUTION]\n> The watch gave no result: {}\n",
+            escape_cell(e)
+        );
+    }
+    values_table(&mut out, s.values);
+    if !s.checks.is_empty() {
+        out.push_str("**Checks**\n\n");
+        checks_list(&mut out, s.checks);
+        out.push('\n');
+    }
+    if !s.history.is_empty() {
+        let mut columns: Vec<&String> = Vec::new();
+        for row in s.history.iter().rev() {
+            for k in row.values.keys() {
+                if columns.len() < HISTORY_COLUMNS && !columns.contains(&k) {
+                    columns.push(k);
+                }
+            }
+        }
+        out.push_str("**History** (newest first)\n\n| date (UTC) |");
+        for c in &columns {
+            let _ = write!(out, " {} |", escape_cell(c));
+        }
+        out.push_str(" checks |\n| --- |");
+        for _ in &columns {
+            out.push_str(" --- |");
+        }
+        out.push_str(" --- |\n");
+        for row in s.history.iter().rev() {
+            let _ = write!(out, "| {} |", escape_cell(row.at));
+            for c in &columns {
+                let v = row.values.get(*c).map(cell).unwrap_or_else(|| "–".into());
+                let _ = write!(out, " {v} |");
+            }
+            let status = match (row.error, row.failing) {
+                (Some(_), _) => "no result".to_string(),
+                (None, 0) => "pass".to_string(),
+                (None, n) => format!("{n} failing"),
+            };
+            let _ = writeln!(out, " {status} |");
+        }
+        out.push('\n');
+    }
+    if let Some(sha) = s.code_sha256 {
+        let _ = writeln!(out, "<sub>code sha256 `{}`</sub>", escape_cell(sha));
+    }
+    out
+}
+
+/// What changed since the previous run, for the notification.
+pub(crate) struct Moved<'a> {
+    /// Values that moved beyond the tolerance: pointer, before, after.
+    pub(crate) values: Vec<(&'a str, Option<&'a Value>, Option<&'a Value>)>,
+    /// Checks that started failing, with why.
+    pub(crate) started_failing: Vec<(&'a str, &'a str)>,
+    /// Checks that pass again.
+    pub(crate) stopped_failing: Vec<&'a str>,
+    /// The run gives no result any more (why), or gives one again.
+    pub(crate) result: Option<Result<(), &'a str>>,
+}
+
+impl Moved<'_> {
+    /// True when nothing moved (then nothing is posted).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.values.is_empty()
+            && self.started_failing.is_empty()
+            && self.stopped_failing.is_empty()
+            && self.result.is_none()
+    }
+}
+
+/// The short notification that links the sticky comment.
+pub(crate) fn watch_notification(name: &str, sticky_url: &str, m: &Moved<'_>) -> String {
+    let mut out = format!("**compute-bot watch `{}`**: ", escape_cell(name));
+    let mut parts = Vec::new();
+    for (k, b, a) in &m.values {
+        let show = |v: &Option<&Value>| v.map(cell).unwrap_or_else(|| "(none)".into());
+        let d = match difference(*b, *a).as_str() {
+            "changed" | "no change" => String::new(),
+            d => format!(" ({d})"),
+        };
+        parts.push(format!("{} {} → {}{d}", escape_cell(k), show(b), show(a)));
+    }
+    for (c, why) in &m.started_failing {
+        parts.push(format!(
+            "check {} started failing ({})",
+            escape_cell(c),
+            escape_cell(why)
+        ));
+    }
+    for c in &m.stopped_failing {
+        parts.push(format!("check {} passes again", escape_cell(c)));
+    }
+    match m.result {
+        Some(Err(why)) => parts.push(format!("no result any more ({})", escape_cell(why))),
+        Some(Ok(())) => parts.push("gives a result again".into()),
+        None => {}
+    }
+    out.push_str(&parts.join("; "));
+    let _ = writeln!(out, ". [Values, checks and history]({sticky_url})");
+    out
+}
+
+/// One watch in a pull-request comment or a summary.
+pub(crate) struct Compared<'a> {
+    /// The watch's name.
+    pub(crate) name: &'a str,
+    /// Its file.
+    pub(crate) file: &'a str,
+    /// Values on the base (none: no result, see `base_error`).
+    pub(crate) base: &'a BTreeMap<String, Value>,
+    /// Values on the head.
+    pub(crate) head: &'a BTreeMap<String, Value>,
+    /// Why the base run gave no result.
+    pub(crate) base_error: Option<&'a str>,
+    /// Why the head run gave no result.
+    pub(crate) head_error: Option<&'a str>,
+    /// The checks on the head.
+    pub(crate) checks: &'a [CheckView<'a>],
+    /// The inputs the pull request changes.
+    pub(crate) changed_inputs: Vec<&'a str>,
+}
+
+/// The pull request's watch comment (or its summary): for each watch, before
+/// → after per value with the difference, and the checks on the head.
+pub(crate) fn watch_pull_request(
+    base_sha: &str,
+    head_sha: &str,
+    watches: &[Compared<'_>],
+    run_url: &str,
+) -> String {
+    let short = |s: &str| s.chars().take(7).collect::<String>();
+    let mut out = format!(
+        "{WATCH_PR_MARKER}\n### compute-bot watches\n\nEach watch's code as it is on the base branch (`{}`), run on the base and on the head (`{}`) versions of its inputs. [Workflow run]({run_url}).\n\n",
+        escape_cell(&short(base_sha)),
+        escape_cell(&short(head_sha))
+    );
+    for w in watches {
+        let failing = w.checks.iter().filter(|c| !c.passed).count();
+        let head = match (w.head_error, failing) {
+            (Some(_), _) => "❌ no result on the head",
+            (None, 0) => "✅ checks pass",
+            (None, _) => "❌ a check fails on the head",
+        };
+        let inputs: Vec<String> = w.changed_inputs.iter().map(|p| escape_cell(p)).collect();
+        let _ = writeln!(
+            out,
+            "#### `{}` — {head}\n\nFrom `{}`; changed inputs: {}.\n",
+            escape_cell(w.name),
+            escape_cell(w.file),
+            inputs.join(", ")
+        );
+        for (side, e) in [("base", w.base_error), ("head", w.head_error)] {
+            if let Some(e) = e {
+                let _ = writeln!(
+                    out,
+                    "> [!CAUTION]\n> No result on the {side}: {}\n",
+                    escape_cell(e)
+                );
+            }
+        }
+        let mut keys: Vec<&String> = w.base.keys().collect();
+        for k in w.head.keys() {
+            if !keys.contains(&k) {
+                keys.push(k);
+            }
+        }
+        if !keys.is_empty() {
+            out.push_str("| value | base | head | difference |\n| --- | --- | --- | --- |\n");
+            for k in keys {
+                let (b, a) = (w.base.get(k), w.head.get(k));
+                let show = |v: Option<&Value>| v.map(cell).unwrap_or_else(|| "–".into());
+                let _ = writeln!(
+                    out,
+                    "| {} | {} | {} | {} |",
+                    escape_cell(k),
+                    show(b),
+                    show(a),
+                    escape_cell(&difference(b, a))
+                );
+            }
+            out.push('\n');
+        }
+        if !w.checks.is_empty() {
+            out.push_str("Checks on the head:\n\n");
+            checks_list(&mut out, w.checks);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// The reply to `/compute watch <name>`: the watch file, ready to commit.
+pub(crate) fn watch_file_reply(name: &str, source: &str, yaml: &str) -> String {
+    format!(
+        "### compute-bot: a watch for this result\n\nCommit this as `.github/compute/{}.yml` to keep running the exact code of [this result]({source}) every week and on pull requests that change its inputs. Add `checks`, a `tolerance` and the `issue` to suit; `compute-bot watch check` validates the file.\n\n{}",
+        escape_cell(name),
+        crate::markdown::fenced("yaml", yaml)
+    )
+}
+
+/// The reply when `/compute watch` has no usable name or result.
+pub(crate) fn watch_file_unavailable(why: &str, command: &str) -> String {
+    format!(
+        "No watch file: {}. Write `{} watch <name>` (letters, digits, `-`, `_`, `.`) under a compute-bot result.",
+        escape_cell(why),
+        command.replace('`', "'")
+    )
+}
+
+/// One watch of a schedule or dispatch run in the job summary.
+pub(crate) fn watch_summary(
+    name: &str,
+    values: &BTreeMap<String, Value>,
+    checks: &[CheckView<'_>],
+    error: Option<&str>,
+    sticky_url: Option<&str>,
+) -> String {
+    let mut out = format!("### compute-bot watch `{}`\n\n", escape_cell(name));
+    if let Some(e) = error {
+        let _ = writeln!(out, "No result: {}\n", escape_cell(e));
+    }
+    values_table(&mut out, values);
+    checks_list(&mut out, checks);
+    if let Some(u) = sticky_url {
+        let _ = writeln!(out, "\n[The watch's comment]({u})");
+    }
+    out.push('\n');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_state_marker_round_trips_and_cannot_close_the_comment() {
+        let json = br#"{"x":"--> <!-- @alice"}"#;
+        let m = watch_state_marker(json);
+        assert!(!m[4..m.len() - 4].contains("-->"), "{m}");
+        assert_eq!(read_watch_state(&format!("a\n{m}\nb")).unwrap(), json);
+    }
+
+    #[test]
+    fn differences_are_signed_with_the_relative_change() {
+        assert_eq!(
+            difference(Some(&json!(42)), Some(&json!(50))),
+            "+8 (+19.05 %)"
+        );
+        assert_eq!(
+            difference(Some(&json!(0.3)), Some(&json!(0.1))),
+            "-0.2 (-66.67 %)"
+        );
+        assert_eq!(difference(Some(&json!(0)), Some(&json!(2))), "+2");
+        assert_eq!(difference(Some(&json!("a")), Some(&json!("b"))), "changed");
+        assert_eq!(difference(Some(&json!(1)), Some(&json!(1))), "no change");
+    }
+
+    #[test]
+    fn untrusted_text_is_escaped() {
+        let v = BTreeMap::from([("/who".to_string(), json!("@alice <!-- |"))]);
+        let t = watch_summary("w", &v, &[], None, None);
+        assert!(t.contains("@\u{200b}alice &lt;!-- \\|"), "{t}");
+    }
+}

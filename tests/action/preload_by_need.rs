@@ -1,0 +1,179 @@
+//! Preload by need through the Action, with the real sandbox: exact code
+//! (known before its container is prepared) preloads exactly the heavy
+//! modules it imports, so code that imports nothing heavy never waits for a
+//! preload; a goal (the code still unknown while the model writes) keeps the
+//! policy's fixed list. The container prepared ahead for exact code is
+//! removed when the request stops before it runs.
+
+use crate::support::ActionRun as Run;
+use crate::support::action_fixture::{ActionFixture, COMMENT, fenced};
+use crate::support::llm_standin::{CANARY_KEY, LlmStandin, Reply};
+use serde_json::{Value, json};
+
+/// The first attempt's outcome in the run's report.
+fn outcome(f: &ActionFixture, run: &Run) -> Value {
+    let report = f.report(run);
+    assert_eq!(report["status"], "ok", "{}", run.log());
+    report["attempts"][0]["outcome"].clone()
+}
+
+/// What the sandbox preloaded, as its audit reports it.
+fn preloaded(outcome: &Value) -> Vec<String> {
+    outcome["audit"]["preloaded"]
+        .as_array()
+        .map(|a| a.iter().map(|m| m.as_str().unwrap().to_string()).collect())
+        .unwrap_or_default()
+}
+
+/// The outcome's notes about waiting for a preload.
+fn waiting_notes(outcome: &Value) -> Vec<String> {
+    outcome["notes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|n| n.as_str())
+        .filter(|n| n.contains("waited") || n.contains("preload"))
+        .map(str::to_string)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exact_code_importing_only_json_gets_no_preload_and_never_waits() {
+    let f = ActionFixture::new().await;
+    let code = "import json\nprint(json.dumps({\"answer\": 6 * 7}))\n";
+    f.comment("alice", &format!("/compute the answer\n{}", fenced(code)));
+    let run = f.run(COMMENT, "9701").await;
+    assert_eq!(run.code, 0, "{}", run.log());
+    assert_eq!(
+        serde_json::from_str::<Value>(run.out("result")).unwrap(),
+        json!({"answer": 42})
+    );
+    let o = outcome(&f, &run);
+    assert_eq!(preloaded(&o), Vec::<String>::new(), "{o}");
+    assert_eq!(waiting_notes(&o), Vec::<String>::new(), "{o}");
+    let body = &f.bot_comments(7)[0].body;
+    assert!(!body.contains("preloaded before the code"), "{body}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exact_code_importing_pandas_gets_pandas_preloaded() {
+    let f = ActionFixture::new().await;
+    let code = "import json\nimport pandas as pd\ndf = pd.read_csv(\"/data/sales.csv\")\nprint(json.dumps({\"total\": int(df[\"amount\"].sum())}))\n";
+    f.comment(
+        "alice",
+        &format!("/compute inputs=data/sales.csv total\n{}", fenced(code)),
+    );
+    let run = f.run(COMMENT, "9702").await;
+    assert_eq!(run.code, 0, "{}", run.log());
+    assert_eq!(
+        serde_json::from_str::<Value>(run.out("result")).unwrap(),
+        json!({"total": 42})
+    );
+    let o = outcome(&f, &run);
+    assert_eq!(preloaded(&o), vec!["pandas"], "{o}");
+    // Waiting for its own import is no wait for a preload it does not use.
+    assert_eq!(waiting_notes(&o), Vec::<String>::new(), "{o}");
+    let body = &f.bot_comments(7)[0].body;
+    assert!(
+        body.contains("preloaded before the code arrived (1): `pandas`"),
+        "{body}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_goal_still_preloads_the_fixed_list_while_the_model_writes() {
+    let f = ActionFixture::new().await;
+    let llm = LlmStandin::openai().await;
+    llm.push(Reply::code(
+        "Print the answer.",
+        "import json\nprint(json.dumps({'answer': 42}))",
+    ));
+    llm.push(Reply::text("The answer is 42."));
+    f.comment("alice", "/compute what is six times seven?");
+    let run = f
+        .run_env(f.env(COMMENT, "9703").model(&llm, CANARY_KEY))
+        .await;
+    assert_eq!(run.code, 0, "{}", run.log());
+    let o = outcome(&f, &run);
+    assert_eq!(
+        preloaded(&o),
+        vec!["pandas", "numpy", "matplotlib.pyplot"],
+        "{o}"
+    );
+    // A wait, if the model answered before the preload was done, names
+    // the modules this code does not use.
+    for n in waiting_notes(&o) {
+        assert!(
+            n.contains("it does not import: pandas, numpy, matplotlib.pyplot"),
+            "{n}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_container_prepared_ahead_is_removed_when_the_request_stops_first() {
+    let f = ActionFixture::new().await;
+    // GitHub's round trips, so the container is under way when the request stops.
+    f.gh.set_latency(std::time::Duration::from_millis(300));
+    let code = "import json\nimport pandas as pd\nprint(json.dumps({\"rows\": len(pd.read_csv(\"/data/nope.csv\"))}))\n";
+    f.comment(
+        "alice",
+        &format!("/compute inputs=data/nope.csv rows\n{}", fenced(code)),
+    );
+    let since = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        - 1;
+    let run = f.run(COMMENT, "9704").await;
+    assert_eq!(
+        (run.code, run.out("status")),
+        (1, "failed"),
+        "{}",
+        run.log()
+    );
+    let body = &f.bot_comments(7)[0].body;
+    assert!(body.contains("`data/nope.csv` does not exist"), "{body}");
+    assert!(body.contains("Nothing was run"), "{body}");
+    // A container may have been prepared ahead for the exact code (its
+    // interpreter importing pandas while the bot talked to GitHub; a stop
+    // this quick may close the session before the engine is asked) ...
+    let label = format!("label={}={}", compute_bot::sandbox::LABEL_PID, run.pid);
+    let until = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        + 1;
+    let events = std::process::Command::new("docker")
+        .args([
+            "events",
+            "--since",
+            &since.to_string(),
+            "--until",
+            &until.to_string(),
+        ])
+        .args([
+            "--filter",
+            &label,
+            "--filter",
+            "event=create",
+            "--format",
+            "{{.ID}}",
+        ])
+        .output()
+        .unwrap();
+    assert!(events.status.success());
+    let created = String::from_utf8_lossy(&events.stdout).lines().count();
+    assert!(created <= 1, "{created} containers for one request");
+    // ... and whether or not, no container of that bot process is left.
+    let out = std::process::Command::new("docker")
+        .args(["ps", "-a", "-q", "--filter", &label])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "",
+        "left behind"
+    );
+}
