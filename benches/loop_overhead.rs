@@ -90,10 +90,10 @@ async fn once(
     };
     let req = Request {
         goal: Some("What is the sum of the value column?".into()),
-        inputs: vec![InputFile {
-            name: "values.csv".into(),
-            bytes: b"id,value\n1,1\n2,2\n3,3\n".to_vec(),
-        }],
+        inputs: vec![InputFile::new(
+            "values.csv",
+            b"id,value\n1,1\n2,2\n3,3\n".to_vec(),
+        )],
         ..Default::default()
     };
     let start = Instant::now();

@@ -18,8 +18,10 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Component, Path, PathBuf};
 
+mod sniff;
+
 use crate::policy::Inputs;
-use crate::sandbox::{InputFile, sha256_hex};
+use crate::sandbox::InputFile;
 
 /// What a workspace is, for the messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -240,7 +242,7 @@ pub(crate) fn admit(
         }
     }
     for path in wanted {
-        let (target, bytes) = match admit_one(ws, &path, allow) {
+        let (target, size) = match admit_one(ws, &path, allow) {
             Ok(found) => found,
             Err(problem) => {
                 problems.push(Refused { path, problem });
@@ -265,12 +267,37 @@ pub(crate) fn admit(
             continue;
         }
         names.insert(name.clone(), path.clone());
-        total += bytes.len() as u64;
-        let sha256 = sha256_hex(&bytes);
+        total += size;
+        if let Allow::Policy(p) = allow
+            && total > p.max_total_bytes.bytes()
+        {
+            // Refused below as a whole; no need to read it.
+            continue;
+        }
+        let file = match InputFile::hash_file(name, &target) {
+            Ok(f) if f.size() == size => f,
+            Ok(f) => {
+                problems.push(Refused {
+                    path,
+                    problem: format!(
+                        "changed while it was read ({size} bytes, then {}); run again once nothing writes to it",
+                        f.size()
+                    ),
+                });
+                continue;
+            }
+            Err(e) => {
+                problems.push(Refused {
+                    path,
+                    problem: format!("cannot be read ({e})"),
+                });
+                continue;
+            }
+        };
         out.push(Admitted {
             path: ws.relative(&path).unwrap_or(path),
-            file: InputFile { name, bytes },
-            sha256,
+            sha256: file.sha256(),
+            file,
         });
     }
     if let Allow::Policy(p) = allow
@@ -279,7 +306,7 @@ pub(crate) fn admit(
         problems.push(Refused {
             path: "(all inputs)".into(),
             problem: format!(
-                "together they are {total} bytes; the policy allows at most {} per request (`inputs.max_total_bytes`) — pass fewer or smaller files",
+                "together they are {total} bytes; the policy allows at most {} per request (`inputs.max_total_bytes`) — raise it in the policy, or pass fewer or smaller files",
                 p.max_total_bytes
             ),
         });
@@ -291,12 +318,15 @@ pub(crate) fn admit(
     }
 }
 
-/// Checks one named path; returns the file it resolves to and its bytes.
+/// Checks one named path; returns the file it resolves to and its size.
+/// The contents are not read here beyond the format check's few bytes
+/// ([`sniff::check`]): the caller hashes the file, and it is streamed into
+/// the sandbox when the code runs.
 pub(crate) fn admit_one(
     ws: &Workspace,
     named: &str,
     allow: Allow<'_>,
-) -> Result<(PathBuf, Vec<u8>), String> {
+) -> Result<(PathBuf, u64), String> {
     let rel = ws.relative(&normalize(named))?;
     if !allow.permits(&rel) {
         return Err(format!(
@@ -338,20 +368,15 @@ pub(crate) fn admit_one(
         Allow::Policy(p) => p.max_file_bytes.bytes(),
         Allow::Anything => u64::MAX,
     };
-    let too_big = |n: u64| {
-        format!(
-            "is {n} bytes; the policy allows at most {} per file (`inputs.max_file_bytes`)",
-            crate::units::ByteSize(max)
-        )
-    };
     if meta.len() > max {
-        return Err(too_big(meta.len()));
+        return Err(format!(
+            "is {} bytes; the policy allows at most {} per file (`inputs.max_file_bytes`) — raise it in the policy, or pass a smaller file",
+            meta.len(),
+            crate::units::ByteSize(max)
+        ));
     }
-    let bytes = std::fs::read(&target).map_err(|e| format!("cannot be read ({e})"))?;
-    if bytes.len() as u64 > max {
-        return Err(too_big(bytes.len() as u64));
-    }
-    Ok((target, bytes))
+    sniff::check(&target, meta.len())?;
+    Ok((target, meta.len()))
 }
 
 #[cfg(test)]
@@ -463,7 +488,7 @@ mod tests {
         let inside = d.path().join("data/sub/sales.csv").display().to_string();
         let ok = admit(&w, &[inside], Allow::Policy(&pol)).unwrap();
         assert_eq!(paths(&ok), vec!["sub/sales.csv"]);
-        assert_eq!(ok[0].file.bytes, b"a\n1\n");
+        assert_eq!(ok[0].file.read_all().unwrap(), b"a\n1\n");
     }
 
     #[test]

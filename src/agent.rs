@@ -440,8 +440,8 @@ impl Agent<'_> {
                 .iter()
                 .map(|f| InputSummary {
                     name: f.name.clone(),
-                    size: f.bytes.len() as u64,
-                    sha256: sha256_hex(&f.bytes),
+                    size: f.size(),
+                    sha256: f.sha256(),
                 })
                 .collect(),
             policy: self.policy.origin.as_ref().map(|p| p.display().to_string()),

@@ -23,6 +23,11 @@ pub use earlier::Earlier;
 
 /// Most bytes of one input preview.
 const PREVIEW_MAX_BYTES: usize = 2048;
+
+/// The most of an input read for its preview (JSON up to this size is
+/// parsed whole; line counts of bigger files are "more than" the count in
+/// this much).
+const PREVIEW_READ: usize = 32 * 1024 * 1024;
 /// Most characters of one line in a preview.
 const PREVIEW_LINE_CHARS: usize = 160;
 /// Most characters of the schema in the prompt.
@@ -77,7 +82,7 @@ impl PromptContext {
             limits: policy.limits(),
             inputs: inputs
                 .iter()
-                .map(|f| preview_input_at(&f.name, &f.bytes, data))
+                .map(|f| preview_input_at(&f.name, &f.head(PREVIEW_READ), f.size(), data))
                 .collect(),
             schema: schema.clone(),
             extra_context,
@@ -285,20 +290,22 @@ fn strip_invisible(s: &str) -> String {
 /// cut to a sane width and the whole is at most [`PREVIEW_MAX_BYTES`].
 #[cfg(test)]
 fn preview_input(name: &str, bytes: &[u8]) -> String {
-    preview_input_at(name, bytes, DataLevel::Preview)
+    preview_input_at(name, bytes, bytes.len() as u64, DataLevel::Preview)
 }
 
 /// [`preview_input`] at a data level: `preview` shows rows and lines,
 /// `schema` column names with inferred types (JSON keys with value kinds),
 /// `none` the file's name and size only.
-fn preview_input_at(name: &str, bytes: &[u8], level: DataLevel) -> String {
+/// `bytes` are the file's first bytes (at most [`PREVIEW_READ`]), `size`
+/// its whole size.
+fn preview_input_at(name: &str, bytes: &[u8], size: u64, level: DataLevel) -> String {
     match level {
-        DataLevel::Preview => preview_rows(name, bytes),
-        DataLevel::Schema => preview_schema(name, bytes),
+        DataLevel::Preview => preview_rows(name, bytes, size),
+        DataLevel::Schema => preview_schema(name, bytes, size),
         DataLevel::None => format!(
             "`/data/{}` ({}); contents not shown (policy model.data: none)",
             shown_name(name),
-            human_size(bytes.len() as u64)
+            human_size(size)
         ),
     }
 }
@@ -309,12 +316,8 @@ fn shown_name(name: &str) -> String {
 
 /// Column names and inferred types of a CSV/TSV; JSON shape; for other
 /// text only the line count.
-fn preview_schema(name: &str, bytes: &[u8]) -> String {
-    let mut out = format!(
-        "`/data/{}` ({})",
-        shown_name(name),
-        human_size(bytes.len() as u64)
-    );
+fn preview_schema(name: &str, bytes: &[u8], size: u64) -> String {
+    let mut out = format!("`/data/{}` ({})", shown_name(name), human_size(size));
     if let Some(kind) = binary_kind(bytes) {
         out.push_str(&format!(", binary: {kind}; contents not shown"));
         return cap_preview(out);
@@ -348,14 +351,15 @@ fn preview_schema(name: &str, bytes: &[u8]) -> String {
             })
             .collect();
         out.push_str(&format!(
-            ", {}, {} data row(s); columns (values not shown): {}",
+            ", {}, {}{} data row(s); columns (values not shown): {}",
             if d == ',' { "CSV" } else { "TSV" },
+            more_than(bytes, size),
             count_lines(bytes).saturating_sub(1),
             cols.join(", ")
         ));
         return cap_preview(out);
     }
-    if bytes.len() <= 32 * 1024 * 1024
+    if bytes.len() as u64 == size
         && let Ok(v) = serde_json::from_slice::<Value>(bytes)
     {
         out.push_str(", JSON: ");
@@ -363,7 +367,8 @@ fn preview_schema(name: &str, bytes: &[u8]) -> String {
         return cap_preview(out);
     }
     out.push_str(&format!(
-        ", text, {} line(s); contents not shown",
+        ", text, {}{} line(s); contents not shown",
+        more_than(bytes, size),
         count_lines(bytes)
     ));
     cap_preview(out)
@@ -396,9 +401,9 @@ fn infer_kind<'a>(values: impl Iterator<Item = &'a str>) -> &'static str {
     }
 }
 
-fn preview_rows(name: &str, bytes: &[u8]) -> String {
+fn preview_rows(name: &str, bytes: &[u8], size: u64) -> String {
     let shown_name = excerpt(&strip_invisible(name).replace(['\n', '`'], " "), 120);
-    let mut out = format!("`/data/{shown_name}` ({})", human_size(bytes.len() as u64));
+    let mut out = format!("`/data/{shown_name}` ({})", human_size(size));
     let lower = name.to_ascii_lowercase();
     let head = &bytes[..bytes.len().min(64 * 1024)];
 
@@ -420,7 +425,8 @@ fn preview_rows(name: &str, bytes: &[u8]) -> String {
         let total_lines = count_lines(bytes);
         let kind = if d == ',' { "CSV" } else { "TSV" };
         out.push_str(&format!(
-            ", {kind}, {} data row(s); header and first rows:\n",
+            ", {kind}, {}{} data row(s); header and first rows:\n",
+            more_than(bytes, size),
             total_lines.saturating_sub(1)
         ));
         for line in text.lines().take(6) {
@@ -436,7 +442,7 @@ fn preview_rows(name: &str, bytes: &[u8]) -> String {
     if looks_json
         && ext != "jsonl"
         && ext != "ndjson"
-        && bytes.len() <= 32 * 1024 * 1024
+        && bytes.len() as u64 == size
         && let Ok(v) = serde_json::from_slice::<Value>(bytes)
     {
         out.push_str(", JSON: ");
@@ -445,9 +451,17 @@ fn preview_rows(name: &str, bytes: &[u8]) -> String {
     }
 
     if matches!(ext, "jsonl" | "ndjson") {
-        out.push_str(&format!(", JSON lines, {} line(s)", count_lines(bytes)));
+        out.push_str(&format!(
+            ", JSON lines, {}{} line(s)",
+            more_than(bytes, size),
+            count_lines(bytes)
+        ));
     } else {
-        out.push_str(&format!(", text, {} line(s)", count_lines(bytes)));
+        out.push_str(&format!(
+            ", text, {}{} line(s)",
+            more_than(bytes, size),
+            count_lines(bytes)
+        ));
     }
     out.push_str("; first lines:\n");
     for line in text.lines().take(10) {
@@ -467,6 +481,15 @@ fn cap_preview(mut s: String) -> String {
         s.push_str("\n… (cut)");
     }
     s.trim_end().to_string()
+}
+
+/// "more than " when only the file's first bytes were read.
+fn more_than(bytes: &[u8], size: u64) -> &'static str {
+    if (bytes.len() as u64) < size {
+        "more than "
+    } else {
+        ""
+    }
 }
 
 fn count_lines(bytes: &[u8]) -> usize {
@@ -1242,23 +1265,40 @@ mod tests {
             }
         );
     }
+    /// A big input is previewed from its first bytes (`InputFile::head`):
+    /// the size is the file's, and the row count says it is a lower bound.
+    #[test]
+    fn a_big_input_is_previewed_from_its_head_with_its_real_size() {
+        let head = b"id,amount\n1,2\n2,3\n";
+        let p = preview_input_at("big.csv", head, 3 << 30, DataLevel::Preview);
+        assert!(p.contains("3072.0 MiB"), "{p}");
+        assert!(p.contains("more than 2 data row(s)"), "{p}");
+        let whole = preview_input_at("big.csv", head, head.len() as u64, DataLevel::Schema);
+        assert!(whole.contains(", 2 data row(s)"), "{whole}");
+    }
+
     #[test]
     fn data_levels_decide_what_of_an_input_leaves() {
         let csv = b"name,amount,day\nAlice,12.5,2024-01-02\nBob,7,2024-01-03\n";
-        let p = preview_input_at("sales.csv", csv, DataLevel::Preview);
+        let p = preview_input_at("sales.csv", csv, csv.len() as u64, DataLevel::Preview);
         assert!(p.contains("Alice"), "{p}");
-        let s = preview_input_at("sales.csv", csv, DataLevel::Schema);
+        let s = preview_input_at("sales.csv", csv, csv.len() as u64, DataLevel::Schema);
         assert!(
             s.contains("name (text), amount (number), day (date/time)"),
             "{s}"
         );
         assert!(!s.contains("Alice") && !s.contains("12.5"), "{s}");
-        let n = preview_input_at("sales.csv", csv, DataLevel::None);
+        let n = preview_input_at("sales.csv", csv, csv.len() as u64, DataLevel::None);
         assert!(
             n.contains("`/data/sales.csv`") && !n.contains("amount"),
             "{n}"
         );
-        let j = preview_input_at("d.json", br#"{"secret": "v"}"#, DataLevel::Schema);
+        let j = preview_input_at(
+            "d.json",
+            br#"{"secret": "v"}"#,
+            br#"{"secret": "v"}"#.len() as u64,
+            DataLevel::Schema,
+        );
         assert!(j.contains("secret (string)") && !j.contains("\"v\""), "{j}");
     }
 

@@ -205,14 +205,11 @@ pub(crate) fn resolve_inputs(
             continue;
         };
         let Some(ws) = &ws else { continue };
-        match admit_one(ws, named, Allow::Anything) {
-            Ok((_, bytes)) => found.push((
-                shown.display().to_string(),
-                InputFile {
-                    name: i.name.clone(),
-                    bytes,
-                },
-            )),
+        match admit_one(ws, named, Allow::Anything).and_then(|(target, _)| {
+            InputFile::hash_file(i.name.clone(), &target)
+                .map_err(|e| format!("cannot be read ({e})"))
+        }) {
+            Ok(file) => found.push((shown.display().to_string(), file)),
             Err(problem) => problems.push(format!(
                 "input `{}` (`{}`) {problem}",
                 i.name,
@@ -251,14 +248,14 @@ pub(crate) fn compare_inputs(
         let Some((path, file)) = found.iter().find(|(_, f)| f.name == i.name) else {
             continue;
         };
-        let sha = sha256_hex(&file.bytes);
+        let sha = file.sha256();
         if sha != i.sha256 {
             problems.push(format!(
                 "input `{}` (`{path}`): its sha256 is {sha} ({} bytes), the record says {} ({} bytes); \
                  the file changed since the run — restore the recorded version (check out the commit \
                  that ran)",
                 i.name,
-                file.bytes.len(),
+                file.size(),
                 i.sha256,
                 i.size
             ));

@@ -136,7 +136,7 @@ mod tests {
         .unwrap();
         assert_eq!(names(&r), vec!["data/sales.csv"]);
         assert_eq!(r[0].file.name, "sales.csv");
-        assert_eq!(r[0].file.bytes, b"a,b\n1,2\n");
+        assert_eq!(r[0].file.read_all().unwrap(), b"a,b\n1,2\n");
         assert_eq!(r[0].sha256, sha256_hex(b"a,b\n1,2\n"));
     }
 

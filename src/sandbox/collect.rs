@@ -79,7 +79,8 @@ pub(crate) struct Collector {
 
 impl Collector {
     /// Checks the job ([`Job::check`]), picks the run's nonce and returns
-    /// the collector with the bytes to write to the runner's stdin.
+    /// the collector with the bytes the runner's stdin starts with (header
+    /// and code; the backend streams the inputs after them).
     /// `preload`: what the child imports first, so the deadline allows for
     /// that wait until the code starts (and a preload that overruns is
     /// named as such).

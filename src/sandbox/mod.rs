@@ -9,6 +9,8 @@
 //!   arrives (the policy's list, or exactly the code's heavy imports);
 //! - `collect.rs` and `protocol.rs`: the runner's wire protocol and turning
 //!   its frames into an [`Outcome`] — plain bytes, no engine;
+//! - `input.rs`: [`InputFile`], an input held in memory or streamed from
+//!   its file in chunks, checked against its admitted SHA-256;
 //! - `docker/`: the Docker (and Podman) backend through bollard, the only
 //!   place that knows an engine;
 //! - `session.rs`: the connection of one process run; [`connect`] picks the
@@ -27,6 +29,7 @@ mod error;
 mod executor;
 mod files;
 mod host;
+mod input;
 mod preload;
 mod protocol;
 mod session;
@@ -44,6 +47,8 @@ pub use error::SandboxError;
 pub use executor::{EngineFacts, Executor, PreparedRun};
 pub use files::{FileKind, write_files};
 pub(crate) use host::docker_host;
+pub(crate) use input::InputChanged;
+pub use input::InputFile;
 pub use preload::{HEAVY_PACKAGES, preload_for};
 pub(crate) use session::Session;
 pub(crate) use types::BASE_ENV;

@@ -11,7 +11,8 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
 use serde::{Deserialize, Serialize};
 
-use super::types::{Audit, InputFile, Job, Limits, RuntimeRules};
+use super::input::InputFile;
+use super::types::{Audit, Job, Limits, RuntimeRules};
 
 /// The runner's source, passed as `python3 -I -S -c <RUNNER>`.
 pub(crate) const RUNNER: &str = include_str!("runner.py");
@@ -31,7 +32,7 @@ struct Header<'a> {
 #[derive(Serialize)]
 struct InputHeader<'a> {
     name: &'a str,
-    size: usize,
+    size: u64,
 }
 
 #[derive(Serialize)]
@@ -45,7 +46,9 @@ struct Caps {
     timeout_ms: u64,
 }
 
-/// Encodes the job as the bytes written to the runner's stdin.
+/// Encodes the start of the job written to the runner's stdin: the header
+/// and the code. Each input's bytes follow in order, streamed by the
+/// backend from [`InputFile::chunks`], so no input is held whole here.
 pub(crate) fn encode_job(nonce: &str, job: &Job, limits: &Limits) -> Vec<u8> {
     let header = Header {
         nonce,
@@ -55,7 +58,7 @@ pub(crate) fn encode_job(nonce: &str, job: &Job, limits: &Limits) -> Vec<u8> {
             .iter()
             .map(|f: &InputFile| InputHeader {
                 name: &f.name,
-                size: f.bytes.len(),
+                size: f.size(),
             })
             .collect(),
         caps: Caps {
@@ -70,9 +73,6 @@ pub(crate) fn encode_job(nonce: &str, job: &Job, limits: &Limits) -> Vec<u8> {
     let mut out = serde_json::to_vec(&header).expect("header serializes");
     out.push(b'\n');
     out.extend_from_slice(job.code.as_bytes());
-    for f in &job.inputs {
-        out.extend_from_slice(&f.bytes);
-    }
     out
 }
 
@@ -342,13 +342,10 @@ mod tests {
     }
 
     #[test]
-    fn job_encoding_puts_code_then_inputs_after_the_header() {
+    fn job_encoding_puts_the_code_after_the_header_and_leaves_inputs_to_the_stream() {
         let job = Job {
             code: "print(1)".into(),
-            inputs: vec![InputFile {
-                name: "a.csv".into(),
-                bytes: b"x\n1\n".to_vec(),
-            }],
+            inputs: vec![InputFile::new("a.csv", b"x\n1\n".to_vec())],
             rules: RuntimeRules::default(),
         };
         let bytes = encode_job("nn", &job, &Limits::default());
@@ -356,6 +353,6 @@ mod tests {
         let header: serde_json::Value = serde_json::from_slice(&bytes[..nl]).unwrap();
         assert_eq!(header["code_len"], 8);
         assert_eq!(header["inputs"][0]["size"], 4);
-        assert_eq!(&bytes[nl + 1..], b"print(1)x\n1\n");
+        assert_eq!(&bytes[nl + 1..], b"print(1)");
     }
 }

@@ -6,6 +6,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::SandboxError;
+use super::input::InputFile;
 use crate::units::{ByteSize, human_duration};
 
 /// The image used when neither the policy nor the command line names one.
@@ -35,12 +36,30 @@ pub struct Limits {
     pub artifacts_max_files: u32,
     /// Most bytes collected from `/out` (also the size of that tmpfs).
     pub artifacts_max_bytes: ByteSize,
-    /// Size of the `/data` tmpfs that holds the input files.
+    /// Most bytes of input files under `/data` (the size of its tmpfs; see
+    /// [`Limits::data_on_disk`]).
     pub data_max_bytes: ByteSize,
     /// Open file descriptors per process (`RLIMIT_NOFILE`).
     pub nofile: u64,
     /// Largest file a process may write (`RLIMIT_FSIZE`).
     pub fsize: ByteSize,
+}
+
+/// The most `/data` may hold as a tmpfs: the default
+/// `inputs.max_total_bytes`. See [`Limits::data_on_disk`].
+pub const TMPFS_DATA_MAX: ByteSize = ByteSize::mib(64);
+
+impl Limits {
+    /// Whether `/data` is an anonymous volume on the engine's disk rather
+    /// than a tmpfs: when it may hold more than [`TMPFS_DATA_MAX`]. A
+    /// tmpfs's pages are charged to the container's memory cgroup (there is
+    /// no swap), so big inputs in a tmpfs would take the memory the code
+    /// needs, and the runner writes a tmpfs `/data` under `RLIMIT_FSIZE`
+    /// (`fsize`, 64MiB by default). The one rule; the backend and the docs
+    /// follow it.
+    pub fn data_on_disk(&self) -> bool {
+        self.data_max_bytes.bytes() > TMPFS_DATA_MAX.bytes()
+    }
 }
 
 impl Default for Limits {
@@ -78,15 +97,6 @@ pub struct RuntimeRules {
     /// When set, socket connects and name lookups by the code are refused
     /// (they fail anyway: the container has no network).
     pub deny_network: bool,
-}
-
-/// One input file, copied into the sandbox as `/data/<name>` (read-only).
-#[derive(Debug, Clone, PartialEq)]
-pub struct InputFile {
-    /// The file name inside `/data` (no directories).
-    pub name: String,
-    /// The file's contents.
-    pub bytes: Vec<u8>,
 }
 
 /// The OCI runtime the engine starts the container with.
@@ -230,14 +240,14 @@ impl Job {
                     problem: "is given twice; two inputs cannot share a name under /data".into(),
                 });
             }
-            total += f.bytes.len() as u64;
+            total += f.size();
         }
         if total > limits.data_max_bytes.bytes() {
             return Err(SandboxError::BadInput {
                 name: self
                     .inputs
                     .iter()
-                    .max_by_key(|f| f.bytes.len())
+                    .max_by_key(|f| f.size())
                     .map(|f| f.name.clone())
                     .unwrap_or_default(),
                 problem: format!(
@@ -496,14 +506,8 @@ mod tests {
     fn the_job_check_names_the_policy_key_that_sizes_data() {
         let job = Job {
             inputs: vec![
-                InputFile {
-                    name: "a.csv".into(),
-                    bytes: vec![b'x'; 600],
-                },
-                InputFile {
-                    name: "b.csv".into(),
-                    bytes: vec![b'x'; 500],
-                },
+                InputFile::new("a.csv", vec![b'x'; 600]),
+                InputFile::new("b.csv", vec![b'x'; 500]),
             ],
             ..Job::default()
         };

@@ -322,10 +322,10 @@ async fn success_at_once_is_validated_explained_and_counted() {
     let policy = quick_policy();
     let req = Request {
         goal: Some("What is the sum of the value column?".into()),
-        inputs: vec![InputFile {
-            name: "values.csv".into(),
-            bytes: b"id,value\n1,1\n2,2\n3,3\n".to_vec(),
-        }],
+        inputs: vec![InputFile::new(
+            "values.csv",
+            b"id,value\n1,1\n2,2\n3,3\n".to_vec(),
+        )],
         ..Default::default()
     };
     let run = answer(&policy, Some(&model), req).await;

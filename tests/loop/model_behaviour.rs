@@ -419,10 +419,10 @@ async fn run_loop(
     agent
         .answer(compute_bot::agent::Request {
             goal: Some(goal.into()),
-            inputs: vec![compute_bot::sandbox::InputFile {
-                name: "sales.csv".into(),
-                bytes: csv.to_vec(),
-            }],
+            inputs: vec![compute_bot::sandbox::InputFile::new(
+                "sales.csv",
+                csv.to_vec(),
+            )],
             ..Default::default()
         })
         .await

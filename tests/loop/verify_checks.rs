@@ -67,10 +67,10 @@ async fn answer_on(
 fn code(c: &str) -> Request {
     Request {
         code: Some(c.to_string()),
-        inputs: vec![InputFile {
-            name: "values.csv".into(),
-            bytes: b"id,value\n1,1\n2,2\n3,3.5\n".to_vec(),
-        }],
+        inputs: vec![InputFile::new(
+            "values.csv",
+            b"id,value\n1,1\n2,2\n3,3.5\n".to_vec(),
+        )],
         ..Default::default()
     }
 }

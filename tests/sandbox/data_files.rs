@@ -101,10 +101,7 @@ with pd.ExcelWriter('/out/sales.xlsx') as xw:
     df.groupby('region', as_index=False).amount.sum().to_excel(xw, sheet_name='totals', index=False)
 print('{}')
 "#;
-    let csv = InputFile {
-        name: "sales.csv".into(),
-        bytes: sales_csv().into_bytes(),
-    };
+    let csv = InputFile::new("sales.csv", sales_csv().into_bytes());
     let out = run_allowed(code, vec![csv.clone()]).await;
     let mut files = vec![csv];
     for name in ["sales.parquet", "sales.xlsx"] {
@@ -113,14 +110,11 @@ print('{}')
             .iter()
             .find(|a| a.name == name)
             .unwrap_or_else(|| panic!("{name} was not written: {:?}", out.artifacts));
-        files.push(InputFile {
-            name: name.into(),
-            bytes: a.bytes.clone(),
-        });
+        files.push(InputFile::new(name, a.bytes.clone()));
     }
-    assert!(files[1].bytes.starts_with(b"PAR1"), "not Parquet");
+    assert!(files[1].head(4).starts_with(b"PAR1"), "not Parquet");
     assert!(
-        files[2].bytes.starts_with(b"PK\x03\x04"),
+        files[2].head(4).starts_with(b"PK\x03\x04"),
         "not an xlsx (zip)"
     );
     files

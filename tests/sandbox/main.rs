@@ -5,6 +5,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod big_inputs;
 mod boundary;
 mod cli_run;
 mod data_files;

@@ -224,10 +224,7 @@ async fn a_real_pandas_script_returns_the_right_numbers() {
             &cfg(quick()),
             &Job {
                 code,
-                inputs: vec![InputFile {
-                    name: "sales.csv".into(),
-                    bytes: csv.clone(),
-                }],
+                inputs: vec![InputFile::new("sales.csv", csv.clone())],
                 ..Default::default()
             },
         )
@@ -773,10 +770,7 @@ open("/out/sub/result.json", "w").write('{"ok": true}')
             &cfg(quick()),
             &Job {
                 code: code.into(),
-                inputs: vec![InputFile {
-                    name: "in.txt".into(),
-                    bytes: b"hello input\n".to_vec(),
-                }],
+                inputs: vec![InputFile::new("in.txt", b"hello input\n".to_vec())],
                 ..Default::default()
             },
         )

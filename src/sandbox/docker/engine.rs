@@ -133,7 +133,8 @@ fn tmpfs_opts(size: u64, owner: bool, engine: Engine) -> String {
 /// The hardened container definition: no network, read-only root, no
 /// capabilities, no new privileges, default seccomp, non-root user, cgroup
 /// limits, tmpfs scratch space, ulimits, an init, a minimal environment and
-/// no host mounts at all. The runner waits on stdin for its job.
+/// no host mounts at all (`/data` is a tmpfs, or an anonymous volume for big
+/// inputs: [`super::data_volume`]). The runner waits on stdin for its job.
 pub(crate) fn container_body(
     cfg: &SandboxConfig,
     labels: HashMap<String, String>,
@@ -145,14 +146,10 @@ pub(crate) fn container_body(
     let quota = ((l.cpus.max(0.01)) * period as f64).round() as i64;
     let mut env: Vec<String> = BASE_ENV.iter().map(|(k, v)| format!("{k}={v}")).collect();
     env.extend(cfg.env.iter().map(|(k, v)| format!("{k}={v}")));
-    let tmpfs: HashMap<String, String> = [
+    let mut tmpfs: HashMap<String, String> = [
         (
             "/tmp".to_string(),
             tmpfs_opts(l.tmpfs.bytes(), false, engine),
-        ),
-        (
-            "/data".to_string(),
-            tmpfs_opts(l.data_max_bytes.bytes().max(4096), true, engine),
         ),
         (
             "/out".to_string(),
@@ -161,6 +158,15 @@ pub(crate) fn container_body(
     ]
     .into_iter()
     .collect();
+    let mut mounts = Vec::new();
+    if l.data_on_disk() {
+        mounts.push(super::data_volume::mount());
+    } else {
+        tmpfs.insert(
+            "/data".to_string(),
+            tmpfs_opts(l.data_max_bytes.bytes().max(4096), true, engine),
+        );
+    }
     let ulimit = |name: &str, v: i64| ResourcesUlimits {
         name: Some(name.into()),
         soft: Some(v),
@@ -222,7 +228,7 @@ pub(crate) fn container_body(
                 config: None,
             }),
             binds: Some(vec![]),
-            mounts: Some(vec![]),
+            mounts: Some(mounts),
             auto_remove: Some(false),
             ..Default::default()
         }),

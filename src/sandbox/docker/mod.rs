@@ -14,6 +14,7 @@
 //! or talks to a remote engine through `DOCKER_HOST`. bollard is used here
 //! and nowhere else in the crate (`src/layering.rs` holds that).
 
+mod data_volume;
 mod engine;
 mod run;
 

@@ -10,11 +10,11 @@ use futures_util::StreamExt;
 use futures_util::future::BoxFuture;
 use tokio::io::AsyncWriteExt;
 
-use super::super::SandboxError;
 use super::super::collect::{Chunk, Collector};
 use super::super::executor::PreparedRun;
 use super::super::types::{ImageInfo, Job, Limits, Outcome, RunStatus};
-use super::{Guard, engine};
+use super::super::{InputChanged, InputFile, SandboxError};
+use super::{Guard, data_volume, engine};
 
 /// A started container whose runner waits for exactly one job.
 pub struct Prepared {
@@ -116,18 +116,49 @@ async fn execute_in(
     preload: &[String],
     job: &Job,
 ) -> Result<Outcome, SandboxError> {
-    let (mut collector, bytes) = Collector::new(job, limits, preload)?;
+    let (mut collector, start, streamed) = if limits.data_on_disk() && !job.inputs.is_empty() {
+        // The engine copies the inputs into the /data volume; the runner
+        // gets the code only.
+        job.check(limits)?;
+        data_volume::upload(docker, name, &job.inputs).await?;
+        let code_only = Job {
+            inputs: Vec::new(),
+            ..job.clone()
+        };
+        let (collector, start) = Collector::new(&code_only, limits, preload)?;
+        (collector, start, Vec::new())
+    } else {
+        let (collector, start) = Collector::new(job, limits, preload)?;
+        (collector, start, job.inputs.clone())
+    };
     let AttachContainerResults { output, input } = attach;
-    let writer = tokio::spawn(async move {
-        let mut input = input;
-        let r = input.write_all(&bytes).await;
-        let _ = input.flush().await;
-        // Keep the write half open until the job is read; dropping closes it.
-        r
-    });
+    let mut writer = tokio::spawn(write_job(input, start, streamed));
     let mut output = output.map(chunk);
-    let ending = collector.read(&mut output).await;
-    writer.abort();
+    let mut written = false;
+    let ending = {
+        let read = collector.read(&mut output);
+        tokio::pin!(read);
+        loop {
+            tokio::select! {
+                ending = &mut read => break ending,
+                w = &mut writer, if !written => {
+                    written = true;
+                    if let Ok(Err(changed)) = w {
+                        // The input is incomplete in the container and the
+                        // code has not started on it; the caller removes
+                        // the container.
+                        return Err(SandboxError::BadInput {
+                            name: changed.name,
+                            problem: changed.problem,
+                        });
+                    }
+                }
+            }
+        }
+    };
+    if !written {
+        writer.abort();
+    }
     let mut no_report = RunStatus::Killed;
     if ending.timed_out {
         kill_at_deadline(docker, name, collector.notes()).await;
@@ -138,6 +169,32 @@ async fn execute_in(
     let outcome = collector.finish(&ending, no_report, image, job, name);
     tracing::debug!(container = %name, status = outcome.status.as_str(), ms = outcome.duration_ms, "run finished");
     Ok(outcome)
+}
+
+/// Writes the job to the runner's stdin: its start (header and code), then
+/// each input streamed from its [`InputFile::chunks`], so a big input is
+/// never held whole. An input that changed since admission ends the write
+/// before its last chunk (so the code never starts on it) and is returned,
+/// which ends the run at once; a write error means the runner is gone,
+/// which the output stream shows.
+async fn write_job(
+    mut stdin: std::pin::Pin<Box<dyn tokio::io::AsyncWrite + Send>>,
+    start: Vec<u8>,
+    inputs: Vec<InputFile>,
+) -> Result<(), InputChanged> {
+    if stdin.write_all(&start).await.is_err() {
+        return Ok(());
+    }
+    for f in &inputs {
+        let mut chunks = std::pin::pin!(f.chunks());
+        while let Some(c) = chunks.next().await {
+            if stdin.write_all(&c?).await.is_err() {
+                return Ok(());
+            }
+        }
+    }
+    let _ = stdin.flush().await;
+    Ok(())
 }
 
 /// After the deadline: kill the container (unpausing it first when someone
