@@ -8,6 +8,7 @@ use crate::markdown::fence_for;
 use crate::model::TokenUsage;
 use crate::policy::Finding;
 use crate::sandbox::{Audit, FileOpen, ImageInfo, Limits, Resources};
+use crate::units::readable_number;
 
 fn outcome(stdout: &str) -> Outcome {
     Outcome {
