@@ -751,6 +751,38 @@ async fn a_run_dropped_midway_removes_its_container() {
     );
 }
 
+/// A preparation cancelled at any point — before, during or after the
+/// engine's creation request — leaves no container once the sandbox is
+/// closed: a removal that finds nothing while the engine may still be
+/// creating the container looks again.
+#[tokio::test]
+async fn a_preparation_cancelled_mid_creation_leaves_no_container() {
+    let sb = sandbox().await;
+    let config = cfg(quick());
+    // The image facts are cached first, so the cuts fall in the creation.
+    drop(sb.prepare(&config).await.unwrap());
+    let mut cut_before_ready = 0;
+    for delay_ms in [0u64, 2, 5, 10, 20, 40, 80, 160, 320] {
+        let prepare = sb.prepare(&config);
+        match tokio::time::timeout(Duration::from_millis(delay_ms), prepare).await {
+            Err(_) => cut_before_ready += 1,
+            Ok(prepared) => drop(prepared.unwrap()),
+        }
+    }
+    assert!(cut_before_ready > 0, "no preparation was cut off");
+    sb.close().await;
+    let left = Command::new("docker")
+        .args(["ps", "-aq", "--filter"])
+        .arg(format!("label=org.compute-bot.pid={}", std::process::id()))
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&left.stdout).trim(),
+        "",
+        "a cancelled preparation left its container"
+    );
+}
+
 #[tokio::test]
 async fn inputs_are_read_only_copies_and_artifacts_come_back() {
     let sb = sandbox().await;

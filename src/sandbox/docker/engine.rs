@@ -317,6 +317,31 @@ pub(crate) async fn remove(docker: &Docker, name: &str) -> Result<(), SandboxErr
     }
 }
 
+/// Removes `name` whose creation request was cut off: the engine may still
+/// be creating it, so until it is found and removed, or `grace` has passed
+/// with nothing found, it is looked for again.
+pub(crate) async fn remove_once_created(
+    docker: &Docker,
+    name: &str,
+    grace: std::time::Duration,
+) -> Result<(), SandboxError> {
+    let until = tokio::time::Instant::now() + grace;
+    loop {
+        match docker.inspect_container(name, None).await {
+            Ok(_) => return remove(docker, name).await,
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 404, ..
+            }) if tokio::time::Instant::now() < until => {
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 404, ..
+            }) => return Ok(()),
+            Err(e) => return Err(engine_error("looking for the container", e)),
+        }
+    }
+}
+
 /// Lists the containers the bot created (any state).
 pub(crate) async fn list_managed(
     docker: &Docker,

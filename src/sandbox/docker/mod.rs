@@ -246,10 +246,10 @@ impl Sandbox {
         let image = self.image_info(&cfg.image).await?;
         let name = format!("compute-bot-{}", random_hex(6));
         let body = engine::container_body(cfg, engine::run_labels(&name, cfg), self.engine);
-        let guard = Guard::new(self, &name)?;
+        let mut guard = Guard::new(self, &name)?;
         // A step that fails removes the container before the error returns
         // (only a cancelled future leaves it to the guard's drop).
-        let attach = match self.create_and_start(&name, body).await {
+        let attach = match self.create_and_start(&name, body, &mut guard).await {
             Ok(attach) => attach,
             Err(e) => {
                 let _ = guard.remove().await;
@@ -266,13 +266,16 @@ impl Sandbox {
         })
     }
 
-    /// Creates, attaches to and starts the container `name`.
+    /// Creates, attaches to and starts the container `name`; `guard` learns
+    /// when the engine has answered the creation.
     async fn create_and_start(
         &self,
         name: &str,
         body: bollard::models::ContainerCreateBody,
+        guard: &mut Guard,
     ) -> Result<bollard::container::AttachContainerResults, SandboxError> {
-        self.docker
+        let created = self
+            .docker
             .create_container(
                 Some(CreateContainerOptions {
                     name: Some(name.to_string()),
@@ -280,8 +283,9 @@ impl Sandbox {
                 }),
                 body,
             )
-            .await
-            .map_err(|e| engine::engine_error("creating the container", e))?;
+            .await;
+        guard.created = true;
+        created.map_err(|e| engine::engine_error("creating the container", e))?;
         let attach = self
             .docker
             .attach_container(
@@ -346,7 +350,15 @@ struct Guard {
     sandbox: Sandbox,
     name: String,
     armed: bool,
+    /// The engine answered the creation request. Until then a drop (a
+    /// cancelled future) may come while the engine is still creating the
+    /// container: a removal then finds nothing and has to look again.
+    created: bool,
 }
+
+/// How long a guard dropped during the creation request keeps looking for
+/// the container the engine may still be creating.
+const CREATION_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl Guard {
     /// Lists `name`; refused once the sandbox is closing.
@@ -364,6 +376,7 @@ impl Guard {
             sandbox: sandbox.clone(),
             name: name.to_string(),
             armed: true,
+            created: false,
         })
     }
 
@@ -386,8 +399,13 @@ impl Drop for Guard {
             return;
         };
         let (sandbox, name) = (self.sandbox.clone(), self.name.clone());
+        let in_creation = !self.created;
         let task = runtime.spawn(async move {
-            let removed = engine::remove(&sandbox.docker, &name).await;
+            let removed = if in_creation {
+                engine::remove_once_created(&sandbox.docker, &name, CREATION_GRACE).await
+            } else {
+                engine::remove(&sandbox.docker, &name).await
+            };
             if let Err(e) = &removed {
                 tracing::warn!(container = %name, error = %e, "could not remove container");
             }
