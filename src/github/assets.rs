@@ -20,7 +20,7 @@ use crate::report::{Report, ReportStatus};
 use crate::sandbox::{Artifact, FileKind};
 
 /// The run's files to show: those of a successful run's outcome, in the
-/// order the sandbox sent them, without `/out/result.json` (the result is
+/// order the sandbox sent them (the order written), without `/out/result.json` (the result is
 /// shown as the result).
 fn run_files(report: &Report) -> Vec<&Artifact> {
     if report.status != ReportStatus::Ok {

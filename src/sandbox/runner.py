@@ -493,30 +493,37 @@ def main():
     max_files = caps.get("artifacts_max_files", 16)
     max_bytes = caps.get("artifacts_max_bytes", 8 << 20)
     used = 0
+    # In the order the code wrote them (modification time, then name).
+    found = []
     for root, dirs, files in os.walk("/out"):
-        dirs.sort()
-        for name in sorted(files):
+        for name in files:
             path = os.path.join(root, name)
-            rel = os.path.relpath(path, "/out")
             try:
-                if os.path.islink(path) or not os.path.isfile(path):
-                    report["notes"].append("skipped artifact " + rel + " (not a regular file)")
-                    continue
-                size = os.path.getsize(path)
-                if len(report["artifacts"]) >= max_files or used + size > max_bytes:
-                    report["notes"].append("dropped artifact " + rel + " (" + str(size) + " bytes): over the artifact caps")
-                    continue
-                with open(path, "rb") as f:
-                    data = f.read(size + 1)[:size]
-            except OSError as e:
-                report["notes"].append("could not read artifact " + rel + ": " + str(e))
+                when = os.lstat(path).st_mtime_ns
+            except OSError:
+                when = 0
+            found.append((when, os.path.relpath(path, "/out"), path))
+    found.sort()
+    for _, rel, path in found:
+        try:
+            if os.path.islink(path) or not os.path.isfile(path):
+                report["notes"].append("skipped artifact " + rel + " (not a regular file)")
                 continue
-            used += len(data)
-            frame(nonce, b"a", json.dumps({"name": rel, "size": len(data)}).encode())
-            for i in range(0, len(data), 3072):
-                frame(nonce, b"c", data[i:i + 3072])
-            import hashlib  # only when there are artifacts: it loads OpenSSL
-            report["artifacts"].append({"name": rel, "size": len(data), "sha256": hashlib.sha256(data).hexdigest()})
+            size = os.path.getsize(path)
+            if len(report["artifacts"]) >= max_files or used + size > max_bytes:
+                report["notes"].append("dropped artifact " + rel + " (" + str(size) + " bytes): over the artifact caps")
+                continue
+            with open(path, "rb") as f:
+                data = f.read(size + 1)[:size]
+        except OSError as e:
+            report["notes"].append("could not read artifact " + rel + ": " + str(e))
+            continue
+        used += len(data)
+        frame(nonce, b"a", json.dumps({"name": rel, "size": len(data)}).encode())
+        for i in range(0, len(data), 3072):
+            frame(nonce, b"c", data[i:i + 3072])
+        import hashlib  # only when there are artifacts: it loads OpenSSL
+        report["artifacts"].append({"name": rel, "size": len(data), "sha256": hashlib.sha256(data).hexdigest()})
     frame(nonce, b"r", json.dumps(report).encode())
     out.flush()
     os._exit(0)

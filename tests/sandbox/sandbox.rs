@@ -783,6 +783,29 @@ async fn a_preparation_cancelled_mid_creation_leaves_no_container() {
     );
 }
 
+/// The files of `/out` come back in the order the code wrote them (a chart
+/// drawn first is shown first), not by name.
+#[tokio::test]
+async fn artifacts_come_back_in_the_order_written() {
+    let sb = sandbox().await;
+    let code = r#"
+import os, time
+os.makedirs("/out/b", exist_ok=True)
+for name in ["z_first.png", "b/m_second.csv", "a_third.txt"]:
+    with open("/out/" + name, "w") as f:
+        f.write(name)
+    time.sleep(0.05)
+"#;
+    let o = sb.run(&cfg(quick()), &job(code)).await.unwrap();
+    sb.close().await;
+    let names: Vec<&str> = o.artifacts.iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["z_first.png", "b/m_second.csv", "a_third.txt"],
+        "{o:?}"
+    );
+}
+
 #[tokio::test]
 async fn inputs_are_read_only_copies_and_artifacts_come_back() {
     let sb = sandbox().await;
