@@ -10,6 +10,8 @@ use std::path::Path;
 /// (`cli` covers every `cli::*` file; the cycle test sees them one by one).
 const ALLOWED: &[(&str, &[&str])] = &[
     ("units", &[]),
+    // A problem in a file the user wrote, with its position.
+    ("located", &[]),
     ("status", &[]),
     ("secret", &[]),
     ("sandbox", &["units"]),
@@ -17,14 +19,14 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("model", &["units", "secret"]),
     // Policy knows the sandbox's plain types (Limits, RuntimeRules, the
     // default image), never the engine, a model or GitHub.
-    ("policy", &["units", "sandbox", "status"]),
+    ("policy", &["located", "units", "sandbox", "status"]),
     (
         "prompt",
         &["markdown", "model", "policy", "sandbox", "units"],
     ),
     ("validate", &["model"]),
     // Watch files and the values they track: plain data.
-    ("watch", &["sandbox"]),
+    ("watch", &["located", "sandbox"]),
     // Input admission: one rule for the CLI, the Action and replay.
     ("admit", &["policy", "sandbox", "units"]),
     ("explain", &["model", "policy", "prompt", "units"]),

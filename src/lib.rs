@@ -9,6 +9,7 @@ pub mod agent;
 pub mod cli;
 pub mod explain;
 pub mod github;
+pub mod located;
 mod markdown;
 pub mod model;
 pub mod policy;

@@ -7,65 +7,15 @@
 //! Every section denies unknown keys and every field has a safe default, so an
 //! empty file is the default policy.
 
-use std::fmt;
 use std::path::{Path, PathBuf};
+
+use crate::located::Located;
 
 use super::config::Policy;
 
-/// Why a policy file could not be used, with where in the file.
-///
-/// Displayed as `file:line:column: message` (or `file: message` when the
-/// problem has no position, e.g. the file cannot be read).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub struct PolicyError {
-    /// The policy file (or the origin given to [`Policy::from_yaml_str`]).
-    pub file: String,
-    /// 1-based line, 0 when unknown.
-    pub line: u64,
-    /// 1-based column, 0 when unknown.
-    pub column: u64,
-    /// What is wrong and what to write instead.
-    pub message: String,
-}
-
-impl fmt::Display for PolicyError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.line == 0 {
-            write!(f, "{}: {}", self.file, self.message)
-        } else {
-            write!(
-                f,
-                "{}:{}:{}: {}",
-                self.file, self.line, self.column, self.message
-            )
-        }
-    }
-}
-
-impl PolicyError {
-    fn at(file: &str, line: u64, column: u64, message: impl Into<String>) -> Self {
-        PolicyError {
-            file: file.to_string(),
-            line,
-            column,
-            message: message.into(),
-        }
-    }
-
-    fn from_yaml(file: &str, err: &serde_saphyr::Error) -> Self {
-        use serde_saphyr::MessageFormatter;
-        let inner = err.without_snippet();
-        let (line, column) = inner
-            .location()
-            .map(|l| (l.line(), l.column()))
-            .unwrap_or((0, 0));
-        let raw = serde_saphyr::UserMessageFormatter
-            .format_message(inner)
-            .into_owned();
-        let message = add_hint(&raw);
-        PolicyError::at(file, line, column, message)
-    }
-}
+/// Why a policy file could not be used, with where in the file
+/// (`file:line:column: message`, see [`Located`]).
+pub type PolicyError = Located;
 
 /// Adds a "write this instead" hint to serde's generic messages.
 fn add_hint(raw: &str) -> String {
@@ -115,7 +65,7 @@ impl Policy {
             !t.is_empty() && !t.starts_with('#') && t != "---"
         });
         let mut policy: Policy = if meaningful {
-            serde_saphyr::from_str(src).map_err(|e| PolicyError::from_yaml(origin, &e))?
+            serde_saphyr::from_str(src).map_err(|e| Located::from_yaml(origin, &e, add_hint))?
         } else {
             Policy::default()
         };

@@ -2,8 +2,9 @@
 //! keys are errors), every problem as `file:line:column: message` with what
 //! to write instead, like the policy reader.
 
-use std::fmt;
 use std::path::Path;
+
+use crate::located::Located;
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -40,43 +41,13 @@ pub struct Watch {
     pub issue: Option<u64>,
 }
 
-/// Why a watch file cannot be used, with where in the file. Displayed as
-/// `file:line:column: message` (or `file: message` without a position).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub struct WatchError {
-    /// The watch file.
-    pub file: String,
-    /// 1-based line, 0 when unknown.
-    pub line: u64,
-    /// 1-based column, 0 when unknown.
-    pub column: u64,
-    /// What is wrong and what to write instead.
-    pub message: String,
-}
+/// Why a watch file cannot be used, with where in the file
+/// (`file:line:column: message`, see [`Located`]).
+pub type WatchError = Located;
 
-impl fmt::Display for WatchError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.line == 0 {
-            write!(f, "{}: {}", self.file, self.message)
-        } else {
-            write!(
-                f,
-                "{}:{}:{}: {}",
-                self.file, self.line, self.column, self.message
-            )
-        }
-    }
-}
-
-impl WatchError {
-    fn at(file: &str, (line, column): (u64, u64), message: impl Into<String>) -> Self {
-        WatchError {
-            file: file.to_string(),
-            line,
-            column,
-            message: message.into(),
-        }
-    }
+/// A problem at `(line, column)` of `file`.
+fn located(file: &str, (line, column): (u64, u64), message: impl Into<String>) -> WatchError {
+    Located::at(file, line, column, message)
 }
 
 /// The file as written.
@@ -155,20 +126,9 @@ fn path_problem(p: &str) -> Option<&'static str> {
 impl Watch {
     /// Parses and validates one watch file's text; `origin` names it in errors.
     pub fn parse(src: &str, origin: &str) -> Result<Watch, WatchError> {
-        let raw: Raw = serde_saphyr::from_str(src).map_err(|e| {
-            use serde_saphyr::MessageFormatter;
-            let inner = e.without_snippet();
-            let pos = inner
-                .location()
-                .map(|l| (l.line(), l.column()))
-                .unwrap_or((0, 0));
-            let message = serde_saphyr::UserMessageFormatter
-                .format_message(inner)
-                .into_owned();
-            WatchError::at(origin, pos, hint(&message))
-        })?;
-        let at =
-            |key: &str, message: String| WatchError::at(origin, key_position(src, key), message);
+        let raw: Raw =
+            serde_saphyr::from_str(src).map_err(|e| Located::from_yaml(origin, &e, hint))?;
+        let at = |key: &str, message: String| located(origin, key_position(src, key), message);
         let name = raw.name.trim().to_string();
         if name.is_empty()
             || name.len() > 64
@@ -283,7 +243,7 @@ impl Watch {
     pub fn load(path: &Path, shown: &str) -> Result<Watch, WatchError> {
         let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
         if size > MAX_FILE_BYTES {
-            return Err(WatchError::at(
+            return Err(located(
                 shown,
                 (0, 0),
                 format!(
@@ -291,9 +251,8 @@ impl Watch {
                 ),
             ));
         }
-        let src = std::fs::read_to_string(path).map_err(|e| {
-            WatchError::at(shown, (0, 0), format!("cannot read the watch file ({e})"))
-        })?;
+        let src = std::fs::read_to_string(path)
+            .map_err(|e| located(shown, (0, 0), format!("cannot read the watch file ({e})")))?;
         Watch::parse(&src, shown)
     }
 
@@ -317,7 +276,7 @@ pub fn load_dir(dir: &Path, shown_dir: &str) -> Result<Vec<Watch>, Vec<WatchErro
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => {
-            return Err(vec![WatchError::at(
+            return Err(vec![located(
                 shown_dir,
                 (0, 0),
                 format!("cannot read the watch folder ({e})"),
@@ -339,7 +298,7 @@ pub fn load_dir(dir: &Path, shown_dir: &str) -> Result<Vec<Watch>, Vec<WatchErro
         match Watch::load(&dir.join(&n), &shown) {
             Ok(w) => {
                 if let Some(first) = watches.iter().find(|o| o.name == w.name) {
-                    errors.push(WatchError::at(
+                    errors.push(located(
                         &shown,
                         (0, 0),
                         format!(
