@@ -739,16 +739,7 @@ async fn a_run_dropped_midway_removes_its_container() {
     let cancelled = tokio::time::timeout(Duration::from_secs(3), run).await;
     assert!(cancelled.is_err(), "the run should still have been going");
     sb.close().await;
-    let left = Command::new("docker")
-        .args(["ps", "-aq", "--filter"])
-        .arg(format!("label=org.compute-bot.pid={}", std::process::id()))
-        .output()
-        .unwrap();
-    assert_eq!(
-        String::from_utf8_lossy(&left.stdout).trim(),
-        "",
-        "a cancelled run left its container"
-    );
+    assert_none_left_by_this_process("a cancelled run left its container");
 }
 
 /// A preparation cancelled at any point — before, during or after the
@@ -771,16 +762,17 @@ async fn a_preparation_cancelled_mid_creation_leaves_no_container() {
     }
     assert!(cut_before_ready > 0, "no preparation was cut off");
     sb.close().await;
+    assert_none_left_by_this_process("a cancelled preparation left its container");
+}
+
+/// No container labelled with this test process's pid is left, in any state.
+fn assert_none_left_by_this_process(what: &str) {
     let left = Command::new("docker")
         .args(["ps", "-aq", "--filter"])
         .arg(format!("label=org.compute-bot.pid={}", std::process::id()))
         .output()
         .unwrap();
-    assert_eq!(
-        String::from_utf8_lossy(&left.stdout).trim(),
-        "",
-        "a cancelled preparation left its container"
-    );
+    assert_eq!(String::from_utf8_lossy(&left.stdout).trim(), "", "{what}");
 }
 
 /// The files of `/out` come back in the order the code wrote them (a chart
