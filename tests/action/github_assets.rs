@@ -226,16 +226,20 @@ async fn files_over_the_policy_caps_are_named_and_not_committed() {
     let run = f.run(COMMENT, "7401").await;
     assert_eq!(run.code, 0, "{}", run.log());
     let body = f.bot_comments(7).last().unwrap().body.clone();
-    // Files come in name order: by_day.csv fits, conversion.png is left out.
+    // Files come in the order written: the chart (saved first) fits,
+    // by_day.csv is left out and named.
     let head = f.gh.branch_sha(REPO, BRANCH).unwrap();
     let files = f.gh.files_at(REPO, &head);
-    assert_eq!(files.keys().collect::<Vec<_>>(), ["runs/7401-1/by_day.csv"]);
-    assert!(images(&body).is_empty(), "{body}");
+    assert_eq!(
+        files.keys().collect::<Vec<_>>(),
+        ["runs/7401-1/conversion.png"]
+    );
+    assert_eq!(images(&body).len(), 1, "{body}");
     assert!(
         body.contains("_Not shown (over the policy's `output.files` caps of 1 file and"),
         "{body}"
     );
-    assert!(body.contains("`conversion.png` ("), "{body}");
+    assert!(body.contains("`by_day.csv` ("), "{body}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
