@@ -77,7 +77,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ),
     // The repository's files, pull requests and commits, over the client.
     ("github::repo", &["github::client"]),
-    ("github::actions_io", &["render"]),
+    ("github::actions_io", &["located", "render"]),
     (
         "github::flow",
         &[

@@ -90,12 +90,6 @@ pub(crate) fn log_interrupted() {
     );
 }
 
-fn escape_property(s: &str) -> String {
-    actions_io::escape_data(s)
-        .replace(':', "%3A")
-        .replace(',', "%2C")
-}
-
 /// Masks every secret the run can see before anything else is printed.
 fn mask_secrets(vars: &BTreeMap<String, String>) {
     let mut out = std::io::stdout().lock();
@@ -265,16 +259,10 @@ fn policy_error(env: &ActionEnv, e: &PolicyError) -> Exit {
         ..e.clone()
     };
     let mut out = std::io::stdout().lock();
-    let position = if e.line > 0 {
-        format!(",line={},col={}", e.line, e.column.max(1))
-    } else {
-        String::new()
-    };
     let _ = writeln!(
         out,
-        "::error file={}{position},title=compute-bot policy::{}",
-        escape_property(&file),
-        actions_io::escape_data(&shown.to_string())
+        "{}",
+        actions_io::file_error_annotation(&shown, "compute-bot policy")
     );
     let _ = out.flush();
     drop(out);

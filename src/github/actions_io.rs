@@ -4,6 +4,7 @@
 //! Workflow commands are written to a caller-given writer (the binary passes
 //! stdout) so that tests can read them back.
 
+use crate::located::Located;
 use std::fs::OpenOptions;
 use std::io::{self, Write};
 use std::path::Path;
@@ -177,6 +178,29 @@ pub(crate) fn append_summary(path: &Path, markdown: &str) -> io::Result<usize> {
     };
     append(path, &text, "GITHUB_STEP_SUMMARY")?;
     Ok(text.len())
+}
+
+/// Escapes a workflow command's property value (`file=`, `title=`): the
+/// data escapes and `:` and `,`.
+pub(crate) fn escape_property(s: &str) -> String {
+    escape_data(s).replace(':', "%3A").replace(',', "%2C")
+}
+
+/// The `::error file=…,line=…,col=…,title=…::message` workflow command for a
+/// problem in a file the user wrote (the file as `e.file` names it), so the
+/// run's annotations point at the line.
+pub(crate) fn file_error_annotation(e: &Located, title: &str) -> String {
+    let position = if e.line > 0 {
+        format!(",line={},col={}", e.line, e.column.max(1))
+    } else {
+        String::new()
+    };
+    format!(
+        "::error file={}{position},title={}::{}",
+        escape_property(&e.file),
+        escape_property(title),
+        escape_data(&e.to_string())
+    )
 }
 
 /// Escapes a workflow command's data (`%`, CR, LF).

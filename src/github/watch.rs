@@ -178,17 +178,10 @@ fn moved<'a>(prev: &'a Entry, now: &'a Entry, tolerance: f64) -> texts::Moved<'a
     m
 }
 
-/// Escapes a workflow-command property (`title=`).
-fn escape_property(s: &str) -> String {
-    actions_io::escape_data(s)
-        .replace(':', "%3A")
-        .replace(',', "%2C")
-}
-
 /// `::error title=compute-bot watch <name>::...` for each failed check, or
 /// for a run without a result.
 fn annotate_failures(w: &Watch, run: &WatchRun, side: &str) {
-    let title = escape_property(&format!("compute-bot watch {}", w.name));
+    let title = actions_io::escape_property(&format!("compute-bot watch {}", w.name));
     let mut out = std::io::stdout().lock();
     if let Some(e) = &run.error {
         let _ = writeln!(
@@ -332,16 +325,10 @@ fn folder(ctx: &Ctx<'_>) -> String {
 fn watch_errors(ctx: &Ctx<'_>, errors: &[WatchError]) -> Exit {
     let mut out = std::io::stdout().lock();
     for e in errors {
-        let position = if e.line > 0 {
-            format!(",line={},col={}", e.line, e.column.max(1))
-        } else {
-            String::new()
-        };
         let _ = writeln!(
             out,
-            "::error file={}{position},title=compute-bot watch file::{}",
-            escape_property(&e.file),
-            actions_io::escape_data(&e.to_string())
+            "{}",
+            actions_io::file_error_annotation(e, "compute-bot watch file")
         );
     }
     let _ = out.flush();
