@@ -88,17 +88,12 @@ pub(crate) async fn approve(
         return Err(Stop::github("could not close the approved request", &e));
     }
     let job = Job {
-        goal: request.goal,
-        code: Some(code.code),
-        context: request.context,
-        inputs: request.inputs.iter().map(|i| i.path.clone()).collect(),
-        expected_inputs: Some(request.inputs),
         approval: Some(Approval {
             by: author.to_string(),
             sha256: code.sha256,
             request_url: comment.html_url,
         }),
-        ..Job::default()
+        ..Job::shown(request, code.code)
     };
     execute(ctx, thread, job).await
 }

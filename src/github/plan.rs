@@ -100,17 +100,12 @@ pub(crate) async fn run_plan(
     }
     let request = read_request_marker(&comment.body).unwrap_or_default();
     let job = Job {
-        goal: request.goal,
-        code: Some(code.code),
-        context: request.context,
-        inputs: request.inputs.iter().map(|i| i.path.clone()).collect(),
-        expected_inputs: Some(request.inputs),
         from_plan: Some(FromPlan {
             by: author.to_string(),
             sha256: code.sha256,
             plan_url: comment.html_url,
         }),
-        ..Job::default()
+        ..Job::shown(request, code.code)
     };
     execute(ctx, thread, job).await
 }

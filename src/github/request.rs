@@ -60,6 +60,22 @@ pub(crate) struct Job {
     pub(crate) parent: Option<Parent>,
 }
 
+impl Job {
+    /// A run of exactly `code` as shown in one of the bot's comments, with
+    /// that comment's request (goal, context, the inputs with the hashes
+    /// shown); approval and plan runs add who let it run.
+    pub(crate) fn shown(request: PendingRequest, code: String) -> Job {
+        Job {
+            goal: request.goal,
+            code: Some(code),
+            context: request.context,
+            inputs: request.inputs.iter().map(|i| i.path.clone()).collect(),
+            expected_inputs: Some(request.inputs),
+            ..Job::default()
+        }
+    }
+}
+
 fn model_overrides(env: &ActionEnv) -> Result<ModelOverrides, String> {
     let i = &env.inputs;
     let provider = |input: &str, value: &Option<String>| match value {
