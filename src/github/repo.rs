@@ -624,29 +624,14 @@ impl GitHub {
     ) -> Result<Option<Vec<u8>>, ReadError> {
         let path = path.trim_matches('/');
         let action = format!("reading `{path}` at `{reference}` in {}", self.repo_ref());
-        let route = self.repo_route(&format!("contents/{}", encode_path(path)));
-        let v = match self
-            .get_json(&action, Need::ReadContents, &route, &[("ref", reference)])
-            .await
-        {
-            Ok(v) => v,
-            Err(GitHubError::Api {
-                status: 404,
-                message,
-                ..
-            }) if message.contains("No commit found") => {
-                return Err(ReadError::NoSuchRef {
-                    reference: reference.to_string(),
-                    repo: self.repo_ref().to_string(),
-                    message,
-                });
-            }
-            Err(GitHubError::Api { status: 404, .. }) => return Ok(None),
-            Err(GitHubError::Api {
+        let v = match self.contents(&action, path, reference).await {
+            Ok(Some(v)) => v,
+            Ok(None) => return Ok(None),
+            Err(ReadError::Failed(GitHubError::Api {
                 status: 403,
                 message,
                 ..
-            }) if message.to_ascii_lowercase().contains("too large") => {
+            })) if message.to_ascii_lowercase().contains("too large") => {
                 return Err(ReadError::TooLarge {
                     path: path.to_string(),
                     reference: reference.to_string(),
@@ -654,7 +639,7 @@ impl GitHub {
                     cap: max_bytes,
                 });
             }
-            Err(e) => return Err(ReadError::Failed(e)),
+            Err(e) => return Err(e),
         };
         let kind = if v.is_array() {
             "dir"
@@ -705,25 +690,8 @@ impl GitHub {
     pub async fn files_in(&self, reference: &str, dir: &str) -> Result<Vec<String>, ReadError> {
         let dir = dir.trim_matches('/');
         let action = format!("listing `{dir}` at `{reference}` in {}", self.repo_ref());
-        let route = self.repo_route(&format!("contents/{}", encode_path(dir)));
-        let v = match self
-            .get_json(&action, Need::ReadContents, &route, &[("ref", reference)])
-            .await
-        {
-            Ok(v) => v,
-            Err(GitHubError::Api {
-                status: 404,
-                message,
-                ..
-            }) if message.contains("No commit found") => {
-                return Err(ReadError::NoSuchRef {
-                    reference: reference.to_string(),
-                    repo: self.repo_ref().to_string(),
-                    message,
-                });
-            }
-            Err(GitHubError::Api { status: 404, .. }) => return Ok(Vec::new()),
-            Err(e) => return Err(ReadError::Failed(e)),
+        let Some(v) = self.contents(&action, dir, reference).await? else {
+            return Ok(Vec::new());
         };
         let Some(items) = v.as_array() else {
             warn!("{action}: it is a file, not a folder; no files in it");
@@ -736,6 +704,36 @@ impl GitHub {
             .collect();
         paths.sort();
         Ok(paths)
+    }
+
+    /// `GET contents/{path}?ref={reference}`: the file's or folder's JSON,
+    /// `None` when the path does not exist at that ref, [`ReadError::NoSuchRef`]
+    /// when the ref itself does not, any other failure as
+    /// [`ReadError::Failed`].
+    async fn contents(
+        &self,
+        action: &str,
+        path: &str,
+        reference: &str,
+    ) -> Result<Option<serde_json::Value>, ReadError> {
+        let route = self.repo_route(&format!("contents/{}", encode_path(path)));
+        match self
+            .get_json(action, Need::ReadContents, &route, &[("ref", reference)])
+            .await
+        {
+            Ok(v) => Ok(Some(v)),
+            Err(GitHubError::Api {
+                status: 404,
+                message,
+                ..
+            }) if message.contains("No commit found") => Err(ReadError::NoSuchRef {
+                reference: reference.to_string(),
+                repo: self.repo_ref().to_string(),
+                message,
+            }),
+            Err(GitHubError::Api { status: 404, .. }) => Ok(None),
+            Err(e) => Err(ReadError::Failed(e)),
+        }
     }
 
     /// The bytes of a blob (`GET /git/blobs/{sha}`, up to 100 MB).

@@ -429,7 +429,21 @@ pub(crate) async fn run_watches(ctx: &Ctx<'_>, names: &[String]) -> Exit {
         results.insert(w.name.clone(), run.result.clone().unwrap_or(Value::Null));
         report_path = report_path.or(run.report_path.clone());
     }
-    let end = Published {
+    let end = watches_end(failed, summary, results, report_path);
+    let exit = conclude(ctx, Thread::new(ctx.gh, None, None), Ok(end)).await;
+    exit.unposted(unposted)
+}
+
+/// The end of a watches run: `failed` when a check failed or a watch gave
+/// no result; each watch's result by name as the `result` output; nothing
+/// posted by [`conclude`] (the watches post their own comments).
+fn watches_end(
+    failed: bool,
+    summary: String,
+    results: serde_json::Map<String, Value>,
+    report_path: Option<String>,
+) -> Published {
+    Published {
         status: if failed { Status::Failed } else { Status::Ok },
         post: Post::Nothing,
         reaction: None,
@@ -439,9 +453,7 @@ pub(crate) async fn run_watches(ctx: &Ctx<'_>, names: &[String]) -> Exit {
             report_path,
             ..Outputs::default()
         },
-    };
-    let exit = conclude(ctx, Thread::new(ctx.gh, None, None), Ok(end)).await;
-    exit.unposted(unposted)
+    }
 }
 
 /// A line chart of the history (through the result charts of
@@ -862,17 +874,8 @@ pub(crate) async fn on_pull_request(ctx: &Ctx<'_>, number: u64) -> Exit {
         .zip(&runs)
         .map(|((w, _), (_, h))| (w.name.clone(), h.result.clone().unwrap_or(Value::Null)))
         .collect();
-    let end = Published {
-        status: if failed { Status::Failed } else { Status::Ok },
-        post: Post::Nothing,
-        reaction: None,
-        summary,
-        outputs: Outputs {
-            result: Some(Value::Object(results)),
-            report_path: runs.iter().find_map(|(_, h)| h.report_path.clone()),
-            ..Outputs::default()
-        },
-    };
+    let report_path = runs.iter().find_map(|(_, h)| h.report_path.clone());
+    let end = watches_end(failed, summary, results, report_path);
     let mut exit = conclude(ctx, Thread::new(ctx.gh, None, None), Ok(end)).await;
     if let Some(id) = comment_id {
         tracing::info!("the watch comment of #{number} is {id}");
