@@ -446,3 +446,43 @@ fn bot_image_builds_from_scratch_over_the_release_binary() {
     assert!(script.contains("ca-certificates"));
     assert!(script.contains("ldd"));
 }
+
+/// Runs of `scripts/lint-workflows` on one fresh venv path, started half a
+/// second apart while the first is still setting it up (as a fresh clone's
+/// parallel tests do): every one finishes and passes. Without the lock a later
+/// run made the venv again under an earlier one and ran a `pip` that was not
+/// there ("No such file or directory").
+#[test]
+fn lint_workflows_set_up_is_safe_under_parallel_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let venv = dir.path().join("lint-venv");
+    let runs: Vec<_> = (0..6)
+        .map(|i| {
+            if i > 0 {
+                std::thread::sleep(std::time::Duration::from_millis(500));
+            }
+            std::process::Command::new(root().join("scripts/lint-workflows"))
+                .arg("examples/workflows/compute.yml")
+                .env("COMPUTE_BOT_LINT_VENV", &venv)
+                .current_dir(root())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    assert!(
+        !venv.join(".installed").exists(),
+        "the later runs must start while the first is still installing"
+    );
+    for (i, child) in runs.into_iter().enumerate() {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "run {i} failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    assert!(venv.join(".installed").exists());
+}
