@@ -17,13 +17,13 @@
 # and org.compute-bot.boundary-base-id (the base's id). TAG is stale when the
 # recipe or the base's id differs (the sandbox image was rebuilt).
 #
-#   sandbox/boundary/build.sh TAG [BASE]     (BASE default compute-bot-sandbox:python)
+#   sandbox/boundary/build.sh TAG BASE    (scripts/boundary-suite names both)
 #
 # Needs: docker, pip (any Python) and PyPI. Exit 2 when the base is missing.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-tag="${1:?usage: sandbox/boundary/build.sh TAG [BASE]}"
-base="${2:-compute-bot-sandbox:python}"
+tag="${1:?usage: sandbox/boundary/build.sh TAG BASE}"
+base="${2:?usage: sandbox/boundary/build.sh TAG BASE}"
 lock="$here/requirements.lock"
 recipe_sha="$(cat "$here/build.sh" "$here/Dockerfile" "$lock" | sha256sum | cut -d' ' -f1)"
 lock_sha="$(sha256sum "$lock" | cut -d' ' -f1)"
