@@ -48,6 +48,11 @@ pub struct Request {
     /// `escalate` verdict counts as allowed; a `deny` verdict still denies,
     /// and any other code (a regenerated one included) is not covered.
     pub approved_sha256: Option<String>,
+    /// The hex SHA-256 the code must have (a watch's `code_sha256`: the
+    /// code a human approved once). Code with another hash stops the run
+    /// before it runs — no container is prepared while the model writes, and
+    /// none for a repair.
+    pub pinned_sha256: Option<String>,
     /// Plan only (`/compute plan`): generate and check the code, start no
     /// container; the report ends [`ReportStatus::Planned`] with the code and
     /// its verdict (an escalation included), or failed when every attempt
@@ -64,6 +69,21 @@ impl Request {
         self.approved_sha256
             .as_deref()
             .is_some_and(|a| a.trim().eq_ignore_ascii_case(code_sha256))
+    }
+
+    /// Why code hashing to `code_sha256` may not run: it is not the pinned
+    /// code. `None` without a pin or when it matches.
+    fn unpinned(&self, code_sha256: &str) -> Option<String> {
+        let pin = self.pinned_sha256.as_deref()?.trim();
+        (!pin.eq_ignore_ascii_case(code_sha256)).then(|| {
+            format!("the code has SHA-256 {code_sha256}, not the pinned {pin}; it was not run")
+        })
+    }
+
+    /// True when no container may be prepared before the code is known:
+    /// a plan, or code pinned by its hash.
+    fn prepares_late(&self) -> bool {
+        self.plan_only || self.pinned_sha256.is_some()
     }
 
     /// The goal as used (sanitized; `None` when nothing a reader can see
@@ -293,12 +313,14 @@ impl Agent<'_> {
     /// code is not known or may not run as it is (nothing is started).
     pub fn prepare_ahead(&self, request: &Request) -> Option<Ahead> {
         let code = request.exact_code()?;
+        let sha = sha256_hex(code.as_bytes());
         let verdict = check_code(self.policy, &code);
-        let may_run = match verdict.decision {
-            Decision::Allow => true,
-            Decision::Escalate => request.is_approved(&sha256_hex(code.as_bytes())),
-            Decision::Deny => false,
-        };
+        let may_run = request.unpinned(&sha).is_none()
+            && match verdict.decision {
+                Decision::Allow => true,
+                Decision::Escalate => request.is_approved(&sha),
+                Decision::Deny => false,
+            };
         may_run.then(|| Ahead {
             pending: Some(self.sandbox.start_prepare(self.config_for(&verdict))),
             code,
@@ -402,8 +424,10 @@ impl Agent<'_> {
         .with_earlier(request.follows.clone());
         // Start a container while the model writes code (generated code only:
         // exact code is checked before any container exists).
-        // A plan starts none.
-        let pending = (fixed_code.is_none() && !request.plan_only).then(|| self.start_prepare());
+        // A plan starts none, nor does pinned code (the model's code may not
+        // be the pinned one).
+        let pending =
+            (fixed_code.is_none() && !request.prepares_late()).then(|| self.start_prepare());
         Ok(Run {
             request,
             goal,
@@ -467,6 +491,10 @@ impl Agent<'_> {
         if attempt.plan.is_some() {
             run.report.plan = attempt.plan.clone();
         }
+        if let Some(reason) = run.request.unpinned(&attempt.code_sha256) {
+            attempt.failure = Some(reason.clone());
+            return Next::Stop(reason);
+        }
         let checked = self.check(run, attempt, &code);
         if run.request.plan_only {
             return match checked {
@@ -521,7 +549,9 @@ impl Agent<'_> {
                 // A repair follows: start its container now, while the model
                 // writes the fix. A successful run never waits for a
                 // container it does not use.
-                if run.may_repair(attempt.number) && run.pending.is_none() && !run.request.plan_only
+                if run.may_repair(attempt.number)
+                    && run.pending.is_none()
+                    && !run.request.prepares_late()
                 {
                     run.pending = Some(self.start_prepare());
                 }

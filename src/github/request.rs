@@ -258,6 +258,7 @@ pub(crate) async fn execute(
             result: p.result.clone(),
             status: p.status.clone(),
         }),
+        pinned_sha256: None,
     };
     let agent = Agent {
         policy: ctx.policy,

@@ -114,6 +114,13 @@ struct Entry {
     error: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     code_sha256: Option<String>,
+    /// The workflow run (`GITHUB_RUN_ID`) that wrote it: a re-run of that
+    /// run replaces it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    run_id: Option<String>,
+    /// Its attempt (`GITHUB_RUN_ATTEMPT`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    attempt: Option<u32>,
 }
 
 /// The hidden state of a sticky comment.
@@ -124,9 +131,11 @@ struct State {
 }
 
 impl Entry {
-    fn of(run: &WatchRun, at: &str) -> Entry {
+    fn of(run: &WatchRun, at: &str, run_id: &str, attempt: u32) -> Entry {
         Entry {
             at: at.to_string(),
+            run_id: Some(run_id.to_string()),
+            attempt: Some(attempt),
             values: run.values.clone(),
             failing: run
                 .failing()
@@ -136,6 +145,18 @@ impl Entry {
             error: run.error.clone(),
             code_sha256: run.code_sha256.clone(),
         }
+    }
+}
+
+impl State {
+    /// Adds `entry` as the newest row; a re-run of a workflow run (same
+    /// `run_id`, a later attempt) replaces that run's row instead of adding
+    /// a second one.
+    fn record(&mut self, entry: Entry) {
+        if let Some(id) = &entry.run_id {
+            self.history.retain(|e| e.run_id.as_ref() != Some(id));
+        }
+        self.history.push(entry);
     }
 }
 
@@ -248,6 +269,8 @@ async fn run_one(ctx: &Ctx<'_>, w: &Watch, workspace: &Path, stem: &str) -> Watc
         inputs: resolved.iter().map(|r| r.file.clone()).collect(),
         schema: w.schema.clone(),
         context: None,
+        // Checked before anything runs: other code never reaches a container.
+        pinned_sha256: w.code_sha256.clone(),
         ..Request::default()
     };
     let mut report: Report = match agent.answer(request).await {
@@ -278,6 +301,7 @@ async fn run_one(ctx: &Ctx<'_>, w: &Watch, workspace: &Path, stem: &str) -> Watc
             .and_then(|a| a.result.clone()),
         _ => None,
     };
+    // The agent stopped unpinned code before it ran (see `pinned_sha256`).
     let mut error = match &result {
         Some(_) => None,
         None => Some(
@@ -291,7 +315,7 @@ async fn run_one(ctx: &Ctx<'_>, w: &Watch, workspace: &Path, stem: &str) -> Watc
         && pin != sha
     {
         error = Some(format!(
-            "the code that ran has SHA-256 {sha}, not the pinned {pin}; its result is not used. Put the approved code under `code:` in {}",
+            "the code the model wrote has SHA-256 {sha}, not the pinned {pin}; it was not run. Put the approved code under `code:` in {}",
             w.file
         ));
     }
@@ -525,9 +549,11 @@ async fn keep_sticky(
         .and_then(|(_, body)| texts::read_watch_state(body))
         .and_then(|b| serde_json::from_slice(&b).ok())
         .unwrap_or_default();
-    let now = Entry::of(run, at);
+    let now = Entry::of(run, at, &ctx.env.run_id, ctx.env.run_attempt);
+    // Compared with what the comment shows last (a re-run: its own first
+    // attempt), so a move is announced once.
     let prev = state.history.last().cloned();
-    state.history.push(now.clone());
+    state.record(now.clone());
     let json = bounded(&mut state);
     let state_marker = texts::watch_state_marker(&json);
     let rows: Vec<texts::HistoryRow<'_>> = state
@@ -908,7 +934,38 @@ mod tests {
                 .collect(),
             error: error.map(str::to_string),
             code_sha256: None,
+            run_id: None,
+            attempt: None,
         }
+    }
+
+    #[test]
+    fn a_re_run_replaces_its_own_row() {
+        let row = |t: i64, run: &str, attempt: u32| Entry {
+            run_id: Some(run.into()),
+            attempt: Some(attempt),
+            ..entry(json!({"total": t}), &[], None)
+        };
+        let mut state = State {
+            // An older history without run ids stays as it is.
+            history: vec![entry(json!({"total": 1}), &[], None)],
+        };
+        state.record(row(10, "5", 1));
+        state.record(row(20, "6", 1));
+        state.record(row(21, "6", 2));
+        let totals: Vec<(Value, Option<u32>)> = state
+            .history
+            .iter()
+            .map(|e| (e.values["/total"].clone(), e.attempt))
+            .collect();
+        assert_eq!(
+            totals,
+            [(json!(1), None), (json!(10), Some(1)), (json!(21), Some(2))]
+        );
+        // A re-run of an older run: its row moves to the end, still once.
+        state.record(row(11, "5", 2));
+        let runs: Vec<Option<&str>> = state.history.iter().map(|e| e.run_id.as_deref()).collect();
+        assert_eq!(runs, [None, Some("6"), Some("5")]);
     }
 
     #[test]

@@ -486,3 +486,65 @@ fn lint_workflows_set_up_is_safe_under_parallel_runs() {
     }
     assert!(venv.join(".installed").exists());
 }
+
+/// The boundary suite's test-only packages stay out of the bot's image: its
+/// lock names none of them, neither recipe reads the boundary lock, and the
+/// suite's image is not the bot's default.
+#[test]
+fn the_boundary_image_is_test_only() {
+    let names = |lock: &str| -> Vec<String> {
+        lock.lines()
+            .filter_map(|l| l.split_once("=="))
+            .map(|(n, _)| n.to_string())
+            .collect()
+    };
+    let test_only = names(&read("sandbox/boundary/requirements.lock"));
+    for p in [
+        "requests",
+        "psutil",
+        "watchdog",
+        "pyperclip",
+        "pyyaml",
+        "jsonpickle",
+    ] {
+        assert!(
+            test_only.iter().any(|n| n == p),
+            "{p} not in the boundary lock"
+        );
+    }
+    let bot = names(&read("sandbox/requirements.lock"));
+    for p in [
+        "requests",
+        "psutil",
+        "watchdog",
+        "pyperclip",
+        "pyyaml",
+        "jsonpickle",
+    ] {
+        assert!(
+            !bot.contains(&p.to_string()),
+            "{p} is in the bot's image lock"
+        );
+    }
+    for recipe in [
+        "sandbox/build-debian.sh",
+        "sandbox/python/Dockerfile",
+        "Dockerfile",
+    ] {
+        assert!(
+            !read(recipe).contains("boundary"),
+            "{recipe} reads the boundary files"
+        );
+    }
+    let suite = read("scripts/boundary-suite");
+    assert!(suite.contains("BOUNDARY_IMAGE = \"compute-bot-sandbox:boundary\""));
+    assert_ne!(
+        compute_bot::sandbox::DEFAULT_IMAGE,
+        "compute-bot-sandbox:boundary"
+    );
+    let dockerfile = read("sandbox/boundary/Dockerfile");
+    assert!(
+        dockerfile.contains("USER 10001:10001"),
+        "the base's user is restored"
+    );
+}

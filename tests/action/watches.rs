@@ -353,24 +353,36 @@ async fn a_goal_watch_counts_only_the_pinned_code() {
         .run_env(f.env("schedule", "9141").model(&llm, CANARY_KEY))
         .await;
     assert_eq!(run.code, 0, "{}", run.log());
+    assert_eq!(run.containers_created(), 1, "{}", run.log());
     let bots = f.bot_comments(7);
     assert_eq!(bots.len(), 1);
     assert!(bots[0].body.contains("| /total | 42 |"), "{}", bots[0].body);
 
-    // The model writes other code: its result does not count, the job fails.
+    // The model writes other code: it never runs — no container is
+    // prepared for it, not even while the model writes — and the job fails.
     llm.push(Reply::tool_call("sum the amounts", EVIL_CODE));
     let run = f
         .run_env(f.env("schedule", "9142").model(&llm, CANARY_KEY))
         .await;
     assert_eq!(run.code, 1, "{}", run.log());
+    assert_eq!(run.containers_created(), 0, "{}", run.log());
     assert!(
         run.stdout
             .lines()
             .any(|l| l.starts_with("::error title=compute-bot watch sales::")
-                && l.contains("not the pinned")),
+                && l.contains("not the pinned")
+                && l.contains("it was not run")),
         "{}",
         run.log()
     );
+    let report = f.report(&run);
+    assert_eq!(
+        report["attempts"].as_array().map(Vec::len),
+        Some(1),
+        "{report}"
+    );
+    assert!(report["attempts"][0]["outcome"].is_null(), "{report}");
+    assert!(report["outcome"].is_null(), "{report}");
     let bots = f.bot_comments(7);
     assert_eq!(bots.len(), 2, "{bots:?}");
     assert!(!bots[0].body.contains("999"), "{}", bots[0].body);
@@ -433,4 +445,59 @@ async fn compute_watch_under_an_answer_posts_a_watch_file_that_runs() {
     let c = bot_comments_on(&f, 30);
     assert_eq!(c.len(), 1);
     assert!(c[0].contains("no compute-bot result"), "{}", c[0]);
+}
+
+/// The history in a sticky comment's state marker.
+fn history(body: &str) -> Vec<serde_json::Value> {
+    let start = "<!-- compute-bot:watch-state=";
+    let hex_json = body
+        .split(start)
+        .nth(1)
+        .and_then(|r| r.split(" -->").next())
+        .unwrap_or_else(|| panic!("no state marker: {body}"));
+    let state: serde_json::Value =
+        serde_json::from_slice(&hex::decode(hex_json.trim()).unwrap()).unwrap();
+    state["history"].as_array().unwrap().clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_re_run_of_a_workflow_run_replaces_its_own_history_row() {
+    let f = ActionFixture::builder()
+        .file(".github/compute/sales.yml", watch_file(CODE))
+        .start()
+        .await;
+    let run = scheduled(&f, "9161").await;
+    assert_eq!(run.code, 0, "{}", run.log());
+
+    // "Re-run jobs": the same run id, attempt 2, on changed data.
+    set_total(&f, 50);
+    f.write_event(&json!({"schedule": "0 6 * * 1"}));
+    let run = f
+        .run_env(f.env("schedule", "9161").with("GITHUB_RUN_ATTEMPT", "2"))
+        .await;
+    assert_eq!(run.code, 0, "{}", run.log());
+    let sticky = f.bot_comments(7)[0].body.clone();
+    assert_eq!(history_rows(&sticky), 1, "{sticky}");
+    let h = history(&sticky);
+    assert_eq!(h.len(), 1, "{h:?}");
+    assert_eq!(h[0]["values"]["/total"], json!(50), "{h:?}");
+    assert_eq!(
+        (h[0]["run_id"].as_str(), h[0]["attempt"].as_u64()),
+        (Some("9161"), Some(2))
+    );
+    assert!(
+        !sticky.contains("| 42 |"),
+        "attempt 1's row is left: {sticky}"
+    );
+
+    // Another workflow run adds its own row.
+    let run = scheduled(&f, "9162").await;
+    assert_eq!(run.code, 0, "{}", run.log());
+    let sticky = f.bot_comments(7)[0].body.clone();
+    assert_eq!(history_rows(&sticky), 2, "{sticky}");
+    let runs: Vec<String> = history(&sticky)
+        .iter()
+        .map(|e| e["run_id"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(runs, ["9161", "9162"]);
 }

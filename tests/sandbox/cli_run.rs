@@ -12,10 +12,10 @@ fn write(dir: &std::path::Path, name: &str, text: &str) -> std::path::PathBuf {
     p
 }
 
-/// Runs the binary and returns its output plus the containers it created,
-/// read back from the engine's event log by the pid label every container gets.
+/// Runs the binary and returns its output plus the containers it created
+/// ([`crate::support::containers_created`]).
 pub(super) fn run_counting(args: &[&str]) -> (Output, usize) {
-    let since = chrono::Utc::now().timestamp() - 1;
+    let since = chrono::Utc::now().timestamp();
     let child = Command::new(BIN)
         .args(args)
         .env_remove("COMPUTE_BOT_PROVIDER")
@@ -28,22 +28,7 @@ pub(super) fn run_counting(args: &[&str]) -> (Output, usize) {
         .unwrap();
     let pid = child.id();
     let out = child.wait_with_output().unwrap();
-    let until = chrono::Utc::now().timestamp() + 1;
-    let events = Command::new("docker")
-        .args([
-            "events",
-            "--since",
-            &since.to_string(),
-            "--until",
-            &until.to_string(),
-        ])
-        .args(["--filter", "type=container", "--filter", "event=create"])
-        .args(["--filter", &format!("label=org.compute-bot.pid={pid}")])
-        .args(["--format", "{{.ID}}"])
-        .output()
-        .unwrap();
-    let created = String::from_utf8_lossy(&events.stdout).lines().count();
-    (out, created)
+    (out, crate::support::containers_created(pid, since))
 }
 
 pub(super) fn json(out: &Output) -> serde_json::Value {

@@ -67,9 +67,33 @@ pub struct ActionRun {
     pub summary: String,
     /// The bot's process id (its containers carry it as a label).
     pub pid: u32,
+    /// When it started (Unix seconds).
+    pub started: i64,
+}
+
+/// How many containers process `pid` created since `since` (Unix seconds),
+/// read back from the engine's event log by the pid label every container
+/// gets (the containers themselves are gone by then).
+pub fn containers_created(pid: u32, since: i64) -> usize {
+    let until = chrono::Utc::now().timestamp() + 1;
+    let events = std::process::Command::new("docker")
+        .args(["events", "--since", &(since - 1).to_string()])
+        .args(["--until", &until.to_string()])
+        .args(["--filter", "type=container", "--filter", "event=create"])
+        .args(["--filter", &format!("label=org.compute-bot.pid={pid}")])
+        .args(["--format", "{{.ID}}"])
+        .output()
+        .expect("docker events");
+    assert!(events.status.success(), "docker events: {events:?}");
+    String::from_utf8_lossy(&events.stdout).lines().count()
 }
 
 impl ActionRun {
+    /// How many containers this run created (see [`containers_created`]).
+    pub fn containers_created(&self) -> usize {
+        containers_created(self.pid, self.started)
+    }
+
     /// One output; panics with the log when the run did not set it.
     pub fn out(&self, name: &str) -> &str {
         self.outputs
@@ -116,6 +140,7 @@ pub async fn run_action(env: &BTreeMap<String, String>, dir: &Path, workspace: &
     let summary = dir.join("step_summary.md");
     let _ = std::fs::remove_file(&outputs);
     let _ = std::fs::remove_file(&summary);
+    let started = chrono::Utc::now().timestamp();
     let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_compute-bot"))
         .arg("action")
         .env_clear()
@@ -139,5 +164,6 @@ pub async fn run_action(env: &BTreeMap<String, String>, dir: &Path, workspace: &
         outputs_file,
         summary: std::fs::read_to_string(&summary).unwrap_or_default(),
         pid,
+        started,
     }
 }
