@@ -29,4 +29,6 @@ mod verify;
 pub mod watch;
 
 #[cfg(test)]
+mod fn_length;
+#[cfg(test)]
 mod layering;

@@ -73,6 +73,51 @@ fn progress_line(stage: Stage) -> String {
     }
 }
 
+/// The model the loop asks (none without a provider key): the environment,
+/// with the `--provider`, `--base-url` and `--model` flags over it.
+fn model_client(args: &RunArgs) -> Result<Option<ModelClient>, String> {
+    let overrides = ModelOverrides {
+        first: ModelChoice {
+            provider: args.provider,
+            base_url: args.base_url.clone(),
+            model: args.model.clone(),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    match ModelConfig::from_env(&overrides).map_err(|e| e.to_string())? {
+        Some(cfg) => ModelClient::new(cfg).map(Some).map_err(|e| e.to_string()),
+        None => Ok(None),
+    }
+}
+
+/// Writes the report's files under `--artifacts` and prints the report in
+/// the format `run` was asked for.
+fn print_report(report: &crate::report::Report, args: &RunArgs) {
+    let files = match (&args.artifacts, &report.outcome) {
+        (Some(dir), Some(o)) if !o.artifacts.is_empty() => {
+            super::files::write_and_link(&o.artifacts, dir)
+                .map_err(|e| eprintln!("error: {e}"))
+                .ok()
+        }
+        _ => None,
+    };
+    match args.format {
+        Format::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(report).expect("report serializes")
+        ),
+        Format::Markdown => {
+            let ctx = RenderContext {
+                files,
+                ..RenderContext::default()
+            };
+            print!("{}", render::markdown(report, &ctx))
+        }
+        Format::Text => print!("{}", render::text(report)),
+    }
+}
+
 /// Runs the loop for `run` and prints the report; returns how it ended.
 pub(crate) async fn answer_command(args: RunArgs, session: &Session) -> Status {
     let mut policy = match &args.policy {
@@ -107,22 +152,9 @@ pub(crate) async fn answer_command(args: RunArgs, session: &Session) -> Status {
         Ok(r) => r,
         Err(e) => return usage(&e),
     };
-    let overrides = ModelOverrides {
-        first: ModelChoice {
-            provider: args.provider,
-            base_url: args.base_url.clone(),
-            model: args.model.clone(),
-            ..Default::default()
-        },
-        ..Default::default()
-    };
-    let model = match ModelConfig::from_env(&overrides) {
-        Ok(Some(cfg)) => match ModelClient::new(cfg) {
-            Ok(c) => Some(c),
-            Err(e) => return usage(&e.to_string()),
-        },
-        Ok(None) => None,
-        Err(e) => return usage(&e.to_string()),
+    let model = match model_client(&args) {
+        Ok(m) => m,
+        Err(e) => return usage(&e),
     };
     let sandbox = match session.sandbox().await {
         Ok(s) => s,
@@ -173,27 +205,6 @@ pub(crate) async fn answer_command(args: RunArgs, session: &Session) -> Status {
         .map(|a| (a.file.name.clone(), a.path.clone()))
         .collect();
     report.set_input_paths(&paths);
-    let files = match (&args.artifacts, &report.outcome) {
-        (Some(dir), Some(o)) if !o.artifacts.is_empty() => {
-            super::files::write_and_link(&o.artifacts, dir)
-                .map_err(|e| eprintln!("error: {e}"))
-                .ok()
-        }
-        _ => None,
-    };
-    match args.format {
-        Format::Json => println!(
-            "{}",
-            serde_json::to_string_pretty(&report).expect("report serializes")
-        ),
-        Format::Markdown => {
-            let ctx = RenderContext {
-                files,
-                ..RenderContext::default()
-            };
-            print!("{}", render::markdown(&report, &ctx))
-        }
-        Format::Text => print!("{}", render::text(&report)),
-    }
+    print_report(&report, &args);
     status
 }

@@ -51,50 +51,13 @@ pub(crate) async fn run_command(args: RunArgs, session: &Session) -> Status {
         Ok(r) => r,
         Err(e) => return usage(&e),
     };
-    let mut cfg = SandboxConfig {
-        image: args
-            .image
-            .clone()
-            .unwrap_or_else(|| crate::sandbox::DEFAULT_IMAGE.to_string()),
-        runtime,
-        ..Default::default()
-    };
-    if let Some(t) = args.timeout {
-        cfg.limits.timeout = t;
-    }
-    if let Some(m) = args.memory {
-        cfg.limits.memory = m;
-    }
-    if let Some(c) = args.cpus {
-        cfg.limits.cpus = c;
-    }
-    if let Some(p) = args.pids {
-        cfg.limits.pids = p;
-    }
+    let cfg = sandbox_config(&args, runtime);
     // Unchecked: no static check and (below) no runtime rules; the inputs
     // are still admitted (that protects the host, not a policy rule).
     if args.unchecked {
         unchecked::warn(args.format == Format::Json);
-    } else {
-        let verdict = crate::policy::check_code(&policy, &code);
-        if verdict.decision != crate::policy::Decision::Allow {
-            if args.format == Format::Json {
-                let v = serde_json::json!({"status": "not_run", "policy": "built-in default", "verdict": verdict});
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&v).expect("verdict serializes")
-                );
-            } else {
-                eprint!(
-                    "the built-in policy did not let this code run (pass --policy FILE to use another):\n{}",
-                    crate::policy::cli::render_text(&verdict)
-                );
-            }
-            return match verdict.decision {
-                crate::policy::Decision::Escalate => Status::NeedsApproval,
-                _ => Status::Failed,
-            };
-        }
+    } else if let Err(status) = check_builtin(&policy, &code, args.format) {
+        return status;
     }
     let job = Job {
         code,
@@ -121,9 +84,70 @@ pub(crate) async fn run_command(args: RunArgs, session: &Session) -> Status {
     {
         eprintln!("error: could not write artifacts to {}: {e}", dir.display());
     }
+    print_outcome(&outcome, &args);
+    if outcome.exit_code == Some(0) && !outcome.timed_out && !outcome.oom_killed {
+        Status::Ok
+    } else {
+        Status::Failed
+    }
+}
+
+/// The sandbox configuration of `run --code`: the built-in limits, tightened
+/// or loosened by the flags (no policy to hold them to).
+fn sandbox_config(args: &RunArgs, runtime: crate::sandbox::Runtime) -> SandboxConfig {
+    let mut cfg = SandboxConfig {
+        image: args
+            .image
+            .clone()
+            .unwrap_or_else(|| crate::sandbox::DEFAULT_IMAGE.to_string()),
+        runtime,
+        ..Default::default()
+    };
+    if let Some(t) = args.timeout {
+        cfg.limits.timeout = t;
+    }
+    if let Some(m) = args.memory {
+        cfg.limits.memory = m;
+    }
+    if let Some(c) = args.cpus {
+        cfg.limits.cpus = c;
+    }
+    if let Some(p) = args.pids {
+        cfg.limits.pids = p;
+    }
+    cfg
+}
+
+/// The built-in policy's static check of `run --code`: `Err` with how the
+/// command ends when the code may not run (printed in the chosen format).
+fn check_builtin(policy: &Policy, code: &str, format: Format) -> Result<(), Status> {
+    let verdict = crate::policy::check_code(policy, code);
+    if verdict.decision == crate::policy::Decision::Allow {
+        return Ok(());
+    }
+    if format == Format::Json {
+        let v = serde_json::json!({"status": "not_run", "policy": "built-in default", "verdict": verdict});
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&v).expect("verdict serializes")
+        );
+    } else {
+        eprint!(
+            "the built-in policy did not let this code run (pass --policy FILE to use another):\n{}",
+            crate::policy::cli::render_text(&verdict)
+        );
+    }
+    Err(match verdict.decision {
+        crate::policy::Decision::Escalate => Status::NeedsApproval,
+        _ => Status::Failed,
+    })
+}
+
+/// Prints an outcome in the format `run` was asked for.
+fn print_outcome(outcome: &Outcome, args: &RunArgs) {
     match args.format {
         Format::Json => {
-            let mut v = serde_json::to_value(&outcome).expect("outcome serializes");
+            let mut v = serde_json::to_value(outcome).expect("outcome serializes");
             if args.unchecked {
                 v = unchecked::mark(v);
             }
@@ -132,12 +156,7 @@ pub(crate) async fn run_command(args: RunArgs, session: &Session) -> Status {
                 serde_json::to_string_pretty(&v).expect("outcome serializes")
             )
         }
-        Format::Text | Format::Markdown => print!("{}", outcome_text(&outcome)),
-    }
-    if outcome.exit_code == Some(0) && !outcome.timed_out && !outcome.oom_killed {
-        Status::Ok
-    } else {
-        Status::Failed
+        Format::Text | Format::Markdown => print!("{}", outcome_text(outcome)),
     }
 }
 
