@@ -46,7 +46,8 @@ pub use docker::{
     ContainerFacts, LABEL_EXPIRES, LABEL_MANAGED, LABEL_PID, LABEL_RUN, Prepared,
     RUNSC_PIDS_OVERHEAD, SECCOMP_PROFILE, STOPPED_GRACE_SECONDS, Sandbox, is_leftover,
 };
-pub use environment::{Environment, Environments, Reserve, Role};
+pub use environment::{Environment, Role};
+pub(crate) use environment::{Environments, Reserve};
 pub use error::SandboxError;
 pub use executor::{EngineFacts, Executor, PreparedRun};
 pub use files::{FileKind, write_files};
