@@ -3,8 +3,9 @@
 //! user runs it: the first engine unreachable → the reserve (a second
 //! address to the same Docker engine, a loopback proxy) runs the code and
 //! the report, the record, the Markdown and a replay say so; a runtime the
-//! engine does not know → the reserve's runtime; both down → a controlled
-//! stop naming both (exit 2, no container); a failing program (exit 1,
+//! engine does not know → the reserve's runtime; both down (unreachable, or
+//! the image on neither) → a controlled stop naming both (exit 2, no
+//! container); a failing program (exit 1,
 //! timeout, out of memory) is never moved to the reserve. The proxy
 //! forwards to the Docker socket itself, as in `engine_lost.rs`.
 
@@ -207,6 +208,23 @@ async fn both_environments_down_is_a_controlled_stop_naming_both() {
         err.contains("no execution environment can run the code")
             && err.contains("first.sock")
             && err.contains("reserve.sock"),
+        "{err}"
+    );
+    // Both reachable, neither can prepare (the image is on neither): the
+    // same stop, decided when the container is prepared.
+    let missing = write(
+        d.path(),
+        "missing.yml",
+        "version: 1\nsandbox:\n  image: compute-bot-sandbox:no-such-tag-reserve-test\n  engine: unix:///var/run/docker.sock\n  runtime: runc\n  reserve:\n    runtime: runsc\n",
+    );
+    let (out, created) = run(&missing, &code, "json", &[]).await;
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert_eq!(created, 0);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no execution environment can run the code")
+            && err.contains("(unix:///var/run/docker.sock, runc: the sandbox image")
+            && err.contains("(unix:///var/run/docker.sock, runsc: the sandbox image"),
         "{err}"
     );
 }
