@@ -5,9 +5,10 @@
 //! the report, the record, the Markdown and a replay say so; a runtime the
 //! engine does not know → the reserve's runtime; both down (unreachable, or
 //! the image on neither) → a controlled stop naming both (exit 2, no
-//! container); a failing program (exit 1,
-//! timeout, out of memory) is never moved to the reserve. The proxy
-//! forwards to the Docker socket itself, as in `engine_lost.rs`.
+//! container); a failing program (exit 1, timeout, out of memory) or a run
+//! whose engine connection is lost after the code started is never moved to
+//! the reserve. The proxies forward to the Docker socket itself, as in
+//! `engine_lost.rs`.
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -262,5 +263,41 @@ async fn a_failing_program_is_not_moved_to_the_reserve() {
         assert_eq!(o["environment"]["role"], "first", "{name}");
     }
     assert!(first.accepted() > 0);
+    assert_eq!(reserve.accepted(), 0, "the reserve was never contacted");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_whose_engine_connection_is_lost_after_the_code_started_is_not_moved() {
+    let d = tempfile::tempdir().unwrap();
+    let (first, reserve) = (EngineProxy::start().await, EngineProxy::start().await);
+    let policy = write(
+        d.path(),
+        "p.yml",
+        &format!(
+            "version: 1\nsandbox:\n  engine: {}\n  timeout: 30s\n  preload: []\n  reserve:\n    engine: {}\n",
+            first.address(),
+            reserve.address()
+        ),
+    );
+    let code = write(d.path(), "sleep.py", "import time\ntime.sleep(60)\n");
+    let started = std::time::Instant::now();
+    let running = tokio::spawn({
+        let (policy, code) = (policy.clone(), code.clone());
+        async move { run(&policy, &code, "json", &[]).await }
+    });
+    // Cut the first engine's connections once the code runs (the attach
+    // stream is open), then let later connections through again.
+    tokio::time::sleep(std::time::Duration::from_secs(4)).await;
+    assert!(first.cut() > 0, "no connection was open to cut");
+    let (out, created) = running.await.unwrap();
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(25),
+        "the run should end soon after the loss, not at its deadline"
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_eq!(created, 1, "one container, never a second in the reserve");
+    let o = &json(&out)["outcome"];
+    assert_eq!(o["status"], "lost", "{o}");
+    assert_eq!(o["environment"]["role"], "first", "{o}");
     assert_eq!(reserve.accepted(), 0, "the reserve was never contacted");
 }
