@@ -12,6 +12,7 @@ use std::time::Duration;
 use compute_bot::sandbox::{Job, LABEL_PID, Limits, RunStatus, Sandbox, SandboxConfig};
 
 #[path = "../tests/support/engine_proxy.rs"]
+#[allow(dead_code)]
 mod engine_proxy;
 use engine_proxy::EngineProxy;
 

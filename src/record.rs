@@ -69,6 +69,11 @@ pub struct Runtime {
     /// `None` in records written before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) container_runtime: Option<crate::sandbox::Runtime>,
+    /// The execution environment that ran the code — the policy's first or
+    /// its reserve, with the engine's address and why — which replay uses.
+    /// `None` in records written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) environment: Option<crate::sandbox::Environment>,
     /// How the run ended (`ok`, `error`, ...).
     pub(crate) status: String,
     /// Exit code of the code's process.
@@ -210,7 +215,8 @@ impl RunRecord {
             runtime: Runtime {
                 python: outcome.image.labels.get("org.compute-bot.python").cloned(),
                 engine: None,
-                container_runtime: None,
+                container_runtime: outcome.environment.as_ref().map(|e| e.runtime),
+                environment: outcome.environment.clone(),
                 status: outcome.status.as_str().to_string(),
                 exit_code: outcome.exit_code,
                 duration_ms: outcome.duration_ms,

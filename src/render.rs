@@ -708,8 +708,17 @@ fn list_md(title: &str, items: &[String], max: usize) -> String {
 
 fn sandbox_md(o: &Outcome, b: &Budget) -> String {
     let l = &o.limits;
+    let reserve = o
+        .environment
+        .as_ref()
+        .is_some_and(|e| e.role == crate::sandbox::Role::Reserve);
     let mut s = format!(
-        "<details><summary>Sandbox: network none · {} · peak memory {} · {}</summary>\n\n",
+        "<details><summary>Sandbox{}: network none · {} · peak memory {} · {}</summary>\n\n",
+        if reserve {
+            " (the policy's reserve)"
+        } else {
+            ""
+        },
         fmt_ms(o.duration_ms),
         mem(o.resources.peak_memory_bytes),
         exit_text(o)
@@ -721,6 +730,13 @@ fn sandbox_md(o: &Outcome, b: &Budget) -> String {
     }
     if let Some(d) = o.image.digests.first() {
         let _ = write!(image, " · digest `{}`", d.replace('`', "'"));
+    }
+    if let Some(env) = &o.environment {
+        let _ = writeln!(
+            s,
+            "| Environment | {} |",
+            escape_cell(&cut_chars(&env.line(), 400))
+        );
     }
     let _ = writeln!(s, "| Image | {image} |");
     if let Some(stack) = o.image.stack().summary() {
@@ -932,6 +948,9 @@ pub(crate) fn text(report: &Report) -> String {
             mem(o.resources.peak_memory_bytes),
             exit_text(o)
         );
+        if let Some(env) = &o.environment {
+            let _ = writeln!(s, "environment: {}", env.line());
+        }
         let a = &o.audit;
         let _ = writeln!(
             s,

@@ -17,8 +17,8 @@ use crate::admit::{Allow, Workspace, admit_one};
 use crate::record::{RunRecord, result_sha256};
 use crate::report::Report;
 use crate::sandbox::{
-    BASE_ENV, DEFAULT_PRELOAD, Executor, InputFile, Job, Outcome, Runtime, SandboxConfig,
-    SandboxError, sha256_hex,
+    BASE_ENV, DEFAULT_PRELOAD, Environments, Executor, InputFile, Job, Outcome, Runtime,
+    SandboxConfig, SandboxError, sha256_hex,
 };
 use crate::verify::differences;
 
@@ -373,6 +373,20 @@ fn read_result(o: &Outcome) -> Option<Value> {
 pub(crate) fn runtime_for(rec: &Recorded, flag: Option<Runtime>, fallback: Runtime) -> Runtime {
     flag.or(rec.record.runtime.container_runtime)
         .unwrap_or(fallback)
+}
+
+/// The environment a replay runs in: the engine the record names (the
+/// first environment or the reserve that ran the code), no reserve — a
+/// replay reproduces one run where it ran, or stops naming that engine.
+/// A record without one runs at `DOCKER_HOST` (or the local socket).
+pub(crate) fn environments_for(rec: &Recorded) -> Environments {
+    let engine = rec
+        .record
+        .runtime
+        .environment
+        .as_ref()
+        .map(|e| e.engine.clone());
+    Environments::new(engine, None)
 }
 
 /// The note when a replay does not run under the recorded runtime.

@@ -209,7 +209,9 @@ impl Report {
     ) {
         let report = self;
         if let Some(mut r) = report.run_record(policy) {
-            r.runtime.container_runtime = Some(runtime);
+            // The environment's runtime when the outcome names one (a
+            // reserve may name another); else the run's.
+            r.runtime.container_runtime = r.runtime.container_runtime.or(Some(runtime));
             r.runtime.engine = crate::record::engine_version(sandbox).await;
             // Keep repeat/check/verification results gathered during the loop.
             if let Some(old) = report.record.take() {

@@ -156,7 +156,7 @@ pub(crate) async fn answer_command(args: RunArgs, session: &Session) -> Status {
         Ok(m) => m,
         Err(e) => return usage(&e),
     };
-    let sandbox = match session.sandbox().await {
+    let sandbox = match session.sandbox(&policy.sandbox.environments()).await {
         Ok(s) => s,
         Err(e) => return usage(&e.to_string()),
     };

@@ -3,7 +3,8 @@
 //! there; 1 otherwise.
 //!
 //! Checks: the Docker engine (and its API version), the policy, the sandbox
-//! image and its labels (data stack, lock), the container runtime, the model
+//! image and its labels (data stack, lock), the container runtime — for the
+//! first environment and for the policy's `sandbox.reserve` —, the model
 //! endpoint (one small call; skipped without a key), and inside GitHub Actions
 //! whether the token is accepted for the repository.
 
@@ -15,7 +16,7 @@ use sha2::{Digest, Sha256};
 
 use crate::model::{ChatRequest, Message, ModelClient, ModelConfig, ModelOverrides};
 use crate::policy::Policy;
-use crate::sandbox::{DataStack, EngineFacts, Executor, Runtime, docker_host};
+use crate::sandbox::{DataStack, EngineFacts, Executor, Runtime, Sandbox};
 
 /// The lock the sandbox image should be built from (its sha256 is compared
 /// with the image's `org.compute-bot.lock-sha256` label).
@@ -78,25 +79,64 @@ async fn run_checks(args: &DoctorArgs) -> Vec<(&'static str, Check)> {
         .as_ref()
         .map(|p| p.image().to_string())
         .unwrap_or_else(|| crate::sandbox::DEFAULT_IMAGE.to_string());
-    match crate::sandbox::connect().await {
-        Ok(executor) => match executor.engine().await {
-            Ok(facts) => {
-                out.push(("docker", check_engine(&facts)));
-                out.push((
-                    "sandbox image",
-                    check_image(executor.as_ref(), &image).await,
-                ));
-                let wanted =
-                    super::resolve_runtime(None, policy.as_ref().and_then(|p| p.sandbox.runtime));
-                out.push(("runtime", check_runtime(&facts, wanted)));
-            }
-            Err(e) => no_engine(&mut out, &e.to_string()),
-        },
-        Err(e) => no_engine(&mut out, &e.to_string()),
+    let wanted = super::resolve_runtime(None, policy.as_ref().and_then(|p| p.sandbox.runtime));
+    let envs = policy
+        .as_ref()
+        .map(|p| p.sandbox.environments())
+        .unwrap_or_default();
+    let source = match policy.as_ref().and_then(|p| p.sandbox.engine.as_ref()) {
+        Some(_) => "sandbox.engine",
+        None => "DOCKER_HOST",
+    };
+    let first = Place {
+        names: ["docker", "sandbox image", "runtime"],
+        source,
+        address: &envs.engine,
+    };
+    check_place(&mut out, &first, &image, wanted.clone()).await;
+    if let Some(reserve) = &envs.reserve {
+        let address = reserve.engine.as_deref().unwrap_or(&envs.engine);
+        let place = Place {
+            names: ["reserve engine", "reserve image", "reserve runtime"],
+            source: "sandbox.reserve",
+            address,
+        };
+        check_place(&mut out, &place, &image, reserve.runtime.map_or(wanted, Ok)).await;
     }
     out.push(("model", check_model().await));
     out.push(("github token", check_token().await));
     out
+}
+
+/// An execution environment doctor checks: the names of its three lines,
+/// where its address comes from and the address.
+struct Place<'a> {
+    names: [&'static str; 3],
+    source: &'static str,
+    address: &'a str,
+}
+
+/// The engine, image and runtime lines of one environment (the first, or
+/// the policy's reserve).
+async fn check_place(
+    out: &mut Vec<(&'static str, Check)>,
+    place: &Place<'_>,
+    image: &str,
+    wanted: Result<Runtime, String>,
+) {
+    let [engine, image_name, runtime] = place.names;
+    let executor = match Sandbox::connect_to(place.address).await {
+        Ok(executor) => executor,
+        Err(e) => return no_engine(out, place, &e.to_string()),
+    };
+    match Executor::engine(&executor).await {
+        Ok(facts) => {
+            out.push((engine, check_engine(&facts)));
+            out.push((image_name, check_image(&executor, image).await));
+            out.push((runtime, check_runtime(&facts, wanted)));
+        }
+        Err(e) => no_engine(out, place, &e.to_string()),
+    }
 }
 
 fn check_policy(path: Option<&Path>) -> (Check, Option<Policy>) {
@@ -144,20 +184,22 @@ fn check_engine(facts: &EngineFacts) -> Check {
 }
 
 /// No engine answered: the engine line fails with the fix, and what needs it is skipped.
-fn no_engine(out: &mut Vec<(&'static str, Check)>, error: &str) {
+fn no_engine(out: &mut Vec<(&'static str, Check)>, place: &Place<'_>, error: &str) {
+    let [engine, image, runtime] = place.names;
     out.push((
-        "docker",
+        engine,
         Check::Fail(
             format!(
-                "no engine answers at DOCKER_HOST={} ({})",
-                docker_host(),
+                "no engine answers at {}={} ({})",
+                place.source,
+                place.address,
                 error.lines().next().unwrap_or("")
             ),
             "start Docker (`sudo systemctl start docker`, `sudo dockerd &`, or Docker Desktop), or set DOCKER_HOST to a running engine, e.g. DOCKER_HOST=unix:///var/run/docker.sock".into(),
         ),
     ));
-    out.push(("sandbox image", Check::Skip("no Docker engine".into())));
-    out.push(("runtime", Check::Skip("no Docker engine".into())));
+    out.push((image, Check::Skip("no Docker engine".into())));
+    out.push((runtime, Check::Skip("no Docker engine".into())));
 }
 
 async fn check_image(executor: &dyn Executor, image: &str) -> Check {

@@ -9,7 +9,9 @@ use clap::Args;
 
 use crate::github::client::GitHub;
 use crate::github::event::{RepoRef, Secret};
-use crate::replay::{EXIT_MISMATCH, Recorded, ReplayError, replay, resolve_inputs, runtime_for};
+use crate::replay::{
+    EXIT_MISMATCH, Recorded, ReplayError, environments_for, replay, resolve_inputs, runtime_for,
+};
 use crate::sandbox::{Runtime, Session};
 
 use super::{Format, resolve_runtime};
@@ -141,7 +143,7 @@ pub(crate) async fn replay_command(args: ReplayArgs, session: &Session) -> i32 {
         Err(e) => return fail(&e),
     };
     let runtime = runtime_for(&rec, args.runtime, fallback);
-    let sandbox = match session.sandbox().await {
+    let sandbox = match session.sandbox(&environments_for(&rec)).await {
         Ok(s) => s,
         Err(e) => return fail(&e.to_string()),
     };

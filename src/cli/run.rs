@@ -70,7 +70,13 @@ pub(crate) async fn run_command(args: RunArgs, session: &Session) -> Status {
     };
     // Dropped (Ctrl-C, SIGTERM), the run's container goes when `cli::main`
     // closes the session.
-    let run = async { session.sandbox().await?.run(&cfg, &job).await };
+    let run = async {
+        session
+            .sandbox(&policy.sandbox.environments())
+            .await?
+            .run(&cfg, &job)
+            .await
+    };
     let outcome = match run.await {
         Ok(o) => o,
         Err(e) if e.is_configuration() => return usage(&e.to_string()),
@@ -226,6 +232,9 @@ fn outcome_text(o: &Outcome) -> String {
             "stopped: the {} ms deadline passed\n",
             o.limits.timeout.as_millis()
         ));
+    }
+    if let Some(env) = &o.environment {
+        s.push_str(&format!("environment: {}\n", env.line()));
     }
     for n in &o.notes {
         s.push_str(&format!("note: {n}\n"));

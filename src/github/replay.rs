@@ -14,7 +14,8 @@ use crate::policy::{Decision, check_code};
 use crate::record::RECORD_MARKER_START;
 use crate::render;
 use crate::replay::{
-    Recorded, ReplayError, ReplayVerdict, code_mismatch, compare_inputs, replay, runtime_for,
+    Recorded, ReplayError, ReplayVerdict, code_mismatch, compare_inputs, environments_for, replay,
+    runtime_for,
 };
 use crate::sandbox::InputFile;
 use crate::status::Status;
@@ -82,7 +83,7 @@ async fn answer(ctx: &Ctx<'_>, issue: u64) -> Answer {
             return (cannot(&source, &p), Reaction::MinusOne, Status::Failed);
         }
     };
-    let sandbox = match ctx.session.sandbox().await {
+    let sandbox = match ctx.session.sandbox(&environments_for(&rec)).await {
         Ok(s) => s,
         Err(e) => {
             let text = cannot(&source, &[e.to_string()]);

@@ -229,16 +229,20 @@ pub(crate) async fn execute(
     };
     let (resolved, inherited) = resolve_inputs(ctx, &job)?;
     let (model, has_code, key_hints) = model_for(ctx, &job)?;
-    let sandbox = ctx.session.sandbox().await.map_err(|e| {
-        Stop::new(
-            Status::Error,
-            "the sandbox is not available",
-            format!(
-                "{}\n\nThe action needs a Linux runner with Docker (e.g. `ubuntu-latest`).",
-                render::neutralize(&e.to_string())
-            ),
-        )
-    })?;
+    let sandbox = ctx
+        .session
+        .sandbox(&ctx.policy.sandbox.environments())
+        .await
+        .map_err(|e| {
+            Stop::new(
+                Status::Error,
+                "the sandbox is not available",
+                format!(
+                    "{}\n\nThe action needs a Linux runner with Docker (e.g. `ubuntu-latest`).",
+                    render::neutralize(&e.to_string())
+                ),
+            )
+        })?;
     let max_attempts = if has_code {
         1
     } else {
@@ -321,7 +325,11 @@ async fn prepare_ahead(ctx: &Ctx<'_>, job: &Job) -> Option<Ahead> {
         ..Request::default()
     };
     request.exact_code()?;
-    let sandbox = ctx.session.sandbox().await.ok()?;
+    let sandbox = ctx
+        .session
+        .sandbox(&ctx.policy.sandbox.environments())
+        .await
+        .ok()?;
     let agent = Agent {
         policy: ctx.policy,
         sandbox,

@@ -248,7 +248,11 @@ async fn run_one(ctx: &Ctx<'_>, w: &Watch, workspace: &Path, stem: &str) -> Watc
         Ok(m) => m,
         Err(stop) => return WatchRun::failed(stop.text()),
     };
-    let sandbox = match ctx.session.sandbox().await {
+    let sandbox = match ctx
+        .session
+        .sandbox(&ctx.policy.sandbox.environments())
+        .await
+    {
         Ok(s) => s,
         Err(e) => return WatchRun::failed(format!("the sandbox is not available: {e}")),
     };

@@ -60,6 +60,7 @@ pub mod cli;
 mod code;
 mod config;
 mod defaults;
+mod environment;
 mod families;
 mod files;
 mod inputs;

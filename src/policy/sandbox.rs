@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize};
 
-use crate::sandbox::{DEFAULT_IMAGE, DEFAULT_PRELOAD, Limits, Runtime};
+use crate::sandbox::{DEFAULT_IMAGE, DEFAULT_PRELOAD, Environments, Limits, Reserve, Runtime};
 use crate::units::{ByteSize, human_duration};
 
 /// The network mode of the sandbox. Only `none` exists.
@@ -63,6 +63,20 @@ pub struct SandboxPolicy {
     /// preloads its own heavy imports instead (`sandbox::preload_for`).
     /// `[]` turns both off. Dotted names only.
     pub(crate) preload: Vec<String>,
+    /// The first engine's address (`sandbox.engine`); `None`: `DOCKER_HOST`,
+    /// else the local socket.
+    pub(crate) engine: Option<String>,
+    /// Where runs go when the first environment cannot prepare a container
+    /// (`sandbox.reserve`: an `engine`, a `runtime` or both).
+    pub(crate) reserve: Option<Reserve>,
+}
+
+impl SandboxPolicy {
+    /// The environments this policy's runs may use (see
+    /// `sandbox::Environments`).
+    pub(crate) fn environments(&self) -> Environments {
+        Environments::new(self.engine.clone(), self.reserve.clone())
+    }
 }
 
 impl Default for SandboxPolicy {
@@ -73,6 +87,8 @@ impl Default for SandboxPolicy {
             network: Network::None,
             runtime: None,
             preload: DEFAULT_PRELOAD.iter().map(|m| m.to_string()).collect(),
+            engine: None,
+            reserve: None,
         }
     }
 }
@@ -94,6 +110,8 @@ const SANDBOX_KEYS: &[&str] = &[
     "network",
     "runtime",
     "preload",
+    "engine",
+    "reserve",
 ];
 
 impl Serialize for SandboxPolicy {
@@ -119,6 +137,14 @@ impl Serialize for SandboxPolicy {
             None => m.skip_field("runtime")?,
         }
         m.serialize_field("preload", &self.preload)?;
+        match &self.engine {
+            Some(engine) => m.serialize_field("engine", engine)?,
+            None => m.skip_field("engine")?,
+        }
+        match &self.reserve {
+            Some(reserve) => m.serialize_field("reserve", reserve)?,
+            None => m.skip_field("reserve")?,
+        }
         m.end()
     }
 }
@@ -158,6 +184,14 @@ impl<'de> Deserialize<'de> for SandboxPolicy {
                         "network" => s.network = map.next_value()?,
                         "runtime" => s.runtime = Some(map.next_value()?),
                         "preload" => s.preload = map.next_value::<Preload>()?.0,
+                        "engine" => {
+                            s.engine =
+                                Some(map.next_value::<super::environment::EngineAddress>()?.0)
+                        }
+                        "reserve" => {
+                            s.reserve =
+                                Some(map.next_value::<super::environment::ReserveSection>()?.0)
+                        }
                         "data_max_bytes" => {
                             return Err(de::Error::custom(
                                 "`data_max_bytes` is not a sandbox key: /data holds the inputs, so its size is \
@@ -166,6 +200,11 @@ impl<'de> Deserialize<'de> for SandboxPolicy {
                         }
                         other => return Err(de::Error::unknown_field(other, SANDBOX_KEYS)),
                     }
+                }
+                if let Some(problem) = s.reserve.as_ref().and_then(|r| {
+                    super::environment::same_as_first(s.engine.as_deref(), s.runtime, r)
+                }) {
+                    return Err(de::Error::custom(problem));
                 }
                 Ok(s)
             }

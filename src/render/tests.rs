@@ -58,6 +58,7 @@ fn outcome(stdout: &str) -> Outcome {
         code_sha256: String::new(),
         container: "compute-bot-run-1".into(),
         notes: vec![],
+        environment: None,
     }
 }
 

@@ -352,6 +352,7 @@ impl Collector {
             code_sha256: sha256_hex(job.code.as_bytes()),
             container: container.to_string(),
             notes: self.notes,
+            environment: None,
         }
     }
 }

@@ -40,6 +40,21 @@ pub enum SandboxError {
     /// container starts.
     #[error("the run is ending (interrupted); no new container is started")]
     Closed,
+    /// Neither the first execution environment nor the policy's reserve
+    /// could prepare the container (`sandbox.engine`, `sandbox.reserve`).
+    #[error(
+        "no execution environment can run the code: the first ({first}) and the reserve \
+         ({reserve}) both could not prepare the container.\n\
+         Start one of them (`sudo systemctl start docker`, scripts/podman-service, \
+         scripts/install-gvisor for runsc), or name a reachable engine in the policy's \
+         `sandbox.engine` / `sandbox.reserve`."
+    )]
+    NoEnvironment {
+        /// The first environment and what it said.
+        first: String,
+        /// The reserve and what it said.
+        reserve: String,
+    },
     /// The engine answered with an error.
     #[error("Docker engine error while {action}: {detail}")]
     Engine {
@@ -58,6 +73,17 @@ impl SandboxError {
             SandboxError::Unreachable { .. }
                 | SandboxError::ImageMissing { .. }
                 | SandboxError::BadInput { .. }
+                | SandboxError::NoEnvironment { .. }
         )
+    }
+
+    /// The first line of the message (what happened, without the advice).
+    pub(crate) fn short(&self) -> String {
+        let text = self.to_string();
+        text.lines()
+            .next()
+            .unwrap_or_default()
+            .trim_end_matches('.')
+            .to_string()
     }
 }

@@ -13,6 +13,8 @@
 //!   its file in chunks, checked against its admitted SHA-256;
 //! - `docker/`: the Docker (and Podman) backend through bollard, the only
 //!   place that knows an engine;
+//! - `environment.rs`: the first execution environment and the policy's
+//!   reserve, and the one place that decides which prepares a container;
 //! - `session.rs`: the connection of one process run; [`connect`] picks the
 //!   backend.
 //!
@@ -25,6 +27,7 @@
 
 mod collect;
 mod docker;
+mod environment;
 mod error;
 mod executor;
 mod files;
@@ -43,6 +46,8 @@ pub use docker::{
     ContainerFacts, LABEL_EXPIRES, LABEL_MANAGED, LABEL_PID, LABEL_RUN, Prepared,
     RUNSC_PIDS_OVERHEAD, SECCOMP_PROFILE, STOPPED_GRACE_SECONDS, Sandbox, is_leftover,
 };
+pub use environment::{Environment, Role};
+pub(crate) use environment::{Environments, Reserve};
 pub use error::SandboxError;
 pub use executor::{EngineFacts, Executor, PreparedRun};
 pub use files::{FileKind, write_files};
@@ -54,11 +59,12 @@ pub(crate) use session::Session;
 pub(crate) use types::BASE_ENV;
 pub use types::*;
 
-/// Connects to the backend this process uses: the Docker engine at
-/// `DOCKER_HOST` (or Podman's compatible API there). The one place a
+/// Connects to the backend this process uses: the Docker engine (or
+/// Podman's compatible API) at the first environment's address, with the
+/// policy's reserve behind it ([`environment::Fallback`]). The one place a
 /// backend is chosen.
-pub(crate) async fn connect() -> Result<Arc<dyn Executor>, SandboxError> {
-    Ok(Arc::new(Sandbox::connect().await?))
+pub(crate) async fn connect(envs: &Environments) -> Result<Arc<dyn Executor>, SandboxError> {
+    Ok(Arc::new(environment::Fallback::connect(envs).await?))
 }
 
 /// Hex SHA-256 of some bytes.

@@ -5,11 +5,12 @@ use std::sync::Arc;
 
 use tokio::sync::OnceCell;
 
-use super::{Executor, SandboxError};
+use super::{Environments, Executor, SandboxError};
 
 /// The backend connection of one process run. The first run that needs a
-/// container connects ([`super::connect`]) and removes leftovers of dead
-/// bots; the front end calls [`Session::close`] once, after the command
+/// container connects ([`super::connect`], to the environments it names; a
+/// process runs one command, so later calls get that connection) and
+/// removes leftovers of dead bots on each engine it connects to; the front end calls [`Session::close`] once, after the command
 /// ended or was dropped (Ctrl-C, SIGTERM), so every container is gone before
 /// the runtime is.
 #[derive(Default)]
@@ -26,17 +27,12 @@ impl std::fmt::Debug for Session {
 }
 
 impl Session {
-    /// The connection, made on first use.
-    pub(crate) async fn sandbox(&self) -> Result<&dyn Executor, SandboxError> {
+    /// The connection to `envs` (the policy's first environment and
+    /// reserve), made on first use.
+    pub(crate) async fn sandbox(&self, envs: &Environments) -> Result<&dyn Executor, SandboxError> {
         let executor = self
             .executor
-            .get_or_try_init(|| async {
-                let executor = super::connect().await?;
-                if let Err(e) = executor.sweep_leftovers().await {
-                    tracing::warn!(error = %e, "could not clean up leftover containers");
-                }
-                Ok::<_, SandboxError>(executor)
-            })
+            .get_or_try_init(|| super::connect(envs))
             .await?;
         Ok(executor.as_ref())
     }

@@ -478,6 +478,10 @@ pub struct Outcome {
     /// Problems the bot noticed (protocol noise, artifacts dropped, ...).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// The execution environment that ran the code (the first or the
+    /// policy's reserve) and why; set by [`super::Executor`]'s connection.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<super::Environment>,
 }
 
 #[cfg(test)]

@@ -182,6 +182,40 @@ fn doctor_without_docker_names_docker_host_and_the_fix() {
     assert!(out.contains("- sandbox image: skipped"), "{out}");
 }
 
+#[test]
+fn doctor_checks_the_policys_reserve_on_lines_of_its_own() {
+    let d = tempfile::tempdir().unwrap();
+    let first = format!("unix://{}", d.path().join("dead.sock").display());
+    std::fs::write(
+        d.path().join("p.yml"),
+        format!(
+            "version: 1\nsandbox:\n  engine: {first}\n  reserve:\n    engine: unix:///var/run/docker.sock\n    runtime: runc\n"
+        ),
+    )
+    .unwrap();
+    let o = bot(d.path(), &["doctor", "--policy", "p.yml"], &[]);
+    let out = text(&o);
+    // The first engine is down: a failed line naming the policy's key.
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains(&format!(
+            "✗ docker: no engine answers at sandbox.engine={first}"
+        )),
+        "{out}"
+    );
+    assert!(out.contains("- sandbox image: skipped"), "{out}");
+    // The reserve answers, with its own image and runtime lines.
+    assert!(
+        out.contains("✓ reserve engine: engine ") && out.contains("at unix:///var/run/docker.sock"),
+        "{out}"
+    );
+    assert!(
+        out.contains("reserve image: compute-bot-sandbox:python"),
+        "{out}"
+    );
+    assert!(out.contains("✓ reserve runtime: runs use runc"), "{out}");
+}
+
 /// An image with only labels, made offline (`docker import` of an empty tar).
 fn labelled_image(tag: &str, lock_sha: &str) {
     let mut child = Command::new("docker")

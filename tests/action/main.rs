@@ -1,4 +1,4 @@
-//! The GitHub Action front end against the GitHub stand-in: events, commands, handlers, rate limits, approval, workflows and release files, init and doctor.
+//! The GitHub Action front end against the GitHub stand-in: events, commands, handlers, rate limits, approval, workflows and release files, init and doctor, the policy's reserve.
 //!
 //! One test crate per area (each links the library once); each file is a module.
 
@@ -19,5 +19,6 @@ mod plan_action;
 mod preload_by_need;
 mod release_files;
 mod replay_action;
+mod reserve_action;
 mod usage_action;
 mod watches;

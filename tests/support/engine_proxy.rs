@@ -3,6 +3,7 @@
 //! connections work again): the engine connection lost mid-run. Shared by
 //! the sandbox tests and the reliability bench.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// The proxy; point `DOCKER_HOST` at `tcp://127.0.0.1:{port}`.
@@ -10,6 +11,7 @@ pub struct EngineProxy {
     /// The loopback port it listens on.
     pub port: u16,
     conns: Arc<Mutex<Vec<tokio::task::AbortHandle>>>,
+    accepted: Arc<AtomicUsize>,
 }
 
 impl EngineProxy {
@@ -18,9 +20,11 @@ impl EngineProxy {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let conns = Arc::new(Mutex::new(Vec::new()));
-        let list = conns.clone();
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let (list, count) = (conns.clone(), accepted.clone());
         tokio::spawn(async move {
             while let Ok((mut tcp, _)) = listener.accept().await {
+                count.fetch_add(1, Ordering::SeqCst);
                 let task = tokio::spawn(async move {
                     if let Ok(mut unix) =
                         tokio::net::UnixStream::connect("/var/run/docker.sock").await
@@ -31,7 +35,21 @@ impl EngineProxy {
                 list.lock().unwrap().push(task.abort_handle());
             }
         });
-        EngineProxy { port, conns }
+        EngineProxy {
+            port,
+            conns,
+            accepted,
+        }
+    }
+
+    /// Its address, for `DOCKER_HOST` or a policy's `sandbox.engine`.
+    pub fn address(&self) -> String {
+        format!("tcp://127.0.0.1:{}", self.port)
+    }
+
+    /// How many connections it has accepted so far.
+    pub fn accepted(&self) -> usize {
+        self.accepted.load(Ordering::SeqCst)
     }
 
     /// Drops every open connection (the attach stream, pooled requests);

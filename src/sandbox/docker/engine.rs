@@ -66,16 +66,15 @@ pub const LABEL_EXPIRES: &str = "org.compute-bot.expires";
 /// Seconds a prepared container waits for its code before its runner exits.
 const IDLE_SECONDS: u64 = 900;
 
-/// Connects to the engine named by `DOCKER_HOST` (or the local socket) and
-/// negotiates the API version, so older engines (e.g. Docker 20.10, API 1.41)
-/// work as well as current ones.
-pub(crate) async fn connect() -> Result<Docker, SandboxError> {
-    let host = docker_host();
+/// Connects to the engine at `host` (`unix://…`, `tcp://…`) and negotiates
+/// the API version, so older engines (e.g. Docker 20.10, API 1.41) work as
+/// well as current ones.
+pub(crate) async fn connect(host: &str) -> Result<Docker, SandboxError> {
     let unreachable = |e: bollard::errors::Error| SandboxError::Unreachable {
-        host: host.clone(),
+        host: host.to_string(),
         detail: e.to_string(),
     };
-    let docker = Docker::connect_with_defaults().map_err(unreachable)?;
+    let docker = Docker::connect_with_host(host).map_err(unreachable)?;
     docker.negotiate_version().await.map_err(unreachable)
 }
 
@@ -270,6 +269,7 @@ fn security_opt(runtime: Runtime, engine: Engine) -> Vec<String> {
 pub(crate) async fn image_info(
     docker: &Docker,
     reference: &str,
+    host: &str,
 ) -> Result<ImageInfo, SandboxError> {
     match docker.inspect_image(reference).await {
         Ok(img) => {
@@ -291,7 +291,7 @@ pub(crate) async fn image_info(
             status_code: 404, ..
         }) => Err(SandboxError::ImageMissing {
             image: reference.to_string(),
-            host: docker_host(),
+            host: host.to_string(),
         }),
         Err(e) => Err(engine_error("inspecting the image", e)),
     }

@@ -45,6 +45,8 @@ use super::{SandboxError, random_hex};
 #[derive(Clone)]
 pub struct Sandbox {
     docker: Docker,
+    /// The engine's address (`unix:///var/run/docker.sock`, `tcp://…`).
+    address: String,
     engine: engine::Engine,
     live: Arc<Live>,
     images: Arc<Mutex<HashMap<String, ImageInfo>>>,
@@ -90,10 +92,16 @@ impl Sandbox {
     /// Connects to the engine (`DOCKER_HOST` or the local socket) and
     /// negotiates the API version.
     pub async fn connect() -> Result<Sandbox, SandboxError> {
-        let docker = engine::connect().await?;
+        Sandbox::connect_to(&docker_host()).await
+    }
+
+    /// Connects to the engine at `address` (`unix:///…`, `tcp://host:port`).
+    pub async fn connect_to(address: &str) -> Result<Sandbox, SandboxError> {
+        let docker = engine::connect(address).await?;
         Ok(Sandbox {
             engine: engine::engine_kind(&docker).await,
             docker,
+            address: address.to_string(),
             live: Arc::default(),
             images: Arc::default(),
             facts: Arc::default(),
@@ -113,7 +121,11 @@ impl Sandbox {
     /// What the engine says about itself: version, API version, runtimes
     /// (asked once per connection).
     async fn engine_facts(&self) -> Result<EngineFacts, SandboxError> {
-        let facts = self.facts.get_or_try_init(|| self.ask_engine()).await?;
+        let facts = self
+            .facts
+            .get_or_try_init(|| self.ask_engine())
+            .await
+            .map_err(|e| self.here(e))?;
         Ok(facts.clone())
     }
 
@@ -140,7 +152,7 @@ impl Sandbox {
                 engine::Engine::Podman => "Podman",
             }
             .to_string(),
-            address: docker_host(),
+            address: self.address.clone(),
             version: version.version,
             api_version: version.api_version,
             default_runtime: info.default_runtime,
@@ -225,7 +237,7 @@ impl Sandbox {
         if let Some(info) = self.images.lock().expect("lock").get(reference) {
             return Ok(info.clone());
         }
-        let info = engine::image_info(&self.docker, reference).await?;
+        let info = engine::image_info(&self.docker, reference, &self.address).await?;
         self.images
             .lock()
             .expect("lock")
@@ -233,8 +245,24 @@ impl Sandbox {
         Ok(info)
     }
 
+    /// An error of this connection with this engine's address in it (the
+    /// engine module names `DOCKER_HOST`'s).
+    fn here(&self, e: SandboxError) -> SandboxError {
+        match e {
+            SandboxError::Unreachable { detail, .. } => SandboxError::Unreachable {
+                host: self.address.clone(),
+                detail,
+            },
+            e => e,
+        }
+    }
+
     /// Creates and starts a hardened container whose runner waits for a job.
     pub async fn prepare(&self, cfg: &SandboxConfig) -> Result<Prepared, SandboxError> {
+        self.prepare_here(cfg).await.map_err(|e| self.here(e))
+    }
+
+    async fn prepare_here(&self, cfg: &SandboxConfig) -> Result<Prepared, SandboxError> {
         for key in cfg.env.keys() {
             if key.is_empty() || key.contains('=') || key.contains('\0') {
                 return Err(SandboxError::BadInput {

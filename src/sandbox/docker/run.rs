@@ -71,7 +71,7 @@ impl Prepared {
         let mut outcome = result?;
         if let Err(e) = removal {
             // Nothing is lost: the outcome stands; one more try on a fresh connection.
-            let retried = match engine::connect().await {
+            let retried = match engine::connect(&sandbox.address).await {
                 Ok(d) => engine::remove(&d, &name).await,
                 Err(e) => Err(e),
             };
