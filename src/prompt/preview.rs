@@ -12,7 +12,7 @@ mod zip;
 
 use serde_json::Value;
 
-use super::strip_invisible;
+use super::{is_invisible, strip_invisible};
 use crate::model::excerpt;
 use crate::policy::DataLevel;
 use crate::sandbox::InputFile;
@@ -116,13 +116,15 @@ fn delimited(
     file: Head,
     level: DataLevel,
 ) -> String {
-    let dialect = CsvDialect::sniff(text, enc, ext_delimiter);
+    let mut dialect = CsvDialect::sniff(text, enc, ext_delimiter);
     let keep = if level == DataLevel::Preview {
         CSV_ROWS
     } else {
         KIND_ROWS
     };
     let table = csv::read_table(text, &dialect, file.whole, keep);
+    dialect.line_endings = table.line_endings;
+    dialect.decimal_comma = csv::decimal_comma(&table.rows, dialect.delimiter);
     let kind = if dialect.delimiter == b'\t' {
         "TSV"
     } else {
@@ -227,8 +229,12 @@ fn columns_and_rows(names: &[String], rows: &[Vec<String>], level: DataLevel) ->
 fn json_list(values: &[String], max: usize) -> String {
     let mut out = String::from("[");
     for (i, v) in values.iter().enumerate() {
-        let item =
-            serde_json::to_string(&excerpt(&strip_invisible(v), VALUE_CHARS)).unwrap_or_default();
+        // Invisible characters dropped; a \r is data (JSON escapes it).
+        let v: String = v
+            .chars()
+            .filter(|&c| c == '\r' || !is_invisible(c))
+            .collect();
+        let item = serde_json::to_string(&excerpt(&v, VALUE_CHARS)).unwrap_or_default();
         if i > 0 && out.len() + item.len() > max {
             return format!("{out}] … +{} more", values.len() - i);
         }

@@ -22,8 +22,12 @@ pub(crate) struct CsvDialect {
     pub delimiter: u8,
     /// The text encoding (and byte-order mark).
     pub encoding: Encoding,
-    /// The line endings found.
+    /// The line breaks that end records (outside quotes), as
+    /// [`read_table`] counts them; empty until then.
     pub line_endings: LineEndings,
+    /// Numbers are written with a decimal comma (`1,5`): pandas needs
+    /// `decimal=","` to read them as numbers.
+    pub decimal_comma: bool,
 }
 
 impl CsvDialect {
@@ -68,7 +72,8 @@ impl CsvDialect {
         CsvDialect {
             delimiter: best.map_or(ext_delimiter, |b| b.3),
             encoding,
-            line_endings: LineEndings::of(text.as_bytes()),
+            line_endings: LineEndings::default(),
+            decimal_comma: false,
         }
     }
 
@@ -89,6 +94,9 @@ impl CsvDialect {
         if self.delimiter != b',' {
             opts.push(format!("sep=\"{}\"", self.delimiter_literal()));
         }
+        if self.decimal_comma {
+            opts.push("decimal=\",\"".into());
+        }
         if let Some(e) = self.encoding.python_name() {
             opts.push(format!("encoding=\"{e}\""));
         }
@@ -105,11 +113,14 @@ impl CsvDialect {
         if let Some(l) = self.line_endings.describe() {
             parts.push(l);
         }
+        if self.decimal_comma {
+            parts.push("decimal commas (1,5)".into());
+        }
         parts.join(", ")
     }
 }
 
-/// How many line breaks of each kind the text has (inside quotes too).
+/// How many line breaks of each kind end the records (or blank lines).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) struct LineEndings {
     /// `\r\n` (Windows).
@@ -121,23 +132,22 @@ pub(crate) struct LineEndings {
 }
 
 impl LineEndings {
-    /// Counts the line breaks of `text`.
-    pub(crate) fn of(text: &[u8]) -> LineEndings {
-        let mut l = LineEndings::default();
-        let mut i = 0;
-        while i < text.len() {
-            match text[i] {
-                b'\r' if text.get(i + 1) == Some(&b'\n') => {
-                    l.crlf += 1;
-                    i += 1;
-                }
-                b'\r' => l.cr += 1,
-                b'\n' => l.lf += 1,
-                _ => {}
+    /// Counts the break at `text[at]` (`\r`, `\n`), and returns its length.
+    fn count(&mut self, text: &[u8], at: usize) -> usize {
+        match (text[at], text.get(at + 1)) {
+            (b'\r', Some(b'\n')) => {
+                self.crlf += 1;
+                2
             }
-            i += 1;
+            (b'\r', _) => {
+                self.cr += 1;
+                1
+            }
+            _ => {
+                self.lf += 1;
+                1
+            }
         }
-        l
     }
 
     /// Line breaks that are not plain `\n`, described; `None` for `\n` only.
@@ -191,6 +201,8 @@ pub(crate) struct Records<'a> {
     /// The text is the whole file (else the file's head: a record at the
     /// end is [`Step::Cut`]).
     whole: bool,
+    /// The line breaks read so far outside quoted fields.
+    pub endings: LineEndings,
 }
 
 impl<'a> Records<'a> {
@@ -201,6 +213,7 @@ impl<'a> Records<'a> {
             pos: 0,
             delimiter,
             whole,
+            endings: LineEndings::default(),
         }
     }
 
@@ -218,12 +231,9 @@ impl<'a> Records<'a> {
                 .take_while(|&&b| (b == b' ' || b == b'\t') && b != self.delimiter)
                 .count();
             match rest.get(ws) {
-                Some(b'\n') => self.pos += ws + 1,
-                Some(b'\r') => {
-                    self.pos += ws + 1;
-                    if self.text.get(self.pos) == Some(&b'\n') {
-                        self.pos += 1;
-                    }
+                Some(b'\n' | b'\r') => {
+                    self.pos += ws;
+                    self.pos += self.endings.count(self.text, self.pos);
                 }
                 None if ws > 0 && self.whole => self.pos = self.text.len(),
                 _ => return,
@@ -271,9 +281,7 @@ impl<'a> Records<'a> {
                 }
                 _ if end_of_record => {
                     push(&mut field, &mut out);
-                    if c == b'\r' && self.text.get(self.pos) == Some(&b'\n') {
-                        self.pos += 1;
-                    }
+                    self.pos += self.endings.count(self.text, self.pos - 1) - 1;
                     return Step::Record(fields);
                 }
                 _ => state = State::Unquoted,
@@ -321,6 +329,30 @@ pub(crate) fn pandas_names(header: &[String]) -> Vec<String> {
         .collect()
 }
 
+/// Whether some column of `rows` (split at `delimiter`, not `,`) holds
+/// only numbers written with a decimal comma (`-12,5`).
+pub(crate) fn decimal_comma(rows: &[Vec<String>], delimiter: u8) -> bool {
+    let is_decimal_comma = |v: &str| {
+        let v = v.strip_prefix('-').unwrap_or(v);
+        v.split_once(',').is_some_and(|(a, b)| {
+            !a.is_empty()
+                && !b.is_empty()
+                && a.bytes().all(|c| c.is_ascii_digit())
+                && b.bytes().all(|c| c.is_ascii_digit())
+        })
+    };
+    let width = rows.iter().map(Vec::len).max().unwrap_or(0);
+    delimiter != b','
+        && (0..width).any(|i| {
+            let mut values = rows
+                .iter()
+                .filter_map(|r| r.get(i))
+                .filter(|v| !v.is_empty())
+                .peekable();
+            values.peek().is_some() && values.all(|v| is_decimal_comma(v))
+        })
+}
+
 /// What a file's records hold, as pandas reads them.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Table {
@@ -338,6 +370,8 @@ pub(crate) struct Table {
     pub open_quote: bool,
     /// Where in the text the counted records end.
     pub counted_bytes: usize,
+    /// The line breaks that end the records read.
+    pub line_endings: LineEndings,
 }
 
 /// Reads `text` with `dialect`: the header, the first `keep` data records,
@@ -352,6 +386,7 @@ pub(crate) fn read_table(text: &str, dialect: &CsvDialect, whole: bool, keep: us
         cut: false,
         open_quote: false,
         counted_bytes: 0,
+        line_endings: LineEndings::default(),
     };
     let mut fields = Vec::new();
     let mut first = true;
@@ -385,6 +420,7 @@ pub(crate) fn read_table(text: &str, dialect: &CsvDialect, whole: bool, keep: us
         }
         table.counted_bytes = records.position();
     }
+    table.line_endings = records.endings;
     table
 }
 
@@ -450,12 +486,17 @@ mod tests {
 
     #[test]
     fn line_endings_are_counted_and_described() {
-        assert_eq!(LineEndings::of(b"a\nb\n").describe(), None);
-        let cr = LineEndings::of(b"a\rb\r");
+        let of = |text: &[u8]| {
+            let mut r = Records::new(text, b',', true);
+            while let Step::Record(_) = r.next(None) {}
+            r.endings
+        };
+        assert_eq!(of(b"a\nb\n").describe(), None);
+        let cr = of(b"a\rb\r");
         assert_eq!(cr.describe().unwrap(), "CR-only line endings (no \\n)");
         assert!(cr.breaks_naive_split());
-        let mixed = LineEndings::of(b"a\r\nb\rc\n");
-        assert_eq!((mixed.crlf, mixed.cr, mixed.lf), (1, 1, 1));
+        let mixed = of(b"a\r\nb\rc\n\"in\r\nquotes\"\n");
+        assert_eq!((mixed.crlf, mixed.cr, mixed.lf), (1, 1, 2));
         assert!(mixed.describe().unwrap().starts_with("mixed"));
     }
 

@@ -84,7 +84,9 @@ fn semicolon_cp1252_files_say_how_to_read_them_without_mojibake() {
     assert!(p.contains("delimiter \";\""), "{p}");
     assert!(p.contains("Windows-1252 (cp1252)"), "{p}");
     assert!(
-        p.contains("`pd.read_csv(\"/data/preise.csv\", sep=\";\", encoding=\"cp1252\")`"),
+        p.contains(
+            "`pd.read_csv(\"/data/preise.csv\", sep=\";\", decimal=\",\", encoding=\"cp1252\")`"
+        ),
         "{p}"
     );
     assert!(p.contains("[\"Straße\", \"Preis €\"]"), "{p}");
