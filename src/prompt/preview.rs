@@ -213,7 +213,7 @@ fn columns_and_rows(names: &[String], rows: &[Vec<String>], level: DataLevel) ->
     let mut out = format!("\nColumns: {}", json_list(names, 1200));
     if !rows.is_empty() {
         out.push_str(&format!(
-            "\nFirst {} row(s) (values as text, as `dtype=str, keep_default_na=False` reads them):",
+            "\nFirst {} row(s) (each value as text):",
             rows.len()
         ));
         for r in rows {
