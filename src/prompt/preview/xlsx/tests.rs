@@ -76,3 +76,54 @@ fn a_workbook_head_and_a_damaged_one_are_told_not_guessed() {
     assert_eq!(sheets[0].count, 3);
     assert!(read_workbook(b"PK\x03\x04garbage", true).is_err());
 }
+
+/// A sheet bigger than its share of the budget is read in part: its count
+/// is a lower bound, and the preview says "more than".
+#[test]
+fn a_sheet_past_the_budget_is_a_lower_bound() {
+    let mut xml = String::from("<worksheet><sheetData>");
+    for r in 1..=5000 {
+        xml.push_str(&format!(
+            "<row r=\"{r}\"><c r=\"A{r}\"><v>{r}</v></c></row>"
+        ));
+    }
+    xml.push_str("</sheetData></worksheet>");
+    let z = write_zip(&[("s.xml", xml.as_bytes())], true);
+    let e = &zip::entries(&z, true).unwrap()[0];
+    let scan = scan_sheet(&z, e, &mut Budget(64 * 1024), &BTreeSet::new()).unwrap();
+    assert!(scan.partial);
+    assert!(
+        scan.last_row > 100 && scan.last_row < 5000,
+        "{}",
+        scan.last_row
+    );
+    let whole = scan_sheet(&z, e, &mut Budget(1 << 20), &BTreeSet::new()).unwrap();
+    assert!(!whole.partial);
+    assert_eq!(whole.last_row, 5000);
+}
+
+#[test]
+fn the_workbook_preview_names_sheets_calls_and_hides_values_at_schema() {
+    use crate::policy::DataLevel;
+    use crate::prompt::preview::preview_input_at;
+    let z = book();
+    let p = preview_input_at("book.xlsx", &z, z.len() as u64, DataLevel::Preview);
+    assert!(
+        p.contains("3 sheet(s): [\"sales & more\", \"b\", \"empty\"]"),
+        "{p}"
+    );
+    assert!(
+        p.contains("`pd.read_excel(\"/data/book.xlsx\", sheet_name=\"sales & more\")` → 3 data row(s) × 4 column(s)"),
+        "{p}"
+    );
+    assert!(
+        p.contains("Columns: [\"id\", \"name\", \"Unnamed: 2\", \"when\"]"),
+        "{p}"
+    );
+    assert!(p.contains("\"2024-01-02 03:04:05\""), "{p}");
+    assert!(p.contains("(hidden)") && p.contains("pass header=2"), "{p}");
+    assert!(p.contains("no cells (an empty table)"), "{p}");
+    let s = preview_input_at("book.xlsx", &z, z.len() as u64, DataLevel::Schema);
+    assert!(s.contains("id (integer), name (text)"), "{s}");
+    assert!(!s.contains("x <1>") && !s.contains("2024"), "{s}");
+}
