@@ -20,11 +20,6 @@ const RUN_PYTHON_TOOL: &str = "run_python";
 
 mod earlier;
 pub use earlier::Earlier;
-mod preview;
-pub use preview::preview_file;
-#[cfg(test)]
-use preview::preview_input;
-use preview::{json_shape, shown_name};
 
 /// Most characters of the schema in the prompt.
 const SCHEMA_MAX_CHARS: usize = 16_000;
@@ -32,6 +27,12 @@ const SCHEMA_MAX_CHARS: usize = 16_000;
 const EXTRA_CONTEXT_MAX_CHARS: usize = 8_000;
 /// Most characters of a plan kept from a reply.
 const PLAN_MAX_CHARS: usize = 2_000;
+
+mod preview;
+pub use preview::preview_file;
+#[cfg(test)]
+use preview::preview_input;
+use preview::{json_shape, shown_name};
 
 /// Everything the generation prompt is built from.
 #[derive(Debug, Clone, PartialEq)]

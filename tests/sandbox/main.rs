@@ -1,4 +1,4 @@
-//! The sandbox against the real Docker engine: hardening, limits, removal, the boundary (seccomp, leftovers, runtimes), the data files the image reads (DuckDB, Parquet, Excel) and their previews checked against pandas, the `run` command (also `--unchecked`) and output validation, and the bot image as a container action.
+//! The sandbox against the real Docker engine: hardening, limits, removal, the boundary (seccomp, leftovers, runtimes), the data files the image reads (DuckDB, Parquet, Excel), the `run` command (also `--unchecked`) and output validation, and the bot image as a container action.
 //!
 //! One test crate per area (each links the library once); each file is a module.
 
