@@ -412,8 +412,8 @@ async fn success_at_once_is_validated_explained_and_counted() {
     );
     assert!(user.contains("/data/values.csv"), "{user}");
     assert!(
-        user.contains("id,value"),
-        "the CSV header is previewed: {user}"
+        user.contains("Columns: [\"id\", \"value\"]") && user.contains("3 data row(s)"),
+        "the CSV header and row count are previewed: {user}"
     );
     // The explanation is grounded in the validated result.
     assert!(last_user(&reqs[1]).contains("{\"total\":6.0}"));

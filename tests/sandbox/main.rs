@@ -10,6 +10,7 @@ mod boundary;
 mod cli_run;
 mod data_files;
 mod engine_lost;
+mod previews;
 mod reserve;
 mod runner_simulation;
 mod sandbox;
