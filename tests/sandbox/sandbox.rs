@@ -696,9 +696,21 @@ async fn leftovers_are_removed_only_on_facts_every_bot_shares() {
     create(&expired, std::process::id(), "1");
     // A live, unexpired one of ours must survive the cleanup.
     let prepared = sb.prepare(&cfg(quick())).await.unwrap();
-    // The count is not asserted: another bot sharing the engine may have
-    // removed the expired one first, which is just as right.
+    // The count is not asserted: another bot sharing the engine (the other
+    // tests of the suite sweep too) may have removed the expired one first,
+    // which is just as right — and may still be removing it: the engine then
+    // answers 409 to our removal and shows it `removing` for a moment.
     sb.cleanup_leftovers().await.unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while std::time::Instant::now() < deadline
+        && sb
+            .docker()
+            .inspect_container(&expired, None)
+            .await
+            .is_ok_and(|c| c.state.and_then(|s| s.dead) == Some(true))
+    {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     assert_gone(&sb, &expired).await;
     assert!(
         sb.docker().inspect_container(&dead_pid, None).await.is_ok(),
