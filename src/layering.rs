@@ -88,6 +88,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
         ],
     ),
     ("github::inputs", &["admit", "policy"]),
+    // The repository's own activity as data, over the client.
+    ("github::sources", &["admit", "github::client", "policy"]),
     (
         "github::texts",
         &["github::client", "markdown", "policy", "report", "sandbox"],
@@ -145,6 +147,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "github::event",
             "github::followup",
             "github::inputs",
+            "github::sources",
             "github::texts",
             "github::thread",
             "model",
