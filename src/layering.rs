@@ -115,6 +115,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "github::assets",
         &[
             "github::client",
+            "github::sources",
             "github::texts",
             "github::thread",
             "policy",
@@ -186,6 +187,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
         &[
             "github::client",
             "github::inputs",
+            "github::repo",
+            "github::sources",
             "github::thread",
             "policy",
             "record",

@@ -312,7 +312,7 @@ fn act(command: &Command) -> Act {
         Command::Run { .. }
         | Command::Plan { .. }
         | Command::RunPlan { .. }
-        | Command::Replay
+        | Command::Replay { .. }
         | Command::Watch { .. } => Act::Run,
         Command::Approve { .. } => Act::Approve,
         Command::Deny => Act::Deny,
@@ -429,7 +429,7 @@ async fn on_comment(
             approve(ctx, thread, issue, author, sha256_prefix.as_deref()).await
         }
         Command::Deny => deny(ctx, issue, author).await,
-        Command::Replay => super::replay::replay_in_thread(ctx, issue).await,
+        Command::Replay { fresh } => super::replay::replay_in_thread(ctx, issue, fresh).await,
         Command::Watch { name } => super::watch::watch_file_in_thread(ctx, issue, &name).await,
     }
 }

@@ -299,14 +299,54 @@ pub(crate) async fn execute(
     };
     let report = action_key_hint(report, &key_hints);
     let files = assets::show(ctx, &report, &env.workspace.join(REPORT_DIR)).await;
+    let mut report = report;
+    let sources_md = keep_sources(ctx, &fetched, &mut report).await;
     Ok(publish(
         ctx,
         &job,
         (&resolved, inherited),
-        &marker,
+        &format!("{marker}{sources_md}"),
         report,
         files,
     ))
+}
+
+/// Keeps the fetched `github:` data (files branch, else the run's
+/// artifact), records where in the run record, and returns the line the
+/// answer shows: each source with its rows, the requests made and what is
+/// incomplete (empty when no source was named).
+async fn keep_sources(ctx: &Ctx<'_>, fetched: &sources::Fetched, report: &mut Report) -> String {
+    if fetched.files.is_empty() {
+        return String::new();
+    }
+    let files: Vec<(String, Vec<u8>)> = fetched
+        .files
+        .iter()
+        .map(|f| (f.name.clone(), f.bytes.clone()))
+        .collect();
+    let kept = assets::keep_snapshot(ctx, &files, &ctx.env.workspace.join(REPORT_DIR)).await;
+    report.set_input_snapshots(&kept);
+    let list: Vec<String> = fetched
+        .files
+        .iter()
+        .map(|f| format!("`{}` ({} rows)", f.query.text.replace('`', "'"), f.rows))
+        .collect();
+    let home = match kept.first().and_then(|(_, at)| sources::snapshot_ref(at)) {
+        Some((sha, _)) => format!("kept in commit `{}` of the files branch", &sha[..12]),
+        None => "kept in the run's artifact".to_string(),
+    };
+    let mut md = format!(
+        "\n📥 GitHub data: {} — {} of {} requests; the snapshot is {home}.",
+        list.join(", "),
+        fetched.requests,
+        fetched.budget
+    );
+    for f in &fetched.files {
+        for n in &f.notes {
+            md.push_str(&format!("\n⚠️ `{}`: {n}.", f.name));
+        }
+    }
+    render::neutralize(&md)
 }
 
 /// The request's context for the model with what the `github:` sources

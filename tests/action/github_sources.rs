@@ -260,3 +260,87 @@ print(json.dumps({"issues": int(len(i)), "prs": int(i["is_pull_request"].sum()),
         );
     }
 }
+
+/// The newest comment of the bot.
+fn newest(f: &ActionFixture) -> String {
+    f.bot_comments(7)
+        .into_iter()
+        .max_by_key(|c| c.id)
+        .expect("the bot answered")
+        .body
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replay_reproduces_from_the_kept_snapshot_and_fresh_fetches_again() {
+    let f = ActionFixture::builder()
+        .policy(&policy("pulls, reviews", 500))
+        .start()
+        .await;
+    f.gh.seed_branch(REPO, "main", &[("README.md", b"# data\n")]);
+    f.gh.set_activity(REPO, generate(120, 0, 5));
+    f.comment(
+        "alice",
+        &format!(
+            "/compute inputs=github:pulls?state=closed,github:reviews first review\n{}",
+            fenced(FIRST_REVIEW)
+        ),
+    );
+    let run = f.run(COMMENT, "7101").await;
+    assert_eq!(run.code, 0, "{}", run.log());
+    let answer = newest(&f);
+    assert!(
+        answer.contains("📥 GitHub data") && answer.contains("files branch"),
+        "{answer}"
+    );
+    // The snapshot is committed beside the run's files and hashed in the record.
+    let branch =
+        f.gh.branch_sha(REPO, "compute-bot-assets")
+            .expect("the snapshot was committed");
+    let files = f.gh.files_at(REPO, &branch);
+    let pulls_csv = files
+        .get("runs/7101-1/github/github_pulls.csv")
+        .expect("pulls kept");
+    assert!(files.contains_key("runs/7101-1/github/github_reviews.csv"));
+    let report = f.report(&run);
+    let recorded = report["record"]["inputs"].as_array().unwrap();
+    let pulls = recorded
+        .iter()
+        .find(|i| i["name"] == "github_pulls.csv")
+        .unwrap();
+    assert_eq!(
+        pulls["sha256"],
+        crate::support::action_fixture::sha256(std::str::from_utf8(pulls_csv).unwrap())
+    );
+    assert_eq!(pulls["path"], "github:pulls?state=closed");
+    assert!(
+        pulls["snapshot"]
+            .as_str()
+            .unwrap()
+            .starts_with("compute-bot-assets@"),
+        "{pulls}"
+    );
+
+    // The repository moves on; the replay still runs on the recorded data.
+    f.gh.set_activity(REPO, generate(140, 0, 6));
+    let before = f.gh.count("GET", "/pulls");
+    f.comment("alice", "/compute replay");
+    let run = f.run(COMMENT, "7102").await;
+    let verdict = newest(&f);
+    assert_eq!(run.code, 0, "{verdict}\n{}", run.log());
+    assert!(
+        verdict.contains("reproduced") && verdict.contains("snapshot in commit"),
+        "{verdict}"
+    );
+    assert_eq!(f.gh.count("GET", "/pulls"), before, "nothing fetched again");
+
+    // Asked to, it fetches afresh and says why the result differs.
+    f.comment("alice", "/compute replay fresh");
+    let run = f.run(COMMENT, "7103").await;
+    let verdict = newest(&f);
+    assert_ne!(run.code, 0, "{verdict}");
+    assert!(
+        verdict.contains("differs") && verdict.contains("fetched afresh"),
+        "{verdict}"
+    );
+    assert!(f.gh.count("GET", "/pulls") > before);
+}

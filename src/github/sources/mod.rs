@@ -500,3 +500,17 @@ pub(crate) async fn resolve(
         Err(problems)
     }
 }
+
+/// The reference of a snapshot committed to the files branch:
+/// `<branch>@<commit sha>:<path>` (recorded in the run record).
+pub(crate) fn snapshot_at(branch: &str, sha: &str, path: &str) -> String {
+    format!("{branch}@{sha}:{path}")
+}
+
+/// A committed snapshot's `(commit sha, path)` from its reference
+/// `<branch>@<sha>:<path>`; `None` for `artifact` or anything else.
+pub(crate) fn snapshot_ref(at: &str) -> Option<(&str, &str)> {
+    let (_, rest) = at.split_once('@')?;
+    let (sha, path) = rest.split_once(':')?;
+    (sha.len() == 40 && sha.chars().all(|c| c.is_ascii_hexdigit())).then_some((sha, path))
+}
