@@ -186,6 +186,7 @@ async fn run(vars: &BTreeMap<String, String>, session: &Session) -> Exit {
         },
         Err(e) => return config_error(&env, &e.to_string()),
     };
+    let fetched = crate::github::sources::Cache::default();
     let ctx = Ctx {
         env: &env,
         vars,
@@ -194,6 +195,7 @@ async fn run(vars: &BTreeMap<String, String>, session: &Session) -> Exit {
         prefix: &prefix,
         runtime,
         session,
+        fetched: &fetched,
     };
     match (trigger, command) {
         (

@@ -410,7 +410,9 @@ async fn resolve_inputs(
         specs = parent_specs;
         inherited = true;
     }
-    let (fetched_inputs, fetched) = sources::resolve(ctx.gh, &specs, &ctx.policy.inputs)
+    let (fetched_inputs, fetched) = ctx
+        .fetched
+        .resolve(ctx.gh, &specs, &ctx.policy.inputs)
         .await
         .map_err(|problems| {
             let lines: Vec<String> = problems

@@ -344,3 +344,78 @@ async fn replay_reproduces_from_the_kept_snapshot_and_fresh_fetches_again() {
     );
     assert!(f.gh.count("GET", "/pulls") > before);
 }
+
+/// The sample watch `init --github pulls,reviews,workflow_runs` writes, posting to #7.
+fn engineering_watch(name: &str) -> String {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/compute/engineering.yml"
+    ))
+    .unwrap();
+    format!(
+        "{}\nissue: 7\n",
+        text.replace("name: engineering", &format!("name: {name}"))
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_weekly_engineering_watch_reads_sources_once_and_keeps_its_sticky_comment() {
+    let f = ActionFixture::builder()
+        .policy(&policy("pulls, reviews, workflow_runs", 1000))
+        .file(
+            ".github/compute/engineering.yml",
+            engineering_watch("engineering"),
+        )
+        .file(
+            ".github/compute/engineering-copy.yml",
+            engineering_watch("engineering-copy"),
+        )
+        .start()
+        .await;
+    let data = generate(400, 900, 21);
+    f.gh.set_activity(REPO, data.clone());
+    f.write_event(&serde_json::json!({"schedule": "0 6 * * 1"}));
+    let run = f.run("schedule", "7201").await;
+    assert_eq!(run.code, 0, "{}", run.log());
+    let result: serde_json::Value = serde_json::from_str(run.out("result")).unwrap();
+    // CI failure rate per workflow over the runs of the last 28 days, computed here.
+    let since = Utc::now() - chrono::Duration::days(28);
+    let runs: Vec<_> = data.runs.iter().filter(|r| r.created_at >= since).collect();
+    assert!(runs.len() > 50, "{}", runs.len());
+    for w in ["CI", "Lint", "Release"] {
+        let of: Vec<_> = runs.iter().filter(|r| r.workflow == w).collect();
+        let rate = of.iter().filter(|r| r.conclusion == "failure").count() as f64 / of.len() as f64;
+        let got = result["engineering"]["ci_failure_rate"][w]
+            .as_f64()
+            .unwrap();
+        assert!(
+            (got - (rate * 1e4).round() / 1e4).abs() < 1e-9,
+            "{w}: {got} vs {rate}"
+        );
+    }
+    assert_eq!(result["engineering"], result["engineering-copy"]);
+    // Both watches asked the same sources: fetched once in the run.
+    let reviews = f.gh.count("GET", "/reviews");
+    let pulls = data.pulls.iter().filter(|p| p.updated_at >= since).count();
+    assert_eq!(
+        reviews, pulls,
+        "one reviews request per pull request, not per watch"
+    );
+    let sticky = |name: &str| {
+        f.bot_comments(7)
+            .into_iter()
+            .filter(|c| {
+                c.body
+                    .contains(&format!("<!-- compute-bot:watch={name} -->"))
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(sticky("engineering").len(), 1);
+    // A week later: the same comment, one more history row.
+    let run = f.run("schedule", "7202").await;
+    assert_eq!(run.code, 0, "{}", run.log());
+    let s = sticky("engineering");
+    assert_eq!(s.len(), 1, "{s:?}");
+    let rows = s[0].body.lines().filter(|l| l.starts_with("| 20")).count();
+    assert_eq!(rows, 2, "{}", s[0].body);
+}

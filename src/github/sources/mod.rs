@@ -465,6 +465,28 @@ pub(crate) fn describe(f: &Fetched) -> String {
     out
 }
 
+/// What one run fetched, by the list of sources asked for: a second watch
+/// or the base and head runs of a pull request's watches asking the same
+/// list reuse it, so each is fetched once per run.
+#[derive(Debug, Default)]
+pub(crate) struct Cache(tokio::sync::Mutex<Vec<(Vec<String>, Resolved)>>);
+
+/// What [`resolve`] gives: the admitted files and what was fetched, or every problem.
+type Resolved = Result<(Vec<crate::admit::Admitted>, Fetched), Vec<String>>;
+
+impl Cache {
+    /// [`resolve`], once per list of sources in this run.
+    pub(crate) async fn resolve(&self, gh: &GitHub, specs: &[String], policy: &Inputs) -> Resolved {
+        let mut done = self.0.lock().await;
+        if let Some((_, r)) = done.iter().find(|(s, _)| s.as_slice() == specs) {
+            return r.clone();
+        }
+        let r = resolve(gh, specs, policy).await;
+        done.push((specs.to_vec(), r.clone()));
+        r
+    }
+}
+
 /// The `github:` sources among `specs`, checked against the policy,
 /// fetched and admitted (each within `inputs.max_file_bytes`; the caller
 /// checks them together with the workspace files, see

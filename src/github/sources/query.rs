@@ -4,7 +4,8 @@
 //!
 //! Keys (each at most once; which ones a source takes is in [`allowed`]):
 //! - `state`: `open`, `closed` or `all` (default `all`);
-//! - `since`, `until`: a date `YYYY-MM-DD` (UTC) or an RFC 3339 time; the
+//! - `since`, `until`: a date `YYYY-MM-DD` (UTC), an RFC 3339 time, or
+//!   `-<N>d`, N days before now (for watches: `since=-28d`); the
 //!   rows *updated* in `[since, until]` (workflow runs: *created*, as GitHub
 //!   filters runs by creation); a date as `until` includes that whole day;
 //! - `labels`: label names separated by commas; a row must carry all of them;
@@ -77,6 +78,13 @@ pub(crate) fn is_source(text: &str) -> bool {
 /// A date or time of `key`; `end_of_day` turns a bare date into the start
 /// of the next day (for an exclusive `until`).
 fn time(key: &str, value: &str, end_of_day: bool) -> Result<DateTime<Utc>, String> {
+    if let Some(days) = value
+        .strip_prefix('-')
+        .and_then(|v| v.strip_suffix('d'))
+        .and_then(|d| d.parse::<u32>().ok())
+    {
+        return Ok(Utc::now() - chrono::Duration::days(i64::from(days)));
+    }
     if let Ok(d) = NaiveDate::parse_from_str(value, "%Y-%m-%d") {
         let d = if end_of_day {
             d.succ_opt().unwrap_or(d)
@@ -89,7 +97,7 @@ fn time(key: &str, value: &str, end_of_day: bool) -> Result<DateTime<Utc>, Strin
         .map(|t| t.with_timezone(&Utc))
         .map_err(|_| {
             format!(
-                "`{key}={value}` is not a date; write `{key}=2026-11-01` (UTC) or a time such as `{key}=2026-11-01T09:00:00Z`"
+                "`{key}={value}` is not a date; write `{key}=2026-11-01` (UTC), a time such as `{key}=2026-11-01T09:00:00Z`, or `{key}=-28d` (28 days ago)"
             )
         })
 }
@@ -250,6 +258,9 @@ mod tests {
         assert_eq!(q.labels, vec!["a", "b"]);
         assert_eq!(q.limit, Some(500));
         assert!(!q.sizes);
+        let q = parse("github:workflow_runs?since=-28d").unwrap();
+        let ago = Utc::now() - q.since.unwrap();
+        assert!((ago.num_hours() - 28 * 24).abs() <= 1, "{ago}");
         let q = parse("github:workflow_runs").unwrap();
         assert_eq!((q.state, q.limit, q.since), (State::All, None, None));
     }
