@@ -234,6 +234,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "github::followup",
             "github::replay",
             "github::request",
+            "github::sources",
             "github::texts",
             "github::thread",
             "github::watch",
