@@ -419,3 +419,47 @@ async fn the_weekly_engineering_watch_reads_sources_once_and_keeps_its_sticky_co
     let rows = s[0].body.lines().filter(|l| l.starts_with("| 20")).count();
     assert_eq!(rows, 2, "{}", s[0].body);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_model_is_told_the_columns_and_sees_rows_only_at_the_policys_data_level() {
+    use crate::support::llm_standin::{CANARY_KEY, LlmStandin, Reply};
+    let yaml = format!("{}model:\n  data: schema\n", policy("pulls, reviews", 30));
+    let f = ActionFixture::builder().policy(&yaml).start().await;
+    let mut data = generate(60, 0, 9);
+    data.pulls[0].title = "SECRET-TITLE-7731".into();
+    f.gh.set_activity(REPO, data);
+    let llm = LlmStandin::openai().await;
+    llm.push(Reply::code(
+        "Count the rows.",
+        "import json\nimport pandas as pd\nprint(json.dumps({'n': len(pd.read_csv('/data/github_pulls.csv'))}))",
+    ));
+    llm.push(Reply::text("60 pull requests."));
+    f.comment(
+        "alice",
+        "/compute inputs=github:pulls,github:reviews how many pull requests?",
+    );
+    let run = f
+        .run_env(f.env(COMMENT, "7301").model(&llm, CANARY_KEY))
+        .await;
+    assert_eq!(run.code, 0, "{}", run.log());
+    let (_, user) = &llm.requests()[0].messages()[0];
+    for needle in [
+        "/data/github_pulls.csv",
+        "reviews_fetched",
+        "submitted_at",
+        "User or Bot",
+    ] {
+        assert!(user.contains(needle), "the prompt lacks {needle}: {user}");
+    }
+    // The budget (30) cannot cover 60 pull requests' reviews: the prompt says so.
+    assert!(user.contains("reviews of 29 of 60 pull requests"), "{user}");
+    assert!(
+        !user.contains("SECRET-TITLE-7731"),
+        "rows reach the model only at model.data: preview"
+    );
+    let answer = &f.bot_comments(7)[0].body;
+    assert!(
+        answer.contains("⚠️ `github_reviews.csv`: reviews of 29 of 60"),
+        "{answer}"
+    );
+}
