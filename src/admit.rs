@@ -318,6 +318,67 @@ pub(crate) fn admit(
     }
 }
 
+/// Admits data the trusted side fetched (a `github:` source) as an input
+/// named `name` under `/data`, recorded as coming from `source`: the same
+/// `inputs.max_file_bytes` as a workspace file (the policy's globs are for
+/// workspace paths; a source is opted in by `inputs.github`).
+pub(crate) fn admit_fetched(
+    source: &str,
+    name: &str,
+    bytes: Vec<u8>,
+    policy: &Inputs,
+) -> Result<Admitted, Refused> {
+    let size = bytes.len() as u64;
+    if size > policy.max_file_bytes.bytes() {
+        return Err(Refused {
+            path: source.to_string(),
+            problem: format!(
+                "is {size} bytes as CSV; the policy allows at most {} per file (`inputs.max_file_bytes`) — narrow it with `since=` or `limit=`, or raise the policy's",
+                policy.max_file_bytes
+            ),
+        });
+    }
+    let file = InputFile::new(name, bytes);
+    Ok(Admitted {
+        path: source.to_string(),
+        sha256: file.sha256(),
+        file,
+    })
+}
+
+/// The check over every input of a request together (workspace files and
+/// fetched sources): no two with the same name under `/data`, all of them
+/// within `inputs.max_total_bytes`.
+pub(crate) fn check_together(all: &[Admitted], policy: &Inputs) -> Result<(), Vec<Refused>> {
+    let mut problems = Vec::new();
+    for (i, a) in all.iter().enumerate() {
+        if let Some(other) = all[..i].iter().find(|o| o.file.name == a.file.name) {
+            problems.push(Refused {
+                path: a.path.clone(),
+                problem: format!(
+                    "has the same file name as `{}`; both would be /data/{} in the sandbox — pass only one, or rename the file",
+                    other.path, a.file.name
+                ),
+            });
+        }
+    }
+    let total: u64 = all.iter().map(|a| a.file.size()).sum();
+    if total > policy.max_total_bytes.bytes() {
+        problems.push(Refused {
+            path: "(all inputs)".into(),
+            problem: format!(
+                "together they are {total} bytes; the policy allows at most {} per request (`inputs.max_total_bytes`) — raise it in the policy, or pass fewer or smaller inputs",
+                policy.max_total_bytes
+            ),
+        });
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems)
+    }
+}
+
 /// Checks one named path; returns the file it resolves to and its size.
 /// The contents are not read here beyond the format check's few bytes
 /// ([`sniff::check`]): the caller hashes the file, and it is streamed into
@@ -498,6 +559,7 @@ mod tests {
             allow: vec!["data/*.csv".into()],
             max_file_bytes: ByteSize(10),
             max_total_bytes: ByteSize(5),
+            ..Inputs::default()
         };
         let w = Workspace::checkout(d.path()).unwrap();
         let err = admit(

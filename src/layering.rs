@@ -88,6 +88,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
         ],
     ),
     ("github::inputs", &["admit", "policy"]),
+    // The repository's own activity as data, over the client.
+    ("github::sources", &["admit", "github::client", "policy"]),
     (
         "github::texts",
         &["github::client", "markdown", "policy", "report", "sandbox"],
@@ -100,6 +102,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "github::actions_io",
             "github::client",
             "github::event",
+            "github::sources",
             "github::texts",
             "github::tracking",
             "policy",
@@ -113,6 +116,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "github::assets",
         &[
             "github::client",
+            "github::sources",
             "github::texts",
             "github::thread",
             "policy",
@@ -145,6 +149,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "github::event",
             "github::followup",
             "github::inputs",
+            "github::sources",
             "github::texts",
             "github::thread",
             "model",
@@ -166,6 +171,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "github::inputs",
             "github::repo",
             "github::request",
+            "github::sources",
             "github::texts",
             "github::thread",
             "policy",
@@ -183,6 +189,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
         &[
             "github::client",
             "github::inputs",
+            "github::repo",
+            "github::sources",
             "github::thread",
             "policy",
             "record",
@@ -226,6 +234,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "github::followup",
             "github::replay",
             "github::request",
+            "github::sources",
             "github::texts",
             "github::thread",
             "github::watch",

@@ -42,6 +42,11 @@ pub(crate) struct RecordedInput {
     /// GitHub workspace), when the front end knows it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) path: Option<String>,
+    /// For data the bot fetched (a `github:` source): where the snapshot
+    /// is kept, `<branch>@<commit sha>:<path>` on the files branch or
+    /// `artifact` (the run's artifact only), so a replay reads the same bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) snapshot: Option<String>,
 }
 
 /// The image the code ran in.
@@ -378,6 +383,7 @@ mod tests {
                 size: 3,
                 sha256: "cd".repeat(32),
                 path: Some("data/x-->y<script>.csv".into()),
+                snapshot: None,
             }],
             image: RecordedImage::default(),
             runtime: Runtime::default(),

@@ -180,6 +180,7 @@ impl Report {
                 size: i.size,
                 sha256: i.sha256.clone(),
                 path: None,
+                snapshot: None,
             })
             .collect();
         let result = report
@@ -220,6 +221,18 @@ impl Report {
                 r.verification = old.verification;
             }
             report.record = Some(r);
+        }
+    }
+
+    /// Sets where the snapshot of each fetched input (by name under
+    /// `/data`) is kept (see [`crate::record::RecordedInput::snapshot`]).
+    pub(crate) fn set_input_snapshots(&mut self, kept: &[(String, String)]) {
+        if let Some(r) = self.record.as_mut() {
+            for i in &mut r.inputs {
+                if let Some((_, at)) = kept.iter().find(|(n, _)| *n == i.name) {
+                    i.snapshot = Some(at.clone());
+                }
+            }
         }
     }
 

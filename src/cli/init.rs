@@ -3,6 +3,12 @@
 //! `.github/workflows/compute-watches.yml` (the watches: schedule, manual
 //! and pull_request triggers), `.github/compute-bot.yml` (a commented policy)
 //! and a sample watch `.github/compute/sales.yml`, then prints the next steps.
+//! With `--github pulls,reviews,...` the policy opts into those `github:`
+//! sources, the workflows get the read permissions they need beyond what
+//! they have (`actions: read` for `workflow_runs`; `issues: write` and
+//! `pull-requests: write` include reading), and with pulls, reviews and
+//! workflow_runs the weekly engineering-metrics watch
+//! `.github/compute/engineering.yml` is written too.
 //!
 //! Nothing is written outside a git repository, and nothing is overwritten
 //! without `--force`: either all files are written or none.
@@ -11,6 +17,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
+use crate::policy::GithubSource;
 use crate::status::Status;
 
 /// The workflow `init` writes (also `examples/workflows/compute.yml`, linted by CI).
@@ -19,6 +26,10 @@ const WORKFLOW: &str = include_str!("../../examples/workflows/compute.yml");
 const WATCHES_WORKFLOW: &str = include_str!("../../examples/workflows/compute-watches.yml");
 /// The sample watch `init` writes (also `examples/compute/sales.yml`).
 const SAMPLE_WATCH: &str = include_str!("../../examples/compute/sales.yml");
+/// The engineering-metrics watch `init --github` writes (also `examples/compute/engineering.yml`).
+const ENGINEERING_WATCH: &str = include_str!("../../examples/compute/engineering.yml");
+/// Where it goes.
+const ENGINEERING_WATCH_PATH: &str = ".github/compute/engineering.yml";
 /// The policy `init` writes (also `examples/compute-bot.yml`).
 const POLICY: &str = include_str!("../../examples/compute-bot.yml");
 
@@ -60,6 +71,69 @@ pub(crate) struct InitArgs {
     /// answer links the run's artifact instead.
     #[arg(long)]
     charts: bool,
+    /// The `github:` sources requests may fetch, comma-separated (pulls,
+    /// reviews, issues, comments, workflow_runs): written to the policy's
+    /// `inputs.github`, with the workflow permissions they need.
+    #[arg(long, value_name = "SOURCES", value_delimiter = ',')]
+    github: Vec<String>,
+}
+
+/// The sources named by `--github`, or which name is not one.
+fn sources(args: &InitArgs) -> Result<Vec<GithubSource>, String> {
+    let mut out: Vec<GithubSource> = Vec::new();
+    for name in args
+        .github
+        .iter()
+        .map(|n| n.trim())
+        .filter(|n| !n.is_empty())
+    {
+        let s = GithubSource::parse(name).ok_or_else(|| {
+            format!(
+                "--github {name:?}: not a source; the sources are {}",
+                GithubSource::names()
+            )
+        })?;
+        if !out.contains(&s) {
+            out.push(s);
+        }
+    }
+    Ok(out)
+}
+
+/// The policy with `inputs.github` listing `chosen` (unchanged without any).
+fn policy_text(chosen: &[GithubSource]) -> String {
+    if chosen.is_empty() {
+        return POLICY.to_string();
+    }
+    let names: Vec<&str> = chosen.iter().map(|s| s.name()).collect();
+    POLICY.replacen(
+        "inputs:\n",
+        &format!(
+            "inputs:\n  # The repository's own activity requests may fetch as github:<source>.\n  github: [{}]\n",
+            names.join(", ")
+        ),
+        1,
+    )
+}
+
+/// The permission line a workflow needs beyond its own for `chosen`
+/// (`actions: read` for workflow runs), put after its `pull-requests` line.
+fn with_permissions(workflow: &str, chosen: &[GithubSource]) -> String {
+    if !chosen.contains(&GithubSource::WorkflowRuns) {
+        return workflow.to_string();
+    }
+    let mut out = String::new();
+    for line in workflow.split_inclusive('\n') {
+        out.push_str(line);
+        let t = line.trim_start();
+        if t.starts_with("pull-requests: write") {
+            let indent = &line[..line.len() - t.len()];
+            out.push_str(&format!(
+                "{indent}actions: read         # github:workflow_runs (policy inputs.github)\n"
+            ));
+        }
+    }
+    out
 }
 
 /// Runs `compute-bot init`: `Ok` when written, `Error` (exit 2) when nothing was written.
@@ -85,14 +159,24 @@ fn init(dir: &Path, args: &InitArgs) -> Result<String, String> {
             dir.display()
         )
     })?;
-    let workflow = workflow_text(WORKFLOW, args)?;
-    let watches = workflow_text(WATCHES_WORKFLOW, args)?;
-    let targets = [
+    let chosen = sources(args)?;
+    let workflow = with_permissions(&workflow_text(WORKFLOW, args)?, &chosen);
+    let watches = with_permissions(&workflow_text(WATCHES_WORKFLOW, args)?, &chosen);
+    let policy = policy_text(&chosen);
+    let mut targets = vec![
         (WORKFLOW_PATH, workflow.as_str()),
         (WATCHES_WORKFLOW_PATH, watches.as_str()),
-        (POLICY_PATH, POLICY),
+        (POLICY_PATH, policy.as_str()),
         (SAMPLE_WATCH_PATH, SAMPLE_WATCH),
     ];
+    let engineering = [
+        GithubSource::Pulls,
+        GithubSource::Reviews,
+        GithubSource::WorkflowRuns,
+    ];
+    if engineering.iter().all(|s| chosen.contains(s)) {
+        targets.push((ENGINEERING_WATCH_PATH, ENGINEERING_WATCH));
+    }
     let existing: Vec<String> = targets
         .iter()
         .map(|(p, _)| root.join(p))
@@ -180,6 +264,19 @@ fn next_steps(root: &Path, args: &InitArgs) -> String {
     step(format!(
         "Edit the sample watch {SAMPLE_WATCH_PATH} (its code, inputs, checks and `issue`) or delete it; check the watches with `compute-bot watch check .github/compute`."
     ));
+    if !args.github.is_empty() {
+        step(format!(
+            "The policy lets requests fetch `github:` sources ({}); ask e.g. `/compute inputs=github:pulls?state=closed&since=2026-11-01,github:reviews median hours to first review`{}.",
+            args.github.join(", "),
+            if args.github.iter().any(|g| g.trim() == "workflow_runs") {
+                format!(
+                    "; the workflows have `actions: read` for workflow runs, and {ENGINEERING_WATCH_PATH} (when pulls, reviews and workflow_runs are chosen) reports time to first review and CI failure rate weekly"
+                )
+            } else {
+                String::new()
+            }
+        ));
+    }
     step(format!(
         "Commit and push to the default branch: `git add {WORKFLOW_PATH} {WATCHES_WORKFLOW_PATH} {POLICY_PATH} {SAMPLE_WATCH_PATH} && git commit -m 'Add compute-bot' && git push`; then comment `/compute <goal>` on an issue."
     ));

@@ -183,11 +183,19 @@ pub(crate) fn admit_inputs(paths: &[PathBuf], inputs: &Inputs) -> Result<Vec<Adm
     if paths.is_empty() {
         return Ok(Vec::new());
     }
-    let ws = Workspace::current_dir()?;
     let named: Vec<String> = paths
         .iter()
         .map(|p| p.to_string_lossy().into_owned())
         .collect();
+    // The command line reads files only: a `github:` source is fetched by
+    // the Action and watches (with the job's token); its data is kept in the
+    // run's artifact and on the files branch as CSV files to pass here.
+    if let Some(source) = named.iter().find(|n| n.trim().starts_with("github:")) {
+        return Err(format!(
+            "input `{source}`: `github:` sources are fetched by the Action and watches only; pass the CSV a run kept (compute-bot-reports/runs/<run>/github/github_<source>.csv in its artifact, or the files branch) with --input"
+        ));
+    }
+    let ws = Workspace::current_dir()?;
     admit(&ws, &named, Allow::Policy(inputs)).map_err(|refused| {
         let lines: Vec<String> = refused.iter().map(|r| format!("input {r}")).collect();
         lines.join("\n")

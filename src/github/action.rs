@@ -186,6 +186,7 @@ async fn run(vars: &BTreeMap<String, String>, session: &Session) -> Exit {
         },
         Err(e) => return config_error(&env, &e.to_string()),
     };
+    let fetched = crate::github::sources::Cache::default();
     let ctx = Ctx {
         env: &env,
         vars,
@@ -194,6 +195,7 @@ async fn run(vars: &BTreeMap<String, String>, session: &Session) -> Exit {
         prefix: &prefix,
         runtime,
         session,
+        fetched: &fetched,
     };
     match (trigger, command) {
         (
@@ -312,7 +314,7 @@ fn act(command: &Command) -> Act {
         Command::Run { .. }
         | Command::Plan { .. }
         | Command::RunPlan { .. }
-        | Command::Replay
+        | Command::Replay { .. }
         | Command::Watch { .. } => Act::Run,
         Command::Approve { .. } => Act::Approve,
         Command::Deny => Act::Deny,
@@ -429,7 +431,7 @@ async fn on_comment(
             approve(ctx, thread, issue, author, sha256_prefix.as_deref()).await
         }
         Command::Deny => deny(ctx, issue, author).await,
-        Command::Replay => super::replay::replay_in_thread(ctx, issue).await,
+        Command::Replay { fresh } => super::replay::replay_in_thread(ctx, issue, fresh).await,
         Command::Watch { name } => super::watch::watch_file_in_thread(ctx, issue, &name).await,
     }
 }

@@ -161,6 +161,63 @@ pub(crate) async fn show(ctx: &Ctx<'_>, report: &Report, keep_dir: &Path) -> Opt
     })
 }
 
+/// Where the data of a run's `github:` sources is kept, per file name: a
+/// reference `<branch>@<commit sha>:<path>` on the files branch, or
+/// `artifact` when it could not be committed (no branch, a read-only token);
+/// it is always also written under `keep_dir` for the workflow's
+/// `actions/upload-artifact` step (`runs/<run id>-<attempt>/github/`).
+/// Replay reads a committed snapshot back (see
+/// [`crate::github::sources::snapshot_ref`]).
+pub(crate) async fn keep_snapshot(
+    ctx: &Ctx<'_>,
+    files: &[(String, Vec<u8>)],
+    keep_dir: &Path,
+) -> Vec<(String, String)> {
+    if files.is_empty() {
+        return Vec::new();
+    }
+    let env = ctx.env;
+    let folder = format!("{}/github", run_folder(&env.run_id, env.run_attempt));
+    let dir = keep_dir.join(&folder);
+    let written = std::fs::create_dir_all(&dir).and_then(|_| {
+        files
+            .iter()
+            .try_for_each(|(n, b)| std::fs::write(dir.join(n), b))
+    });
+    if let Err(e) = written {
+        tracing::warn!("cannot keep the GitHub data in {}: {e}", dir.display());
+    }
+    let committed = match ctx.policy.output.files.branch.get() {
+        None => None,
+        Some(branch) => {
+            let message = format!(
+                "compute-bot: GitHub data of run {} attempt {}\n\n{}",
+                env.run_id,
+                env.run_attempt,
+                env.run_url()
+            );
+            match ctx.gh.commit_files(branch, &folder, files, &message).await {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    tracing::warn!("the GitHub data was not committed: {e}");
+                    None
+                }
+            }
+        }
+    };
+    files
+        .iter()
+        .enumerate()
+        .map(|(i, (name, _))| {
+            let at = match &committed {
+                Some(c) => crate::github::sources::snapshot_at(&c.branch, &c.sha, &c.paths[i]),
+                None => "artifact".to_string(),
+            };
+            (name.clone(), at)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

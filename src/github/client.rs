@@ -331,6 +331,10 @@ pub(super) enum Need {
     ReadContents,
     /// A pull request and its files.
     ReadPulls,
+    /// The issues list and the repository's issue comments.
+    ReadIssues,
+    /// Workflow runs.
+    ReadActions,
 }
 
 impl Need {
@@ -353,6 +357,12 @@ impl Need {
             }
             Need::ReadPulls => {
                 " The workflow token cannot read pull requests here: give the job `permissions: pull-requests: read` (or `pull-requests: write`); a 404 also means the pull request does not exist."
+            }
+            Need::ReadIssues => {
+                " The workflow token cannot read issues here: give the job `permissions: issues: read` (or `issues: write`)."
+            }
+            Need::ReadActions => {
+                " The workflow token cannot read workflow runs here: give the job `permissions: actions: read`."
             }
         }
     }

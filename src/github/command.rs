@@ -28,8 +28,13 @@ pub enum Command {
     },
     /// `/compute deny`: close the pending request.
     Deny,
-    /// `/compute replay`: replay the newest result in the thread and post the verdict.
-    Replay,
+    /// `/compute replay [fresh]`: replay the newest result in the thread and
+    /// post the verdict. Its `github:` data comes from the run's snapshot;
+    /// `fresh` fetches it again instead.
+    Replay {
+        /// `fresh`: fetch the `github:` sources again.
+        fresh: bool,
+    },
     /// `/compute plan <goal>`: the plan, the exact code, its verdict and its
     /// sha256 are posted; nothing runs. Its fields are those of
     /// [`Command::Run`] (`plan` is followed by the same options and goal).
@@ -132,7 +137,8 @@ pub fn parse(body: &str, prefix: &str) -> Option<Command> {
                     sha256_prefix: Some(hash.to_string()),
                 });
             }
-            ["replay"] => return Some(Command::Replay),
+            ["replay"] => return Some(Command::Replay { fresh: false }),
+            ["replay", "fresh"] => return Some(Command::Replay { fresh: true }),
             ["watch", _] => {
                 let name = goal.split_whitespace().nth(1).unwrap_or_default();
                 return Some(Command::Watch {

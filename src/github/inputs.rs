@@ -22,6 +22,13 @@ pub(crate) type Resolved = admit::Admitted;
 /// Why one input cannot be used.
 pub(crate) type InputProblem = admit::Refused;
 
+/// Checks every input of a request together: no two with one name under
+/// `/data`, all within `inputs.max_total_bytes` (see
+/// [`admit::check_together`]).
+pub(crate) fn together(all: &[Resolved], policy: &Inputs) -> Result<(), Vec<InputProblem>> {
+    admit::check_together(all, policy)
+}
+
 /// Words in `text` that look like relative file paths with an extension
 /// (`data/sales.csv`, `report.json`), in order, without duplicates. URLs,
 /// absolute paths and `..` paths are not taken.

@@ -33,6 +33,7 @@ mod plan;
 mod replay;
 pub mod repo;
 mod request;
+mod sources;
 pub mod texts;
 mod thread;
 pub mod tracking;

@@ -9,6 +9,7 @@
 
 use crate::github::client::Reaction;
 use crate::github::inputs;
+use crate::github::sources;
 use crate::github::thread::{Ctx, Published, Stop};
 use crate::policy::{Decision, check_code};
 use crate::record::RECORD_MARKER_START;
@@ -38,12 +39,16 @@ type Answer = (String, Reaction, Status);
 /// Replays the newest result in `issue`; the verdict is the reply. Status:
 /// ok when reproduced, ignored when there is nothing to replay, failed when it
 /// differs or cannot be replayed.
-pub(crate) async fn replay_in_thread(ctx: &Ctx<'_>, issue: u64) -> Result<Published, Stop> {
-    let (text, reaction, status) = answer(ctx, issue).await;
+pub(crate) async fn replay_in_thread(
+    ctx: &Ctx<'_>,
+    issue: u64,
+    fresh: bool,
+) -> Result<Published, Stop> {
+    let (text, reaction, status) = answer(ctx, issue, fresh).await;
     Ok(Published::reply(status, &text, reaction))
 }
 
-async fn answer(ctx: &Ctx<'_>, issue: u64) -> Answer {
+async fn answer(ctx: &Ctx<'_>, issue: u64, fresh: bool) -> Answer {
     let found = match ctx
         .gh
         .find_tracking_comment(issue, RECORD_MARKER_START)
@@ -77,7 +82,7 @@ async fn answer(ctx: &Ctx<'_>, issue: u64) -> Answer {
             return (cannot(&source, &[e]), Reaction::Confused, Status::Failed);
         }
     };
-    let inputs = match preconditions(ctx, &rec) {
+    let (inputs, data_note) = match preconditions(ctx, &rec, fresh).await {
         Ok(i) => i,
         Err(p) => {
             return (cannot(&source, &p), Reaction::MinusOne, Status::Failed);
@@ -92,17 +97,24 @@ async fn answer(ctx: &Ctx<'_>, issue: u64) -> Answer {
     };
     // The recorded runtime; a record without one runs under this run's.
     let runtime = runtime_for(&rec, None, ctx.runtime);
-    verdict(
+    let (text, reaction, status) = verdict(
         &source,
         &rec,
         replay(sandbox, &rec, inputs, None, runtime).await,
-    )
+    );
+    (format!("{text}{}", notes_md(&data_note)), reaction, status)
 }
 
 /// The code hash, the current policy's verdict on the code, and the inputs
 /// (through the same confinement as any request's: inside the checkout, no
-/// `..` or symlink out, the policy's globs) with their recorded hashes.
-fn preconditions(ctx: &Ctx<'_>, rec: &Recorded) -> Result<Vec<InputFile>, Vec<String>> {
+/// `..` or symlink out, the policy's globs) with their recorded hashes; the
+/// `github:` data from the run's snapshot (hash checked too), or fetched
+/// again when `fresh`. The second value says where that data came from.
+async fn preconditions(
+    ctx: &Ctx<'_>,
+    rec: &Recorded,
+    fresh: bool,
+) -> Result<(Vec<InputFile>, Vec<String>), Vec<String>> {
     let mut problems: Vec<String> = code_mismatch(rec).into_iter().collect();
     let verdict = check_code(ctx.policy, &rec.code);
     if verdict.decision != Decision::Allow {
@@ -122,7 +134,8 @@ fn preconditions(ctx: &Ctx<'_>, rec: &Recorded) -> Result<Vec<InputFile>, Vec<St
         .iter()
         .map(|i| i.path.clone().unwrap_or_else(|| i.name.clone()))
         .collect();
-    let files = match inputs::resolve(&ctx.env.workspace, &paths, "", &ctx.policy.inputs) {
+    let (paths, specs) = sources::split_inputs(&paths);
+    let mut files = match inputs::resolve(&ctx.env.workspace, &paths, "", &ctx.policy.inputs) {
         Ok(found) => {
             let found = found.into_iter().map(|r| (r.path, r.file)).collect();
             compare_inputs(&rec.record, found).unwrap_or_else(|p| {
@@ -135,11 +148,90 @@ fn preconditions(ctx: &Ctx<'_>, rec: &Recorded) -> Result<Vec<InputFile>, Vec<St
             Vec::new()
         }
     };
+    let mut notes = Vec::new();
+    if !specs.is_empty() {
+        match github_data(ctx, rec, &specs, fresh).await {
+            Ok((data, note)) => {
+                files.extend(data);
+                notes.push(note);
+            }
+            Err(p) => problems.extend(p),
+        }
+    }
     if problems.is_empty() {
-        Ok(files)
+        Ok((files, notes))
     } else {
         Err(problems)
     }
+}
+
+/// The recorded `github:` data: read back from the snapshot each input's
+/// record names on the files branch (its sha256 checked), or, `fresh`,
+/// fetched again with the recorded queries. The note says which.
+async fn github_data(
+    ctx: &Ctx<'_>,
+    rec: &Recorded,
+    specs: &[String],
+    fresh: bool,
+) -> Result<(Vec<InputFile>, String), Vec<String>> {
+    if fresh {
+        let (admitted, fetched) = sources::resolve(ctx.gh, specs, &ctx.policy.inputs).await?;
+        let note = format!(
+            "the GitHub data was fetched afresh ({} requests), as `{} replay fresh` asks: a different result may be the repository's new activity, not the code",
+            fetched.requests, ctx.prefix
+        );
+        return Ok((admitted.into_iter().map(|a| a.file).collect(), note));
+    }
+    let mut problems = Vec::new();
+    let mut files = Vec::new();
+    let mut commits = Vec::new();
+    for i in rec
+        .record
+        .inputs
+        .iter()
+        .filter(|i| i.path.as_ref().is_some_and(|p| specs.contains(p)))
+    {
+        let spec = i.path.as_deref().unwrap_or_default();
+        let Some((sha, path)) = i.snapshot.as_deref().and_then(sources::snapshot_ref) else {
+            problems.push(format!(
+                "`{spec}` was fetched from GitHub and its snapshot is only in the run's artifact (no files branch, or the token could not write): download `{}` from it and run `compute-bot replay --input {}`, or ask `{} replay fresh` to fetch it again",
+                i.name, i.name, ctx.prefix
+            ));
+            continue;
+        };
+        let max = ctx.policy.inputs.max_file_bytes.bytes();
+        match ctx.gh.file_at(sha, path, max).await {
+            Ok(Some(bytes)) => {
+                let file = InputFile::new(i.name.clone(), bytes);
+                if file.sha256() != i.sha256 {
+                    problems.push(format!(
+                        "the snapshot of `{spec}` at `{path}` has sha256 {}, the record says {}",
+                        file.sha256(),
+                        i.sha256
+                    ));
+                } else {
+                    files.push(file);
+                    commits.push(sha[..12].to_string());
+                }
+            }
+            Ok(None) => problems.push(format!(
+                "the snapshot of `{spec}` is gone from commit `{sha}` (`{path}`); ask `{} replay fresh` to fetch it again",
+                ctx.prefix
+            )),
+            Err(e) => problems.push(format!("the snapshot of `{spec}` cannot be read: {e}")),
+        }
+    }
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    commits.dedup();
+    let note = format!(
+        "the GitHub data ({}) came from the run's snapshot in commit `{}` of the files branch, not fetched again; `{} replay fresh` fetches it afresh",
+        specs.join(", "),
+        commits.join("`, `"),
+        ctx.prefix
+    );
+    Ok((files, note))
 }
 
 fn verdict(source: &str, rec: &Recorded, v: Result<ReplayVerdict, ReplayError>) -> Answer {

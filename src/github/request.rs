@@ -12,6 +12,7 @@ use crate::github::client::Reaction;
 use crate::github::event::ActionEnv;
 use crate::github::followup::Parent;
 use crate::github::inputs::{self, Resolved};
+use crate::github::sources;
 use crate::github::texts::{self, PendingInput, PendingRequest, request_marker};
 use crate::github::thread::{Ctx, Post, Published, Stop, Thread};
 use crate::model::{ModelChoice, ModelClient, ModelConfig, ModelOverrides, Provider};
@@ -227,7 +228,7 @@ pub(crate) async fn execute(
     } else {
         thread.acknowledge(&marker, &env.run_url()).await
     };
-    let (resolved, inherited) = resolve_inputs(ctx, &job)?;
+    let (resolved, inherited, fetched) = resolve_inputs(ctx, &job).await?;
     let (model, has_code, key_hints) = model_for(ctx, &job)?;
     let sandbox = ctx
         .session
@@ -253,7 +254,7 @@ pub(crate) async fn execute(
         code: job.code.clone(),
         inputs: resolved.iter().map(|r| r.file.clone()).collect(),
         schema: None,
-        context: job.context.clone(),
+        context: with_sources(job.context.clone(), &fetched),
         approved_sha256: job.approval.as_ref().map(|a| a.sha256.clone()),
         plan_only: job.plan_only,
         follows: job.parent.as_ref().map(|p| crate::prompt::Earlier {
@@ -303,14 +304,67 @@ pub(crate) async fn execute(
     };
     let report = action_key_hint(report, &key_hints);
     let files = assets::show(ctx, &report, &env.workspace.join(REPORT_DIR)).await;
+    let mut report = report;
+    let sources_md = keep_sources(ctx, &fetched, &mut report).await;
     Ok(publish(
         ctx,
         &job,
         (&resolved, inherited),
-        &marker,
+        &format!("{marker}{sources_md}"),
         report,
         files,
     ))
+}
+
+/// Keeps the fetched `github:` data (files branch, else the run's
+/// artifact), records where in the run record, and returns the line the
+/// answer shows: each source with its rows, the requests made and what is
+/// incomplete (empty when no source was named).
+async fn keep_sources(ctx: &Ctx<'_>, fetched: &sources::Fetched, report: &mut Report) -> String {
+    if fetched.files.is_empty() {
+        return String::new();
+    }
+    let files: Vec<(String, Vec<u8>)> = fetched
+        .files
+        .iter()
+        .map(|f| (f.name.clone(), f.bytes.clone()))
+        .collect();
+    let kept = assets::keep_snapshot(ctx, &files, &ctx.env.workspace.join(REPORT_DIR)).await;
+    report.set_input_snapshots(&kept);
+    let list: Vec<String> = fetched
+        .files
+        .iter()
+        .map(|f| format!("`{}` ({} rows)", f.query.text.replace('`', "'"), f.rows))
+        .collect();
+    let home = match kept.first().and_then(|(_, at)| sources::snapshot_ref(at)) {
+        Some((sha, _)) => format!("kept in commit `{}` of the files branch", &sha[..12]),
+        None => "kept in the run's artifact".to_string(),
+    };
+    let mut md = format!(
+        "\n📥 GitHub data: {} — {} of {} requests; the snapshot is {home}.",
+        list.join(", "),
+        fetched.requests,
+        fetched.budget
+    );
+    for f in &fetched.files {
+        for n in &f.notes {
+            md.push_str(&format!("\n⚠️ `{}`: {n}.", f.name));
+        }
+    }
+    render::neutralize(&md)
+}
+
+/// The request's context for the model with what the `github:` sources
+/// are (their files, columns and what is incomplete) after it.
+pub(crate) fn with_sources(context: Option<String>, fetched: &sources::Fetched) -> Option<String> {
+    if fetched.files.is_empty() {
+        return context;
+    }
+    let described = sources::describe(fetched);
+    Some(match context {
+        Some(c) if !c.trim().is_empty() => format!("{c}\n\n{described}"),
+        _ => described,
+    })
 }
 
 /// For exact code the policy lets run (a fenced block, the `code` input):
@@ -340,26 +394,60 @@ async fn prepare_ahead(ctx: &Ctx<'_>, job: &Job) -> Option<Ahead> {
     agent.prepare_ahead(&request)
 }
 
-/// The workspace inputs of the job, checked against the policy and, for an
-/// approved run, against the hashes the approver saw. A follow-up that names
-/// no inputs (none given, none mentioned) takes its parent's; the second
-/// value says whether it did.
-fn resolve_inputs(ctx: &Ctx<'_>, job: &Job) -> Result<(Vec<Resolved>, bool), Stop> {
-    let resolved = resolve_named(ctx, job)?;
-    match &job.parent {
-        Some(p) if resolved.is_empty() && !p.inputs.is_empty() => {
-            let inherit = Job {
-                inputs: p.inputs.clone(),
-                ..Job::default()
-            };
-            Ok((resolve_named(ctx, &inherit)?, true))
-        }
-        _ => Ok((resolved, false)),
+/// The inputs of the job: workspace files (checked against the policy) and
+/// `github:` sources (fetched once for this run, see
+/// [`crate::github::sources`]), all of them together within the policy's
+/// caps and, for an approved run, against the hashes the approver saw. A
+/// follow-up that names no inputs (none given, none mentioned) takes its
+/// parent's; the second value says whether it did. The third is what the
+/// sources fetched (none: no source named).
+async fn resolve_inputs(
+    ctx: &Ctx<'_>,
+    job: &Job,
+) -> Result<(Vec<Resolved>, bool, sources::Fetched), Stop> {
+    let (paths, specs) = sources::split_inputs(&job.inputs);
+    let mut resolved = resolve_named(ctx, job, &paths)?;
+    let (mut specs, mut inherited) = (specs, false);
+    if let Some(p) = &job.parent
+        && resolved.is_empty()
+        && specs.is_empty()
+        && !p.inputs.is_empty()
+    {
+        let (paths, parent_specs) = sources::split_inputs(&p.inputs);
+        let inherit = Job::default();
+        resolved = resolve_named(ctx, &inherit, &paths)?;
+        specs = parent_specs;
+        inherited = true;
     }
+    let (fetched_inputs, fetched) = ctx
+        .fetched
+        .resolve(ctx.gh, &specs, &ctx.policy.inputs)
+        .await
+        .map_err(|problems| {
+            let lines: Vec<String> = problems
+                .iter()
+                .map(|p| format!("- {}", render::neutralize(p)))
+                .collect();
+            Stop::new(
+                Status::Failed,
+                "the GitHub data cannot be used",
+                lines.join("\n"),
+            )
+        })?;
+    resolved.extend(fetched_inputs);
+    inputs::together(&resolved, &ctx.policy.inputs).map_err(|problems| {
+        Stop::new(
+            Status::Failed,
+            "the inputs cannot be used",
+            problems_md(&problems),
+        )
+    })?;
+    check_expected(ctx, job, &resolved)?;
+    Ok((resolved, inherited, fetched))
 }
 
-/// [`resolve_inputs`] for the inputs the job itself names.
-fn resolve_named(ctx: &Ctx<'_>, job: &Job) -> Result<Vec<Resolved>, Stop> {
+/// The workspace files the job names (`paths`) or its goal mentions.
+fn resolve_named(ctx: &Ctx<'_>, job: &Job, paths: &[String]) -> Result<Vec<Resolved>, Stop> {
     let mention_text = match &job.expected_inputs {
         Some(_) => String::new(),
         None => [job.goal.as_deref(), job.context.as_deref()]
@@ -368,19 +456,19 @@ fn resolve_named(ctx: &Ctx<'_>, job: &Job) -> Result<Vec<Resolved>, Stop> {
             .collect::<Vec<_>>()
             .join("\n"),
     };
-    let resolved = inputs::resolve(
-        &ctx.env.workspace,
-        &job.inputs,
-        &mention_text,
-        &ctx.policy.inputs,
+    inputs::resolve(&ctx.env.workspace, paths, &mention_text, &ctx.policy.inputs).map_err(
+        |problems| {
+            Stop::new(
+                Status::Failed,
+                "the inputs cannot be used",
+                problems_md(&problems),
+            )
+        },
     )
-    .map_err(|problems| {
-        Stop::new(
-            Status::Failed,
-            "the inputs cannot be used",
-            problems_md(&problems),
-        )
-    })?;
+}
+
+/// For an approved run: every input the approver saw, with the same hash.
+fn check_expected(ctx: &Ctx<'_>, job: &Job, resolved: &[Resolved]) -> Result<(), Stop> {
     if let Some(expected) = &job.expected_inputs {
         let changed: Vec<String> = expected
             .iter()
@@ -399,7 +487,7 @@ fn resolve_named(ctx: &Ctx<'_>, job: &Job) -> Result<Vec<Resolved>, Stop> {
             ));
         }
     }
-    Ok(resolved)
+    Ok(())
 }
 
 /// The model client (none: exact code runs without one; with the fallback

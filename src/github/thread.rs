@@ -35,6 +35,8 @@ pub(crate) struct Ctx<'a> {
     pub(crate) runtime: Runtime,
     /// The engine connection, made when a handler first needs it.
     pub(crate) session: &'a Session,
+    /// The `github:` data fetched in this run (each query list once).
+    pub(crate) fetched: &'a crate::github::sources::Cache,
 }
 
 /// Writes a workflow annotation (`::error::`, `::warning::`, `::notice::`).

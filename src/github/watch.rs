@@ -34,6 +34,7 @@ use crate::github::client::GitHubError;
 use crate::github::inputs;
 use crate::github::repo::ReadError;
 use crate::github::request::{Job, model_for, write_report_as};
+use crate::github::sources;
 use crate::github::texts::{self, CheckView};
 use crate::github::thread::{
     Ctx, Post, Published, Stop, Thread, conclude, end_quietly, log_annotation,
@@ -226,18 +227,39 @@ fn annotate_failures(w: &Watch, run: &WatchRun, side: &str) {
     let _ = out.flush();
 }
 
+/// The watch's inputs: its workspace files and its `github:` sources
+/// (fetched once per run, [`crate::github::sources::Cache`]), or why not.
+async fn watch_inputs(
+    ctx: &Ctx<'_>,
+    w: &Watch,
+    workspace: &Path,
+) -> Result<(Vec<inputs::Resolved>, sources::Fetched), String> {
+    let (paths, specs) = sources::split_inputs(&w.inputs);
+    let problem = |problems: Vec<inputs::InputProblem>| {
+        let lines: Vec<String> = problems
+            .iter()
+            .map(|p| format!("`{}` {}", p.path, p.problem))
+            .collect();
+        format!("the inputs cannot be used: {}", lines.join("; "))
+    };
+    let mut resolved =
+        inputs::resolve(workspace, &paths, "", &ctx.policy.inputs).map_err(problem)?;
+    let (data, fetched) = ctx
+        .fetched
+        .resolve(ctx.gh, &specs, &ctx.policy.inputs)
+        .await
+        .map_err(|p| format!("the GitHub data cannot be used: {}", p.join("; ")))?;
+    resolved.extend(data);
+    inputs::together(&resolved, &ctx.policy.inputs).map_err(problem)?;
+    Ok((resolved, fetched))
+}
+
 /// Runs one watch on the files of `workspace` through the loop; `stem` names
 /// its report file.
 async fn run_one(ctx: &Ctx<'_>, w: &Watch, workspace: &Path, stem: &str) -> WatchRun {
-    let resolved = match inputs::resolve(workspace, &w.inputs, "", &ctx.policy.inputs) {
+    let (resolved, fetched) = match watch_inputs(ctx, w, workspace).await {
         Ok(r) => r,
-        Err(problems) => {
-            let lines: Vec<String> = problems
-                .iter()
-                .map(|p| format!("`{}` {}", p.path, p.problem))
-                .collect();
-            return WatchRun::failed(format!("the inputs cannot be used: {}", lines.join("; ")));
-        }
+        Err(problems) => return WatchRun::failed(problems),
     };
     let job = Job {
         goal: w.goal.clone(),
@@ -272,7 +294,7 @@ async fn run_one(ctx: &Ctx<'_>, w: &Watch, workspace: &Path, stem: &str) -> Watc
         code: w.code.clone(),
         inputs: resolved.iter().map(|r| r.file.clone()).collect(),
         schema: w.schema.clone(),
-        context: None,
+        context: crate::github::request::with_sources(None, &fetched),
         // Checked before anything runs: other code never reaches a container.
         pinned_sha256: w.code_sha256.clone(),
         ..Request::default()
@@ -746,7 +768,7 @@ async fn watches_at(ctx: &Ctx<'_>, sha: &str, folder: &str) -> Result<Vec<Watch>
 /// missing: the admission then names them).
 async fn inputs_at(ctx: &Ctx<'_>, w: &Watch, sha: &str, dir: &Path) -> Result<(), String> {
     let max = ctx.policy.inputs.max_file_bytes.bytes();
-    for p in &w.inputs {
+    for p in w.inputs.iter().filter(|p| !p.starts_with("github:")) {
         match ctx.gh.file_at(sha, p, max).await {
             Ok(Some(bytes)) => {
                 let path = dir.join(p);

@@ -24,6 +24,8 @@ fn add_hint(raw: &str) -> String {
         format!(
             "{raw}; remove the key or fix its spelling (unknown keys are errors so typos cannot weaken the policy)"
         )
+    } else if raw.contains("unknown variant") {
+        format!("{raw}; write one of the names listed (see policies/default.yml)")
     } else if raw.contains("duplicate") {
         format!("{raw}; each key may appear once — delete one of them")
     } else if raw.contains("invalid type") {

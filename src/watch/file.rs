@@ -187,7 +187,13 @@ impl Watch {
             }
             _ => {}
         }
-        for p in &raw.inputs {
+        // A `github:` source is checked when the watch runs (its query and
+        // the policy's `inputs.github`); the rest are workspace paths.
+        for p in raw
+            .inputs
+            .iter()
+            .filter(|p| !p.trim().starts_with("github:"))
+        {
             if let Some(why) = path_problem(p) {
                 return Err(at("inputs", format!("input `{p}` {why}")));
             }

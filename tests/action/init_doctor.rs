@@ -360,3 +360,65 @@ fn init_offers_contents_write_for_charts_and_the_workflow_still_lints_clean() {
     .unwrap();
     assert!(lint.status.success(), "{}", text(&lint));
 }
+
+#[test]
+fn init_with_github_sources_writes_their_permissions_policy_and_metrics_watch() {
+    let d = git_repo();
+    let o = bot(d.path(), &["init", "--github", "pulls,revews"], &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("\"revews\": not a source") && text(&o).contains("`workflow_runs`"),
+        "{}",
+        text(&o)
+    );
+    assert!(!d.path().join(".github").exists(), "nothing written");
+
+    let o = bot(
+        d.path(),
+        &["init", "--github", "pulls,reviews,workflow_runs"],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let read = |rel: &str| std::fs::read_to_string(d.path().join(rel)).unwrap();
+    for wf in [
+        ".github/workflows/compute.yml",
+        ".github/workflows/compute-watches.yml",
+    ] {
+        let v: Value = serde_saphyr::from_str(&read(wf)).unwrap();
+        let perms = &v["jobs"]["compute"]["permissions"];
+        assert_eq!(perms["actions"], "read", "{wf}: {perms}");
+        assert_eq!(
+            perms["pull-requests"], "write",
+            "{wf}: includes reading pulls"
+        );
+    }
+    let policy =
+        compute_bot::policy::Policy::from_yaml_str(&read(".github/compute-bot.yml"), "p.yml")
+            .unwrap();
+    let effective = policy.to_effective_yaml();
+    assert!(
+        effective.contains("- pulls") && effective.contains("- workflow_runs"),
+        "{effective}"
+    );
+    let watch = compute_bot::watch::Watch::parse(
+        &read(".github/compute/engineering.yml"),
+        "engineering.yml",
+    )
+    .unwrap();
+    assert!(
+        watch
+            .inputs
+            .iter()
+            .any(|i| i.starts_with("github:workflow_runs"))
+    );
+    let lint = Command::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/scripts/lint-workflows"
+    ))
+    .arg(d.path().join(".github/workflows/compute.yml"))
+    .arg(d.path().join(".github/workflows/compute-watches.yml"))
+    .current_dir(env!("CARGO_MANIFEST_DIR"))
+    .output()
+    .unwrap();
+    assert!(lint.status.success(), "{}", text(&lint));
+}

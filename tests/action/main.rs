@@ -14,6 +14,7 @@ mod github_event;
 mod github_rate_limits;
 mod github_real;
 mod github_repo;
+mod github_sources;
 mod init_doctor;
 mod plan_action;
 mod preload_by_need;

@@ -382,3 +382,16 @@ fn output_files_errors_report_their_position() {
         "{yaml}"
     );
 }
+
+#[test]
+fn an_unknown_github_source_is_named_at_its_position() {
+    let e = err("version: 1\ninputs:\n  github: [pulls, revews]\n");
+    assert_at(&e, 3, 19, "unknown variant `revews`");
+    assert!(e.message.contains("workflow_runs"), "{e}");
+    let ok = Policy::from_yaml_str(
+        "version: 1\ninputs:\n  github: [pulls, reviews, issues, comments, workflow_runs]\n  github_max_items: 10\n  github_max_requests: 20\n",
+        "p.yml",
+    )
+    .unwrap();
+    assert!(ok.to_effective_yaml().contains("workflow_runs"));
+}

@@ -147,7 +147,7 @@ pub(super) struct State {
     seen: Vec<Seen>,
     pub(super) app_login: String,
     token: Option<String>,
-    max_per_page: usize,
+    pub(super) max_per_page: usize,
     quota: Option<Quota>,
     secondary: Option<Secondary>,
     /// (index of the request from the start, status)
@@ -160,6 +160,8 @@ pub(super) struct State {
     pub(super) git: super::github_git::GitState,
     /// How long every answer takes (a real API's round trip).
     latency: Option<std::time::Duration>,
+    /// Pull requests, reviews, issues, comments and runs as lists (`github_activity`).
+    pub(super) activity: super::github_activity::ActivityState,
 }
 
 /// The running stand-in. Cheap to clone; all clones share the state.
@@ -451,6 +453,10 @@ fn route(st: &mut State, req: &Request) -> (u16, Option<Value>, Option<String>) 
     let api_path = path.strip_prefix("/api/v3").unwrap_or(&path);
     let segs: Vec<&str> = api_path.trim_matches('/').split('/').collect();
     let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
+    let query: BTreeMap<String, String> = req.url.query_pairs().into_owned().collect();
+    if let Some(reply) = super::github_activity::route(st, &method, &segs, &query) {
+        return reply;
+    }
     match (method.as_str(), segs.as_slice()) {
         ("GET", ["user"]) => match st.token_user.clone() {
             Some(login) => (200, Some(st.user_json(&login)), None),

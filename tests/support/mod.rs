@@ -7,6 +7,7 @@
 pub mod action_fixture;
 pub mod engine_proxy;
 pub mod git_store;
+pub mod github_activity;
 pub mod github_git;
 pub mod github_pulls;
 pub mod github_standin;

@@ -1,0 +1,538 @@
+//! The repository's own activity as data: the `github:` sources
+//! (`github:pulls`, `github:reviews`, `github:issues`, `github:comments`,
+//! `github:workflow_runs`) named in `inputs=`, a workflow's `inputs` or a
+//! watch file, fetched by the trusted side with the job's token and handed
+//! to the code as `/data/github_<source>.csv` (the sandbox keeps no
+//! network). `query.rs` reads the query syntax, `fetch.rs` pages through the
+//! REST lists within a request budget, `table.rs` holds the columns and
+//! writes the CSV.
+//!
+//! Each source is fetched once per run: `github:reviews` are the reviews
+//! of the pull requests `github:pulls` lists (or, without it, of the pull
+//! requests its own filters select). Lists come first, then the reviews of
+//! each pull request, then each pull request's size, all within the policy's
+//! `inputs.github_max_requests`: a list that does not fit stops the request;
+//! reviews or sizes that do not fit are left out of the rows past the
+//! budget, which the file (`reviews_fetched`, empty size cells) and the
+//! prompt say.
+
+pub(crate) mod fetch;
+pub(crate) mod query;
+pub(crate) mod table;
+
+use serde_json::Value;
+
+use crate::github::client::{GitHub, GitHubError};
+use crate::policy::{GithubSource, Inputs};
+use fetch::{Budget, FetchError, Take, judge, list, need, one, route};
+use query::{Query, State};
+use table::PullExtra;
+
+pub(crate) use query::split_inputs;
+
+/// One fetched source: its query, its file and what the code must know.
+#[derive(Debug, Clone)]
+pub(crate) struct SourceFile {
+    /// The query as parsed.
+    pub(crate) query: Query,
+    /// `github_<source>.csv`, the name under `/data`.
+    pub(crate) name: String,
+    /// The CSV bytes.
+    pub(crate) bytes: Vec<u8>,
+    /// Data rows.
+    pub(crate) rows: usize,
+    /// What is incomplete (a limit reached, sizes or reviews not fetched).
+    pub(crate) notes: Vec<String>,
+}
+
+/// Every source of one request, fetched.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Fetched {
+    /// In the order named.
+    pub(crate) files: Vec<SourceFile>,
+    /// Requests made, of the budget.
+    pub(crate) requests: u32,
+    /// The budget (`inputs.github_max_requests`).
+    pub(crate) budget: u32,
+}
+
+/// The file name of a source under `/data`.
+pub(crate) fn file_name(source: GithubSource) -> String {
+    format!("github_{}.csv", source.name())
+}
+
+/// Parses `specs` and checks them against the policy: opted in, each
+/// source once, `limit` within `inputs.github_max_items`, reviews not
+/// filtered apart from the pulls they review. Every problem is listed.
+pub(crate) fn check(specs: &[String], policy: &Inputs) -> Result<Vec<Query>, Vec<String>> {
+    let mut problems = Vec::new();
+    let mut out: Vec<Query> = Vec::new();
+    for spec in specs {
+        let q = match query::parse(spec) {
+            Ok(q) => q,
+            Err(e) => {
+                problems.push(e);
+                continue;
+            }
+        };
+        let name = q.source.name();
+        if !policy.github.contains(&q.source) {
+            let allowed = if policy.github.is_empty() {
+                "none".to_string()
+            } else {
+                policy
+                    .github
+                    .iter()
+                    .map(|s| s.name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            problems.push(format!(
+                "`github:{name}` is not allowed by the policy (sources allowed: {allowed}); add `{name}` to `inputs.github` in the policy file to let requests fetch it"
+            ));
+        } else if out.iter().any(|o| o.source == q.source) {
+            problems.push(format!(
+                "`github:{name}` is named twice; name each source once"
+            ));
+        } else if q.limit.is_some_and(|l| l > policy.github_max_items) {
+            problems.push(format!(
+                "`{}`: `limit` is over the policy's {} rows per source (`inputs.github_max_items`); lower it or raise the policy's",
+                q.text, policy.github_max_items
+            ));
+        } else {
+            out.push(q);
+        }
+    }
+    let pulls = out.iter().find(|q| q.source == GithubSource::Pulls);
+    let reviews = out.iter().find(|q| q.source == GithubSource::Reviews);
+    if let (Some(_), Some(r)) = (pulls, reviews)
+        && (r.state != State::All || r.since.is_some() || r.until.is_some())
+            | !r.labels.is_empty()
+            | r.limit.is_some()
+    {
+        problems.push(format!(
+            "`{}`: with `github:pulls` the reviews are those of its pull requests; write `github:reviews` without filters",
+            r.text
+        ));
+    }
+    if problems.is_empty() {
+        Ok(out)
+    } else {
+        Err(problems)
+    }
+}
+
+/// Why a source stopped the request, in words naming what to change.
+fn problem(q: &Query, e: FetchError, budget: &Budget) -> String {
+    match e {
+        FetchError::GitHub(GitHubError::Api {
+            status: s @ (403 | 404),
+            message,
+            ..
+        }) => format!(
+            "`{}` cannot be read with this token: GitHub answered HTTP {s} ({message}). The job needs the `{}: read` permission: add it under `permissions:` in the workflow file (`compute-bot init` writes it for the sources the policy allows) and run again",
+            q.text,
+            q.source.permission()
+        ),
+        FetchError::GitHub(e) => format!("`{}`: {e}", q.text),
+        FetchError::Budget { pages } => format!(
+            "`{}` needs more than the {} requests the policy allows a run (`inputs.github_max_requests`; {pages} page(s) of this list were read, {} requests in all); narrow it with `since=` or `limit=`, or raise the policy's",
+            q.text, budget.max, budget.used
+        ),
+    }
+}
+
+/// The pull requests a query selects, newest first (by update time when
+/// `since` is given, so the walk stops at the first one older; else by
+/// creation).
+async fn pulls(
+    gh: &GitHub,
+    b: &mut Budget,
+    q: &Query,
+    limit: usize,
+) -> Result<Vec<Value>, FetchError> {
+    let action = format!("listing the pull requests of {}", gh.repo_ref());
+    let sort = if q.since.is_some() {
+        "updated"
+    } else {
+        "created"
+    };
+    let params = [
+        ("state", q.state.as_str().to_string()),
+        ("sort", sort.to_string()),
+        ("direction", "desc".to_string()),
+    ];
+    let sorted = q.since.is_some();
+    list(
+        gh,
+        b,
+        (&action, need(q.source)),
+        &route(gh, "pulls"),
+        &params,
+        limit,
+        |p| judge(q, p, "updated_at", sorted),
+    )
+    .await
+}
+
+/// The rows of a list source (issues, comments, workflow runs).
+async fn listed(
+    gh: &GitHub,
+    b: &mut Budget,
+    q: &Query,
+    limit: usize,
+) -> Result<Vec<Vec<String>>, FetchError> {
+    let since = q.since.map(fetch::iso);
+    let mut params: Vec<(&str, String)> = Vec::new();
+    let (tail, field, what) = match q.source {
+        GithubSource::Issues => {
+            params.push(("state", q.state.as_str().to_string()));
+            params.push(("sort", "updated".into()));
+            params.push(("direction", "desc".into()));
+            if !q.labels.is_empty() {
+                params.push(("labels", q.labels.join(",")));
+            }
+            ("issues", "updated_at", "issues")
+        }
+        GithubSource::Comments => {
+            params.push(("sort", "updated".into()));
+            params.push(("direction", "desc".into()));
+            ("issues/comments", "updated_at", "issue comments")
+        }
+        _ => ("actions/runs", "created_at", "workflow runs"),
+    };
+    match (&since, q.source) {
+        (Some(s), GithubSource::WorkflowRuns) => params.push(("created", format!(">={s}"))),
+        (Some(s), _) => params.push(("since", s.clone())),
+        _ => {}
+    }
+    let action = format!("listing the {what} of {}", gh.repo_ref());
+    let items = list(
+        gh,
+        b,
+        (&action, need(q.source)),
+        &route(gh, tail),
+        &params,
+        limit,
+        |i| judge(q, i, field, true),
+    )
+    .await?;
+    Ok(items
+        .iter()
+        .map(|i| match q.source {
+            GithubSource::Issues => table::issue_row(i),
+            GithubSource::Comments => table::comment_row(i),
+            _ => table::run_row(i),
+        })
+        .collect())
+}
+
+/// The reviews of each pull request while the budget lasts; the second
+/// value marks which pull requests' reviews were read.
+async fn reviews(
+    gh: &GitHub,
+    b: &mut Budget,
+    pulls: &[Value],
+) -> Result<(Vec<Vec<String>>, Vec<bool>), FetchError> {
+    let mut rows = Vec::new();
+    let mut done = vec![false; pulls.len()];
+    for (i, p) in pulls.iter().enumerate() {
+        let Some(n) = p.get("number").and_then(Value::as_u64) else {
+            continue;
+        };
+        let action = format!(
+            "listing the reviews of pull request #{n} of {}",
+            gh.repo_ref()
+        );
+        let tail = format!("pulls/{n}/reviews");
+        match list(
+            gh,
+            b,
+            (&action, need(GithubSource::Reviews)),
+            &route(gh, &tail),
+            &[],
+            usize::MAX,
+            |_| Take::Keep,
+        )
+        .await
+        {
+            Ok(items) => {
+                rows.extend(items.iter().map(|r| table::review_row(n, r)));
+                done[i] = true;
+            }
+            Err(FetchError::Budget { .. }) => break,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok((rows, done))
+}
+
+/// Each pull request's size (one request each) while the budget lasts.
+async fn sizes(
+    gh: &GitHub,
+    b: &mut Budget,
+    pulls: &[Value],
+) -> Result<Vec<Option<(u64, u64, u64)>>, FetchError> {
+    let mut out = vec![None; pulls.len()];
+    for (i, p) in pulls.iter().enumerate() {
+        let Some(n) = p.get("number").and_then(Value::as_u64) else {
+            continue;
+        };
+        if !b.take() {
+            break;
+        }
+        let action = format!("reading the size of pull request #{n} of {}", gh.repo_ref());
+        let v = one(
+            gh,
+            (&action, need(GithubSource::Pulls)),
+            &route(gh, &format!("pulls/{n}")),
+        )
+        .await?;
+        let count = |f: &str| v.get(f).and_then(Value::as_u64).unwrap_or_default();
+        out[i] = Some((
+            count("additions"),
+            count("deletions"),
+            count("changed_files"),
+        ));
+    }
+    Ok(out)
+}
+
+/// Fetches the checked sources `queries` (see [`check`]) through `gh`
+/// within the policy's budget: every file, or every problem (the first
+/// failing source stops the rest).
+pub(crate) async fn fetch(
+    gh: &GitHub,
+    queries: &[Query],
+    policy: &Inputs,
+) -> Result<Fetched, Vec<String>> {
+    let mut b = Budget {
+        max: policy.github_max_requests,
+        used: 0,
+    };
+    let max_items = policy.github_max_items as usize;
+    let limit = |q: &Query| q.limit.map_or(max_items, |l| l as usize);
+    let by = |s: GithubSource| queries.iter().find(|q| q.source == s);
+    let mut lists: Vec<(Query, Vec<Vec<String>>, Vec<String>)> = Vec::new();
+    // The pull requests, for github:pulls and github:reviews alike.
+    let pulls_query = by(GithubSource::Pulls).or(by(GithubSource::Reviews));
+    let mut pull_items = Vec::new();
+    if let Some(q) = pulls_query {
+        pull_items = pulls(gh, &mut b, q, limit(q))
+            .await
+            .map_err(|e| vec![problem(q, e, &b)])?;
+    }
+    for q in queries
+        .iter()
+        .filter(|q| !matches!(q.source, GithubSource::Pulls | GithubSource::Reviews))
+    {
+        let rows = listed(gh, &mut b, q, limit(q))
+            .await
+            .map_err(|e| vec![problem(q, e, &b)])?;
+        let mut notes = Vec::new();
+        if rows.len() >= limit(q) {
+            notes.push(format!(
+                "stopped at its limit of {} rows (newest first); older rows were not fetched",
+                limit(q)
+            ));
+        }
+        if q.source == GithubSource::WorkflowRuns && q.since.is_some() && rows.len() >= 1000 {
+            notes.push("GitHub lists at most 1,000 workflow runs for a `created` filter; there may be more".into());
+        }
+        lists.push((q.clone(), rows, notes));
+    }
+    let mut extras = vec![PullExtra::default(); pull_items.len()];
+    let mut review_rows = Vec::new();
+    if let Some(q) = by(GithubSource::Reviews) {
+        let (rows, done) = reviews(gh, &mut b, &pull_items)
+            .await
+            .map_err(|e| vec![problem(q, e, &b)])?;
+        for (x, d) in extras.iter_mut().zip(done) {
+            x.reviews_fetched = d;
+        }
+        review_rows = rows;
+    }
+    if let Some(q) = by(GithubSource::Pulls).filter(|q| q.sizes) {
+        let sizes = sizes(gh, &mut b, &pull_items)
+            .await
+            .map_err(|e| vec![problem(q, e, &b)])?;
+        for (x, s) in extras.iter_mut().zip(sizes) {
+            x.size = s;
+        }
+    }
+    Ok(assemble(
+        queries,
+        &pull_items,
+        &extras,
+        review_rows,
+        lists,
+        b,
+    ))
+}
+
+/// The files of the fetched sources, in the order named, with their notes.
+fn assemble(
+    queries: &[Query],
+    pull_items: &[Value],
+    extras: &[PullExtra],
+    review_rows: Vec<Vec<String>>,
+    mut lists: Vec<(Query, Vec<Vec<String>>, Vec<String>)>,
+    b: Budget,
+) -> Fetched {
+    let n = pull_items.len();
+    let reviewed = extras.iter().filter(|x| x.reviews_fetched).count();
+    let sized = extras.iter().filter(|x| x.size.is_some()).count();
+    let budget_note = format!(
+        "the request budget (`inputs.github_max_requests`: {}) was used up",
+        b.max
+    );
+    let mut files = Vec::new();
+    for q in queries {
+        let (rows, mut notes) = match q.source {
+            GithubSource::Pulls => {
+                let rows: Vec<Vec<String>> = pull_items
+                    .iter()
+                    .zip(extras)
+                    .map(|(p, x)| table::pull_row(p, x))
+                    .collect();
+                let mut notes = Vec::new();
+                if q.sizes && sized < n {
+                    notes.push(format!("sizes (additions, deletions, changed_files) fetched for {sized} of {n} pull requests, newest first; {budget_note}, so the others' size cells are empty"));
+                } else if !q.sizes {
+                    notes.push("sizes not fetched (`sizes=false`): additions, deletions, changed_files are empty".into());
+                }
+                (rows, notes)
+            }
+            GithubSource::Reviews => {
+                let mut notes = Vec::new();
+                if reviewed < n {
+                    notes.push(format!("reviews of {reviewed} of {n} pull requests, newest first; {budget_note} (github_pulls.csv says which: reviews_fetched)"));
+                }
+                (review_rows.clone(), notes)
+            }
+            _ => {
+                let i = lists
+                    .iter()
+                    .position(|(l, _, _)| l.source == q.source)
+                    .unwrap_or_default();
+                let (_, rows, notes) = lists.swap_remove(i);
+                (rows, notes)
+            }
+        };
+        if matches!(q.source, GithubSource::Pulls | GithubSource::Reviews)
+            && n >= q.limit.unwrap_or(u32::MAX) as usize
+        {
+            notes.push(format!(
+                "the pull requests stopped at the limit of {n} (newest first)"
+            ));
+        }
+        let text = table::csv(q.source, &rows);
+        files.push(SourceFile {
+            query: q.clone(),
+            name: file_name(q.source),
+            bytes: text.into_bytes(),
+            rows: rows.len(),
+            notes,
+        });
+    }
+    Fetched {
+        files,
+        requests: b.used,
+        budget: b.max,
+    }
+}
+
+/// What the prompt says of the sources: each file, its columns and what
+/// is incomplete. The rows themselves reach the model only as the input
+/// previews do, at the policy's `model.data` level.
+pub(crate) fn describe(f: &Fetched) -> String {
+    let mut out = String::from(
+        "GitHub data fetched for this request (CSV with a header; timestamps ISO 8601 UTC; people as login + User/Bot; labels joined with ;):\n",
+    );
+    for s in &f.files {
+        out.push_str(&format!(
+            "- /data/{} from `{}`, {} rows. Columns:",
+            s.name, s.query.text, s.rows
+        ));
+        for (name, meaning) in table::columns(s.query.source) {
+            out.push_str(&format!(" {name} ({meaning});"));
+        }
+        out.push('\n');
+        for n in &s.notes {
+            out.push_str(&format!("  Note: {n}.\n"));
+        }
+    }
+    out
+}
+
+/// What one run fetched, by the list of sources asked for: a second watch
+/// or the base and head runs of a pull request's watches asking the same
+/// list reuse it, so each is fetched once per run.
+#[derive(Debug, Default)]
+pub(crate) struct Cache(tokio::sync::Mutex<Vec<(Vec<String>, Resolved)>>);
+
+/// What [`resolve`] gives: the admitted files and what was fetched, or every problem.
+type Resolved = Result<(Vec<crate::admit::Admitted>, Fetched), Vec<String>>;
+
+impl Cache {
+    /// [`resolve`], once per list of sources in this run.
+    pub(crate) async fn resolve(&self, gh: &GitHub, specs: &[String], policy: &Inputs) -> Resolved {
+        let mut done = self.0.lock().await;
+        if let Some((_, r)) = done.iter().find(|(s, _)| s.as_slice() == specs) {
+            return r.clone();
+        }
+        let r = resolve(gh, specs, policy).await;
+        done.push((specs.to_vec(), r.clone()));
+        r
+    }
+}
+
+/// The `github:` sources among `specs`, checked against the policy,
+/// fetched and admitted (each within `inputs.max_file_bytes`; the caller
+/// checks them together with the workspace files, see
+/// [`crate::admit::check_together`]). Every problem is listed, each naming
+/// the source and what to change.
+pub(crate) async fn resolve(
+    gh: &GitHub,
+    specs: &[String],
+    policy: &Inputs,
+) -> Result<(Vec<crate::admit::Admitted>, Fetched), Vec<String>> {
+    if specs.is_empty() {
+        return Ok((Vec::new(), Fetched::default()));
+    }
+    let queries = check(specs, policy)?;
+    let fetched = fetch(gh, &queries, policy).await?;
+    tracing::info!(
+        "github sources: {} file(s), {} of {} requests",
+        fetched.files.len(),
+        fetched.requests,
+        fetched.budget
+    );
+    let mut out = Vec::new();
+    let mut problems = Vec::new();
+    for f in &fetched.files {
+        match crate::admit::admit_fetched(&f.query.text, &f.name, f.bytes.clone(), policy) {
+            Ok(a) => out.push(a),
+            Err(r) => problems.push(r.to_string()),
+        }
+    }
+    if problems.is_empty() {
+        Ok((out, fetched))
+    } else {
+        Err(problems)
+    }
+}
+
+/// The reference of a snapshot committed to the files branch:
+/// `<branch>@<commit sha>:<path>` (recorded in the run record).
+pub(crate) fn snapshot_at(branch: &str, sha: &str, path: &str) -> String {
+    format!("{branch}@{sha}:{path}")
+}
+
+/// A committed snapshot's `(commit sha, path)` from its reference
+/// `<branch>@<sha>:<path>`; `None` for `artifact` or anything else.
+pub(crate) fn snapshot_ref(at: &str) -> Option<(&str, &str)> {
+    let (_, rest) = at.split_once('@')?;
+    let (sha, path) = rest.split_once(':')?;
+    (sha.len() == 40 && sha.chars().all(|c| c.is_ascii_hexdigit())).then_some((sha, path))
+}

@@ -1,0 +1,309 @@
+//! The query of one `github:` source as written in `inputs=`, a workflow's
+//! `inputs` or a watch file: `github:<source>[?key=value[&key=value]...]`,
+//! e.g. `github:pulls?state=closed&since=2026-11-01&labels=bug,ui&limit=500`.
+//!
+//! Keys (each at most once; which ones a source takes is in [`allowed`]):
+//! - `state`: `open`, `closed` or `all` (default `all`);
+//! - `since`, `until`: a date `YYYY-MM-DD` (UTC), an RFC 3339 time, or
+//!   `-<N>d`, N days before now (for watches: `since=-28d`); the
+//!   rows *updated* in `[since, until]` (workflow runs: *created*, as GitHub
+//!   filters runs by creation); a date as `until` includes that whole day;
+//! - `labels`: label names separated by commas; a row must carry all of them;
+//! - `limit`: the most rows (at most the policy's `inputs.github_max_items`);
+//! - `sizes` (pulls): `true` (default) or `false`, whether each pull
+//!   request's additions, deletions and changed files are fetched (one
+//!   request per pull request).
+
+use chrono::{DateTime, NaiveDate, Utc};
+
+use crate::policy::GithubSource;
+
+/// `open`, `closed` or `all`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum State {
+    Open,
+    Closed,
+    All,
+}
+
+impl State {
+    /// GitHub's name for it (the `state` parameter).
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            State::Open => "open",
+            State::Closed => "closed",
+            State::All => "all",
+        }
+    }
+}
+
+/// One parsed `github:` source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Query {
+    /// Which source.
+    pub(crate) source: GithubSource,
+    /// `state=` (default all).
+    pub(crate) state: State,
+    /// `since=`: rows updated (runs: created) at or after it.
+    pub(crate) since: Option<DateTime<Utc>>,
+    /// `until=`: rows updated (runs: created) before it (exclusive).
+    pub(crate) until: Option<DateTime<Utc>>,
+    /// `labels=`: every one must be on a row.
+    pub(crate) labels: Vec<String>,
+    /// `limit=`: the most rows.
+    pub(crate) limit: Option<u32>,
+    /// `sizes=` (pulls): fetch each pull request's size.
+    pub(crate) sizes: bool,
+    /// The text as written (trimmed), the input's name in records and comments.
+    pub(crate) text: String,
+}
+
+/// The keys `source` takes.
+pub(crate) fn allowed(source: GithubSource) -> &'static [&'static str] {
+    match source {
+        GithubSource::Pulls => &["state", "since", "until", "labels", "limit", "sizes"],
+        GithubSource::Reviews | GithubSource::Issues => {
+            &["state", "since", "until", "labels", "limit"]
+        }
+        GithubSource::Comments | GithubSource::WorkflowRuns => &["since", "until", "limit"],
+    }
+}
+
+/// True when `text` names a `github:` source (the prefix decides; the
+/// rest may still be wrong, which [`parse`] says).
+pub(crate) fn is_source(text: &str) -> bool {
+    text.trim().to_ascii_lowercase().starts_with("github:")
+}
+
+/// A date or time of `key`; `end_of_day` turns a bare date into the start
+/// of the next day (for an exclusive `until`).
+fn time(key: &str, value: &str, end_of_day: bool) -> Result<DateTime<Utc>, String> {
+    if let Some(days) = value
+        .strip_prefix('-')
+        .and_then(|v| v.strip_suffix('d'))
+        .and_then(|d| d.parse::<u32>().ok())
+    {
+        return Ok(Utc::now() - chrono::Duration::days(i64::from(days)));
+    }
+    if let Ok(d) = NaiveDate::parse_from_str(value, "%Y-%m-%d") {
+        let d = if end_of_day {
+            d.succ_opt().unwrap_or(d)
+        } else {
+            d
+        };
+        return Ok(d.and_hms_opt(0, 0, 0).unwrap_or_default().and_utc());
+    }
+    DateTime::parse_from_rfc3339(value)
+        .map(|t| t.with_timezone(&Utc))
+        .map_err(|_| {
+            format!(
+                "`{key}={value}` is not a date; write `{key}=2026-11-01` (UTC), a time such as `{key}=2026-11-01T09:00:00Z`, or `{key}=-28d` (28 days ago)"
+            )
+        })
+}
+
+/// Parses one `github:` source. The error names the bad part and what is
+/// allowed there.
+pub(crate) fn parse(text: &str) -> Result<Query, String> {
+    let text = text.trim();
+    let rest = text
+        .get(..7)
+        .filter(|p| p.eq_ignore_ascii_case("github:"))
+        .map(|_| &text[7..])
+        .ok_or_else(|| format!("`{text}` is not a `github:` source"))?;
+    let (name, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let source = GithubSource::parse(name).ok_or_else(|| {
+        format!(
+            "`github:{name}` is not a source; the sources are {}",
+            GithubSource::names()
+        )
+    })?;
+    let mut q = Query {
+        source,
+        state: State::All,
+        since: None,
+        until: None,
+        labels: Vec::new(),
+        limit: None,
+        sizes: true,
+        text: text.to_string(),
+    };
+    let keys = allowed(source);
+    let mut seen: Vec<&str> = Vec::new();
+    for part in query.split('&').filter(|p| !p.is_empty()) {
+        let (key, value) = part.split_once('=').ok_or_else(|| {
+            format!(
+                "`{part}` in `{text}` has no value; write `key=value` (keys: {})",
+                list(keys)
+            )
+        })?;
+        let value = value.trim();
+        if !keys.contains(&key) {
+            return Err(format!(
+                "`github:{}` takes no `{key}`; its keys are {}",
+                source.name(),
+                list(keys)
+            ));
+        }
+        if seen.contains(&key) {
+            return Err(format!("`{key}` is given twice in `{text}`; give it once"));
+        }
+        seen.push(key);
+        match key {
+            "state" => {
+                q.state = match value {
+                    "open" => State::Open,
+                    "closed" => State::Closed,
+                    "all" => State::All,
+                    _ => {
+                        return Err(format!(
+                            "`state={value}` is not a state; write `open`, `closed` or `all`"
+                        ));
+                    }
+                }
+            }
+            "since" => q.since = Some(time(key, value, false)?),
+            "until" => q.until = Some(time(key, value, true)?),
+            "labels" => {
+                q.labels = value
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|l| !l.is_empty())
+                    .map(str::to_string)
+                    .collect()
+            }
+            "limit" => {
+                q.limit = Some(
+                    value
+                        .parse::<u32>()
+                        .ok()
+                        .filter(|n| *n > 0)
+                        .ok_or_else(|| {
+                            format!(
+                                "`limit={value}` is not a number of rows; write e.g. `limit=500`"
+                            )
+                        })?,
+                )
+            }
+            _ => {
+                q.sizes = match value {
+                    "true" => true,
+                    "false" => false,
+                    _ => return Err(format!("`sizes={value}`: write `true` or `false`")),
+                }
+            }
+        }
+    }
+    if let (Some(s), Some(u)) = (q.since, q.until)
+        && s >= u
+    {
+        return Err(format!(
+            "in `{text}` `since` is not before `until`; nothing could match"
+        ));
+    }
+    Ok(q)
+}
+
+fn list(keys: &[&str]) -> String {
+    keys.iter()
+        .map(|k| format!("`{k}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Splits the items of an `inputs` list (already split at commas) into
+/// workspace paths and `github:` sources. A comma inside a source's last
+/// `labels=` value splits the list too; such a piece (no `/`, no `.`, not
+/// a source itself) is joined back to the source it follows.
+pub(crate) fn split_inputs(items: &[String]) -> (Vec<String>, Vec<String>) {
+    let (mut paths, mut sources): (Vec<String>, Vec<String>) = (Vec::new(), Vec::new());
+    let mut last_was_labels = false;
+    for item in items {
+        let item = item.trim();
+        if is_source(item) {
+            sources.push(item.to_string());
+            last_was_labels = ends_with_labels(item);
+        } else if last_was_labels && !item.contains(['/', '.', '=']) {
+            if let Some(s) = sources.last_mut() {
+                s.push(',');
+                s.push_str(item);
+            }
+        } else {
+            paths.push(item.to_string());
+            last_was_labels = false;
+        }
+    }
+    (paths, sources)
+}
+
+fn ends_with_labels(source: &str) -> bool {
+    source
+        .split_once('?')
+        .and_then(|(_, q)| q.rsplit('&').next())
+        .is_some_and(|p| p.starts_with("labels="))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_query_is_read() {
+        let q = parse("github:pulls?state=closed&since=2026-11-01&until=2026-11-30&labels=a,b&limit=500&sizes=false").unwrap();
+        assert_eq!(q.source, GithubSource::Pulls);
+        assert_eq!(q.state, State::Closed);
+        assert_eq!(q.since.unwrap().to_rfc3339(), "2026-11-01T00:00:00+00:00");
+        // A date as `until` takes that whole day.
+        assert_eq!(q.until.unwrap().to_rfc3339(), "2026-12-01T00:00:00+00:00");
+        assert_eq!(q.labels, vec!["a", "b"]);
+        assert_eq!(q.limit, Some(500));
+        assert!(!q.sizes);
+        let q = parse("github:workflow_runs?since=-28d").unwrap();
+        let ago = Utc::now() - q.since.unwrap();
+        assert!((ago.num_hours() - 28 * 24).abs() <= 1, "{ago}");
+        let q = parse("github:workflow_runs").unwrap();
+        assert_eq!((q.state, q.limit, q.since), (State::All, None, None));
+    }
+
+    #[test]
+    fn every_error_names_the_bad_part_and_what_is_allowed() {
+        let e = |t: &str| parse(t).unwrap_err();
+        let m = e("github:pull");
+        assert!(
+            m.contains("`github:pull`") && m.contains("`workflow_runs`"),
+            "{m}"
+        );
+        let m = e("github:comments?state=open");
+        assert!(
+            m.contains("takes no `state`") && m.contains("`since`, `until`, `limit`"),
+            "{m}"
+        );
+        assert!(e("github:pulls?state=merged").contains("`open`, `closed` or `all`"));
+        assert!(e("github:pulls?since=yesterday").contains("since=2026-11-01"));
+        assert!(e("github:pulls?limit=0").contains("limit=500"));
+        assert!(e("github:pulls?limit").contains("has no value"));
+        assert!(e("github:pulls?limit=1&limit=2").contains("given twice"));
+        assert!(e("github:pulls?since=2026-11-02&until=2026-11-01").contains("not before"));
+    }
+
+    #[test]
+    fn labels_commas_stay_with_their_source() {
+        let items: Vec<String> = [
+            "data/a.csv",
+            "github:pulls?state=closed&labels=bug",
+            "ui",
+            "github:reviews",
+            "b.csv",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let (paths, sources) = split_inputs(&items);
+        assert_eq!(paths, vec!["data/a.csv", "b.csv"]);
+        assert_eq!(
+            sources,
+            vec!["github:pulls?state=closed&labels=bug,ui", "github:reviews"]
+        );
+        assert_eq!(parse(&sources[0]).unwrap().labels, vec!["bug", "ui"]);
+    }
+}

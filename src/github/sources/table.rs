@@ -1,0 +1,326 @@
+//! The documented, stable columns of each `github:` source and the CSV the
+//! code reads as `/data/github_<source>.csv`.
+//!
+//! The format: a header line, then one row per item, RFC 4180 quoting
+//! (a field with a comma, quote or line break is quoted, quotes doubled),
+//! `\n` line ends. Timestamps are ISO 8601 UTC (`2026-11-03T09:15:00Z`);
+//! a missing one (an open issue's `closed_at`) is an empty cell. People are
+//! a `login` column plus a `*_type` column, `User` or `Bot` (GitHub's
+//! `type`; a deleted account is `ghost`, `User`). Booleans are `true` /
+//! `false`. Labels are joined with `;` in GitHub's order. A count the bot did
+//! not fetch (a pull request's size past the request budget) is an empty
+//! cell, never 0, and the prompt says how many rows have it.
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde_json::Value;
+
+use crate::policy::GithubSource;
+
+/// The columns of `source`: name and meaning (the prompt and the README
+/// show them; the order is the file's).
+pub(crate) fn columns(source: GithubSource) -> &'static [(&'static str, &'static str)] {
+    match source {
+        GithubSource::Pulls => &[
+            ("number", "pull request number"),
+            ("title", "title"),
+            ("author", "login of the author"),
+            ("author_type", "User or Bot"),
+            (
+                "state",
+                "open or closed (a merged one is closed with merged_at set)",
+            ),
+            ("draft", "true or false"),
+            ("created_at", "opened (UTC)"),
+            ("updated_at", "last updated (UTC)"),
+            ("closed_at", "closed (UTC), empty when open"),
+            ("merged_at", "merged (UTC), empty when not merged"),
+            ("labels", "label names joined with ;"),
+            ("base_ref", "the branch it merges into"),
+            ("additions", "lines added; empty when not fetched"),
+            ("deletions", "lines deleted; empty when not fetched"),
+            ("changed_files", "files changed; empty when not fetched"),
+            (
+                "reviews_fetched",
+                "true when github:reviews holds this pull request's reviews",
+            ),
+        ],
+        GithubSource::Reviews => &[
+            (
+                "pull_number",
+                "the pull request reviewed (github:pulls number)",
+            ),
+            ("review_id", "review id"),
+            ("reviewer", "login of the reviewer"),
+            ("reviewer_type", "User or Bot"),
+            (
+                "state",
+                "APPROVED, CHANGES_REQUESTED, COMMENTED, DISMISSED or PENDING",
+            ),
+            (
+                "submitted_at",
+                "submitted (UTC), empty for a pending review",
+            ),
+        ],
+        GithubSource::Issues => &[
+            ("number", "issue or pull request number"),
+            ("title", "title"),
+            ("author", "login of the author"),
+            ("author_type", "User or Bot"),
+            ("state", "open or closed"),
+            ("state_reason", "completed, not_planned, reopened or empty"),
+            ("labels", "label names joined with ;"),
+            ("comments", "number of comments"),
+            ("created_at", "opened (UTC)"),
+            ("updated_at", "last updated (UTC)"),
+            ("closed_at", "closed (UTC), empty when open"),
+            (
+                "is_pull_request",
+                "true for a pull request (GitHub lists them as issues)",
+            ),
+        ],
+        GithubSource::Comments => &[
+            ("id", "comment id"),
+            ("issue_number", "the issue or pull request commented on"),
+            ("author", "login of the author"),
+            ("author_type", "User or Bot"),
+            ("created_at", "written (UTC)"),
+            ("updated_at", "last edited (UTC)"),
+        ],
+        GithubSource::WorkflowRuns => &[
+            ("id", "run id"),
+            ("workflow", "workflow name"),
+            ("event", "push, pull_request, schedule, ..."),
+            ("status", "queued, in_progress, completed, ..."),
+            (
+                "conclusion",
+                "success, failure, cancelled, skipped, timed_out, ...; empty while running",
+            ),
+            ("head_branch", "branch"),
+            ("run_attempt", "attempt number (1 for the first)"),
+            ("created_at", "created (UTC)"),
+            ("run_started_at", "started (UTC)"),
+            (
+                "updated_at",
+                "last updated (UTC; the end time of a completed run)",
+            ),
+        ],
+    }
+}
+
+/// A timestamp as ISO 8601 UTC with seconds (`Z`), or empty.
+pub(crate) fn utc(v: Option<&Value>) -> String {
+    v.and_then(Value::as_str)
+        .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
+        .map(|t| {
+            t.with_timezone(&Utc)
+                .to_rfc3339_opts(SecondsFormat::Secs, true)
+        })
+        .unwrap_or_default()
+}
+
+/// A timestamp field of an item, parsed.
+pub(crate) fn time_of(item: &Value, field: &str) -> Option<DateTime<Utc>> {
+    item.get(field)
+        .and_then(Value::as_str)
+        .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
+        .map(|t| t.with_timezone(&Utc))
+}
+
+fn text(item: &Value, ptr: &str) -> String {
+    match item.pointer(ptr) {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Number(n)) => n.to_string(),
+        Some(Value::Bool(b)) => b.to_string(),
+        _ => String::new(),
+    }
+}
+
+fn person(item: &Value, field: &str) -> [String; 2] {
+    match item.get(field).filter(|u| u.is_object()) {
+        Some(u) => [
+            text(u, "/login"),
+            if text(u, "/type") == "Bot" {
+                "Bot"
+            } else {
+                "User"
+            }
+            .to_string(),
+        ],
+        // GitHub sends `null` for a deleted account; it shows as ghost.
+        None => ["ghost".into(), "User".into()],
+    }
+}
+
+/// The label names of an item, in GitHub's order.
+pub(crate) fn labels_of(item: &Value) -> Vec<String> {
+    item.get("labels")
+        .and_then(Value::as_array)
+        .map(|ls| ls.iter().map(|l| text(l, "/name")).collect())
+        .unwrap_or_default()
+}
+
+/// What the bot adds to a pull request row beyond the list's fields.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct PullExtra {
+    /// (additions, deletions, changed_files), when fetched.
+    pub(crate) size: Option<(u64, u64, u64)>,
+    /// Whether its reviews were fetched.
+    pub(crate) reviews_fetched: bool,
+}
+
+/// One pull request row.
+pub(crate) fn pull_row(p: &Value, extra: &PullExtra) -> Vec<String> {
+    let [author, author_type] = person(p, "user");
+    let (a, d, c) = match extra.size {
+        Some((a, d, c)) => (a.to_string(), d.to_string(), c.to_string()),
+        None => Default::default(),
+    };
+    vec![
+        text(p, "/number"),
+        text(p, "/title"),
+        author,
+        author_type,
+        text(p, "/state"),
+        p.get("draft")
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+            .to_string(),
+        utc(p.get("created_at")),
+        utc(p.get("updated_at")),
+        utc(p.get("closed_at")),
+        utc(p.get("merged_at")),
+        labels_of(p).join(";"),
+        text(p, "/base/ref"),
+        a,
+        d,
+        c,
+        extra.reviews_fetched.to_string(),
+    ]
+}
+
+/// One review row of pull request `number`.
+pub(crate) fn review_row(number: u64, r: &Value) -> Vec<String> {
+    let [reviewer, reviewer_type] = person(r, "user");
+    vec![
+        number.to_string(),
+        text(r, "/id"),
+        reviewer,
+        reviewer_type,
+        text(r, "/state"),
+        utc(r.get("submitted_at")),
+    ]
+}
+
+/// One issue row (a pull request too: `is_pull_request`).
+pub(crate) fn issue_row(i: &Value) -> Vec<String> {
+    let [author, author_type] = person(i, "user");
+    vec![
+        text(i, "/number"),
+        text(i, "/title"),
+        author,
+        author_type,
+        text(i, "/state"),
+        text(i, "/state_reason"),
+        labels_of(i).join(";"),
+        text(i, "/comments"),
+        utc(i.get("created_at")),
+        utc(i.get("updated_at")),
+        utc(i.get("closed_at")),
+        i.get("pull_request")
+            .is_some_and(|v| !v.is_null())
+            .to_string(),
+    ]
+}
+
+/// One comment row; the issue number is the last segment of `issue_url`.
+pub(crate) fn comment_row(c: &Value) -> Vec<String> {
+    let [author, author_type] = person(c, "user");
+    let issue = text(c, "/issue_url")
+        .rsplit('/')
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    vec![
+        text(c, "/id"),
+        issue,
+        author,
+        author_type,
+        utc(c.get("created_at")),
+        utc(c.get("updated_at")),
+    ]
+}
+
+/// One workflow run row.
+pub(crate) fn run_row(r: &Value) -> Vec<String> {
+    vec![
+        text(r, "/id"),
+        text(r, "/name"),
+        text(r, "/event"),
+        text(r, "/status"),
+        text(r, "/conclusion"),
+        text(r, "/head_branch"),
+        text(r, "/run_attempt"),
+        utc(r.get("created_at")),
+        utc(r.get("run_started_at")),
+        utc(r.get("updated_at")),
+    ]
+}
+
+/// One CSV field, quoted when it must be.
+fn field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+/// The CSV text of `source` with `rows`.
+pub(crate) fn csv(source: GithubSource, rows: &[Vec<String>]) -> String {
+    let mut out = String::new();
+    let head: Vec<&str> = columns(source).iter().map(|(n, _)| *n).collect();
+    out.push_str(&head.join(","));
+    out.push('\n');
+    for row in rows {
+        let cells: Vec<String> = row.iter().map(|c| field(c)).collect();
+        out.push_str(&cells.join(","));
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn rows_match_their_columns_and_quote_what_they_must() {
+        let p = json!({"number": 7, "title": "Fix \"a\", b", "user": {"login": "dependabot[bot]", "type": "Bot"},
+            "state": "closed", "draft": false, "created_at": "2026-11-01T10:00:00Z",
+            "updated_at": "2026-11-02T10:00:00+00:00", "closed_at": null, "merged_at": "2026-11-02T10:00:00Z",
+            "labels": [{"name": "bug"}, {"name": "ui"}], "base": {"ref": "main"}});
+        let row = pull_row(&p, &PullExtra::default());
+        assert_eq!(row.len(), columns(GithubSource::Pulls).len());
+        let text = csv(GithubSource::Pulls, &[row]);
+        let line = text.lines().nth(1).unwrap();
+        assert_eq!(
+            line,
+            "7,\"Fix \"\"a\"\", b\",dependabot[bot],Bot,closed,false,2026-11-01T10:00:00Z,2026-11-02T10:00:00Z,,2026-11-02T10:00:00Z,bug;ui,main,,,,false"
+        );
+        let i = json!({"number": 3, "user": null, "pull_request": {"url": "x"}, "labels": []});
+        let row = issue_row(&i);
+        assert_eq!(row.len(), columns(GithubSource::Issues).len());
+        assert_eq!((row[2].as_str(), row[11].as_str()), ("ghost", "true"));
+        let c = json!({"id": 9, "issue_url": "https://api.github.com/repos/o/r/issues/12", "user": {"login": "a", "type": "User"}});
+        assert_eq!(comment_row(&c)[1], "12");
+        assert_eq!(
+            run_row(&json!({})).len(),
+            columns(GithubSource::WorkflowRuns).len()
+        );
+        assert_eq!(
+            review_row(1, &json!({})).len(),
+            columns(GithubSource::Reviews).len()
+        );
+    }
+}

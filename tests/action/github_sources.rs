@@ -1,0 +1,465 @@
+//! The repository's own activity as data (`github:` sources) end to end:
+//! the real binary, the GitHub stand-in serving the list endpoints in their
+//! real shapes with hundreds of pull requests, and the real sandbox.
+
+use chrono::{DateTime, TimeZone, Utc};
+
+use crate::support::action_fixture::{ActionFixture, COMMENT, REPO, fenced};
+use crate::support::github_activity::{Activity, generate};
+
+/// Median hours from opening to the first submitted review, over the
+/// pull requests that have one: the code the comment runs.
+const FIRST_REVIEW: &str = r#"import json
+import pandas as pd
+p = pd.read_csv("/data/github_pulls.csv")
+r = pd.read_csv("/data/github_reviews.csv").dropna(subset=["submitted_at"])
+first = r.groupby("pull_number")["submitted_at"].min().rename("first_review")
+p = p.set_index("number").join(first, how="inner")
+hours = (pd.to_datetime(p["first_review"]) - pd.to_datetime(p["created_at"])).dt.total_seconds() / 3600
+print(json.dumps({"median_hours": float(hours.median()), "pulls": int(len(p)), "rows": int(len(pd.read_csv("/data/github_pulls.csv"))), "reviewed": int(pd.read_csv("/data/github_pulls.csv")["reviews_fetched"].sum()), "sized": int(pd.read_csv("/data/github_pulls.csv")["additions"].notna().sum())}))
+"#;
+
+fn policy(sources: &str, max_requests: u32) -> String {
+    format!("version: 1\ninputs:\n  github: [{sources}]\n  github_max_requests: {max_requests}\n")
+}
+
+/// The same metric from the stand-in's data, computed here: closed pull
+/// requests updated since `since`, hours to their first submitted review.
+fn expected(a: &Activity, since: DateTime<Utc>) -> (f64, usize, usize) {
+    let chosen: Vec<_> = a
+        .pulls
+        .iter()
+        .filter(|p| p.state == "closed" && p.updated_at >= since)
+        .collect();
+    let mut hours: Vec<f64> = chosen
+        .iter()
+        .filter_map(|p| {
+            let first = a
+                .reviews
+                .iter()
+                .filter(|r| r.pull == p.number)
+                .filter_map(|r| r.submitted_at)
+                .min()?;
+            Some((first - p.created_at).num_seconds() as f64 / 3600.0)
+        })
+        .collect();
+    hours.sort_by(f64::total_cmp);
+    let n = hours.len();
+    let median = if n % 2 == 1 {
+        hours[n / 2]
+    } else {
+        (hours[n / 2 - 1] + hours[n / 2]) / 2.0
+    };
+    (median, n, chosen.len())
+}
+
+/// The list pages a walk newest-first by update reads before it meets the
+/// first pull request older than `since` (or the list ends).
+fn pages_read(a: &Activity, since: DateTime<Utc>) -> usize {
+    let mut closed: Vec<_> = a.pulls.iter().filter(|p| p.state == "closed").collect();
+    closed.sort_by(|x, y| {
+        y.updated_at
+            .cmp(&x.updated_at)
+            .then(y.number.cmp(&x.number))
+    });
+    let k = closed.iter().take_while(|p| p.updated_at >= since).count();
+    if k < closed.len() {
+        k / 100 + 1
+    } else {
+        closed.len().div_ceil(100).max(1)
+    }
+}
+
+fn result_of(run: &crate::support::ActionRun) -> serde_json::Value {
+    serde_json::from_str(run.out("result")).unwrap_or_else(|e| panic!("{e}\n{}", run.log()))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn median_hours_to_first_review_matches_an_independent_computation() {
+    let f = ActionFixture::builder()
+        .policy(&policy("pulls, reviews", 1000))
+        .start()
+        .await;
+    let data = generate(400, 0, 7);
+    f.gh.set_activity(REPO, data.clone());
+    // A secondary rate limit on the way, waited out as GitHub asks.
+    f.gh.set_secondary_limit(403, Some(1), std::time::Duration::from_secs(1), 1);
+    let since = Utc.with_ymd_and_hms(2026, 10, 1, 0, 0, 0).unwrap();
+    f.comment(
+        "alice",
+        &format!(
+            "/compute inputs=github:pulls?state=closed&since=2026-10-01,github:reviews median hours to first review\n{}",
+            fenced(FIRST_REVIEW)
+        ),
+    );
+    let run = f.run(COMMENT, "7001").await;
+    assert_eq!(run.code, 0, "{}", run.log());
+    let got = result_of(&run);
+    let (median, pulls, rows) = expected(&data, since);
+    assert!(
+        pulls > 100 && rows > 100,
+        "a data set of hundreds: {pulls} of {rows}"
+    );
+    assert_eq!(got["pulls"], pulls);
+    assert_eq!(got["rows"], rows);
+    assert!(
+        (got["median_hours"].as_f64().unwrap() - median).abs() < 1e-9,
+        "{got} vs {median}"
+    );
+    // Every row has its reviews and its size (the budget sufficed).
+    assert_eq!(
+        (got["reviewed"].as_u64(), got["sized"].as_u64()),
+        (Some(rows as u64), Some(rows as u64))
+    );
+    // Paged by Link at 100 a page, stopping at the first older pull request.
+    let list_pages =
+        f.gh.requests()
+            .iter()
+            .filter(|s| s.path.contains("/pulls?") && s.status == 200)
+            .count();
+    assert_eq!(list_pages, pages_read(&data, since));
+    assert!(
+        f.gh.requests()
+            .iter()
+            .filter(|s| s.path.contains("/pulls?"))
+            .all(|s| s.path.contains("per_page=100"))
+    );
+    assert_eq!(
+        f.gh.count("GET", "/reviews"),
+        rows,
+        "one reviews request per pull request"
+    );
+    let answer = &f.bot_comments(7)[0].body;
+    assert!(
+        answer.contains("github:pulls?state=closed&amp;since=2026-10-01")
+            || answer.contains("github:pulls?state=closed&since=2026-10-01"),
+        "{answer}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_request_budget_bounds_reviews_and_sizes_and_the_file_says_so() {
+    let f = ActionFixture::builder()
+        .policy(&policy("pulls, reviews", 40))
+        .start()
+        .await;
+    f.gh.set_activity(REPO, generate(80, 0, 3));
+    f.comment(
+        "alice",
+        &format!(
+            "/compute inputs=github:pulls,github:reviews first review\n{}",
+            fenced(FIRST_REVIEW)
+        ),
+    );
+    let run = f.run(COMMENT, "7002").await;
+    assert_eq!(run.code, 0, "{}", run.log());
+    let got = result_of(&run);
+    // One list page, then reviews while the budget lasts; no size fits.
+    assert_eq!(got["rows"], 80);
+    assert_eq!(got["reviewed"], 39, "{got}");
+    assert_eq!(got["sized"], 0, "{got}");
+    let used =
+        f.gh.requests()
+            .iter()
+            .filter(|s| s.path.contains("/pulls"))
+            .count();
+    assert_eq!(used, 40, "the budget is the number of requests made");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_source_the_token_cannot_read_stops_with_the_permission_to_add() {
+    let f = ActionFixture::builder()
+        .policy(&policy("workflow_runs", 100))
+        .start()
+        .await;
+    f.gh.set_activity(REPO, generate(10, 30, 1));
+    f.gh.deny_permission("actions");
+    f.comment(
+        "alice",
+        &format!(
+            "/compute inputs=github:workflow_runs failure rate\n{}",
+            fenced("print(1)\n")
+        ),
+    );
+    let run = f.run(COMMENT, "7003").await;
+    assert_ne!(run.code, 0, "{}", run.log());
+    let body = &f.bot_comments(7)[0].body;
+    assert!(
+        body.contains("HTTP 403") && body.contains("Resource not accessible by integration"),
+        "{body}"
+    );
+    assert!(
+        body.contains("`actions: read`") && body.contains("permissions:"),
+        "{body}"
+    );
+    assert_eq!(run.out("status"), "failed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_source_the_policy_does_not_opt_into_is_refused_before_any_request() {
+    let f = ActionFixture::builder()
+        .policy(&policy("pulls", 100))
+        .start()
+        .await;
+    f.gh.set_activity(REPO, generate(10, 0, 1));
+    f.comment(
+        "alice",
+        &format!(
+            "/compute inputs=github:issues?state=closed,github:pull count\n{}",
+            fenced("print(1)\n")
+        ),
+    );
+    let run = f.run(COMMENT, "7004").await;
+    assert_ne!(run.code, 0, "{}", run.log());
+    let body = &f.bot_comments(7)[0].body;
+    assert!(body.contains("add `issues` to `inputs.github`"), "{body}");
+    assert!(
+        body.contains("`github:pull` is not a source") && body.contains("`workflow_runs`"),
+        "{body}"
+    );
+    assert_eq!(f.gh.count("GET", "/issues?"), 0);
+    assert_eq!(f.gh.count("GET", "/pulls"), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issues_comments_and_runs_are_read_in_their_real_shapes() {
+    let f = ActionFixture::builder()
+        .policy(&policy("issues, comments, workflow_runs", 200))
+        .start()
+        .await;
+    let data = generate(150, 250, 11);
+    f.gh.set_activity(REPO, data.clone());
+    let code = r#"import json
+import pandas as pd
+i = pd.read_csv("/data/github_issues.csv")
+c = pd.read_csv("/data/github_comments.csv")
+r = pd.read_csv("/data/github_workflow_runs.csv")
+rate = r.groupby("workflow")["conclusion"].apply(lambda s: float((s == "failure").mean())).to_dict()
+print(json.dumps({"issues": int(len(i)), "prs": int(i["is_pull_request"].sum()), "comments": int(len(c)), "runs": int(len(r)), "rate": rate}))
+"#;
+    f.comment("alice", &format!("/compute inputs=github:issues?state=all,github:comments,github:workflow_runs?since=2026-10-01 counts\n{}", fenced(code)));
+    let run = f.run(COMMENT, "7005").await;
+    assert_eq!(run.code, 0, "{}", run.log());
+    let got = result_of(&run);
+    assert_eq!(
+        got["issues"],
+        data.issues.len() + data.pulls.len(),
+        "the issues list includes pull requests"
+    );
+    assert_eq!(got["prs"], data.pulls.len());
+    assert_eq!(got["comments"], data.comments.len());
+    let since = Utc.with_ymd_and_hms(2026, 10, 1, 0, 0, 0).unwrap();
+    let runs: Vec<_> = data.runs.iter().filter(|r| r.created_at >= since).collect();
+    assert_eq!(got["runs"], runs.len());
+    for w in ["CI", "Lint", "Release"] {
+        let of: Vec<_> = runs.iter().filter(|r| r.workflow == w).collect();
+        let rate = of.iter().filter(|r| r.conclusion == "failure").count() as f64 / of.len() as f64;
+        assert!(
+            (got["rate"][w].as_f64().unwrap() - rate).abs() < 1e-12,
+            "{w}: {got}"
+        );
+    }
+}
+
+/// The newest comment of the bot.
+fn newest(f: &ActionFixture) -> String {
+    f.bot_comments(7)
+        .into_iter()
+        .max_by_key(|c| c.id)
+        .expect("the bot answered")
+        .body
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replay_reproduces_from_the_kept_snapshot_and_fresh_fetches_again() {
+    let f = ActionFixture::builder()
+        .policy(&policy("pulls, reviews", 500))
+        .start()
+        .await;
+    f.gh.seed_branch(REPO, "main", &[("README.md", b"# data\n")]);
+    f.gh.set_activity(REPO, generate(120, 0, 5));
+    f.comment(
+        "alice",
+        &format!(
+            "/compute inputs=github:pulls?state=closed,github:reviews first review\n{}",
+            fenced(FIRST_REVIEW)
+        ),
+    );
+    let run = f.run(COMMENT, "7101").await;
+    assert_eq!(run.code, 0, "{}", run.log());
+    let answer = newest(&f);
+    assert!(
+        answer.contains("📥 GitHub data") && answer.contains("files branch"),
+        "{answer}"
+    );
+    // The snapshot is committed beside the run's files and hashed in the record.
+    let branch =
+        f.gh.branch_sha(REPO, "compute-bot-assets")
+            .expect("the snapshot was committed");
+    let files = f.gh.files_at(REPO, &branch);
+    let pulls_csv = files
+        .get("runs/7101-1/github/github_pulls.csv")
+        .expect("pulls kept");
+    assert!(files.contains_key("runs/7101-1/github/github_reviews.csv"));
+    let report = f.report(&run);
+    let recorded = report["record"]["inputs"].as_array().unwrap();
+    let pulls = recorded
+        .iter()
+        .find(|i| i["name"] == "github_pulls.csv")
+        .unwrap();
+    assert_eq!(
+        pulls["sha256"],
+        crate::support::action_fixture::sha256(std::str::from_utf8(pulls_csv).unwrap())
+    );
+    assert_eq!(pulls["path"], "github:pulls?state=closed");
+    assert!(
+        pulls["snapshot"]
+            .as_str()
+            .unwrap()
+            .starts_with("compute-bot-assets@"),
+        "{pulls}"
+    );
+
+    // The repository moves on; the replay still runs on the recorded data.
+    f.gh.set_activity(REPO, generate(140, 0, 6));
+    let before = f.gh.count("GET", "/pulls");
+    f.comment("alice", "/compute replay");
+    let run = f.run(COMMENT, "7102").await;
+    let verdict = newest(&f);
+    assert_eq!(run.code, 0, "{verdict}\n{}", run.log());
+    assert!(
+        verdict.contains("reproduced") && verdict.contains("snapshot in commit"),
+        "{verdict}"
+    );
+    assert_eq!(f.gh.count("GET", "/pulls"), before, "nothing fetched again");
+
+    // Asked to, it fetches afresh and says why the result differs.
+    f.comment("alice", "/compute replay fresh");
+    let run = f.run(COMMENT, "7103").await;
+    let verdict = newest(&f);
+    assert_ne!(run.code, 0, "{verdict}");
+    assert!(
+        verdict.contains("differs") && verdict.contains("fetched afresh"),
+        "{verdict}"
+    );
+    assert!(f.gh.count("GET", "/pulls") > before);
+}
+
+/// The sample watch `init --github pulls,reviews,workflow_runs` writes, posting to #7.
+fn engineering_watch(name: &str) -> String {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/compute/engineering.yml"
+    ))
+    .unwrap();
+    format!(
+        "{}\nissue: 7\n",
+        text.replace("name: engineering", &format!("name: {name}"))
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_weekly_engineering_watch_reads_sources_once_and_keeps_its_sticky_comment() {
+    let f = ActionFixture::builder()
+        .policy(&policy("pulls, reviews, workflow_runs", 1000))
+        .file(
+            ".github/compute/engineering.yml",
+            engineering_watch("engineering"),
+        )
+        .file(
+            ".github/compute/engineering-copy.yml",
+            engineering_watch("engineering-copy"),
+        )
+        .start()
+        .await;
+    let data = generate(400, 900, 21);
+    f.gh.set_activity(REPO, data.clone());
+    f.write_event(&serde_json::json!({"schedule": "0 6 * * 1"}));
+    let run = f.run("schedule", "7201").await;
+    assert_eq!(run.code, 0, "{}", run.log());
+    let result: serde_json::Value = serde_json::from_str(run.out("result")).unwrap();
+    // CI failure rate per workflow over the runs of the last 28 days, computed here.
+    let since = Utc::now() - chrono::Duration::days(28);
+    let runs: Vec<_> = data.runs.iter().filter(|r| r.created_at >= since).collect();
+    assert!(runs.len() > 50, "{}", runs.len());
+    for w in ["CI", "Lint", "Release"] {
+        let of: Vec<_> = runs.iter().filter(|r| r.workflow == w).collect();
+        let rate = of.iter().filter(|r| r.conclusion == "failure").count() as f64 / of.len() as f64;
+        let got = result["engineering"]["ci_failure_rate"][w]
+            .as_f64()
+            .unwrap();
+        assert!(
+            (got - (rate * 1e4).round() / 1e4).abs() < 1e-9,
+            "{w}: {got} vs {rate}"
+        );
+    }
+    assert_eq!(result["engineering"], result["engineering-copy"]);
+    // Both watches asked the same sources: fetched once in the run.
+    let reviews = f.gh.count("GET", "/reviews");
+    let pulls = data.pulls.iter().filter(|p| p.updated_at >= since).count();
+    assert_eq!(
+        reviews, pulls,
+        "one reviews request per pull request, not per watch"
+    );
+    let sticky = |name: &str| {
+        f.bot_comments(7)
+            .into_iter()
+            .filter(|c| {
+                c.body
+                    .contains(&format!("<!-- compute-bot:watch={name} -->"))
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(sticky("engineering").len(), 1);
+    // A week later: the same comment, one more history row.
+    let run = f.run("schedule", "7202").await;
+    assert_eq!(run.code, 0, "{}", run.log());
+    let s = sticky("engineering");
+    assert_eq!(s.len(), 1, "{s:?}");
+    let rows = s[0].body.lines().filter(|l| l.starts_with("| 20")).count();
+    assert_eq!(rows, 2, "{}", s[0].body);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_model_is_told_the_columns_and_sees_rows_only_at_the_policys_data_level() {
+    use crate::support::llm_standin::{CANARY_KEY, LlmStandin, Reply};
+    let yaml = format!("{}model:\n  data: schema\n", policy("pulls, reviews", 30));
+    let f = ActionFixture::builder().policy(&yaml).start().await;
+    let mut data = generate(60, 0, 9);
+    data.pulls[0].title = "SECRET-TITLE-7731".into();
+    f.gh.set_activity(REPO, data);
+    let llm = LlmStandin::openai().await;
+    llm.push(Reply::code(
+        "Count the rows.",
+        "import json\nimport pandas as pd\nprint(json.dumps({'n': len(pd.read_csv('/data/github_pulls.csv'))}))",
+    ));
+    llm.push(Reply::text("60 pull requests."));
+    f.comment(
+        "alice",
+        "/compute inputs=github:pulls,github:reviews how many pull requests?",
+    );
+    let run = f
+        .run_env(f.env(COMMENT, "7301").model(&llm, CANARY_KEY))
+        .await;
+    assert_eq!(run.code, 0, "{}", run.log());
+    let (_, user) = &llm.requests()[0].messages()[0];
+    for needle in [
+        "/data/github_pulls.csv",
+        "reviews_fetched",
+        "submitted_at",
+        "User or Bot",
+    ] {
+        assert!(user.contains(needle), "the prompt lacks {needle}: {user}");
+    }
+    // The budget (30) cannot cover 60 pull requests' reviews: the prompt says so.
+    assert!(user.contains("reviews of 29 of 60 pull requests"), "{user}");
+    assert!(
+        !user.contains("SECRET-TITLE-7731"),
+        "rows reach the model only at model.data: preview"
+    );
+    let answer = &f.bot_comments(7)[0].body;
+    assert!(
+        answer.contains("⚠️ `github_reviews.csv`: reviews of 29 of 60"),
+        "{answer}"
+    );
+}
