@@ -4,12 +4,16 @@
 # merged /usr by mmdebstrap's hook, so neither usrmerge nor perl is installed),
 # the Python packages of sandbox/requirements.lock installed by pip inside it
 # (`--require-hashes --no-deps`, from PyPI), pip removed again, finished by
-# sandbox/finish-rootfs.sh (test suites removed,
+# sandbox/finish-rootfs.sh (test suites, build sources, type stubs and duplicated
+# shared libraries pruned,
 # matplotlib's font cache, bytecode for everything without timestamps), then
 # `docker import` of a tar sorted by name with every mtime clamped to
 # SOURCE_DATE_EPOCH, so two builds from the same lock (and the same Debian
 # mirror state) give the same layer. sandbox/python/Dockerfile builds the same
-# thing where images can be pulled.
+# thing where images can be pulled. JOBLIB_MULTIPROCESSING=0: joblib (under
+# scikit-learn's n_jobs) runs every task in the one process, whatever n_jobs
+# says; worker processes would each load the stack again under the one memory
+# limit, outside the runner's audit hooks (the bot sets it too: BASE_ENV).
 #
 #   sandbox/build-debian.sh [TAG]        (default TAG: compute-bot-sandbox:python)
 #   sandbox/build-debian.sh --recipe-sha256   (prints the recipe label it would write)
@@ -78,19 +82,23 @@ mmdebstrap --variant=essential --mode=root \
   --customize-hook=': > "$1/etc/resolv.conf" && : > "$1/etc/hostname"' \
   "$suite" "$root" "$mirror"
 
-versions="$(chroot "$root" python3 -I -B -c 'import sys, pandas, numpy, matplotlib, duckdb, fastparquet, openpyxl; print(sys.version.split()[0], pandas.__version__, numpy.__version__, matplotlib.__version__, duckdb.__version__, fastparquet.__version__, openpyxl.__version__)')"
-read -r py pd np mpl ddb fp xl <<<"$versions"
+# The versions, read with the font cache of the image (seaborn imports pyplot):
+# nothing is written into the root by this step (a cache under /root would
+# differ from build to build: matplotlib orders fonts as the disk lists them).
+versions="$(chroot "$root" env -i PATH=/usr/bin:/bin MPLCONFIGDIR=/opt/compute-bot/mpl MPLBACKEND=Agg python3 -I -B -c 'import sys, pandas, numpy, matplotlib, duckdb, fastparquet, openpyxl, scipy, statsmodels, sklearn, seaborn; print(sys.version.split()[0], pandas.__version__, numpy.__version__, matplotlib.__version__, duckdb.__version__, fastparquet.__version__, openpyxl.__version__, scipy.__version__, statsmodels.__version__, sklearn.__version__, seaborn.__version__)')"
+read -r py pd np mpl ddb fp xl sp sm skl sns <<<"$versions"
+[ ! -e "$root/root/.cache" ] || { echo "error: reading the versions wrote $root/root/.cache" >&2; exit 1; }
 
 # A layer that depends only on the files: sorted names, numeric owners, mtimes
 # clamped to SOURCE_DATE_EPOCH.
 tar -C "$root" --sort=name --numeric-owner --mtime="@$SOURCE_DATE_EPOCH" --clamp-mtime -c . | docker import \
   --change 'USER 10001:10001' \
   --change 'WORKDIR /tmp' \
-  --change 'ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 MPLBACKEND=Agg HOME=/tmp LANG=C.UTF-8' \
+  --change 'ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 MPLBACKEND=Agg HOME=/tmp LANG=C.UTF-8 JOBLIB_MULTIPROCESSING=0' \
   --change 'CMD ["python3"]' \
-  --change "LABEL org.compute-bot.sandbox=python org.compute-bot.recipe=debian-$suite org.compute-bot.python=$py org.compute-bot.pandas=$pd org.compute-bot.numpy=$np org.compute-bot.matplotlib=$mpl org.compute-bot.duckdb=$ddb org.compute-bot.fastparquet=$fp org.compute-bot.openpyxl=$xl org.compute-bot.lock-sha256=$lock_sha org.compute-bot.recipe-sha256=$recipe_sha" \
+  --change "LABEL org.compute-bot.sandbox=python org.compute-bot.recipe=debian-$suite org.compute-bot.python=$py org.compute-bot.pandas=$pd org.compute-bot.numpy=$np org.compute-bot.matplotlib=$mpl org.compute-bot.duckdb=$ddb org.compute-bot.fastparquet=$fp org.compute-bot.openpyxl=$xl org.compute-bot.scipy=$sp org.compute-bot.statsmodels=$sm org.compute-bot.sklearn=$skl org.compute-bot.seaborn=$sns org.compute-bot.lock-sha256=$lock_sha org.compute-bot.recipe-sha256=$recipe_sha" \
   - "$tag" >/dev/null
 
 size="$(docker image inspect --format '{{.Size}}' "$tag")"
 layer="$(docker image inspect --format '{{index .RootFS.Layers 0}}' "$tag")"
-echo "built $tag (python $py, pandas $pd, numpy $np, matplotlib $mpl, duckdb $ddb, fastparquet $fp, openpyxl $xl) from Debian $suite; size $((size / 1000000)) MB uncompressed (budget 500 MB); layer $layer"
+echo "built $tag (python $py, pandas $pd, numpy $np, matplotlib $mpl, duckdb $ddb, fastparquet $fp, openpyxl $xl, scipy $sp, statsmodels $sm, scikit-learn $skl, seaborn $sns) from Debian $suite; size $((size / 1000000)) MB uncompressed (budget 600 MB); layer $layer"

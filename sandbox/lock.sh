@@ -6,7 +6,8 @@
 # sandbox/python/Dockerfile) install from it with `pip install --require-hashes --no-deps`.
 #
 #   sandbox/lock.sh                       # the versions below
-#   PANDAS=2.3.3 NUMPY=2.3.5 MATPLOTLIB=3.11.2 DUCKDB=2.0.1 FASTPARQUET=2026.9.0 OPENPYXL=3.1.5 sandbox/lock.sh
+#   PANDAS=2.3.3 NUMPY=2.3.5 MATPLOTLIB=3.11.2 DUCKDB=2.0.1 FASTPARQUET=2026.9.0 OPENPYXL=3.1.5 \
+#     SCIPY=1.17.1 STATSMODELS=0.15.0 SCIKIT_LEARN=1.9.1 SEABORN=0.13.2 sandbox/lock.sh
 #
 # Needs: pip (any Python) and PyPI. Downloads the wheels to a temporary directory.
 set -euo pipefail
@@ -20,6 +21,13 @@ duckdb="${DUCKDB:-2.0.1}"       # SQL over CSV/Parquet/JSON that streams and spi
 # +0.16 s CPU for every run; fastparquet loads only when Parquet is read.
 fastparquet="${FASTPARQUET:-2026.9.0}"
 openpyxl="${OPENPYXL:-3.1.5}"   # pandas.read_excel / to_excel for .xlsx
+# The analyst's instruments: tests and p-values, regression summaries, models
+# and splits, statistical charts. Their own dependencies (patsy, joblib,
+# threadpoolctl) are resolved by pip like every other dependency.
+scipy="${SCIPY:-1.17.1}"
+statsmodels="${STATSMODELS:-0.15.0}"
+sklearn="${SCIKIT_LEARN:-1.9.1}"
+seaborn="${SEABORN:-0.13.2}"
 python="${PYTHON_VERSION:-3.11.2}"   # Debian bookworm's python3
 
 work="$(mktemp -d /tmp/compute-bot-lock.XXXXXX)"
@@ -29,7 +37,8 @@ for arch in x86_64 aarch64; do
     --platform "manylinux2014_$arch" --platform "manylinux_2_28_$arch" \
     --python-version "$python" --implementation cp --abi cp311 \
     -d "$work/$arch" "pandas==$pandas" "numpy==$numpy" "matplotlib==$matplotlib" \
-    "duckdb==$duckdb" "fastparquet==$fastparquet" "openpyxl==$openpyxl"
+    "duckdb==$duckdb" "fastparquet==$fastparquet" "openpyxl==$openpyxl" \
+    "scipy==$scipy" "statsmodels==$statsmodels" "scikit-learn==$sklearn" "seaborn==$seaborn"
 done
 
 python3 - "$work" "$python" >requirements.lock <<'PY'
@@ -48,4 +57,4 @@ for (name, version), digests in sorted(pkgs.items()):
     hashes = " \\\n    ".join("--hash=sha256:" + d for d in sorted(digests))
     print(f"{name}=={version} \\\n    {hashes}")
 PY
-echo "wrote sandbox/requirements.lock (pandas $pandas, numpy $numpy, matplotlib $matplotlib, duckdb $duckdb, fastparquet $fastparquet, openpyxl $openpyxl)" >&2
+echo "wrote sandbox/requirements.lock (pandas $pandas, numpy $numpy, matplotlib $matplotlib, duckdb $duckdb, fastparquet $fastparquet, openpyxl $openpyxl, scipy $scipy, statsmodels $statsmodels, scikit-learn $sklearn, seaborn $seaborn)" >&2

@@ -378,6 +378,14 @@ fn sandbox_recipes_share_one_lock() {
         "fsspec",
         "openpyxl",
         "et-xmlfile",
+        // the analyst's instruments and their own dependencies
+        "scipy",
+        "statsmodels",
+        "patsy",
+        "scikit-learn",
+        "joblib",
+        "threadpoolctl",
+        "seaborn",
     ] {
         assert!(versions.iter().any(|(n, _)| n == name), "{name} not locked");
     }
@@ -415,23 +423,32 @@ fn sandbox_recipes_share_one_lock() {
     assert!(finish.contains("compileall") && finish.contains("--invalidation-mode unchecked-hash"));
     assert!(debian.contains("SOURCE_DATE_EPOCH") && debian.contains("--sort=name"));
     assert!(debian.contains("bookworm") && docker.contains("debian:bookworm-slim"));
-    for (n, v) in &versions {
-        if [
-            "pandas",
-            "numpy",
-            "matplotlib",
-            "duckdb",
-            "fastparquet",
-            "openpyxl",
-        ]
-        .contains(&n.as_str())
-        {
-            assert!(
-                docker.contains(&format!("org.compute-bot.{n}={v}")),
-                "Dockerfile label for {n} is not {v}"
-            );
-        }
+    // The labels are keyed by import name (scikit-learn is `sklearn`).
+    let labelled = [
+        ("pandas", "pandas"),
+        ("numpy", "numpy"),
+        ("matplotlib", "matplotlib"),
+        ("duckdb", "duckdb"),
+        ("fastparquet", "fastparquet"),
+        ("openpyxl", "openpyxl"),
+        ("scipy", "scipy"),
+        ("statsmodels", "statsmodels"),
+        ("scikit-learn", "sklearn"),
+        ("seaborn", "seaborn"),
+    ];
+    for (dist, label) in labelled {
+        let v = &versions.iter().find(|(n, _)| n == dist).unwrap().1;
+        assert!(
+            docker.contains(&format!("org.compute-bot.{label}={v}")),
+            "Dockerfile label for {label} is not {v}"
+        );
+        assert!(
+            debian.contains(&format!("org.compute-bot.{label}=$")),
+            "build-debian.sh writes no {label} label"
+        );
     }
+    // joblib runs scikit-learn's n_jobs in the one process in both images.
+    assert!(docker.contains("JOBLIB_MULTIPROCESSING=0") && debian.contains("JOBLIB_MULTIPROCESSING=0"));
     assert!(docker.contains("org.compute-bot.python=3.11.2"));
 }
 

@@ -1071,9 +1071,9 @@ async fn an_escalate_verdict_waits_for_approval_with_nothing_executed() {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/policies/escalate.yml");
     let policy = Policy::load(std::path::Path::new(path)).expect("escalate policy");
     let llm = LlmStandin::openai().await;
-    let code =
-        "import json\nimport scipy.stats\nprint(json.dumps({'z': scipy.stats.norm.ppf(0.975)}))\n";
-    llm.push(Reply::code("Use scipy.", code));
+    // sympy: not in the image's stack nor in any allowlist.
+    let code = "import json\nimport sympy\nprint(json.dumps({'r': float(sympy.sqrt(2))}))\n";
+    llm.push(Reply::code("Use sympy.", code));
     let model = client(&llm);
     // Removing the container started for the code takes 100 ms.
     let executor =
@@ -1082,7 +1082,7 @@ async fn an_escalate_verdict_waits_for_approval_with_nothing_executed() {
         &executor,
         &policy,
         Some(&model),
-        goal("The 97.5% normal quantile?"),
+        goal("The square root of 2, exactly computed?"),
     )
     .await;
     let r = &run.report;
@@ -1132,7 +1132,7 @@ async fn an_escalate_verdict_waits_for_approval_with_nothing_executed() {
 async fn exact_code_that_escalates_also_waits() {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/policies/escalate.yml");
     let policy = Policy::load(std::path::Path::new(path)).expect("escalate policy");
-    let code = "import scipy\nprint(scipy.__version__)\n";
+    let code = "import sympy\nprint(sympy.__version__)\n";
     let req = Request {
         code: Some(code.into()),
         ..Default::default()

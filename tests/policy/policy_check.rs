@@ -46,11 +46,11 @@ fn escalation_is_per_rule_and_deny_wins() {
     let v = check_code(&p, "eval('1')\nimport subprocess\n");
     assert_eq!(v.decision, Decision::Deny);
     let p = policy_with("code:\n  escalate_unknown_imports: true\n");
-    let v = check_code(&p, "import scipy\n");
+    let v = check_code(&p, "import sympy\n");
     assert_eq!(v.decision, Decision::Escalate);
     assert!(v.findings[0].message.contains("approv"), "{:?}", v.findings);
     // syntax errors never escalate, whatever the policy says about imports
-    let v = check_code(&p, "import scipy\nx = (\n");
+    let v = check_code(&p, "import sympy\nx = (\n");
     assert_eq!(v.decision, Decision::Deny);
 }
 

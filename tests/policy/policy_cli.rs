@@ -45,7 +45,7 @@ fn code_verdicts_map_to_exit_codes() {
         "import pandas as pd\nprint(pd.DataFrame({'a': [1, 2]}).a.sum())\n",
     );
     let bad = write(dir.path(), "bad.py", "import os\nos.system('id')\n");
-    let unknown = write(dir.path(), "unknown.py", "import scipy\n");
+    let unknown = write(dir.path(), "unknown.py", "import sympy\n");
     for json in [false, true] {
         assert_eq!(check_command(&policy("default"), Some(&ok), json), 0);
         assert_eq!(check_command(&policy("default"), Some(&bad), json), 1);

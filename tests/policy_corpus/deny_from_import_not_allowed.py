@@ -1,3 +1,4 @@
 # expect: deny import-not-allowed
-from scipy.stats import norm, ttest_ind
-print(norm.cdf(1.0))
+from sympy import symbols, solve
+x = symbols("x")
+print(solve(x**2 - 2, x))

@@ -1,4 +1,4 @@
 # expect: escalate import-not-allowed
 # policy: escalate
-import scipy.stats
-print(scipy.stats.norm.ppf(0.975))
+import sympy
+print(float(sympy.sqrt(2)))
