@@ -182,7 +182,10 @@ fn analysis_bench_programs_pass_the_default_policy() {
             ));
         }
     }
-    assert!(stack >= 30, "only {stack} programs use scipy/statsmodels/sklearn");
+    assert!(
+        stack >= 30,
+        "only {stack} programs use scipy/statsmodels/sklearn"
+    );
     assert!(
         refused.is_empty(),
         "{} of {} programs refused:\n{}",
