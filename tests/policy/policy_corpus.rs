@@ -140,3 +140,57 @@ fn corpus_matches_expected_verdicts() {
         mismatches.join("\n")
     );
 }
+
+/// The programs `scripts/bench-analysis` runs (`benches/analysis/<id>.py`, one
+/// per public DABench question; the data itself is held out and never read
+/// here) are written as a model writes analysis code: pandas, scipy.stats,
+/// statsmodels, scikit-learn. The built-in policy (what `compute-bot run
+/// --code` checks against) must allow every one of them.
+#[test]
+fn analysis_bench_programs_pass_the_default_policy() {
+    let dir = root().join("benches/analysis");
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("benches/analysis")
+        .map(|e| e.expect("dir entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "py"))
+        .collect();
+    paths.sort();
+    assert!(paths.len() >= 60, "only {} programs", paths.len());
+    let policy = Policy::default();
+    let mut stack = 0;
+    let mut refused = Vec::new();
+    for path in &paths {
+        let code = std::fs::read_to_string(path).expect("read program");
+        if ["scipy", "statsmodels", "sklearn"]
+            .iter()
+            .any(|m| code.contains(&format!("import {m}")) || code.contains(&format!("from {m}")))
+        {
+            stack += 1;
+        }
+        let verdict = check_code(&policy, &code);
+        if verdict.decision != Decision::Allow {
+            let why: Vec<String> = verdict
+                .findings
+                .iter()
+                .map(|f| format!("{}:{} {}: {}", f.line, f.column, f.rule, f.message))
+                .collect();
+            refused.push(format!(
+                "{}: {:?}\n    {}",
+                path.display(),
+                verdict.decision,
+                why.join("\n    ")
+            ));
+        }
+    }
+    assert!(
+        stack >= 30,
+        "only {stack} programs use scipy/statsmodels/sklearn"
+    );
+    assert!(
+        refused.is_empty(),
+        "{} of {} programs refused:\n{}",
+        refused.len(),
+        paths.len(),
+        refused.join("\n")
+    );
+}
