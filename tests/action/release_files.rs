@@ -448,7 +448,9 @@ fn sandbox_recipes_share_one_lock() {
         );
     }
     // joblib runs scikit-learn's n_jobs in the one process in both images.
-    assert!(docker.contains("JOBLIB_MULTIPROCESSING=0") && debian.contains("JOBLIB_MULTIPROCESSING=0"));
+    assert!(
+        docker.contains("JOBLIB_MULTIPROCESSING=0") && debian.contains("JOBLIB_MULTIPROCESSING=0")
+    );
     assert!(docker.contains("org.compute-bot.python=3.11.2"));
 }
 

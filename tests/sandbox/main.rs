@@ -1,4 +1,4 @@
-//! The sandbox against the real Docker engine: hardening, limits, removal, the boundary (seccomp, leftovers, runtimes), the data files the image reads (DuckDB, Parquet, Excel), the `run` command (also `--unchecked`) and output validation, and the bot image as a container action.
+//! The sandbox against the real Docker engine: hardening, limits, removal, the boundary (seccomp, leftovers, runtimes), the data files the image reads (DuckDB, Parquet, Excel), the analysis stack (SciPy, statsmodels, scikit-learn, seaborn, joblib), the `run` command (also `--unchecked`) and output validation, and the bot image as a container action.
 //!
 //! One test crate per area (each links the library once); each file is a module.
 
@@ -12,6 +12,7 @@ mod data_files;
 mod engine_lost;
 mod runner_simulation;
 mod sandbox;
+mod stack;
 mod unchecked;
 mod validate_python_output;
 
