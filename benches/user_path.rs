@@ -9,7 +9,12 @@
 //! - (c) a goal: the model stand-in answers with the code of (b) after 2 s;
 //!   its sandbox stage (the report's `execute` timing: waiting for the
 //!   container prepared while the model wrote, running, removing) against a
-//!   cold `docker run --rm`.
+//!   cold `docker run --rm`;
+//! - (d) exact code with pandas and scipy.stats (a t-test and a correlation);
+//! - (e) exact code with a scikit-learn fit (a split, a random forest, its
+//!   accuracy);
+//! - (f) a goal answered with the code of (e) after 2 s (its sandbox stage
+//!   against a cold `docker run --rm`, as (c)).
 //!
 //! "Posted" is when the stand-in received the request that writes the result
 //! into the tracking comment; the bot then exits (removing what it left)
@@ -48,11 +53,28 @@ by_day = df.groupby(\"day\").v.sum()\n\
 by_day.plot.bar()\nplt.savefig(\"/tmp/by_day.png\")\n\
 print(json.dumps({\"total\": float(df.v.sum()), \"busiest\": int(by_day.idxmax())}))\n";
 
+const SCIPY: &str = "import json\nimport pandas as pd\nfrom scipy import stats\n\
+df = pd.DataFrame({\"g\": [d % 2 for d in range(400)], \"v\": [(d * 37) % 101 for d in range(400)]})\n\
+t = stats.ttest_ind(df[df.g == 0].v, df[df.g == 1].v)\n\
+r = stats.pearsonr(df.index, df.v)\n\
+print(json.dumps({\"t_p\": float(t.pvalue), \"r\": float(r.statistic)}))\n";
+
+const SKLEARN: &str = "import json\nimport numpy as np\n\
+from sklearn.ensemble import RandomForestClassifier\n\
+from sklearn.model_selection import train_test_split\n\
+rng = np.random.default_rng(0)\nX = rng.normal(size=(600, 6))\ny = (X[:, 0] + X[:, 1] > 0).astype(int)\n\
+Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, random_state=42)\n\
+m = RandomForestClassifier(n_estimators=30, random_state=42).fit(Xtr, ytr)\n\
+print(json.dumps({\"accuracy\": float(m.score(Xte, yte))}))\n";
+
 #[derive(Clone, Copy, PartialEq)]
 enum Case {
     Print,
     Pandas,
     Goal,
+    Scipy,
+    Sklearn,
+    SklearnGoal,
 }
 
 impl Case {
@@ -60,6 +82,8 @@ impl Case {
         match self {
             Case::Print => PRINT,
             Case::Pandas | Case::Goal => PANDAS,
+            Case::Scipy => SCIPY,
+            Case::Sklearn | Case::SklearnGoal => SKLEARN,
         }
     }
 
@@ -68,7 +92,14 @@ impl Case {
             Case::Print => "(a) exact code, `print(json.dumps(...))`",
             Case::Pandas => "(b) exact code, pandas + pyplot",
             Case::Goal => "(c) a goal, the model answers after 2 s",
+            Case::Scipy => "(d) exact code, pandas + scipy.stats",
+            Case::Sklearn => "(e) exact code, a scikit-learn fit",
+            Case::SklearnGoal => "(f) a goal, the model answers with (e) after 2 s",
         }
+    }
+
+    fn is_goal(self) -> bool {
+        matches!(self, Case::Goal | Case::SklearnGoal)
     }
 }
 
@@ -84,11 +115,11 @@ struct Through {
 async fn through_action(f: &ActionFixture, case: Case, run_id: u64) -> Through {
     let llm = LlmStandin::openai().await;
     let (body, env) = match case {
-        Case::Goal => {
-            llm.push(Reply::code("Sum by day and chart it.", PANDAS).with_delay(MODEL_DELAY));
-            llm.push(Reply::text("Day 6 is the busiest."));
+        Case::Goal | Case::SklearnGoal => {
+            llm.push(Reply::code("Compute it.", case.code()).with_delay(MODEL_DELAY));
+            llm.push(Reply::text("Done."));
             let env = f.env(COMMENT, &run_id.to_string()).model(&llm, CANARY_KEY);
-            ("/compute sum v by day and chart it".to_string(), env)
+            ("/compute the figures of the data".to_string(), env)
         }
         _ => (
             format!("/compute the figures\n{}", fenced(case.code())),
@@ -181,14 +212,26 @@ async fn main() {
         .find_map(|a| a.parse().ok())
         .unwrap_or(7)
         .max(3);
-    let cases = [Case::Print, Case::Pandas, Case::Goal];
+    let cases = [
+        Case::Print,
+        Case::Pandas,
+        Case::Goal,
+        Case::Scipy,
+        Case::Sklearn,
+        Case::SklearnGoal,
+    ];
     println!(
         "user path: {rounds} interleaved rounds; image {IMAGE}; binary {}",
         env!("CARGO_BIN_EXE_compute-bot")
     );
     let mut run_id = 20_000u64;
     for latency in [None, Some(LATENCY)] {
-        let f = ActionFixture::new().await;
+        // The built-in policy with a 60 s deadline: on this shared machine a
+        // scikit-learn run under the 1-CPU quota can take 10 s of wall time.
+        let f = ActionFixture::builder()
+            .policy("version: 1\nsandbox:\n  timeout: 60s\n")
+            .start()
+            .await;
         if let Some(l) = latency {
             f.gh.set_latency(l);
         }
@@ -236,7 +279,7 @@ async fn main() {
                 median(s.execute),
                 median(s.docker),
             );
-            let ratio = if case == Case::Goal {
+            let ratio = if case.is_goal() {
                 format!("sandbox stage ÷ docker run: **{:.2}×**", x / d)
             } else {
                 format!("**{:.2}×**", p / d)

@@ -11,15 +11,22 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use crate::model::{ChatReply, ChatRequest, Finish, Message, Tool, excerpt};
-use crate::policy::{DataLevel, Policy, allows};
+use crate::policy::{DataLevel, Policy};
 use crate::sandbox::{InputFile, Limits};
-use crate::units::{ByteSize, format_duration};
+#[cfg(test)]
+use crate::units::ByteSize;
+use crate::units::format_duration;
 
 /// The name of the tool the model is made to call with its plan and code.
 const RUN_PYTHON_TOOL: &str = "run_python";
 
 mod earlier;
 pub use earlier::Earlier;
+mod stack;
+#[cfg(test)]
+use stack::duckdb_memory_limit;
+pub(crate) use stack::library_versions;
+use stack::{analysis_lines, file_tools_lines, versions_line};
 
 /// Most characters of the schema in the prompt.
 const SCHEMA_MAX_CHARS: usize = 16_000;
@@ -98,21 +105,6 @@ impl PromptContext {
         self.library_versions = versions;
         self
     }
-}
-
-/// The library versions in an image's labels: `org.compute-bot.python=3.11.2`
-/// becomes `python → 3.11.2` (the image's own bookkeeping labels are left out).
-pub(crate) fn library_versions(labels: &BTreeMap<String, String>) -> BTreeMap<String, String> {
-    labels
-        .iter()
-        .filter_map(|(k, v)| {
-            let lib = k.strip_prefix("org.compute-bot.")?;
-            let bookkeeping = matches!(lib, "sandbox" | "recipe" | "managed")
-                || lib.contains('.')
-                || v.trim().is_empty();
-            (!bookkeeping).then(|| (lib.to_string(), v.trim().to_string()))
-        })
-        .collect()
 }
 
 /// The tool the model is made to call: `run_python {plan, code}`.
@@ -324,12 +316,13 @@ no indent), or write it to /out/result.json. Anything printed before that line i
 after converting their values, pandas Timestamps and datetimes with .isoformat() (or str()), \
 missing values (NaN, NaT, None) to null; or pass default=str only for dates.
 - Compute every value in the program; do not hard-code answers.
-{versions}{file_tools}
+{versions}{file_tools}{analysis}
 Reply format: call the `run_python` tool with `plan` (at most 5 short lines) and `code` (the complete \
 program, no Markdown fences). If no tool is offered, reply with a short `Plan:` section (at most 5 \
 lines), then exactly one ```python fenced block with the complete program, and nothing after it.",
         versions = versions_line(&ctx.library_versions),
         file_tools = file_tools_lines(ctx),
+        analysis = analysis_lines(ctx),
         tmpfs = l.tmpfs,
         art_files = l.artifacts_max_files,
         art_bytes = l.artifacts_max_bytes,
@@ -338,81 +331,6 @@ lines), then exactly one ```python fenced block with the complete program, and n
         cpus = l.cpus,
         stdout = l.stdout_cap,
     )
-}
-
-/// `Installed versions: python 3.11.2, pandas 2.2.3.` or nothing when unknown.
-fn versions_line(v: &BTreeMap<String, String>) -> String {
-    if v.is_empty() {
-        return String::new();
-    }
-    let list: Vec<String> = v
-        .iter()
-        .map(|(k, ver)| format!("{} {}", excerpt(k, 40), excerpt(ver, 40)))
-        .collect();
-    format!(
-        "- Installed in the sandbox: {}. Write code for exactly these versions (no newer APIs).\n",
-        list.join(", ")
-    )
-}
-
-/// Python and the data stack need about this much of the container's memory
-/// beside DuckDB's own: `import duckdb, pandas` peaks at 106 MiB in the
-/// sandbox image (109 MiB with matplotlib.pyplot), plus the runner and headroom.
-const DUCKDB_OVERHEAD: ByteSize = ByteSize::mib(160);
-
-/// The `memory_limit` the prompt gives DuckDB: what is left of the container's
-/// memory after Python and after `/tmp` (a tmpfs, so DuckDB's spill files
-/// there count against the same limit), at least an eighth of the memory.
-/// DuckDB's own default (80% of the container's limit) leaves the container
-/// at its limit and stalling instead of spilling.
-pub(crate) fn duckdb_memory_limit(l: &Limits) -> ByteSize {
-    let left = l
-        .memory
-        .bytes()
-        .saturating_sub(l.tmpfs.bytes())
-        .saturating_sub(DUCKDB_OVERHEAD.bytes());
-    let mib = left.max(l.memory.bytes() / 8) >> 20;
-    ByteSize::mib(mib.max(16))
-}
-
-/// When the image has them and the policy allows them: DuckDB for big files
-/// and SQL aggregations (with settings that keep it inside the container),
-/// Parquet and Excel through pandas. Nothing for an image or a policy
-/// without them.
-fn file_tools_lines(ctx: &PromptContext) -> String {
-    let allowed = |lib: &str| ctx.allowed_modules.iter().any(|p| allows(p, lib));
-    let have = |lib: &str| ctx.library_versions.get(lib).filter(|_| allowed(lib));
-    let mut out = String::new();
-    if let Some(v) = have("duckdb") {
-        let l = &ctx.limits;
-        out.push_str(&format!(
-            "- DuckDB {v} is installed. For CSV, Parquet or JSON files of more than a few MB, or \
-GROUP BY aggregations and joins over them, prefer it to pandas: it streams the files and keeps only the \
-result in memory. Connect with `con = duckdb.connect(config={{\"memory_limit\": \"{mem}\", \"threads\": {threads}, \
-\"temp_directory\": \"/tmp/duckdb\"}})` and `con.execute(\"SET enable_progress_bar = false\")` (spill files \
-only under /tmp, which is small and counts against the memory limit; the progress bar would garble stdout), query the files in SQL (`con.sql(\"SELECT day, sum(amount) FROM read_csv('/data/x.csv') \
-GROUP BY day\")`, read_parquet(...), read_json(...)) and fetch only the small result with `.df()` or \
-`.fetchall()` (DuckDB 2 relations have no fetchone()). CSV, Parquet and JSON are built in; no extension \
-can be installed and no remote file read. Use pandas for small files, reshaping and plots.\n",
-            mem = duckdb_memory_limit(l),
-            threads = (l.cpus.ceil() as u64).max(1),
-        ));
-    }
-    if allowed("pandas") {
-        if let Some(v) = have("fastparquet") {
-            out.push_str(&format!(
-                "- Parquet: pandas.read_parquet(path, columns=[...]) reads it with fastparquet {v} (pyarrow \
-is not installed); read only the columns you need.\n"
-            ));
-        }
-        if let Some(v) = have("openpyxl") {
-            out.push_str(&format!(
-                "- Excel: pandas.read_excel(path, sheet_name=...) reads .xlsx with openpyxl {v} \
-(sheet_name=None gives every sheet as a dict of DataFrames); old binary .xls files cannot be read.\n"
-            ));
-        }
-    }
-    out
 }
 
 /// Escapes a closing delimiter so untrusted text cannot end its own section.
@@ -743,7 +661,7 @@ mod tests {
             "Plan:",
             "```python",
             "10s wall-clock",
-            "256MiB memory",
+            "512MiB memory",
         ] {
             assert!(s.contains(needle), "system prompt lacks {needle:?}:\n{s}");
         }
@@ -950,7 +868,7 @@ mod tests {
             .collect();
         let req = generation_request(&c, &[]);
         assert!(
-            req.system.contains("pandas 2.2.3, python 3.11.2"),
+            req.system.contains("Python 3.11.2, pandas 2.2.3"),
             "{}",
             req.system
         );
@@ -990,7 +908,7 @@ mod tests {
         let s = generation_request(&c, &[]).system;
         for needle in [
             "DuckDB 2.0.1 is installed",
-            "\"memory_limit\": \"32MiB\", \"threads\": 1, \"temp_directory\": \"/tmp/duckdb\"}",
+            "\"memory_limit\": \"288MiB\", \"threads\": 1, \"temp_directory\": \"/tmp/duckdb\"}",
             "SET enable_progress_bar = false",
             "read_csv('/data/x.csv')",
             "read_parquet(",
@@ -1013,7 +931,7 @@ mod tests {
     #[test]
     fn duckdb_gets_what_python_and_tmp_leave_of_the_container() {
         let mut l = Limits::default();
-        assert_eq!(duckdb_memory_limit(&l), ByteSize::mib(32)); // 256 - 64 - 160
+        assert_eq!(duckdb_memory_limit(&l), ByteSize::mib(288)); // 512 - 64 - 160
         l.memory = ByteSize::mib(2048);
         assert_eq!(duckdb_memory_limit(&l), ByteSize::mib(2048 - 64 - 160));
         l.memory = ByteSize::mib(128);

@@ -137,7 +137,7 @@ fn comment_has_every_part() {
     assert!(md.contains("compute-bot-sandbox:python"));
     assert!(md.contains("digest `compute-bot-sandbox@sha256:feed`"));
     assert!(md.contains("| Data stack | Python 3.11.2, pandas 2.3.3, numpy 2.3.5 |"));
-    assert!(md.contains("timeout 10s · memory 256MiB"));
+    assert!(md.contains("timeout 10s · memory 512MiB"));
     assert!(md.contains("peak memory 20.0 MiB"));
     assert!(md.contains("ok (exit 0)"));
     assert!(md.contains("reported from inside the sandbox"));

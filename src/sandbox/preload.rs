@@ -8,7 +8,9 @@
 //! [`DEFAULT_PRELOAD`]: super::DEFAULT_PRELOAD
 
 /// The image's packages whose import takes noticeable time (tenths of a
-/// second to seconds: pandas, numpy, matplotlib and the data-file stack).
+/// second to seconds: pandas, numpy, matplotlib, the data-file stack and the
+/// analyst's instruments: scipy.stats, statsmodels and scikit-learn take
+/// 0.5–1.5 s each to import).
 /// Only these are preloaded for known code; the standard library loads in
 /// milliseconds and is left to the code.
 pub const HEAVY_PACKAGES: &[&str] = &[
@@ -19,6 +21,10 @@ pub const HEAVY_PACKAGES: &[&str] = &[
     "fastparquet",
     "openpyxl",
     "PIL",
+    "scipy",
+    "statsmodels",
+    "sklearn",
+    "seaborn",
 ];
 
 /// The preload for code whose imports are known (as the static check
@@ -46,6 +52,10 @@ const LOADS: &[(&str, &[&str])] = &[
     ("pandas", &["numpy"]),
     ("matplotlib", &["numpy", "PIL"]),
     ("fastparquet", &["pandas", "numpy"]),
+    ("scipy", &["numpy"]),
+    ("sklearn", &["numpy", "scipy"]),
+    ("statsmodels", &["pandas", "numpy", "scipy"]),
+    ("seaborn", &["pandas", "numpy", "matplotlib", "PIL"]),
 ];
 
 /// The preloaded modules the code did not need (by top-level package,
@@ -87,6 +97,24 @@ mod tests {
             ),
             strs(&["pandas", "matplotlib.pyplot", "duckdb"])
         );
+        // The analyst's instruments are heavy too, submodule and all.
+        assert_eq!(
+            preload_for(
+                &strs(&[
+                    "scipy.stats",
+                    "sklearn.ensemble",
+                    "statsmodels.formula.api",
+                    "seaborn"
+                ]),
+                &fixed
+            ),
+            strs(&[
+                "scipy.stats",
+                "sklearn.ensemble",
+                "statsmodels.formula.api",
+                "seaborn"
+            ])
+        );
         // A policy that preloads nothing preloads nothing for known code.
         assert!(preload_for(&strs(&["pandas"]), &[]).is_empty());
     }
@@ -108,6 +136,12 @@ mod tests {
         assert_eq!(
             unused(&pre, &strs(&["numpy"])),
             vec!["pandas", "matplotlib.pyplot"]
+        );
+        // seaborn loads pandas and matplotlib; statsmodels loads pandas.
+        assert!(unused(&pre, &strs(&["seaborn"])).is_empty());
+        assert_eq!(
+            unused(&pre, &strs(&["statsmodels"])),
+            vec!["matplotlib.pyplot"]
         );
     }
 }

@@ -66,7 +66,11 @@ impl Default for Limits {
     fn default() -> Self {
         Limits {
             timeout: Duration::from_secs(10),
-            memory: ByteSize::mib(256),
+            // 512 MiB since the image holds SciPy and scikit-learn (issue 23):
+            // pandas + scipy.stats + sklearn with a 14 MiB CSV loaded and a
+            // model fitted peak at 226 MiB and fail under 192 MiB, which left
+            // 256 MiB no room for real data.
+            memory: ByteSize::mib(512),
             cpus: 1.0,
             pids: 64,
             stdout_cap: ByteSize::kib(64),
@@ -162,6 +166,10 @@ pub(crate) const BASE_ENV: &[(&str, &str)] = &[
     ("MPLBACKEND", "Agg"),
     ("PYTHONDONTWRITEBYTECODE", "1"),
     ("PATH", "/usr/local/bin:/usr/bin:/bin"),
+    // joblib (scikit-learn's n_jobs) runs every task in the one process: worker
+    // processes would each load the stack again under the one memory limit,
+    // outside the runner's audit hooks (the image sets it too).
+    ("JOBLIB_MULTIPROCESSING", "0"),
 ];
 
 /// Modules the child interpreter imports by default while it waits for the code.
@@ -371,57 +379,66 @@ pub struct ImageInfo {
     pub(crate) labels: BTreeMap<String, String>,
 }
 
+/// The libraries a sandbox image may name in its labels, in the order they
+/// are shown: the label key (`org.compute-bot.<import name>`, written by both
+/// recipes from `sandbox/requirements.lock`) and the name people know them
+/// by. Every other `org.compute-bot.*` label (`sandbox`, `recipe`,
+/// `lock-sha256`, `recipe-sha256`, ...) is bookkeeping, not a library.
+pub(crate) const STACK_LIBRARIES: &[(&str, &str)] = &[
+    ("python", "Python"),
+    ("pandas", "pandas"),
+    ("numpy", "numpy"),
+    ("matplotlib", "matplotlib"),
+    // SQL over CSV, Parquet and JSON files.
+    ("duckdb", "DuckDB"),
+    // Parquet for pandas.
+    ("fastparquet", "fastparquet"),
+    // Excel `.xlsx` for pandas.
+    ("openpyxl", "openpyxl"),
+    // The analyst's instruments: tests and p-values, regression summaries,
+    // models and splits, statistical charts.
+    ("scipy", "SciPy"),
+    ("statsmodels", "statsmodels"),
+    ("sklearn", "scikit-learn"),
+    ("seaborn", "seaborn"),
+];
+
 /// The data stack of a sandbox image, read from its `org.compute-bot.*` labels
-/// (written by both recipes from `sandbox/requirements.lock`).
+/// (written by both recipes from `sandbox/requirements.lock`): the version of
+/// each of [`STACK_LIBRARIES`] the image names.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct DataStack {
-    /// `org.compute-bot.python`.
-    python: Option<String>,
-    /// `org.compute-bot.pandas`.
-    pandas: Option<String>,
-    /// `org.compute-bot.numpy`.
-    numpy: Option<String>,
-    /// `org.compute-bot.matplotlib`.
-    matplotlib: Option<String>,
-    /// `org.compute-bot.duckdb` (SQL over CSV, Parquet and JSON files).
-    duckdb: Option<String>,
-    /// `org.compute-bot.fastparquet` (Parquet for pandas).
-    fastparquet: Option<String>,
-    /// `org.compute-bot.openpyxl` (Excel `.xlsx` for pandas).
-    openpyxl: Option<String>,
+    /// Label key (import name) → version, only for [`STACK_LIBRARIES`].
+    versions: BTreeMap<String, String>,
 }
 
 impl DataStack {
-    /// The versions named by the labels of an image.
+    /// The versions named by the labels of an image (empty or blank values
+    /// are left out).
     pub(crate) fn from_labels(labels: &BTreeMap<String, String>) -> Self {
-        let get = |k: &str| labels.get(&format!("org.compute-bot.{k}")).cloned();
-        DataStack {
-            python: get("python"),
-            pandas: get("pandas"),
-            numpy: get("numpy"),
-            matplotlib: get("matplotlib"),
-            duckdb: get("duckdb"),
-            fastparquet: get("fastparquet"),
-            openpyxl: get("openpyxl"),
-        }
+        let versions = STACK_LIBRARIES
+            .iter()
+            .filter_map(|(key, _)| {
+                let v = labels.get(&format!("org.compute-bot.{key}"))?.trim();
+                (!v.is_empty()).then(|| (key.to_string(), v.to_string()))
+            })
+            .collect();
+        DataStack { versions }
+    }
+
+    /// Label key (import name: `python`, `pandas`, `sklearn`, ...) → version.
+    pub(crate) fn versions(&self) -> &BTreeMap<String, String> {
+        &self.versions
     }
 
     /// `Python 3.11.2, pandas 2.3.3, numpy 2.3.5, matplotlib 3.11.2, DuckDB
-    /// 2.0.1, fastparquet 2026.9.0, openpyxl 3.1.5` (the known ones), or `None`
-    /// when the image names none.
+    /// 2.0.1, ..., scikit-learn 1.9.1, seaborn 0.13.2` (the ones the image
+    /// names, in [`STACK_LIBRARIES`] order), or `None` when it names none.
     pub(crate) fn summary(&self) -> Option<String> {
-        let parts: Vec<String> = [
-            ("Python", &self.python),
-            ("pandas", &self.pandas),
-            ("numpy", &self.numpy),
-            ("matplotlib", &self.matplotlib),
-            ("DuckDB", &self.duckdb),
-            ("fastparquet", &self.fastparquet),
-            ("openpyxl", &self.openpyxl),
-        ]
-        .iter()
-        .filter_map(|(n, v)| v.as_ref().map(|v| format!("{n} {v}")))
-        .collect();
+        let parts: Vec<String> = STACK_LIBRARIES
+            .iter()
+            .filter_map(|(key, name)| self.versions.get(*key).map(|v| format!("{name} {v}")))
+            .collect();
         (!parts.is_empty()).then(|| parts.join(", "))
     }
 }
@@ -546,7 +563,14 @@ mod tests {
             ("duckdb", "2.0.1"),
             ("fastparquet", "2026.9.0"),
             ("openpyxl", "3.1.5"),
+            ("scipy", "1.17.1"),
+            ("statsmodels", "0.15.0"),
+            ("sklearn", "1.9.1"),
+            ("seaborn", "0.13.2"),
             ("lock-sha256", "ab12"),
+            ("recipe-sha256", "cd34"),
+            ("recipe", "debian-bookworm"),
+            ("sandbox", "python"),
         ]
         .iter()
         .map(|(k, v)| (format!("org.compute-bot.{k}"), v.to_string()))
@@ -554,12 +578,29 @@ mod tests {
         assert_eq!(
             DataStack::from_labels(&labels).summary().unwrap(),
             "Python 3.11.2, pandas 2.3.3, numpy 2.3.5, matplotlib 3.11.2, DuckDB 2.0.1, \
-             fastparquet 2026.9.0, openpyxl 3.1.5"
+             fastparquet 2026.9.0, openpyxl 3.1.5, SciPy 1.17.1, statsmodels 0.15.0, \
+             scikit-learn 1.9.1, seaborn 0.13.2"
         );
+        // Bookkeeping labels are no libraries.
+        let stack = DataStack::from_labels(&labels);
+        let keys: Vec<&str> = stack.versions().keys().map(String::as_str).collect();
+        assert_eq!(keys.len(), 11, "{keys:?}");
+        assert!(!keys.iter().any(|k| k.contains("sha256") || *k == "recipe"));
         // An image of an older lock names only what it has.
         let old: BTreeMap<String, String> = labels
             .into_iter()
-            .filter(|(k, _)| !k.ends_with("duckdb") && !k.ends_with("fastparquet"))
+            .filter(|(k, _)| {
+                ![
+                    "duckdb",
+                    "fastparquet",
+                    "scipy",
+                    "statsmodels",
+                    "sklearn",
+                    "seaborn",
+                ]
+                .iter()
+                .any(|l| k.ends_with(l))
+            })
             .collect();
         assert_eq!(
             DataStack::from_labels(&old).summary().unwrap(),
