@@ -9,12 +9,7 @@
 //! `COMPUTE_BOT_SANDBOX_IMAGE` names another image to try (a candidate build);
 //! the default is the bot's default image.
 
-use compute_bot::policy::{Decision, Policy, check_code};
-use std::time::Duration;
-
-use compute_bot::sandbox::{
-    InputFile, Job, Limits, Outcome, RunStatus, Runtime, Sandbox, SandboxConfig,
-};
+use compute_bot::sandbox::{InputFile, Limits, Outcome};
 use serde_json::Value;
 
 /// 2,000 sales rows over 4 regions: `amount` is `i % 97`, region `i % 4`.
@@ -38,53 +33,6 @@ fn totals() -> [(String, u64); 4] {
     std::array::from_fn(|k| (names[k].to_string(), t[idx[k]]))
 }
 
-/// The default container (runc, the default limits) with a longer deadline:
-/// the test machine is shared, and a deadline is no part of the hardening.
-fn config() -> SandboxConfig {
-    let mut cfg = SandboxConfig {
-        runtime: Runtime::Runc,
-        limits: Limits {
-            timeout: Duration::from_secs(120),
-            ..Default::default()
-        },
-        ..Default::default()
-    };
-    if let Ok(image) = std::env::var("COMPUTE_BOT_SANDBOX_IMAGE") {
-        cfg.image = image;
-    }
-    cfg
-}
-
-/// Checks `code` with the default policy (it must be allowed as it is), then
-/// runs it with the default policy's runtime rules and `inputs`.
-async fn run_allowed(code: &str, inputs: Vec<InputFile>) -> Outcome {
-    let policy = Policy::default();
-    let verdict = check_code(&policy, code);
-    assert_eq!(
-        verdict.decision,
-        Decision::Allow,
-        "the default policy refuses typical data-file code: {:#?}",
-        verdict.findings
-    );
-    let sb = Sandbox::connect()
-        .await
-        .expect("the Docker engine must be running for the sandbox tests");
-    let job = Job {
-        code: code.to_string(),
-        inputs,
-        rules: policy.runtime_rules(),
-    };
-    let outcome = sb.run(&config(), &job).await.expect("run");
-    assert_eq!(
-        outcome.status,
-        RunStatus::Ok,
-        "stdout:\n{}\nstderr:\n{}",
-        outcome.stdout,
-        outcome.stderr
-    );
-    outcome
-}
-
 fn last_json(o: &Outcome) -> Value {
     let line = o.stdout.lines().last().unwrap_or_default();
     serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {}", o.stdout))
@@ -102,7 +50,7 @@ with pd.ExcelWriter('/out/sales.xlsx') as xw:
 print('{}')
 "#;
     let csv = InputFile::new("sales.csv", sales_csv().into_bytes());
-    let out = run_allowed(code, vec![csv.clone()]).await;
+    let out = crate::run_allowed(code, vec![csv.clone()], 1.0).await;
     let mut files = vec![csv];
     for name in ["sales.parquet", "sales.xlsx"] {
         let a = out
@@ -145,7 +93,7 @@ settings = con.sql("SELECT current_setting('threads'), current_setting('temp_dir
 print(json.dumps({"csv": csv, "parquet": pq, "n": int(df.n[0]), "top": int(df.top[0]),
                   "threads": settings[0], "temp": settings[1]}))
 "#;
-    let out = run_allowed(duck, files.clone()).await;
+    let out = crate::run_allowed(duck, files.clone(), 1.0).await;
     let v = last_json(&out);
     assert_eq!(v["csv"], totals_json(), "{v}");
     assert_eq!(v["parquet"], totals_json(), "{v}");
@@ -168,7 +116,7 @@ print(json.dumps({
     "sheets": sorted(sheets), "columns": list(sheets["sales"].columns),
 }))
 "#;
-    let out = run_allowed(pandas, files).await;
+    let out = crate::run_allowed(pandas, files, 1.0).await;
     let v = last_json(&out);
     assert_eq!(v["parquet"], totals_json(), "{v}");
     assert_eq!(v["excel"], totals_json(), "{v}");
@@ -206,7 +154,7 @@ threads, mem = default.sql("SELECT current_setting('threads'), current_setting('
 print(json.dumps({"n": n, "sum": int(s), "errors": errors, "threads": threads, "mem": mem,
                   "temp": temp, "tmp": sorted(os.listdir("/tmp"))}))
 "#;
-    let out = run_allowed(code, vec![]).await;
+    let out = crate::run_allowed(code, vec![], 1.0).await;
     let v = last_json(&out);
     assert_eq!(v["n"], 1_500_000, "{v}");
     assert_eq!(v["sum"], 1_124_999_250_000u64, "{v}");

@@ -26,3 +26,69 @@ fn machine_runtime() -> compute_bot::sandbox::Runtime {
     compute_bot::sandbox::Runtime::resolve(None, None, machine.as_deref())
         .expect("COMPUTE_BOT_RUNTIME must be runc or runsc")
 }
+
+/// The default hardened container under the machine's runtime with the
+/// default limits but a 120 s deadline (the test machine is shared; a
+/// deadline is no part of the hardening) and `cpus` cores;
+/// `COMPUTE_BOT_SANDBOX_IMAGE` names another image to try (a candidate
+/// build), else the bot's default image.
+fn long_deadline_config(cpus: f64) -> compute_bot::sandbox::SandboxConfig {
+    let mut cfg = compute_bot::sandbox::SandboxConfig {
+        runtime: machine_runtime(),
+        limits: compute_bot::sandbox::Limits {
+            timeout: std::time::Duration::from_secs(120),
+            cpus,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    if let Ok(image) = std::env::var("COMPUTE_BOT_SANDBOX_IMAGE") {
+        cfg.image = image;
+    }
+    cfg
+}
+
+/// Runs `code` in [`long_deadline_config`] with the default policy's runtime
+/// rules and `inputs` (the static check is the caller's business).
+async fn run_with_default_rules(
+    code: &str,
+    inputs: Vec<compute_bot::sandbox::InputFile>,
+    cpus: f64,
+) -> compute_bot::sandbox::Outcome {
+    let sb = compute_bot::sandbox::Sandbox::connect()
+        .await
+        .expect("the Docker engine must be running for the sandbox tests");
+    let job = compute_bot::sandbox::Job {
+        code: code.to_string(),
+        inputs,
+        rules: compute_bot::policy::Policy::default().runtime_rules(),
+    };
+    sb.run(&long_deadline_config(cpus), &job)
+        .await
+        .expect("run")
+}
+
+/// Checks `code` with the default policy (it must be allowed as it is), runs
+/// it as [`run_with_default_rules`] does and expects it to succeed.
+async fn run_allowed(
+    code: &str,
+    inputs: Vec<compute_bot::sandbox::InputFile>,
+    cpus: f64,
+) -> compute_bot::sandbox::Outcome {
+    let verdict = compute_bot::policy::check_code(&compute_bot::policy::Policy::default(), code);
+    assert_eq!(
+        verdict.decision,
+        compute_bot::policy::Decision::Allow,
+        "the default policy refuses this code: {:#?}\n{code}",
+        verdict.findings
+    );
+    let o = run_with_default_rules(code, inputs, cpus).await;
+    assert_eq!(
+        o.status,
+        compute_bot::sandbox::RunStatus::Ok,
+        "stdout:\n{}\nstderr:\n{}",
+        o.stdout,
+        o.stderr
+    );
+    o
+}

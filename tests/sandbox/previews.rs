@@ -8,11 +8,10 @@
 //! compare as text): the row count, the column names and the first rows
 //! must be what the preview showed.
 
-use compute_bot::policy::{DataLevel, Decision, Policy, check_code};
+use compute_bot::policy::DataLevel;
 use compute_bot::prompt::preview_file;
-use compute_bot::sandbox::{InputFile, Job, Limits, Outcome, RunStatus, Sandbox, SandboxConfig};
+use compute_bot::sandbox::InputFile;
 use serde_json::Value;
-use std::time::Duration;
 
 fn cp1252(s: &str) -> Vec<u8> {
     s.chars()
@@ -114,49 +113,6 @@ ws4.append(["only", "header"])
 wb.save("/out/book.xlsx")
 print("{}")
 "#;
-
-fn config() -> SandboxConfig {
-    let mut cfg = SandboxConfig {
-        runtime: crate::machine_runtime(),
-        limits: Limits {
-            timeout: Duration::from_secs(120),
-            ..Default::default()
-        },
-        ..Default::default()
-    };
-    if let Ok(image) = std::env::var("COMPUTE_BOT_SANDBOX_IMAGE") {
-        cfg.image = image;
-    }
-    cfg
-}
-
-async fn run_allowed(code: &str, inputs: Vec<InputFile>) -> Outcome {
-    let policy = Policy::default();
-    let verdict = check_code(&policy, code);
-    assert_eq!(
-        verdict.decision,
-        Decision::Allow,
-        "{:#?}\n{code}",
-        verdict.findings
-    );
-    let sb = Sandbox::connect()
-        .await
-        .expect("the Docker engine must be running");
-    let job = Job {
-        code: code.to_string(),
-        inputs,
-        rules: policy.runtime_rules(),
-    };
-    let outcome = sb.run(&config(), &job).await.expect("run");
-    assert_eq!(
-        outcome.status,
-        RunStatus::Ok,
-        "stdout:\n{}\nstderr:\n{}",
-        outcome.stdout,
-        outcome.stderr
-    );
-    outcome
-}
 
 /// What one preview (or one sheet of it) states.
 #[derive(Debug)]
@@ -264,7 +220,7 @@ fn check(key: &str, s: &Stated, got: &Value, preview: &str) {
 
 #[tokio::test]
 async fn previews_state_what_pandas_reads_from_the_files_people_have() {
-    let out = run_allowed(WORKBOOK, vec![]).await;
+    let out = crate::run_allowed(WORKBOOK, vec![], 1.0).await;
     let book = out
         .artifacts
         .iter()
@@ -292,7 +248,7 @@ async fn previews_state_what_pandas_reads_from_the_files_people_have() {
             expected.push((i.to_string(), s, preview.clone()));
         }
     }
-    let out = run_allowed(&pandas_code(&calls), files.clone()).await;
+    let out = crate::run_allowed(&pandas_code(&calls), files.clone(), 1.0).await;
     let got: Value = serde_json::from_str(out.stdout.lines().last().unwrap_or_default())
         .unwrap_or_else(|e| panic!("{e}: {}", out.stdout));
 

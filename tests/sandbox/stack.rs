@@ -1,5 +1,5 @@
 //! The analyst's instruments in the real sandbox image under the default
-//! hardened container (runc, the generated seccomp allowlist, read-only root,
+//! hardened container (runc in CI: the generated seccomp allowlist, read-only root,
 //! uid 10001, no network, the default limits but a longer deadline): SciPy,
 //! statsmodels, scikit-learn and seaborn give the answers a reviewer expects;
 //! what they load themselves (joblib, threadpoolctl → ctypes) loads while the
@@ -10,65 +10,13 @@
 //! `COMPUTE_BOT_SANDBOX_IMAGE` names another image to try (a candidate
 //! build); the default is the bot's default image.
 
-use std::time::Duration;
-
 use compute_bot::policy::{Decision, Policy, check_code};
-use compute_bot::sandbox::{
-    InputFile, Job, Limits, Outcome, RunStatus, Runtime, Sandbox, SandboxConfig,
-};
+use compute_bot::sandbox::{InputFile, Limits, Outcome, RunStatus};
 use serde_json::Value;
 
-/// The default container (runc, the default limits) with a longer deadline
-/// (the test machine is shared; a deadline is no part of the hardening),
-/// `cpus` cores.
-fn config(cpus: f64) -> SandboxConfig {
-    let mut cfg = SandboxConfig {
-        runtime: Runtime::Runc,
-        limits: Limits {
-            timeout: Duration::from_secs(120),
-            cpus,
-            ..Default::default()
-        },
-        ..Default::default()
-    };
-    if let Ok(image) = std::env::var("COMPUTE_BOT_SANDBOX_IMAGE") {
-        cfg.image = image;
-    }
-    cfg
-}
-
-/// Runs `code` with the default policy's runtime rules (the static check is
-/// the caller's business) and `inputs`.
-async fn run(code: &str, inputs: Vec<InputFile>, cpus: f64) -> Outcome {
-    let sb = Sandbox::connect()
-        .await
-        .expect("the Docker engine must be running for the sandbox tests");
-    let job = Job {
-        code: code.to_string(),
-        inputs,
-        rules: Policy::default().runtime_rules(),
-    };
-    sb.run(&config(cpus), &job).await.expect("run")
-}
-
-/// Checks `code` with the default policy (it must be allowed as it is), runs
-/// it and expects it to succeed.
+/// [`crate::run_allowed`], and nothing refused or started a process.
 async fn run_allowed(code: &str, inputs: Vec<InputFile>, cpus: f64) -> Outcome {
-    let verdict = check_code(&Policy::default(), code);
-    assert_eq!(
-        verdict.decision,
-        Decision::Allow,
-        "the default policy refuses analysis code: {:#?}",
-        verdict.findings
-    );
-    let o = run(code, inputs, cpus).await;
-    assert_eq!(
-        o.status,
-        RunStatus::Ok,
-        "stdout:\n{}\nstderr:\n{}",
-        o.stdout,
-        o.stderr
-    );
+    let o = crate::run_allowed(code, inputs, cpus).await;
     assert!(o.audit.refused.is_empty(), "{:?}", o.audit.refused);
     assert!(
         o.audit.subprocess_attempts.is_empty(),
@@ -225,7 +173,7 @@ print(json.dumps({"loaded": loaded, "refused": refused}))
         Decision::Deny,
         "the static check refuses these imports first"
     );
-    let o = run(code, vec![], 1.0).await;
+    let o = crate::run_with_default_rules(code, vec![], 1.0).await;
     assert_eq!(o.status, RunStatus::Ok, "{}", o.stderr);
     let v = last_json(&o);
     assert_eq!(
