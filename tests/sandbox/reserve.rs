@@ -202,15 +202,7 @@ async fn both_environments_down_is_a_controlled_stop_naming_both() {
     );
     let code = write(d.path(), "ok.py", "print('{}')\n");
     let (out, created) = run(&policy, &code, "json", &[]).await;
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-    assert_eq!(created, 0);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("no execution environment can run the code")
-            && err.contains("first.sock")
-            && err.contains("reserve.sock"),
-        "{err}"
-    );
+    assert_no_environment(&out, created, &["first.sock", "reserve.sock"]);
     // Both reachable, neither can prepare (the image is on neither): the
     // same stop, decided when the container is prepared.
     let missing = write(
@@ -219,13 +211,25 @@ async fn both_environments_down_is_a_controlled_stop_naming_both() {
         "version: 1\nsandbox:\n  image: compute-bot-sandbox:no-such-tag-reserve-test\n  engine: unix:///var/run/docker.sock\n  runtime: runc\n  reserve:\n    runtime: runsc\n",
     );
     let (out, created) = run(&missing, &code, "json", &[]).await;
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert_no_environment(
+        &out,
+        created,
+        &[
+            "(unix:///var/run/docker.sock, runc: the sandbox image",
+            "(unix:///var/run/docker.sock, runsc: the sandbox image",
+        ],
+    );
+}
+
+/// The controlled stop when neither environment can run the code: exit 2,
+/// no container created, a reason naming each environment (`names`).
+fn assert_no_environment(out: &Output, created: usize, names: &[&str]) {
+    assert_eq!(out.status.code(), Some(2), "{}", text(out));
     assert_eq!(created, 0);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("no execution environment can run the code")
-            && err.contains("(unix:///var/run/docker.sock, runc: the sandbox image")
-            && err.contains("(unix:///var/run/docker.sock, runsc: the sandbox image"),
+            && names.iter().all(|n| err.contains(n)),
         "{err}"
     );
 }
