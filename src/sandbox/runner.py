@@ -377,20 +377,6 @@ def main():
     rules = header.get("rules") or {}
     flags = ("f" if rules.get("restrict_files") else "") + ("s" if rules.get("deny_subprocess") else "") + ("n" if rules.get("deny_network") else "")
     denied = ",".join(m for m in rules.get("deny_imports") or [] if "," not in m and "\t" not in m)
-    os.write(code_w, ("%d\t%s\t%s\n" % (len(src), flags, denied)).encode())
-    # The pipe holds 64 KiB; write the rest from a thread so a huge script cannot block us.
-    def feed():
-        try:
-            view = memoryview(src)
-            while view:
-                n = os.write(code_w, view[:1 << 16])
-                view = view[n:]
-        except OSError:
-            pass
-        finally:
-            os.close(code_w)
-    threading.Thread(target=feed, daemon=True).start()
-
     totals = {b"o": 0, b"e": 0}
 
     def pump(fd, kind, cap):
@@ -436,12 +422,7 @@ def main():
                     frame(nonce, b"s", b"")
                     # The code has its whole time limit from here: the
                     # backstop counts from its start, not from the handover.
-                    backstop[0].cancel()
-                    if reaped[0]:
-                        continue
-                    backstop[0] = threading.Timer(timeout_s + 35.0, os.kill, (pid, 9))
-                    backstop[0].daemon = True
-                    backstop[0].start()
+                    deadline[0] = time.monotonic() + timeout_s + 35.0
                 elif k == "open" and len(parts) == 4:
                     audit["files_opened"].append({"path": parts[1], "mode": parts[2], "denied": parts[3] == "1"})
                 elif k in lists and len(parts) == 2:
@@ -452,22 +433,45 @@ def main():
     # The bot kills the container at the deadline; this backstop ends the code
     # when the bot is gone, so the container stops and is removed as a leftover.
     # Until the code starts (a preload may still run) it allows for the bot's
-    # 30 s preload grace too.
+    # 30 s preload grace too. One thread with a deadline that "start" moves:
+    # every thread of this process starts before the child has its code, since
+    # code that exhausts the pids limit would leave none to start later (a
+    # fork bomb once ended the audit thread this way, and its audit with it).
     timeout_s = caps.get("timeout_ms", 600000) / 1000.0
-    reaped = [False]
-    backstop = [threading.Timer(timeout_s + 65.0, os.kill, (pid, 9))]
-    backstop[0].daemon = True
-    backstop[0].start()
+    deadline = [time.monotonic() + timeout_s + 65.0]
+    done = threading.Event()
+
+    def backstop():
+        while not done.wait(max(0.0, min(deadline[0] - time.monotonic(), 5.0))):
+            if time.monotonic() >= deadline[0]:
+                try:
+                    os.kill(pid, 9)
+                except OSError:
+                    pass
+                return
+
     threads = [
         threading.Thread(target=pump, args=(out_r, b"o", caps.get("stdout", 65536)), daemon=True),
         threading.Thread(target=pump, args=(err_r, b"e", caps.get("stderr", 65536)), daemon=True),
         threading.Thread(target=pump_audit, daemon=True),
     ]
-    for t in threads:
+    for t in threads + [threading.Thread(target=backstop, daemon=True)]:
         t.start()
+    os.write(code_w, ("%d\t%s\t%s\n" % (len(src), flags, denied)).encode())
+    # The pipe holds 64 KiB; write the rest from a thread so a huge script cannot block us.
+    def feed():
+        try:
+            view = memoryview(src)
+            while view:
+                n = os.write(code_w, view[:1 << 16])
+                view = view[n:]
+        except OSError:
+            pass
+        finally:
+            os.close(code_w)
+    threading.Thread(target=feed, daemon=True).start()
     _, status, ru = os.wait4(pid, 0)
-    reaped[0] = True
-    backstop[0].cancel()
+    done.set()
     ended = time.monotonic()
     # A grandchild may keep the pipes open; do not wait for it.
     for t in threads:
