@@ -21,7 +21,7 @@ use std::path::{Component, Path, PathBuf};
 mod sniff;
 
 use crate::policy::Inputs;
-use crate::sandbox::InputFile;
+use crate::sandbox::{InputFile, input_name_problem};
 
 /// What a workspace is, for the messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -257,6 +257,10 @@ pub(crate) fn admit(
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
+        if let Some(problem) = input_name_problem(&name) {
+            problems.push(Refused { path, problem });
+            continue;
+        }
         if let Some(other) = names.get(&name) {
             problems.push(Refused {
                 path: path.clone(),
@@ -328,6 +332,12 @@ pub(crate) fn admit_fetched(
     bytes: Vec<u8>,
     policy: &Inputs,
 ) -> Result<Admitted, Refused> {
+    if let Some(problem) = input_name_problem(name) {
+        return Err(Refused {
+            path: source.to_string(),
+            problem,
+        });
+    }
     let size = bytes.len() as u64;
     if size > policy.max_file_bytes.bytes() {
         return Err(Refused {
@@ -499,6 +509,44 @@ mod tests {
         assert!(find("data/big.csv").contains("max_file_bytes"));
         assert!(find("data/sub/sales.csv").contains("same file name"));
         assert_eq!(err.len(), 6, "{text:?}");
+    }
+
+    /// The bot's folder `/data/github/` cannot be taken by a workspace file
+    /// (`github` is refused at admission, naming the file), and a file named
+    /// like the old flat layout (`github_pulls.csv`) sits beside the fetched
+    /// `github/pulls.csv` without a clash.
+    #[test]
+    fn a_workspace_file_cannot_take_the_bots_github_folder() {
+        let d = ws();
+        std::fs::write(d.path().join("data/github"), "x\n").unwrap();
+        std::fs::write(d.path().join("data/github_pulls.csv"), "number\n9\n").unwrap();
+        let w = Workspace::checkout(d.path()).unwrap();
+        let err = admit(&w, &strings(&["data/github"]), Allow::Anything).unwrap_err();
+        assert_eq!(err.len(), 1, "{err:?}");
+        let text = err[0].to_string();
+        assert!(
+            text.starts_with("`data/github`") && text.contains("bot's folder /data/github/"),
+            "{text}"
+        );
+        let pol = Inputs::default();
+        let mut all = admit(
+            &w,
+            &strings(&["data/github_pulls.csv"]),
+            Allow::Policy(&pol),
+        )
+        .unwrap();
+        all.push(
+            admit_fetched(
+                "github:pulls",
+                "github/pulls.csv",
+                b"number\n1\n".to_vec(),
+                &pol,
+            )
+            .unwrap(),
+        );
+        assert_eq!(check_together(&all, &pol), Ok(()));
+        let names: Vec<&str> = all.iter().map(|a| a.file.name.as_str()).collect();
+        assert_eq!(names, ["github_pulls.csv", "github/pulls.csv"]);
     }
 
     #[test]

@@ -14,19 +14,25 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("located", &[]),
     ("status", &[]),
     ("secret", &[]),
+    // The `github:` sources as written: names and query syntax, plain data
+    // (the policy's `inputs.github`, watch files and github::sources read it).
+    ("sources", &[]),
     ("sandbox", &["units"]),
     ("markdown", &[]),
     ("model", &["units", "secret"]),
     // Policy knows the sandbox's plain types (Limits, RuntimeRules, the
     // default image), never the engine, a model or GitHub.
-    ("policy", &["located", "units", "sandbox", "status"]),
+    (
+        "policy",
+        &["located", "units", "sandbox", "sources", "status"],
+    ),
     (
         "prompt",
         &["markdown", "model", "policy", "sandbox", "units"],
     ),
     ("validate", &["model"]),
     // Watch files and the values they track: plain data.
-    ("watch", &["located", "sandbox"]),
+    ("watch", &["located", "sandbox", "sources"]),
     // Input admission: one rule for the CLI, the Action and replay.
     ("admit", &["policy", "sandbox", "units"]),
     ("explain", &["model", "policy", "prompt", "units"]),
@@ -89,7 +95,10 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ),
     ("github::inputs", &["admit", "policy"]),
     // The repository's own activity as data, over the client.
-    ("github::sources", &["admit", "github::client", "policy"]),
+    (
+        "github::sources",
+        &["admit", "github::client", "policy", "sandbox", "sources"],
+    ),
     (
         "github::texts",
         &["github::client", "markdown", "policy", "report", "sandbox"],

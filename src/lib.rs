@@ -21,6 +21,7 @@ pub mod replay;
 pub mod report;
 pub mod sandbox;
 mod secret;
+mod sources;
 pub mod status;
 pub mod units;
 pub mod usage;

@@ -145,8 +145,18 @@ pub fn code_mismatch(rec: &Recorded) -> Option<String> {
     })
 }
 
-/// Finds each recorded input: a `--input` with the same file name, else the
-/// recorded path under `workspace`, else `workspace/<name>`; admits the one
+/// True when the path `given` names the recorded input `name`: it ends with
+/// it (`sales.csv`; the bot's fetched data, `github/pulls.csv`, as kept in
+/// the run's artifact and on the files branch under `runs/<run>/`).
+fn names_input(given: &Path, name: &str) -> bool {
+    let want: Vec<_> = Path::new(name).components().rev().collect();
+    let have: Vec<_> = given.components().rev().take(want.len()).collect();
+    !want.is_empty() && want == have
+}
+
+/// Finds each recorded input: a `--input` whose path ends with its name
+/// (`sales.csv`, `…/github/pulls.csv`), else the recorded path under
+/// `workspace`, else `workspace/<name>`; admits the one
 /// found (inside the workspace after symlinks: [`crate::admit`]) and checks
 /// its size and sha256. `given` are absolute or relative to the current
 /// directory, recorded paths relative to `workspace`. Returns the files in
@@ -165,14 +175,20 @@ pub(crate) fn resolve_inputs(
         }
     };
     let mut found = Vec::new();
+    let fetched = record.inputs.iter().any(|i| i.name.contains('/'));
     for g in given {
-        let name = g.file_name().map(|n| n.to_string_lossy().into_owned());
-        if !record.inputs.iter().any(|i| Some(&i.name) == name.as_ref()) {
+        if !record.inputs.iter().any(|i| names_input(g, &i.name)) {
+            let name = g.file_name().map(|n| n.to_string_lossy().into_owned());
             problems.push(format!(
-                "input `{}`: the recorded run had no input named `{}` (it had: {})",
+                "input `{}`: the recorded run had no input named `{}` (it had: {}){}",
                 g.display(),
                 name.unwrap_or_default(),
-                names(record)
+                names(record),
+                if fetched {
+                    "; pass the kept `github:` data by a path ending in its name, e.g. `runs/<run>/github/pulls.csv`"
+                } else {
+                    ""
+                }
             ));
         }
     }
@@ -180,7 +196,7 @@ pub(crate) fn resolve_inputs(
         // (shown in messages, as admitted: absolute or workspace-relative)
         let mut tried: Vec<(PathBuf, String)> = given
             .iter()
-            .filter(|g| g.file_name().is_some_and(|n| n.to_string_lossy() == i.name))
+            .filter(|g| names_input(g, &i.name))
             .map(|g| (g.clone(), absolute(g)))
             .collect();
         if tried.is_empty() {

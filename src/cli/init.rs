@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use crate::policy::GithubSource;
+use crate::sources::GithubSource;
 use crate::status::Status;
 
 /// The workflow `init` writes (also `examples/workflows/compute.yml`, linted by CI).

@@ -192,7 +192,7 @@ pub(crate) fn admit_inputs(paths: &[PathBuf], inputs: &Inputs) -> Result<Vec<Adm
     // run's artifact and on the files branch as CSV files to pass here.
     if let Some(source) = named.iter().find(|n| n.trim().starts_with("github:")) {
         return Err(format!(
-            "input `{source}`: `github:` sources are fetched by the Action and watches only; pass the CSV a run kept (compute-bot-reports/runs/<run>/github/github_<source>.csv in its artifact, or the files branch) with --input"
+            "input `{source}`: `github:` sources are fetched by the Action and watches only; pass the CSV a run kept (`runs/<run>-<attempt>/github/<source>.csv` in its artifact or on the files branch) with --input: here it is /data/<source>.csv, as any file (`compute-bot replay` puts it back at /data/github/<source>.csv)"
         ));
     }
     let ws = Workspace::current_dir()?;

@@ -30,8 +30,10 @@ pub(crate) struct ReplayArgs {
     /// The repository (`owner/name`) of a comment given by id.
     #[arg(long, value_name = "OWNER/NAME")]
     repo: Option<String>,
-    /// An input file, matched to the record by file name (default: the
-    /// recorded path under --workspace). Repeatable.
+    /// An input file, matched to the record by its name: the path ends with
+    /// it (`sales.csv`; `github:` data as `…/github/pulls.csv`, as kept in
+    /// the run's artifact). Default: the recorded path under --workspace.
+    /// Repeatable.
     #[arg(long = "input", value_name = "PATH")]
     inputs: Vec<PathBuf>,
     /// Where recorded input paths are looked up (default: the current directory).

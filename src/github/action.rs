@@ -69,7 +69,8 @@ use crate::sandbox::{RUNTIME_VARIABLE, Runtime, Session};
 use crate::status::{Exit, Status};
 
 /// Policy files looked for (in this order) when the `policy` input is empty.
-const DEFAULT_POLICY_PATHS: [&str; 2] = [".github/compute-bot.yml", ".github/compute-policy.yml"];
+pub(crate) const DEFAULT_POLICY_PATHS: [&str; 2] =
+    [".github/compute-bot.yml", ".github/compute-policy.yml"];
 
 /// Runs the action from the process environment; returns how it ended.
 /// (SIGINT / SIGTERM are [`crate::cli::main`]'s: dropping this future

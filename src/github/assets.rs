@@ -161,11 +161,13 @@ pub(crate) async fn show(ctx: &Ctx<'_>, report: &Report, keep_dir: &Path) -> Opt
     })
 }
 
-/// Where the data of a run's `github:` sources is kept, per file name: a
-/// reference `<branch>@<commit sha>:<path>` on the files branch, or
-/// `artifact` when it could not be committed (no branch, a read-only token);
-/// it is always also written under `keep_dir` for the workflow's
-/// `actions/upload-artifact` step (`runs/<run id>-<attempt>/github/`).
+/// Where the data of a run's `github:` sources is kept, per file name
+/// (`github/<source>.csv`, as under `/data`): a reference
+/// `<branch>@<commit sha>:<path>` on the files branch, or `artifact` when it
+/// could not be committed (no branch, a read-only token); it is always also
+/// written under `keep_dir` for the workflow's `actions/upload-artifact`
+/// step. Either way the path is `runs/<run id>-<attempt>/<name>`, so the
+/// snapshot reads `runs/<run id>-<attempt>/github/<source>.csv`.
 /// Replay reads a committed snapshot back (see
 /// [`crate::github::sources::snapshot_ref`]).
 pub(crate) async fn keep_snapshot(
@@ -177,12 +179,12 @@ pub(crate) async fn keep_snapshot(
         return Vec::new();
     }
     let env = ctx.env;
-    let folder = format!("{}/github", run_folder(&env.run_id, env.run_attempt));
+    let folder = run_folder(&env.run_id, env.run_attempt);
     let dir = keep_dir.join(&folder);
-    let written = std::fs::create_dir_all(&dir).and_then(|_| {
-        files
-            .iter()
-            .try_for_each(|(n, b)| std::fs::write(dir.join(n), b))
+    let written = files.iter().try_for_each(|(n, b)| {
+        let path = dir.join(n);
+        std::fs::create_dir_all(path.parent().unwrap_or(&dir))?;
+        std::fs::write(path, b)
     });
     if let Err(e) = written {
         tracing::warn!("cannot keep the GitHub data in {}: {e}", dir.display());

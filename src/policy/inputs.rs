@@ -8,6 +8,7 @@ use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize};
 
 use super::defaults::{DEFAULT_INPUT_GLOBS, strs};
+use crate::sources::{GithubSource, Query};
 use crate::units::ByteSize;
 
 /// `inputs`: which workspace files may be handed to the code.
@@ -32,67 +33,6 @@ pub struct Inputs {
     pub(crate) github_max_requests: u32,
 }
 
-/// One kind of the repository's own activity the bot can fetch as a table.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum GithubSource {
-    /// Pull requests (`GET /repos/{o}/{r}/pulls`, sizes from `pulls/{n}`).
-    Pulls,
-    /// Reviews of the fetched pull requests (`pulls/{n}/reviews`).
-    Reviews,
-    /// Issues and pull requests (`GET /repos/{o}/{r}/issues`).
-    Issues,
-    /// Issue and pull request comments (`GET /repos/{o}/{r}/issues/comments`).
-    Comments,
-    /// Workflow runs (`GET /repos/{o}/{r}/actions/runs`).
-    WorkflowRuns,
-}
-
-impl GithubSource {
-    /// Every source, in the order the docs list them.
-    pub(crate) const ALL: [GithubSource; 5] = [
-        GithubSource::Pulls,
-        GithubSource::Reviews,
-        GithubSource::Issues,
-        GithubSource::Comments,
-        GithubSource::WorkflowRuns,
-    ];
-
-    /// The name written in `github:<name>` and in the policy.
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            GithubSource::Pulls => "pulls",
-            GithubSource::Reviews => "reviews",
-            GithubSource::Issues => "issues",
-            GithubSource::Comments => "comments",
-            GithubSource::WorkflowRuns => "workflow_runs",
-        }
-    }
-
-    /// The source named `name`, if any.
-    pub(crate) fn parse(name: &str) -> Option<GithubSource> {
-        GithubSource::ALL.into_iter().find(|s| s.name() == name)
-    }
-
-    /// The workflow token permission (read) the source needs.
-    pub(crate) fn permission(self) -> &'static str {
-        match self {
-            GithubSource::Pulls | GithubSource::Reviews => "pull-requests",
-            GithubSource::Issues | GithubSource::Comments => "issues",
-            GithubSource::WorkflowRuns => "actions",
-        }
-    }
-
-    /// Every name, for messages (`pulls`, `reviews`, ...).
-    pub(crate) fn names() -> String {
-        GithubSource::ALL
-            .iter()
-            .map(|s| format!("`{}`", s.name()))
-            .collect::<Vec<_>>()
-            .join(", ")
-    }
-}
-
 impl Default for Inputs {
     fn default() -> Self {
         Inputs {
@@ -107,6 +47,34 @@ impl Default for Inputs {
 }
 
 impl Inputs {
+    /// What the policy says against one parsed `github:` source, or `None`:
+    /// it must be opted in (`inputs.github`) and its `limit` within
+    /// `inputs.github_max_items`. The request, the watch run and `watch
+    /// check` all ask here.
+    pub(crate) fn github_problem(&self, q: &Query) -> Option<String> {
+        let name = q.source.name();
+        if !self.github.contains(&q.source) {
+            let allowed = if self.github.is_empty() {
+                "none".to_string()
+            } else {
+                self.github
+                    .iter()
+                    .map(|s| s.name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            return Some(format!(
+                "`github:{name}` is not allowed by the policy (sources allowed: {allowed}); add `{name}` to `inputs.github` in the policy file to let requests fetch it"
+            ));
+        }
+        q.limit.filter(|l| *l > self.github_max_items).map(|_| {
+            format!(
+                "`{}`: `limit` is over the policy's {} rows per source (`inputs.github_max_items`); lower it or raise the policy's",
+                q.text, self.github_max_items
+            )
+        })
+    }
+
     /// True when the workspace-relative `path` matches one of the `allow`
     /// globs. Paths with `..` components or absolute paths never match.
     pub fn is_allowed(&self, path: &str) -> bool {

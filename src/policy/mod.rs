@@ -78,7 +78,7 @@ pub(crate) use check::allows;
 pub use check::check_code;
 pub use config::{DataLevel, Policy};
 pub(crate) use files::Files;
-pub(crate) use inputs::{GithubSource, Inputs};
+pub(crate) use inputs::Inputs;
 pub(crate) use output::{OnCheckFailure, Repeat, VerifyMode};
 pub use prices::Prices;
 pub use reader::PolicyError;

@@ -20,7 +20,8 @@ const CHUNK: usize = 256 * 1024;
 /// One input file, copied into the sandbox as `/data/<name>` (read-only).
 #[derive(Debug, Clone, PartialEq)]
 pub struct InputFile {
-    /// The file name inside `/data` (no directories).
+    /// The name inside `/data`: a plain file name, or `github/<source>.csv`
+    /// in the bot's one folder (see `Job`'s check).
     pub name: String,
     contents: Contents,
 }

@@ -222,24 +222,64 @@ pub struct Job {
     pub rules: RuntimeRules,
 }
 
+/// The one folder under `/data` an input may be in: the bot's own, for the
+/// data it fetched from GitHub (`/data/github/<source>.csv`). Every other
+/// input is a plain file name directly under `/data`.
+pub(crate) const GITHUB_DIR: &str = "github";
+
+/// What is wrong with `name` as an input's name under `/data`, or `None`:
+/// **the** rule of input names (the job check, admission and the runner
+/// apply it). A name is a plain file name (no `/`, not `.` or `..`, not
+/// [`GITHUB_DIR`], which is the bot's folder), or `github/<name>.csv` with
+/// `<name>` of lowercase letters, digits and `_` (the bot's fetched data;
+/// never a user's file, whose name is its base name). Nothing else: no
+/// absolute path, no `..`, no other or nested folder.
+pub(crate) fn input_name_problem(name: &str) -> Option<String> {
+    let plain = |n: &str| !(n.is_empty() || n == "." || n == ".." || n.contains(['/', '\0']));
+    if let Some(rest) = name
+        .strip_prefix(GITHUB_DIR)
+        .and_then(|r| r.strip_prefix('/'))
+    {
+        let ok = rest.strip_suffix(".csv").is_some_and(|stem| {
+            !stem.is_empty()
+                && stem
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        });
+        return (!ok).then(|| {
+            format!(
+                "is not a name the bot's folder /data/{GITHUB_DIR}/ takes: only `{GITHUB_DIR}/<source>.csv` \
+                 (lowercase letters, digits and `_`) is; other inputs are plain file names under /data"
+            )
+        });
+    }
+    if name == GITHUB_DIR {
+        return Some(format!(
+            "is the name of the bot's folder /data/{GITHUB_DIR}/ (where the `github:` data goes); rename the file, e.g. `{GITHUB_DIR}.csv`"
+        ));
+    }
+    (!plain(name)).then(|| {
+        format!(
+            "is not a plain file name; inputs appear as /data/<file name> (no `/`, `..` or folders; \
+             only the bot's own data is under /data/{GITHUB_DIR}/)"
+        )
+    })
+}
+
 impl Job {
     /// The sandbox's own check of a job, whatever the front end checked:
-    /// each input is a plain file name (it becomes `/data/<name>`), no name
-    /// twice, and together they fit `/data` (`limits.data_max_bytes`, which
-    /// a policy sets through `inputs.max_total_bytes`).
+    /// each input's name follows [`input_name_problem`] (it becomes
+    /// `/data/<name>`), no name twice, and together they fit `/data`
+    /// (`limits.data_max_bytes`, which a policy sets through
+    /// `inputs.max_total_bytes`).
     pub(crate) fn check(&self, limits: &Limits) -> Result<(), SandboxError> {
         let mut total = 0u64;
         let mut seen = HashSet::new();
         for f in &self.inputs {
-            if f.name.is_empty()
-                || f.name.contains('/')
-                || f.name == "."
-                || f.name == ".."
-                || f.name.contains('\0')
-            {
+            if let Some(problem) = input_name_problem(&f.name) {
                 return Err(SandboxError::BadInput {
                     name: f.name.clone(),
-                    problem: "is not a plain file name; inputs appear as /data/<file name>".into(),
+                    problem,
                 });
             }
             if !seen.insert(&f.name) {
@@ -551,6 +591,50 @@ mod tests {
                 .to_string()
                 .contains("given twice")
         );
+    }
+
+    #[test]
+    fn input_names_are_plain_or_the_bots_own_github_folder() {
+        for ok in [
+            "a.csv",
+            "github.csv",
+            "github_pulls.csv",
+            "github/pulls.csv",
+            "github/workflow_runs.csv",
+            ".hidden",
+        ] {
+            assert_eq!(input_name_problem(ok), None, "{ok}");
+        }
+        for bad in [
+            "",
+            ".",
+            "..",
+            "github",
+            "github/",
+            "github/../x",
+            "github/../x.csv",
+            "github/a/b.csv",
+            "github/Pulls.csv",
+            "github/pulls.txt",
+            "github/.csv",
+            "a/b.csv",
+            "/etc/passwd",
+            "/data/github/pulls.csv",
+            "other/pulls.csv",
+            "github//pulls.csv",
+            "x\0y",
+        ] {
+            assert!(input_name_problem(bad).is_some(), "{bad:?} passed");
+        }
+        let e = input_name_problem("a/b.csv").unwrap();
+        assert!(
+            e.contains("plain file name") && e.contains("/data/github/"),
+            "{e}"
+        );
+        let e = input_name_problem("github/../x").unwrap();
+        assert!(e.contains("`github/<source>.csv`"), "{e}");
+        let e = input_name_problem("github").unwrap();
+        assert!(e.contains("rename the file"), "{e}");
     }
 
     #[test]

@@ -5,9 +5,11 @@
 use std::path::Path;
 
 use crate::located::Located;
+use crate::sources;
 
 use serde::Deserialize;
 use serde_json::Value;
+use serde_saphyr::Spanned;
 
 /// The folder watch files are read from (the action input `watches`).
 pub const DEFAULT_DIR: &str = ".github/compute";
@@ -29,8 +31,11 @@ pub struct Watch {
     /// The hex SHA-256 the code must have (with `goal`: the code a human
     /// approved once; with `code`: a pin that must match).
     pub code_sha256: Option<String>,
-    /// Workspace paths (relative to the repository root) given to the code.
+    /// Workspace paths (relative to the repository root) and `github:`
+    /// sources given to the code.
     pub inputs: Vec<String>,
+    /// Where each of [`Watch::inputs`] is written (line, column).
+    input_positions: Vec<(u64, u64)>,
     /// The JSON Schema the result must match (none: the policy's).
     pub schema: Option<Value>,
     /// Python expressions or `assert` statements over `result`.
@@ -62,7 +67,7 @@ struct Raw {
     #[serde(default)]
     code_sha256: Option<String>,
     #[serde(default)]
-    inputs: Vec<String>,
+    inputs: Vec<Spanned<String>>,
     #[serde(default)]
     schema: Option<Value>,
     #[serde(default)]
@@ -121,6 +126,34 @@ fn path_problem(p: &str) -> Option<&'static str> {
     } else {
         None
     }
+}
+
+/// The first problem among a watch's inputs, with the input's index: a
+/// workspace path per [`path_problem`]; the `github:` sources in their
+/// query syntax and together ([`sources::parse_all`]: each once, reviews
+/// beside pulls unfiltered). Whether the policy opts into a source is
+/// `watch check`'s (it knows the policy) and the run's.
+fn input_problem(inputs: &[String]) -> Option<(usize, String)> {
+    let path = inputs.iter().enumerate().find_map(|(i, p)| {
+        let why = path_problem(p).filter(|_| !sources::is_source(p))?;
+        Some((i, format!("input `{p}` {why}")))
+    });
+    let specs: Vec<(usize, String)> = inputs
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| sources::is_source(p))
+        .map(|(i, p)| (i, p.clone()))
+        .collect();
+    let texts: Vec<String> = specs.iter().map(|(_, p)| p.clone()).collect();
+    let source = sources::parse_all(&texts)
+        .1
+        .into_iter()
+        .next()
+        .map(|(k, e)| {
+            let (i, p) = &specs[k];
+            (*i, format!("input `{}`: {e}", p.trim()))
+        });
+    [path, source].into_iter().flatten().min_by_key(|(i, _)| *i)
 }
 
 impl Watch {
@@ -187,17 +220,15 @@ impl Watch {
             }
             _ => {}
         }
-        // A `github:` source is checked when the watch runs (its query and
-        // the policy's `inputs.github`); the rest are workspace paths.
-        for p in raw
+        let inputs: Vec<String> = raw.inputs.iter().map(|s| s.value.clone()).collect();
+        let input_positions: Vec<(u64, u64)> = raw
             .inputs
             .iter()
-            .filter(|p| !p.trim().starts_with("github:"))
-        {
-            if let Some(why) = path_problem(p) {
-                return Err(at("inputs", format!("input `{p}` {why}")));
-            }
-        }
+            .map(|s| (s.referenced.line(), s.referenced.column()))
+            .collect();
+        input_problem(&inputs).map_or(Ok(()), |(i, message)| {
+            Err(located(origin, input_positions[i], message))
+        })?;
         if let Some(s) = &raw.schema {
             if !s.is_object() {
                 return Err(at(
@@ -237,7 +268,8 @@ impl Watch {
             code,
             goal,
             code_sha256: pin,
-            inputs: raw.inputs,
+            inputs,
+            input_positions,
             schema: raw.schema,
             checks: raw.checks,
             tolerance,
@@ -260,6 +292,13 @@ impl Watch {
         let src = std::fs::read_to_string(path)
             .map_err(|e| located(shown, (0, 0), format!("cannot read the watch file ({e})")))?;
         Watch::parse(&src, shown)
+    }
+
+    /// A problem with the watch's input `i` (what the policy says of a
+    /// `github:` source, say), placed where that input is written.
+    pub(crate) fn at_input(&self, i: usize, message: impl Into<String>) -> WatchError {
+        let at = self.input_positions.get(i).copied().unwrap_or((0, 0));
+        located(&self.file, at, message)
     }
 
     /// True when `path` (repository-relative) is one of the watch's inputs.
@@ -371,7 +410,7 @@ mod tests {
             "{e}"
         );
         let e = err("name: x\ncode: print(1)\ninputs: [../secrets.txt]\n");
-        assert!(e.starts_with("w.yml:3:1: input `../secrets.txt`"), "{e}");
+        assert!(e.starts_with("w.yml:3:10: input `../secrets.txt`"), "{e}");
         let e = err("name: bad name\ncode: print(1)\n");
         assert!(e.starts_with("w.yml:1:1: name `bad name`"), "{e}");
         let e = err("name: x\ncode: print(1)\nschema: {type: 3}\n");
@@ -380,6 +419,49 @@ mod tests {
         assert!(e.contains("name"), "{e}");
         let e = err("name: x\ncode: print(1)\ntolerance: 0.1\ntolerance: 0.2\n");
         assert!(e.starts_with("w.yml:4:") && e.contains("duplicate"), "{e}");
+    }
+
+    /// `github:` entries are read in the query syntax the run reads, each
+    /// problem placed at its entry with what to write. (Before, every entry
+    /// starting with `github:` passed unread: these all loaded.)
+    #[test]
+    fn github_sources_are_checked_where_they_are_written() {
+        let w = ok(
+            "name: x\ncode: print(1)\ninputs:\n  - data/a.csv\n  - github:pulls?state=closed&since=-28d\n  - github:reviews\n",
+        );
+        assert_eq!(w.inputs.len(), 3);
+        assert_eq!(
+            w.at_input(1, "m").to_string(),
+            "w.yml:5:5: m",
+            "a later problem (the policy's) is placed at its entry"
+        );
+        let e = err("name: x\ncode: print(1)\ninputs:\n  - data/a.csv\n  - github:pull\n");
+        assert!(
+            e.starts_with("w.yml:5:5: input `github:pull`: `github:pull` is not a source; the sources are `pulls`"),
+            "{e}"
+        );
+        let e =
+            err("name: x\ncode: print(1)\ninputs: [data/a.csv, \"github:pulls?state=merged\"]\n");
+        assert!(
+            e.starts_with("w.yml:3:22: input `github:pulls?state=merged`: ")
+                && e.contains("write `open`, `closed` or `all`"),
+            "{e}"
+        );
+        let e = err("name: x\ncode: print(1)\ninputs:\n  - github:comments?labels=bug\n");
+        assert!(
+            e.starts_with("w.yml:4:5: ") && e.contains("its keys are `since`, `until`, `limit`"),
+            "{e}"
+        );
+        let e = err(
+            "name: x\ncode: print(1)\ninputs:\n  - github:pulls\n  - github:pulls?state=open\n",
+        );
+        assert!(
+            e.starts_with("w.yml:5:5: ") && e.contains("named twice"),
+            "{e}"
+        );
+        // A bad path before a bad source is the one named.
+        let e = err("name: x\ncode: print(1)\ninputs: [/etc/x.csv, github:nope]\n");
+        assert!(e.starts_with("w.yml:3:10: input `/etc/x.csv`"), "{e}");
     }
 
     #[test]

@@ -11,12 +11,12 @@ use crate::support::github_activity::{Activity, generate};
 /// pull requests that have one: the code the comment runs.
 const FIRST_REVIEW: &str = r#"import json
 import pandas as pd
-p = pd.read_csv("/data/github_pulls.csv")
-r = pd.read_csv("/data/github_reviews.csv").dropna(subset=["submitted_at"])
+p = pd.read_csv("/data/github/pulls.csv")
+r = pd.read_csv("/data/github/reviews.csv").dropna(subset=["submitted_at"])
 first = r.groupby("pull_number")["submitted_at"].min().rename("first_review")
 p = p.set_index("number").join(first, how="inner")
 hours = (pd.to_datetime(p["first_review"]) - pd.to_datetime(p["created_at"])).dt.total_seconds() / 3600
-print(json.dumps({"median_hours": float(hours.median()), "pulls": int(len(p)), "rows": int(len(pd.read_csv("/data/github_pulls.csv"))), "reviewed": int(pd.read_csv("/data/github_pulls.csv")["reviews_fetched"].sum()), "sized": int(pd.read_csv("/data/github_pulls.csv")["additions"].notna().sum())}))
+print(json.dumps({"median_hours": float(hours.median()), "pulls": int(len(p)), "rows": int(len(pd.read_csv("/data/github/pulls.csv"))), "reviewed": int(pd.read_csv("/data/github/pulls.csv")["reviews_fetched"].sum()), "sized": int(pd.read_csv("/data/github/pulls.csv")["additions"].notna().sum())}))
 "#;
 
 fn policy(sources: &str, max_requests: u32) -> String {
@@ -135,6 +135,59 @@ async fn median_hours_to_first_review_matches_an_independent_computation() {
             || answer.contains("github:pulls?state=closed&since=2026-10-01"),
         "{answer}"
     );
+    // The audit names the files in the bot's folder as the code opened them.
+    assert!(
+        answer.contains("/data/github/pulls.csv (r)")
+            && answer.contains("/data/github/reviews.csv (r)"),
+        "{answer}"
+    );
+}
+
+/// A workspace file cannot take the bot's folder: `github` is refused at
+/// admission naming the file, while `github_pulls.csv` (the old flat name)
+/// is an ordinary input beside `/data/github/pulls.csv`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workspace_file_sits_beside_the_bots_github_folder_and_cannot_take_it() {
+    let yaml = format!("{}  allow: [\"data/*\"]\n", policy("pulls", 100));
+    let f = ActionFixture::builder()
+        .policy(&yaml)
+        .file("data/github_pulls.csv", "number\n1\n2\n3\n")
+        .file("data/github", "not a folder\n")
+        .start()
+        .await;
+    f.gh.set_activity(REPO, generate(12, 0, 2));
+    let code = "import json, os\nimport pandas as pd\nprint(json.dumps({'mine': len(pd.read_csv('/data/github_pulls.csv')), 'fetched': len(pd.read_csv('/data/github/pulls.csv')), 'data': sorted(os.listdir('/data')), 'folder': sorted(os.listdir('/data/github'))}))\n";
+    f.comment(
+        "alice",
+        &format!(
+            "/compute inputs=data/github_pulls.csv,github:pulls?sizes=false count\n{}",
+            fenced(code)
+        ),
+    );
+    let run = f.run(COMMENT, "7006").await;
+    assert_eq!(run.code, 0, "{}", run.log());
+    let got = result_of(&run);
+    assert_eq!(got["mine"], 3, "{got}");
+    assert_eq!(got["fetched"], 12, "{got}");
+    assert_eq!(
+        got["data"],
+        serde_json::json!(["github", "github_pulls.csv"])
+    );
+    assert_eq!(got["folder"], serde_json::json!(["pulls.csv"]));
+    f.comment(
+        "alice",
+        &format!(
+            "/compute inputs=data/github,github:pulls count\n{}",
+            fenced(code)
+        ),
+    );
+    let run = f.run(COMMENT, "7007").await;
+    assert_ne!(run.code, 0, "{}", run.log());
+    let body = newest(&f);
+    assert!(
+        body.contains("data/github") && body.contains("bot's folder /data/github/"),
+        "{body}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -231,9 +284,9 @@ async fn issues_comments_and_runs_are_read_in_their_real_shapes() {
     f.gh.set_activity(REPO, data.clone());
     let code = r#"import json
 import pandas as pd
-i = pd.read_csv("/data/github_issues.csv")
-c = pd.read_csv("/data/github_comments.csv")
-r = pd.read_csv("/data/github_workflow_runs.csv")
+i = pd.read_csv("/data/github/issues.csv")
+c = pd.read_csv("/data/github/comments.csv")
+r = pd.read_csv("/data/github/workflow_runs.csv")
 rate = r.groupby("workflow")["conclusion"].apply(lambda s: float((s == "failure").mean())).to_dict()
 print(json.dumps({"issues": int(len(i)), "prs": int(i["is_pull_request"].sum()), "comments": int(len(c)), "runs": int(len(r)), "rate": rate}))
 "#;
@@ -298,14 +351,14 @@ async fn replay_reproduces_from_the_kept_snapshot_and_fresh_fetches_again() {
             .expect("the snapshot was committed");
     let files = f.gh.files_at(REPO, &branch);
     let pulls_csv = files
-        .get("runs/7101-1/github/github_pulls.csv")
+        .get("runs/7101-1/github/pulls.csv")
         .expect("pulls kept");
-    assert!(files.contains_key("runs/7101-1/github/github_reviews.csv"));
+    assert!(files.contains_key("runs/7101-1/github/reviews.csv"));
     let report = f.report(&run);
     let recorded = report["record"]["inputs"].as_array().unwrap();
     let pulls = recorded
         .iter()
-        .find(|i| i["name"] == "github_pulls.csv")
+        .find(|i| i["name"] == "github/pulls.csv")
         .unwrap();
     assert_eq!(
         pulls["sha256"],
@@ -319,10 +372,31 @@ async fn replay_reproduces_from_the_kept_snapshot_and_fresh_fetches_again() {
             .starts_with("compute-bot-assets@"),
         "{pulls}"
     );
+    // `compute-bot replay` takes the files kept in the run's artifact folder
+    // by their place there, and hands them back as /data/github/<source>.csv.
+    let kept = f.ws().join("compute-bot-reports/runs/7101-1/github");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_compute-bot"))
+        .arg("replay")
+        .arg(f.ws().join(run.out("report_path")))
+        .arg("--input")
+        .arg(kept.join("pulls.csv"))
+        .arg("--input")
+        .arg(kept.join("reviews.csv"))
+        .arg("--workspace")
+        .arg(f.ws())
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(o.status.code(), Some(0), "{said}");
+    assert!(said.contains("reproduced"), "{said}");
 
     // The repository moves on; the replay still runs on the recorded data.
     f.gh.set_activity(REPO, generate(140, 0, 6));
-    let before = f.gh.count("GET", "/pulls");
+    let before = pulls_read(&f);
     f.comment("alice", "/compute replay");
     let run = f.run(COMMENT, "7102").await;
     let verdict = newest(&f);
@@ -331,7 +405,7 @@ async fn replay_reproduces_from_the_kept_snapshot_and_fresh_fetches_again() {
         verdict.contains("reproduced") && verdict.contains("snapshot in commit"),
         "{verdict}"
     );
-    assert_eq!(f.gh.count("GET", "/pulls"), before, "nothing fetched again");
+    assert_eq!(pulls_read(&f), before, "nothing fetched again");
 
     // Asked to, it fetches afresh and says why the result differs.
     f.comment("alice", "/compute replay fresh");
@@ -342,7 +416,18 @@ async fn replay_reproduces_from_the_kept_snapshot_and_fresh_fetches_again() {
         verdict.contains("differs") && verdict.contains("fetched afresh"),
         "{verdict}"
     );
-    assert!(f.gh.count("GET", "/pulls") > before);
+    assert!(pulls_read(&f) > before);
+}
+
+/// Requests to the pull request endpoints (the snapshot's own path,
+/// `runs/…/github/pulls.csv` read through the contents API, is not one).
+fn pulls_read(f: &ActionFixture) -> usize {
+    f.gh.requests()
+        .iter()
+        .filter(|s| {
+            s.method == "GET" && s.path.contains("/pulls") && !s.path.contains("/contents/")
+        })
+        .count()
 }
 
 /// The sample watch `init --github pulls,reviews,workflow_runs` writes, posting to #7.
@@ -431,7 +516,7 @@ async fn the_model_is_told_the_columns_and_sees_rows_only_at_the_policys_data_le
     let llm = LlmStandin::openai().await;
     llm.push(Reply::code(
         "Count the rows.",
-        "import json\nimport pandas as pd\nprint(json.dumps({'n': len(pd.read_csv('/data/github_pulls.csv'))}))",
+        "import json\nimport pandas as pd\nprint(json.dumps({'n': len(pd.read_csv('/data/github/pulls.csv'))}))",
     ));
     llm.push(Reply::text("60 pull requests."));
     f.comment(
@@ -444,7 +529,7 @@ async fn the_model_is_told_the_columns_and_sees_rows_only_at_the_policys_data_le
     assert_eq!(run.code, 0, "{}", run.log());
     let (_, user) = &llm.requests()[0].messages()[0];
     for needle in [
-        "/data/github_pulls.csv",
+        "/data/github/pulls.csv",
         "reviews_fetched",
         "submitted_at",
         "User or Bot",
@@ -459,7 +544,7 @@ async fn the_model_is_told_the_columns_and_sees_rows_only_at_the_policys_data_le
     );
     let answer = &f.bot_comments(7)[0].body;
     assert!(
-        answer.contains("⚠️ `github_reviews.csv`: reviews of 29 of 60"),
+        answer.contains("⚠️ `github/reviews.csv`: reviews of 29 of 60"),
         "{answer}"
     );
 }

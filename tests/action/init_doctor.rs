@@ -361,6 +361,102 @@ fn init_offers_contents_write_for_charts_and_the_workflow_still_lints_clean() {
     assert!(lint.status.success(), "{}", text(&lint));
 }
 
+/// `watch check` reads a watch's `github:` entries as the run does: a bad
+/// one is named at its file:line:column with what to write, and one the
+/// policy does not opt into (`inputs.github`) is named with the key to add —
+/// the policy the Action would find here, or `--policy FILE`. (Before, every
+/// entry starting with `github:` passed unread.)
+#[test]
+fn watch_check_reads_github_sources_and_the_policys_opt_in() {
+    let d = git_repo();
+    let o = bot(
+        d.path(),
+        &["init", "--github", "pulls,reviews,workflow_runs"],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = bot(d.path(), &["watch", "check"], &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(
+        text(&o).contains("github: sources checked against the policy .github/compute-bot.yml"),
+        "{}",
+        text(&o)
+    );
+    let watch = d.path().join(".github/compute/engineering.yml");
+    let good = std::fs::read_to_string(&watch).unwrap();
+    let at = |text: &str, needle: &str| {
+        let (i, l) = text
+            .lines()
+            .enumerate()
+            .find(|(_, l)| l.contains(needle))
+            .unwrap();
+        format!("{}:{}", i + 1, l.find(needle).unwrap() + 1)
+    };
+    // A typo in a source: its place and the sources there are.
+    let bad = good.replace("\"github:reviews\"", "\"github:review\"");
+    std::fs::write(&watch, &bad).unwrap();
+    let o = bot(d.path(), &["watch", "check"], &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let want = format!(
+        ".github/compute/engineering.yml:{}: input `github:review`: `github:review` is not a source; the sources are `pulls`, `reviews`",
+        at(&bad, "\"github:review\"")
+    );
+    assert!(text(&o).contains(&want), "{want}\n{}", text(&o));
+    // A key the source does not take.
+    let bad = good.replace(
+        "\"github:workflow_runs?since=-28d\"",
+        "\"github:workflow_runs?state=closed\"",
+    );
+    std::fs::write(&watch, &bad).unwrap();
+    let o = bot(d.path(), &["watch", "check"], &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains(&format!(
+            ".github/compute/engineering.yml:{}: ",
+            at(&bad, "\"github:workflow_runs")
+        )) && text(&o).contains(
+            "`github:workflow_runs` takes no `state`; its keys are `since`, `until`, `limit`"
+        ),
+        "{}",
+        text(&o)
+    );
+    std::fs::write(&watch, &good).unwrap();
+
+    // A source the policy does not opt into, placed at its entry.
+    let policy = d.path().join(".github/compute-bot.yml");
+    std::fs::write(&policy, "version: 1\ninputs:\n  github: [pulls, reviews]\n").unwrap();
+    let o = bot(d.path(), &["watch", "check"], &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let want = format!(
+        ".github/compute/engineering.yml:{}: input `github:workflow_runs?since=-28d`: `github:workflow_runs` is not allowed by the policy (sources allowed: pulls, reviews); add `workflow_runs` to `inputs.github`",
+        at(&good, "\"github:workflow_runs")
+    );
+    assert!(text(&o).contains(&want), "{want}\n{}", text(&o));
+    // --policy names another file; without any, the syntax alone is checked and said so.
+    std::fs::write(
+        d.path().join("all.yml"),
+        "version: 1\ninputs:\n  github: [pulls, reviews, workflow_runs]\n",
+    )
+    .unwrap();
+    let o = bot(d.path(), &["watch", "check", "--policy", "all.yml"], &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(
+        text(&o).contains("against the policy all.yml"),
+        "{}",
+        text(&o)
+    );
+    std::fs::remove_file(&policy).unwrap();
+    let o = bot(d.path(), &["watch", "check"], &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(
+        text(&o).contains("checked for their syntax only"),
+        "{}",
+        text(&o)
+    );
+    let o = bot(d.path(), &["watch", "check", "--policy", "none.yml"], &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+}
+
 #[test]
 fn init_with_github_sources_writes_their_permissions_policy_and_metrics_watch() {
     let d = git_repo();

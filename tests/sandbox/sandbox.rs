@@ -778,7 +778,7 @@ async fn a_preparation_cancelled_mid_creation_leaves_no_container() {
 }
 
 /// No container labelled with this test process's pid is left, in any state.
-fn assert_none_left_by_this_process(what: &str) {
+pub(crate) fn assert_none_left_by_this_process(what: &str) {
     let left = Command::new("docker")
         .args(["ps", "-aq", "--filter"])
         .arg(format!("label=org.compute-bot.pid={}", std::process::id()))

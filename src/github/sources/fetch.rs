@@ -7,9 +7,8 @@ use octocrab::Page;
 use serde_json::Value;
 
 use crate::github::client::{GitHub, GitHubError, Need, encode_segment};
-use crate::github::sources::query::Query;
 use crate::github::sources::table::{labels_of, time_of};
-use crate::policy::GithubSource;
+use crate::sources::{GithubSource, Query};
 
 /// Items per page (GitHub's most).
 const PER_PAGE: &str = "100";

@@ -2,10 +2,10 @@
 //! (`github:pulls`, `github:reviews`, `github:issues`, `github:comments`,
 //! `github:workflow_runs`) named in `inputs=`, a workflow's `inputs` or a
 //! watch file, fetched by the trusted side with the job's token and handed
-//! to the code as `/data/github_<source>.csv` (the sandbox keeps no
-//! network). `query.rs` reads the query syntax, `fetch.rs` pages through the
-//! REST lists within a request budget, `table.rs` holds the columns and
-//! writes the CSV.
+//! to the code as `/data/github/<source>.csv` (the sandbox keeps no
+//! network). The query syntax is `crate::sources` (plain data, also read by
+//! `watch check`), `fetch.rs` pages through the REST lists within a request
+//! budget, `table.rs` holds the columns and writes the CSV.
 //!
 //! Each source is fetched once per run: `github:reviews` are the reviews
 //! of the pull requests `github:pulls` lists (or, without it, of the pull
@@ -17,25 +17,25 @@
 //! prompt say.
 
 pub(crate) mod fetch;
-pub(crate) mod query;
 pub(crate) mod table;
 
 use serde_json::Value;
 
 use crate::github::client::{GitHub, GitHubError};
-use crate::policy::{GithubSource, Inputs};
+use crate::policy::Inputs;
+use crate::sandbox::GITHUB_DIR;
+use crate::sources::{GithubSource, Query};
 use fetch::{Budget, FetchError, Take, judge, list, need, one, route};
-use query::{Query, State};
 use table::PullExtra;
 
-pub(crate) use query::split_inputs;
+pub(crate) use crate::sources::split_inputs;
 
 /// One fetched source: its query, its file and what the code must know.
 #[derive(Debug, Clone)]
 pub(crate) struct SourceFile {
     /// The query as parsed.
     pub(crate) query: Query,
-    /// `github_<source>.csv`, the name under `/data`.
+    /// `github/<source>.csv`, the name under `/data` ([`file_name`]).
     pub(crate) name: String,
     /// The CSV bytes.
     pub(crate) bytes: Vec<u8>,
@@ -56,64 +56,26 @@ pub(crate) struct Fetched {
     pub(crate) budget: u32,
 }
 
-/// The file name of a source under `/data`.
+/// The name of a source's file under `/data`: `github/<source>.csv`, in
+/// the bot's own folder ([`GITHUB_DIR`]), which no workspace file can take.
 pub(crate) fn file_name(source: GithubSource) -> String {
-    format!("github_{}.csv", source.name())
+    format!("{GITHUB_DIR}/{}.csv", source.name())
 }
 
-/// Parses `specs` and checks them against the policy: opted in, each
-/// source once, `limit` within `inputs.github_max_items`, reviews not
-/// filtered apart from the pulls they review. Every problem is listed.
+/// Parses `specs` and checks them against the policy: the list's own
+/// rules ([`crate::sources::parse_all`]: each source once, reviews not
+/// filtered apart from the pulls they review) and the policy's on each
+/// query ([`Inputs::github_problem`]: opted in, `limit` within
+/// `inputs.github_max_items`). Every problem is listed.
 pub(crate) fn check(specs: &[String], policy: &Inputs) -> Result<Vec<Query>, Vec<String>> {
-    let mut problems = Vec::new();
-    let mut out: Vec<Query> = Vec::new();
-    for spec in specs {
-        let q = match query::parse(spec) {
-            Ok(q) => q,
-            Err(e) => {
-                problems.push(e);
-                continue;
-            }
-        };
-        let name = q.source.name();
-        if !policy.github.contains(&q.source) {
-            let allowed = if policy.github.is_empty() {
-                "none".to_string()
-            } else {
-                policy
-                    .github
-                    .iter()
-                    .map(|s| s.name())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            };
-            problems.push(format!(
-                "`github:{name}` is not allowed by the policy (sources allowed: {allowed}); add `{name}` to `inputs.github` in the policy file to let requests fetch it"
-            ));
-        } else if out.iter().any(|o| o.source == q.source) {
-            problems.push(format!(
-                "`github:{name}` is named twice; name each source once"
-            ));
-        } else if q.limit.is_some_and(|l| l > policy.github_max_items) {
-            problems.push(format!(
-                "`{}`: `limit` is over the policy's {} rows per source (`inputs.github_max_items`); lower it or raise the policy's",
-                q.text, policy.github_max_items
-            ));
-        } else {
-            out.push(q);
+    let (parsed, found) = crate::sources::parse_all(specs);
+    let mut problems: Vec<String> = found.into_iter().map(|(_, p)| p).collect();
+    let mut out = Vec::new();
+    for q in parsed {
+        match policy.github_problem(&q) {
+            Some(p) => problems.push(p),
+            None => out.push(q),
         }
-    }
-    let pulls = out.iter().find(|q| q.source == GithubSource::Pulls);
-    let reviews = out.iter().find(|q| q.source == GithubSource::Reviews);
-    if let (Some(_), Some(r)) = (pulls, reviews)
-        && (r.state != State::All || r.since.is_some() || r.until.is_some())
-            | !r.labels.is_empty()
-            | r.limit.is_some()
-    {
-        problems.push(format!(
-            "`{}`: with `github:pulls` the reviews are those of its pull requests; write `github:reviews` without filters",
-            r.text
-        ));
     }
     if problems.is_empty() {
         Ok(out)
@@ -406,7 +368,7 @@ fn assemble(
             GithubSource::Reviews => {
                 let mut notes = Vec::new();
                 if reviewed < n {
-                    notes.push(format!("reviews of {reviewed} of {n} pull requests, newest first; {budget_note} (github_pulls.csv says which: reviews_fetched)"));
+                    notes.push(format!("reviews of {reviewed} of {n} pull requests, newest first; {budget_note} (github/pulls.csv says which: reviews_fetched)"));
                 }
                 (review_rows.clone(), notes)
             }

@@ -1,5 +1,5 @@
 //! The documented, stable columns of each `github:` source and the CSV the
-//! code reads as `/data/github_<source>.csv`.
+//! code reads as `/data/github/<source>.csv`.
 //!
 //! The format: a header line, then one row per item, RFC 4180 quoting
 //! (a field with a comma, quote or line break is quoted, quotes doubled),
@@ -14,7 +14,7 @@
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::Value;
 
-use crate::policy::GithubSource;
+use crate::sources::GithubSource;
 
 /// The columns of `source`: name and meaning (the prompt and the README
 /// show them; the order is the file's).

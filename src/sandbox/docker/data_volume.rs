@@ -6,7 +6,8 @@
 //! removal passes `v=true`, [`super::engine::remove`]). Its root is owned by
 //! root (0755, from the image's `/data`), and the inputs are copied in by
 //! the engine through the archive endpoint as root-owned files of mode
-//! 0444, so the code (uid 10001, no capabilities) can read them but cannot
+//! 0444 (the bot's `github/` folder, when there is one, as a root-owned
+//! directory of mode 0555), so the code (uid 10001, no capabilities) can read them but cannot
 //! write, create, chmod or delete anything there: the volume cannot be used
 //! to fill the engine's disk. The tar archive is streamed from the input
 //! files in chunks ([`InputFile::chunks`]); nothing is held whole.
@@ -74,11 +75,24 @@ pub(super) async fn upload(
 }
 
 /// The tar archive of `inputs`, chunk by chunk: per file a header, its
-/// bytes and the padding to 512; then the two empty end blocks.
+/// bytes and the padding to 512; then the two empty end blocks. The first
+/// file in a folder (the job check allows only the bot's `github/`) is
+/// preceded by the folder's entry: root-owned, mode 0555, like `/data`.
 fn archive(inputs: Vec<InputFile>) -> impl Stream<Item = Result<Vec<u8>, InputChanged>> + Send {
-    let files = futures_util::stream::iter(inputs).flat_map(|f| {
+    let mut folders: Vec<String> = Vec::new();
+    let files = futures_util::stream::iter(inputs).flat_map(move |f| {
         let size = f.size();
-        let head = futures_util::stream::iter([Ok(header(&f.name, size))]);
+        let mut heads = Vec::new();
+        if let Some((dir, _)) = f.name.rsplit_once('/')
+            && !folders.iter().any(|d| d == dir)
+        {
+            folders.push(dir.to_string());
+            heads.push(Ok(
+                block(format!("{dir}/").as_bytes(), 0, b'5', 0o555).to_vec()
+            ));
+        }
+        heads.push(Ok(header(&f.name, size)));
+        let head = futures_util::stream::iter(heads);
         let pad = (512 - (size % 512) as usize) % 512;
         let tail = futures_util::stream::iter((pad > 0).then(|| Ok(vec![0u8; pad])));
         head.chain(f.chunks()).chain(tail)
@@ -95,19 +109,24 @@ fn header(name: &str, size: u64) -> Vec<u8> {
     if bytes.len() > 100 {
         let mut long = bytes.to_vec();
         long.push(0);
-        out.extend(block("././@LongLink".as_bytes(), long.len() as u64, b'L'));
+        out.extend(block(
+            "././@LongLink".as_bytes(),
+            long.len() as u64,
+            b'L',
+            0o444,
+        ));
         let pad = (512 - long.len() % 512) % 512;
         out.extend_from_slice(&long);
         out.extend(std::iter::repeat_n(0, pad));
     }
-    out.extend(block(&bytes[..bytes.len().min(100)], size, b'0'));
+    out.extend(block(&bytes[..bytes.len().min(100)], size, b'0', 0o444));
     out
 }
 
-fn block(name: &[u8], size: u64, kind: u8) -> [u8; 512] {
+fn block(name: &[u8], size: u64, kind: u8, mode: u64) -> [u8; 512] {
     let mut h = [0u8; 512];
     h[..name.len()].copy_from_slice(name);
-    octal(&mut h[100..108], 0o444);
+    octal(&mut h[100..108], mode);
     octal(&mut h[108..116], 0);
     octal(&mut h[116..124], 0);
     if size < 8u64.pow(11) {
@@ -159,6 +178,8 @@ mod tests {
             InputFile::new("a.csv", b"a,b\n1,2\n".to_vec()),
             InputFile::new(long.clone(), vec![b'x'; 1500]),
             InputFile::new("empty.txt", Vec::new()),
+            InputFile::new("github/pulls.csv", b"number\n1\n".to_vec()),
+            InputFile::new("github/reviews.csv", b"pull_number\n".to_vec()),
         ])
         .await;
         assert_eq!(tar.len() % 512, 0);
@@ -174,7 +195,15 @@ mod tests {
         let text = String::from_utf8_lossy(&list.stdout);
         assert!(list.status.success(), "{text}");
         let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines.len(), 3, "{text}");
+        assert_eq!(lines.len(), 6, "{text}");
+        // The bot's folder comes once, before its files, read-only.
+        assert!(
+            lines[3].starts_with("dr-xr-xr-x 0/0") && lines[3].ends_with(" github/"),
+            "{text}"
+        );
+        assert!(
+            lines[4].ends_with(" github/pulls.csv") && lines[5].ends_with(" github/reviews.csv")
+        );
         assert!(lines[0].starts_with("-r--r--r-- 0/0") && lines[0].ends_with(" a.csv"));
         assert!(
             lines[1].contains(" 1500 ") && lines[1].ends_with(&long),
@@ -193,14 +222,18 @@ mod tests {
             b"a,b\n1,2\n"
         );
         assert_eq!(std::fs::read(d.path().join(&long)).unwrap().len(), 1500);
+        assert_eq!(
+            std::fs::read(d.path().join("github/pulls.csv")).unwrap(),
+            b"number\n1\n"
+        );
     }
 
     #[test]
     fn sizes_of_8_gib_and_more_use_base_256() {
-        let h = block(b"big.csv", 9 << 30, b'0');
+        let h = block(b"big.csv", 9 << 30, b'0', 0o444);
         assert_eq!(h[124], 0x80);
         assert_eq!(u64::from_be_bytes(h[128..136].try_into().unwrap()), 9 << 30);
-        let h = block(b"small.csv", 1000, b'0');
+        let h = block(b"small.csv", 1000, b'0', 0o444);
         assert_eq!(&h[124..136], b"00000001750\0");
     }
 }

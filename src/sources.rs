@@ -1,6 +1,10 @@
-//! The query of one `github:` source as written in `inputs=`, a workflow's
-//! `inputs` or a watch file: `github:<source>[?key=value[&key=value]...]`,
-//! e.g. `github:pulls?state=closed&since=2026-11-01&labels=bug,ui&limit=500`.
+//! The `github:` sources as written — in `inputs=`, a workflow's `inputs`,
+//! a watch file and the policy's `inputs.github` — as plain data: the
+//! sources' names ([`GithubSource`]) and the query syntax
+//! `github:<source>[?key=value[&key=value]...]` ([`parse`] into a
+//! [`Query`]), e.g. `github:pulls?state=closed&since=2026-11-01&labels=bug,ui&limit=500`.
+//! No GitHub client: fetching is `github::sources`; this module sits low so
+//! that the policy and `watch check` read the same syntax.
 //!
 //! Keys (each at most once; which ones a source takes is in [`allowed`]):
 //! - `state`: `open`, `closed` or `all` (default `all`);
@@ -15,8 +19,68 @@
 //!   request per pull request).
 
 use chrono::{DateTime, NaiveDate, Utc};
+use serde::{Deserialize, Serialize};
 
-use crate::policy::GithubSource;
+/// One kind of the repository's own activity the bot can fetch as a table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum GithubSource {
+    /// Pull requests (`GET /repos/{o}/{r}/pulls`, sizes from `pulls/{n}`).
+    Pulls,
+    /// Reviews of the fetched pull requests (`pulls/{n}/reviews`).
+    Reviews,
+    /// Issues and pull requests (`GET /repos/{o}/{r}/issues`).
+    Issues,
+    /// Issue and pull request comments (`GET /repos/{o}/{r}/issues/comments`).
+    Comments,
+    /// Workflow runs (`GET /repos/{o}/{r}/actions/runs`).
+    WorkflowRuns,
+}
+
+impl GithubSource {
+    /// Every source, in the order the docs list them.
+    pub(crate) const ALL: [GithubSource; 5] = [
+        GithubSource::Pulls,
+        GithubSource::Reviews,
+        GithubSource::Issues,
+        GithubSource::Comments,
+        GithubSource::WorkflowRuns,
+    ];
+
+    /// The name written in `github:<name>` and in the policy.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            GithubSource::Pulls => "pulls",
+            GithubSource::Reviews => "reviews",
+            GithubSource::Issues => "issues",
+            GithubSource::Comments => "comments",
+            GithubSource::WorkflowRuns => "workflow_runs",
+        }
+    }
+
+    /// The source named `name`, if any.
+    pub(crate) fn parse(name: &str) -> Option<GithubSource> {
+        GithubSource::ALL.into_iter().find(|s| s.name() == name)
+    }
+
+    /// The workflow token permission (read) the source needs.
+    pub(crate) fn permission(self) -> &'static str {
+        match self {
+            GithubSource::Pulls | GithubSource::Reviews => "pull-requests",
+            GithubSource::Issues | GithubSource::Comments => "issues",
+            GithubSource::WorkflowRuns => "actions",
+        }
+    }
+
+    /// Every name, for messages (`pulls`, `reviews`, ...).
+    pub(crate) fn names() -> String {
+        GithubSource::ALL
+            .iter()
+            .map(|s| format!("`{}`", s.name()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
 
 /// `open`, `closed` or `all`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -204,6 +268,49 @@ pub(crate) fn parse(text: &str) -> Result<Query, String> {
     Ok(q)
 }
 
+/// Parses every source of one request or watch and checks them together:
+/// each source named once, and `github:reviews` beside `github:pulls`
+/// without filters of its own (its reviews are those of the pulls). The
+/// queries that passed, and every problem, each with the index of its entry
+/// in `specs` (a watch file places it). The policy's rules on a query are
+/// `Inputs::github_problem`.
+pub(crate) fn parse_all(specs: &[String]) -> (Vec<Query>, Vec<(usize, String)>) {
+    let mut problems = Vec::new();
+    let mut out: Vec<(usize, Query)> = Vec::new();
+    for (i, spec) in specs.iter().enumerate() {
+        match parse(spec) {
+            Err(e) => problems.push((i, e)),
+            Ok(q) if out.iter().any(|(_, o)| o.source == q.source) => problems.push((
+                i,
+                format!(
+                    "`github:{}` is named twice; name each source once",
+                    q.source.name()
+                ),
+            )),
+            Ok(q) => out.push((i, q)),
+        }
+    }
+    let pulls = out.iter().any(|(_, q)| q.source == GithubSource::Pulls);
+    if let Some((i, r)) = out.iter().find(|(_, q)| q.source == GithubSource::Reviews)
+        && pulls
+        && (r.state != State::All
+            || r.since.is_some()
+            || r.until.is_some()
+            || !r.labels.is_empty()
+            || r.limit.is_some())
+    {
+        problems.push((
+            *i,
+            format!(
+                "`{}`: with `github:pulls` the reviews are those of its pull requests; write `github:reviews` without filters",
+                r.text
+            ),
+        ));
+    }
+    problems.sort_by_key(|(i, _)| *i);
+    (out.into_iter().map(|(_, q)| q).collect(), problems)
+}
+
 fn list(keys: &[&str]) -> String {
     keys.iter()
         .map(|k| format!("`{k}`"))
@@ -284,6 +391,39 @@ mod tests {
         assert!(e("github:pulls?limit").contains("has no value"));
         assert!(e("github:pulls?limit=1&limit=2").contains("given twice"));
         assert!(e("github:pulls?since=2026-11-02&until=2026-11-01").contains("not before"));
+    }
+
+    #[test]
+    fn a_list_names_each_source_once_and_reviews_follow_the_pulls() {
+        let specs: Vec<String> = [
+            "github:pulls",
+            "github:pull",
+            "github:pulls?state=open",
+            "github:reviews?since=2026-11-01",
+            "github:issues",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let (ok, problems) = parse_all(&specs);
+        let sources: Vec<GithubSource> = ok.iter().map(|q| q.source).collect();
+        assert_eq!(
+            sources,
+            [
+                GithubSource::Pulls,
+                GithubSource::Reviews,
+                GithubSource::Issues
+            ]
+        );
+        let at: Vec<usize> = problems.iter().map(|(i, _)| *i).collect();
+        assert_eq!(at, [1, 2, 3], "{problems:?}");
+        assert!(problems[0].1.contains("not a source"));
+        assert!(problems[1].1.contains("named twice"));
+        assert!(problems[2].1.contains("without filters"));
+        assert!(
+            parse_all(&specs[3..4]).1.is_empty(),
+            "alone, reviews take filters"
+        );
     }
 
     #[test]
