@@ -194,7 +194,7 @@ async fn github_data(
         let spec = i.path.as_deref().unwrap_or_default();
         let Some((sha, path)) = i.snapshot.as_deref().and_then(sources::snapshot_ref) else {
             problems.push(format!(
-                "`{spec}` was fetched from GitHub and its snapshot is only in the run's artifact (no files branch, or the token could not write): download `{}` from it and run `compute-bot replay --input {}`, or ask `{} replay fresh` to fetch it again",
+                "`{spec}` was fetched from GitHub and its snapshot is only in the run's artifact (no files branch, or the token could not write): download `runs/<run>-<attempt>/{}` from it and run `compute-bot replay --input <its path>` (the path ends in `{}`), or ask `{} replay fresh` to fetch it again",
                 i.name, i.name, ctx.prefix
             ));
             continue;

@@ -419,6 +419,48 @@ async fn replay_reproduces_from_the_kept_snapshot_and_fresh_fetches_again() {
     assert!(pulls_read(&f) > before);
 }
 
+/// Without a files branch the snapshot is only in the run's artifact, under
+/// the same path the code read it from: `/compute replay` says which file
+/// to download and how to pass it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replay_without_a_files_branch_names_the_kept_file_to_pass() {
+    let yaml = format!(
+        "{}output:\n  files:\n    branch: \"\"\n",
+        policy("pulls", 100)
+    );
+    let f = ActionFixture::builder().policy(&yaml).start().await;
+    f.gh.set_activity(REPO, generate(20, 0, 4));
+    let code = "import json\nimport pandas as pd\nprint(json.dumps({'n': len(pd.read_csv('/data/github/pulls.csv'))}))\n";
+    f.comment(
+        "alice",
+        &format!(
+            "/compute inputs=github:pulls?sizes=false count\n{}",
+            fenced(code)
+        ),
+    );
+    let run = f.run(COMMENT, "7111").await;
+    assert_eq!(run.code, 0, "{}", run.log());
+    assert!(
+        f.ws()
+            .join("compute-bot-reports/runs/7111-1/github/pulls.csv")
+            .is_file(),
+        "kept in the artifact folder as under /data"
+    );
+    f.comment("alice", "/compute replay");
+    let run = f.run(COMMENT, "7112").await;
+    let verdict = newest(&f);
+    assert_ne!(run.code, 0, "{verdict}");
+    assert!(
+        verdict.contains("download `runs/&lt;run&gt;-&lt;attempt&gt;/github/pulls.csv`")
+            || verdict.contains("download `runs/<run>-<attempt>/github/pulls.csv`"),
+        "{verdict}"
+    );
+    assert!(
+        verdict.contains("the path ends in `github/pulls.csv`"),
+        "{verdict}"
+    );
+}
+
 /// Requests to the pull request endpoints (the snapshot's own path,
 /// `runs/…/github/pulls.csv` read through the contents API, is not one).
 fn pulls_read(f: &ActionFixture) -> usize {
