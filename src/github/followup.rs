@@ -18,6 +18,7 @@
 use serde_json::Value;
 
 use crate::github::client::{CommentInfo, GitHubError};
+use crate::github::sources::earlier::{self, Earlier};
 use crate::github::texts::read_request_marker;
 use crate::github::thread::{Ctx, log_annotation};
 use crate::record::{RECORD_MARKER_START, RunRecord};
@@ -39,6 +40,10 @@ pub(crate) struct Parent {
     pub(crate) inputs: Vec<String>,
     /// The answer comment's URL.
     pub(crate) url: String,
+    /// Its `github:` inputs and where their snapshots are kept: a follow-up
+    /// on the same sources reads them back (see
+    /// [`crate::github::sources::earlier`]).
+    pub(crate) data: Vec<Earlier>,
 }
 
 /// The earlier answer in `issue` that the asking comment's `text` builds on
@@ -118,7 +123,13 @@ fn parent_of(c: &CommentInfo) -> Option<Parent> {
             .filter_map(|i| i.path.clone())
             .collect(),
     };
+    let shown = request
+        .as_ref()
+        .map(|r| r.inputs.as_slice())
+        .unwrap_or_default();
+    let data = earlier::of_answer(Some(&record), shown);
     Some(Parent {
+        data,
         goal: request.and_then(|r| r.goal),
         code,
         result: record.result.clone(),
