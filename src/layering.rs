@@ -88,8 +88,18 @@ const ALLOWED: &[(&str, &[&str])] = &[
         ],
     ),
     ("github::inputs", &["admit", "policy"]),
-    // The repository's own activity as data, over the client.
-    ("github::sources", &["admit", "github::client", "policy"]),
+    // The repository's own activity as data, over the client; an earlier
+    // run's data read back from what its comment records.
+    (
+        "github::sources",
+        &[
+            "admit",
+            "github::client",
+            "github::texts",
+            "policy",
+            "record",
+        ],
+    ),
     (
         "github::texts",
         &["github::client", "markdown", "policy", "report", "sandbox"],
@@ -131,6 +141,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "github::followup",
         &[
             "github::client",
+            "github::sources",
             "github::texts",
             "github::thread",
             "record",
@@ -191,6 +202,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "github::inputs",
             "github::repo",
             "github::sources",
+            "github::texts",
             "github::thread",
             "policy",
             "record",
