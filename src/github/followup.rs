@@ -12,7 +12,8 @@
 //! - **What is taken**: the goal and context (the answer's request marker),
 //!   the code shown — only when it hashes to the record's `code_sha256` —,
 //!   the result kept in the record (small results only), how the run ended,
-//!   and the input paths.
+//!   the input paths, and where its `github:` data's snapshots are kept (a
+//!   follow-up on the same sources reads them back, not fetching again).
 //! - A thread without an answer gives `None`: the request is as any other.
 
 use serde_json::Value;

@@ -561,6 +561,12 @@ async fn a_follow_up_computes_on_the_first_runs_snapshot_not_a_second_fetch() {
         before,
         "no list, review or size request for the follow-up"
     );
+    let reads: Vec<String> = f.gh.requests()[..]
+        .iter()
+        .map(|s| s.path.clone())
+        .filter(|p| p.contains("/contents/runs/7401-1/github/"))
+        .collect();
+    assert_eq!(reads.len(), 2, "each snapshot read back once: {reads:?}");
     let answer = newest(&f);
     assert!(
         answer.contains("the GitHub data of run 7401, fetched at")
