@@ -604,7 +604,7 @@ async fn a_follow_up_without_a_snapshot_fetches_afresh_and_says_so() {
     assert!(f.gh.count("GET", "/pulls") > before);
     let answer = newest(&f);
     assert!(
-        answer.contains("fetched afresh") && answer.contains("only in its run's artifact"),
+        answer.contains("fetched afresh") && answer.contains("no snapshot on the files branch"),
         "{answer}"
     );
 }

@@ -179,10 +179,10 @@ pub(crate) async fn data_for(
             })
             .collect()),
         Use::FollowUp => {
-            afresh(format!("the earlier answer's data ({names}) are only in its run's artifact (no files branch, or the token could not write it), so this answer may see newer activity than the earlier one")).await
+            afresh(format!("the earlier answer's data ({names}) have no snapshot on the files branch (none set, a token that could not write it — then they are only in its run's artifact —, or an answer from before snapshots), so this answer may see newer activity than the earlier one")).await
         }
         Use::Approved => {
-            afresh(format!("the data shown ({names}) are only in that run's artifact (no files branch, or the token could not write it); the code runs only if the data fetched now hash as shown")).await
+            afresh(format!("the data shown ({names}) have no snapshot on the files branch (none set, a token that could not write it, or a request from before snapshots); the code runs only if the data fetched now hash as shown")).await
         }
     }
 }
