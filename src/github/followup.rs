@@ -128,7 +128,7 @@ fn parent_of(c: &CommentInfo) -> Option<Parent> {
         .as_ref()
         .map(|r| r.inputs.as_slice())
         .unwrap_or_default();
-    let data = earlier::of_answer(Some(&record), shown);
+    let data = earlier::of_answer(&record.inputs, shown);
     Some(Parent {
         data,
         goal: request.and_then(|r| r.goal),

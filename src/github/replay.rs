@@ -179,7 +179,7 @@ async fn github_data(
     let shown = read_request_marker(body)
         .map(|r| r.inputs)
         .unwrap_or_default();
-    let earlier = earlier::of_answer(Some(&rec.record), &shown);
+    let earlier = earlier::of_answer(&rec.record.inputs, &shown);
     let how = if fresh { Use::ReplayFresh } else { Use::Replay };
     let (admitted, fetched) = earlier::data_for(
         ctx.gh,

@@ -481,7 +481,7 @@ async fn resolve_inputs(
     // An approved run or a run of a plan: the data shown; a follow-up:
     // its parent's (see `sources::earlier`, the one rule).
     let (earlier, how) = match (&job.expected_inputs, &job.parent) {
-        (Some(shown), _) => (earlier::of_answer(None, shown), Use::Approved),
+        (Some(shown), _) => (earlier::of_answer(&[], shown), Use::Approved),
         (None, Some(p)) => (p.data.clone(), Use::FollowUp),
         (None, None) => (Vec::new(), Use::FollowUp),
     };

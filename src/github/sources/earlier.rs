@@ -17,7 +17,7 @@ use crate::github::client::GitHub;
 use crate::github::sources::{self, Cache, Fetched, Origin, SourceFile};
 use crate::github::texts::PendingInput;
 use crate::policy::Inputs;
-use crate::record::RunRecord;
+use crate::record::RecordedInput;
 
 /// One `github:` input of an earlier run, as its comment records it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -49,11 +49,12 @@ pub(crate) enum Use {
     Approved,
 }
 
-/// The `github:` inputs an answer comment records: from its run record
-/// (the snapshot, its hash and fetch time) and from its request marker
+/// The `github:` inputs an answer comment records: from its run record's
+/// inputs (`recorded`: the snapshot, its hash and fetch time) and from its
+/// request marker
 /// (`shown`: the inputs of its request, which also a needs-approval or plan
 /// comment carries, with the notes).
-pub(crate) fn of_answer(record: Option<&RunRecord>, shown: &[PendingInput]) -> Vec<Earlier> {
+pub(crate) fn of_answer(recorded: &[RecordedInput], shown: &[PendingInput]) -> Vec<Earlier> {
     let mut out: Vec<Earlier> = Vec::new();
     for i in shown {
         if sources::split_inputs(std::slice::from_ref(&i.path))
@@ -70,7 +71,7 @@ pub(crate) fn of_answer(record: Option<&RunRecord>, shown: &[PendingInput]) -> V
             notes: i.notes.clone(),
         });
     }
-    for i in record.map(|r| r.inputs.as_slice()).unwrap_or_default() {
+    for i in recorded {
         let Some(spec) = i.path.as_ref().filter(|p| p.starts_with("github:")) else {
             continue;
         };
@@ -299,5 +300,46 @@ mod tests {
             Some("7101 (attempt 2)")
         );
         assert_eq!(run_of("elsewhere.csv"), None);
+    }
+
+    #[test]
+    fn an_answer_names_its_sources_from_the_request_and_the_record() {
+        let at = format!("b@{}:runs/1-1/github/github_pulls.csv", "a".repeat(40));
+        let shown = [
+            PendingInput {
+                path: "data/x.csv".into(),
+                sha256: "11".into(),
+                ..PendingInput::default()
+            },
+            PendingInput {
+                path: "github:pulls".into(),
+                sha256: "22".into(),
+                notes: vec!["sizes not fetched".into()],
+                ..PendingInput::default()
+            },
+        ];
+        let input = |path: &str, sha: &str| RecordedInput {
+            name: "n".into(),
+            size: 1,
+            sha256: sha.into(),
+            path: Some(path.into()),
+            snapshot: Some(at.clone()),
+            fetched_at: Some("2026-12-01T00:00:00Z".into()),
+        };
+        let recorded = [input("github:pulls", "22"), input("github:issues", "33")];
+        let got = of_answer(&recorded, &shown);
+        assert_eq!(got.len(), 2, "workspace files are not GitHub data: {got:?}");
+        assert_eq!(
+            (
+                got[0].spec.as_str(),
+                got[0].snapshot.as_deref(),
+                got[0].notes.len()
+            ),
+            ("github:pulls", Some(at.as_str()), 1),
+            "the record's snapshot with the request's notes"
+        );
+        assert_eq!(got[1].spec, "github:issues");
+        // A needs-approval comment has no record: the request alone.
+        assert_eq!(of_answer(&[], &shown)[0].snapshot, None);
     }
 }
