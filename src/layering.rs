@@ -94,10 +94,19 @@ const ALLOWED: &[(&str, &[&str])] = &[
         ],
     ),
     ("github::inputs", &["admit", "policy"]),
-    // The repository's own activity as data, over the client.
+    // The repository's own activity as data, over the client; an earlier
+    // run's data read back from what its comment records.
     (
         "github::sources",
-        &["admit", "github::client", "policy", "sandbox", "sources"],
+        &[
+            "admit",
+            "github::client",
+            "github::texts",
+            "policy",
+            "record",
+            "sandbox",
+            "sources",
+        ],
     ),
     (
         "github::texts",
@@ -140,6 +149,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "github::followup",
         &[
             "github::client",
+            "github::sources",
             "github::texts",
             "github::thread",
             "record",
@@ -200,6 +210,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "github::inputs",
             "github::repo",
             "github::sources",
+            "github::texts",
             "github::thread",
             "policy",
             "record",

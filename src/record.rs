@@ -47,6 +47,10 @@ pub(crate) struct RecordedInput {
     /// `artifact` (the run's artifact only), so a replay reads the same bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) snapshot: Option<String>,
+    /// For data the bot fetched: when (RFC 3339, UTC) — for data read back
+    /// from an earlier run's snapshot, when that run fetched it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) fetched_at: Option<String>,
 }
 
 /// The image the code ran in.
@@ -384,6 +388,7 @@ mod tests {
                 sha256: "cd".repeat(32),
                 path: Some("data/x-->y<script>.csv".into()),
                 snapshot: None,
+                fetched_at: None,
             }],
             image: RecordedImage::default(),
             runtime: Runtime::default(),

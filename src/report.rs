@@ -181,6 +181,7 @@ impl Report {
                 sha256: i.sha256.clone(),
                 path: None,
                 snapshot: None,
+                fetched_at: None,
             })
             .collect();
         let result = report
@@ -225,12 +226,18 @@ impl Report {
     }
 
     /// Sets where the snapshot of each fetched input (by name under
-    /// `/data`) is kept (see [`crate::record::RecordedInput::snapshot`]).
-    pub(crate) fn set_input_snapshots(&mut self, kept: &[(String, String)]) {
+    /// `/data`) is kept and when it was fetched (see
+    /// [`crate::record::RecordedInput::snapshot`]).
+    pub(crate) fn set_input_snapshots(
+        &mut self,
+        kept: &[(String, String)],
+        fetched_at: Option<&str>,
+    ) {
         if let Some(r) = self.record.as_mut() {
             for i in &mut r.inputs {
                 if let Some((_, at)) = kept.iter().find(|(n, _)| *n == i.name) {
                     i.snapshot = Some(at.clone());
+                    i.fetched_at = fetched_at.map(str::to_string);
                 }
             }
         }

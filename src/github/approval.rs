@@ -1,6 +1,8 @@
 //! `/compute approve` and `/compute deny`: the code waiting for approval is
 //! read back from the bot's own comment (hash checked), the request is
-//! closed, and an approval runs exactly that code on the same inputs.
+//! closed, and an approval runs exactly that code on the same inputs (its
+//! `github:` data read back from the snapshot the request recorded, see
+//! [`crate::github::sources::earlier`]).
 
 use crate::github::client::{CommentInfo, GitHub, GitHubError, Reaction};
 use crate::github::request::{Approval, Job, execute};

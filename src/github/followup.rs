@@ -12,12 +12,14 @@
 //! - **What is taken**: the goal and context (the answer's request marker),
 //!   the code shown — only when it hashes to the record's `code_sha256` —,
 //!   the result kept in the record (small results only), how the run ended,
-//!   and the input paths.
+//!   the input paths, and where its `github:` data's snapshots are kept (a
+//!   follow-up on the same sources reads them back, not fetching again).
 //! - A thread without an answer gives `None`: the request is as any other.
 
 use serde_json::Value;
 
 use crate::github::client::{CommentInfo, GitHubError};
+use crate::github::sources::earlier::{self, Earlier};
 use crate::github::texts::read_request_marker;
 use crate::github::thread::{Ctx, log_annotation};
 use crate::record::{RECORD_MARKER_START, RunRecord};
@@ -39,6 +41,10 @@ pub(crate) struct Parent {
     pub(crate) inputs: Vec<String>,
     /// The answer comment's URL.
     pub(crate) url: String,
+    /// Its `github:` inputs and where their snapshots are kept: a follow-up
+    /// on the same sources reads them back (see
+    /// [`crate::github::sources::earlier`]).
+    pub(crate) data: Vec<Earlier>,
 }
 
 /// The earlier answer in `issue` that the asking comment's `text` builds on
@@ -118,7 +124,13 @@ fn parent_of(c: &CommentInfo) -> Option<Parent> {
             .filter_map(|i| i.path.clone())
             .collect(),
     };
+    let shown = request
+        .as_ref()
+        .map(|r| r.inputs.as_slice())
+        .unwrap_or_default();
+    let data = earlier::of_answer(&record.inputs, shown);
     Some(Parent {
+        data,
         goal: request.and_then(|r| r.goal),
         code,
         result: record.result.clone(),

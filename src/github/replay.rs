@@ -9,7 +9,8 @@
 
 use crate::github::client::Reaction;
 use crate::github::inputs;
-use crate::github::sources;
+use crate::github::sources::{self, Origin, earlier, earlier::Use};
+use crate::github::texts::read_request_marker;
 use crate::github::thread::{Ctx, Published, Stop};
 use crate::policy::{Decision, check_code};
 use crate::record::RECORD_MARKER_START;
@@ -82,7 +83,7 @@ async fn answer(ctx: &Ctx<'_>, issue: u64, fresh: bool) -> Answer {
             return (cannot(&source, &[e]), Reaction::Confused, Status::Failed);
         }
     };
-    let (inputs, data_note) = match preconditions(ctx, &rec, fresh).await {
+    let (inputs, data_note) = match preconditions(ctx, (&rec, &body), fresh).await {
         Ok(i) => i,
         Err(p) => {
             return (cannot(&source, &p), Reaction::MinusOne, Status::Failed);
@@ -112,7 +113,7 @@ async fn answer(ctx: &Ctx<'_>, issue: u64, fresh: bool) -> Answer {
 /// again when `fresh`. The second value says where that data came from.
 async fn preconditions(
     ctx: &Ctx<'_>,
-    rec: &Recorded,
+    (rec, body): (&Recorded, &str),
     fresh: bool,
 ) -> Result<(Vec<InputFile>, Vec<String>), Vec<String>> {
     let mut problems: Vec<String> = code_mismatch(rec).into_iter().collect();
@@ -150,7 +151,7 @@ async fn preconditions(
     };
     let mut notes = Vec::new();
     if !specs.is_empty() {
-        match github_data(ctx, rec, &specs, fresh).await {
+        match github_data(ctx, (rec, body), &specs, fresh).await {
             Ok((data, note)) => {
                 files.extend(data);
                 notes.push(note);
@@ -167,71 +168,40 @@ async fn preconditions(
 
 /// The recorded `github:` data: read back from the snapshot each input's
 /// record names on the files branch (its sha256 checked), or, `fresh`,
-/// fetched again with the recorded queries. The note says which.
+/// fetched again with the recorded queries — the one rule of
+/// [`sources::earlier::data_for`]. The note says which.
 async fn github_data(
     ctx: &Ctx<'_>,
-    rec: &Recorded,
+    (rec, body): (&Recorded, &str),
     specs: &[String],
     fresh: bool,
 ) -> Result<(Vec<InputFile>, String), Vec<String>> {
-    if fresh {
-        let (admitted, fetched) = sources::resolve(ctx.gh, specs, &ctx.policy.inputs).await?;
-        let note = format!(
+    let shown = read_request_marker(body)
+        .map(|r| r.inputs)
+        .unwrap_or_default();
+    let earlier = earlier::of_answer(&rec.record.inputs, &shown);
+    let how = if fresh { Use::ReplayFresh } else { Use::Replay };
+    let (admitted, fetched) = earlier::data_for(
+        ctx.gh,
+        ctx.fetched,
+        specs,
+        &earlier,
+        (&ctx.policy.inputs, how, ctx.prefix),
+    )
+    .await?;
+    let note = match &fetched.origin {
+        Origin::Snapshot { .. } => format!(
+            "the GitHub data ({}) came from the run's snapshot: {}; `{} replay fresh` fetches it afresh",
+            specs.join(", "),
+            earlier::origin_words(&fetched).unwrap_or_default(),
+            ctx.prefix
+        ),
+        _ => format!(
             "the GitHub data was fetched afresh ({} requests), as `{} replay fresh` asks: a different result may be the repository's new activity, not the code",
             fetched.requests, ctx.prefix
-        );
-        return Ok((admitted.into_iter().map(|a| a.file).collect(), note));
-    }
-    let mut problems = Vec::new();
-    let mut files = Vec::new();
-    let mut commits = Vec::new();
-    for i in rec
-        .record
-        .inputs
-        .iter()
-        .filter(|i| i.path.as_ref().is_some_and(|p| specs.contains(p)))
-    {
-        let spec = i.path.as_deref().unwrap_or_default();
-        let Some((sha, path)) = i.snapshot.as_deref().and_then(sources::snapshot_ref) else {
-            problems.push(format!(
-                "`{spec}` was fetched from GitHub and its snapshot is only in the run's artifact (no files branch, or the token could not write): download `runs/<run>-<attempt>/{}` from it and run `compute-bot replay --input <its path>` (the path ends in `{}`), or ask `{} replay fresh` to fetch it again",
-                i.name, i.name, ctx.prefix
-            ));
-            continue;
-        };
-        let max = ctx.policy.inputs.max_file_bytes.bytes();
-        match ctx.gh.file_at(sha, path, max).await {
-            Ok(Some(bytes)) => {
-                let file = InputFile::new(i.name.clone(), bytes);
-                if file.sha256() != i.sha256 {
-                    problems.push(format!(
-                        "the snapshot of `{spec}` at `{path}` has sha256 {}, the record says {}",
-                        file.sha256(),
-                        i.sha256
-                    ));
-                } else {
-                    files.push(file);
-                    commits.push(sha[..12].to_string());
-                }
-            }
-            Ok(None) => problems.push(format!(
-                "the snapshot of `{spec}` is gone from commit `{sha}` (`{path}`); ask `{} replay fresh` to fetch it again",
-                ctx.prefix
-            )),
-            Err(e) => problems.push(format!("the snapshot of `{spec}` cannot be read: {e}")),
-        }
-    }
-    if !problems.is_empty() {
-        return Err(problems);
-    }
-    commits.dedup();
-    let note = format!(
-        "the GitHub data ({}) came from the run's snapshot in commit `{}` of the files branch, not fetched again; `{} replay fresh` fetches it afresh",
-        specs.join(", "),
-        commits.join("`, `"),
-        ctx.prefix
-    );
-    Ok((files, note))
+        ),
+    };
+    Ok((admitted.into_iter().map(|a| a.file).collect(), note))
 }
 
 fn verdict(source: &str, rec: &Recorded, v: Result<ReplayVerdict, ReplayError>) -> Answer {

@@ -12,7 +12,7 @@ use crate::github::client::Reaction;
 use crate::github::event::ActionEnv;
 use crate::github::followup::Parent;
 use crate::github::inputs::{self, Resolved};
-use crate::github::sources;
+use crate::github::sources::{self, earlier, earlier::Use};
 use crate::github::texts::{self, PendingInput, PendingRequest, request_marker};
 use crate::github::thread::{Ctx, Post, Published, Stop, Thread};
 use crate::model::{ModelChoice, ModelClient, ModelConfig, ModelOverrides, Provider};
@@ -279,10 +279,11 @@ pub(crate) async fn execute(
         // so far is published, and the run's status is `error`.
         Err(AgentError::ModelConfiguration { report, .. }) => {
             let report = action_key_hint(*report, &key_hints);
+            let shown = shown_inputs(&resolved, &fetched, &[]);
             return Ok(publish(
                 ctx,
                 &job,
-                (&resolved, inherited),
+                (&resolved, inherited, &shown),
                 &marker,
                 report,
                 None,
@@ -305,11 +306,12 @@ pub(crate) async fn execute(
     let report = action_key_hint(report, &key_hints);
     let files = assets::show(ctx, &report, &env.workspace.join(REPORT_DIR)).await;
     let mut report = report;
-    let sources_md = keep_sources(ctx, &fetched, &mut report).await;
+    let (sources_md, kept) = keep_sources(ctx, &fetched, &mut report).await;
+    let shown = shown_inputs(&resolved, &fetched, &kept);
     Ok(publish(
         ctx,
         &job,
-        (&resolved, inherited),
+        (&resolved, inherited, &shown),
         &format!("{marker}{sources_md}"),
         report,
         files,
@@ -317,20 +319,45 @@ pub(crate) async fn execute(
 }
 
 /// Keeps the fetched `github:` data (files branch, else the run's
-/// artifact), records where in the run record, and returns the line the
-/// answer shows: each source with its rows, the requests made and what is
-/// incomplete (empty when no source was named).
-async fn keep_sources(ctx: &Ctx<'_>, fetched: &sources::Fetched, report: &mut Report) -> String {
+/// artifact; data read back from an earlier run's snapshot stay where they
+/// are, and a file this run kept already is not committed again), records
+/// where in the run record, and returns the line the answer shows — each
+/// source with its rows, where the data came from (the requests made, or
+/// the earlier run's snapshot) and what is incomplete; empty when no source
+/// was named — with where each file is kept, by name.
+pub(crate) async fn keep_sources(
+    ctx: &Ctx<'_>,
+    fetched: &sources::Fetched,
+    report: &mut Report,
+) -> (String, Vec<(String, String)>) {
     if fetched.files.is_empty() {
-        return String::new();
+        return (String::new(), Vec::new());
     }
-    let files: Vec<(String, Vec<u8>)> = fetched
+    let sha = |f: &sources::SourceFile| crate::sandbox::sha256_hex(&f.bytes);
+    let known = |f: &sources::SourceFile| {
+        f.snapshot
+            .clone()
+            .or_else(|| ctx.fetched.kept(&f.name, &sha(f)))
+    };
+    let new: Vec<&sources::SourceFile> = fetched
         .files
+        .iter()
+        .filter(|f| known(f).is_none())
+        .collect();
+    let files: Vec<(String, Vec<u8>)> = new
         .iter()
         .map(|f| (f.name.clone(), f.bytes.clone()))
         .collect();
-    let kept = assets::keep_snapshot(ctx, &files, &ctx.env.workspace.join(REPORT_DIR)).await;
-    report.set_input_snapshots(&kept);
+    let committed = assets::keep_snapshot(ctx, &files, &ctx.env.workspace.join(REPORT_DIR)).await;
+    for (f, (_, at)) in new.iter().zip(&committed) {
+        ctx.fetched.keep(&f.name, &sha(f), at);
+    }
+    let kept: Vec<(String, String)> = fetched
+        .files
+        .iter()
+        .filter_map(|f| Some((f.name.clone(), known(f)?)))
+        .collect();
+    report.set_input_snapshots(&kept, fetched.fetched_at.as_deref());
     let list: Vec<String> = fetched
         .files
         .iter()
@@ -340,18 +367,50 @@ async fn keep_sources(ctx: &Ctx<'_>, fetched: &sources::Fetched, report: &mut Re
         Some((sha, _)) => format!("kept in commit `{}` of the files branch", &sha[..12]),
         None => "kept in the run's artifact".to_string(),
     };
-    let mut md = format!(
-        "\n📥 GitHub data: {} — {} of {} requests; the snapshot is {home}.",
-        list.join(", "),
-        fetched.requests,
-        fetched.budget
+    let fetched_here = format!(
+        "{} of {} requests; the snapshot is {home}",
+        fetched.requests, fetched.budget
     );
+    let from = match earlier::origin_words(fetched) {
+        None => fetched_here,
+        Some(w) if matches!(fetched.origin, sources::Origin::Snapshot { .. }) => w,
+        Some(w) => format!("{w}; {fetched_here}"),
+    };
+    let mut md = format!("\n📥 GitHub data: {} — {from}.", list.join(", "));
     for f in &fetched.files {
         for n in &f.notes {
             md.push_str(&format!("\n⚠️ `{}`: {n}.", f.name));
         }
     }
-    render::neutralize(&md)
+    (render::neutralize(&md), kept)
+}
+
+/// The inputs an answer records in its request marker (what an approval,
+/// a plan's run or a follow-up takes): each path with its hash, and for a
+/// `github:` source where its snapshot is kept, when it was fetched and
+/// what is incomplete.
+fn shown_inputs(
+    resolved: &[Resolved],
+    fetched: &sources::Fetched,
+    kept: &[(String, String)],
+) -> Vec<PendingInput> {
+    resolved
+        .iter()
+        .map(|r| {
+            let source = fetched.files.iter().find(|f| f.name == r.file.name);
+            PendingInput {
+                path: r.path.clone(),
+                sha256: r.sha256.clone(),
+                snapshot: source.and_then(|f| {
+                    kept.iter()
+                        .find(|(n, _)| *n == f.name)
+                        .map(|(_, at)| at.clone())
+                }),
+                fetched_at: source.and(fetched.fetched_at.clone()),
+                notes: source.map(|f| f.notes.clone()).unwrap_or_default(),
+            }
+        })
+        .collect()
 }
 
 /// The request's context for the model with what the `github:` sources
@@ -419,9 +478,15 @@ async fn resolve_inputs(
         specs = parent_specs;
         inherited = true;
     }
-    let (fetched_inputs, fetched) = ctx
-        .fetched
-        .resolve(ctx.gh, &specs, &ctx.policy.inputs)
+    // An approved run or a run of a plan: the data shown; a follow-up:
+    // its parent's (see `sources::earlier`, the one rule).
+    let (earlier, how) = match (&job.expected_inputs, &job.parent) {
+        (Some(shown), _) => (earlier::of_answer(&[], shown), Use::Approved),
+        (None, Some(p)) => (p.data.clone(), Use::FollowUp),
+        (None, None) => (Vec::new(), Use::FollowUp),
+    };
+    let how = (&ctx.policy.inputs, how, ctx.prefix);
+    let (fetched_inputs, fetched) = earlier::data_for(ctx.gh, ctx.fetched, &specs, &earlier, how)
         .await
         .map_err(|problems| {
             let lines: Vec<String> = problems
@@ -592,7 +657,7 @@ async fn answer_with_progress(
 fn publish(
     ctx: &Ctx<'_>,
     job: &Job,
-    (resolved, inherited): (&[Resolved], bool),
+    (resolved, inherited, shown): (&[Resolved], bool, &[PendingInput]),
     marker: &str,
     mut report: Report,
     files: Option<FilesBlock>,
@@ -632,13 +697,7 @@ fn publish(
     let pending = PendingRequest {
         goal: job.goal.clone(),
         context: job.context.clone(),
-        inputs: resolved
-            .iter()
-            .map(|r| PendingInput {
-                path: r.path.clone(),
-                sha256: r.sha256.clone(),
-            })
-            .collect(),
+        inputs: shown.to_vec(),
     };
     head.push('\n');
     head.push_str(&request_marker(&pending));

@@ -551,6 +551,17 @@ pub(crate) struct PendingInput {
     pub(crate) path: String,
     /// Hex SHA-256 of the contents when the code was shown.
     pub(crate) sha256: String,
+    /// For a `github:` source: where its snapshot is kept
+    /// (`<branch>@<sha>:<path>` or `artifact`), so an approved run or a
+    /// follow-up reads the same data back instead of fetching again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) snapshot: Option<String>,
+    /// For a `github:` source: when it was fetched (RFC 3339, UTC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) fetched_at: Option<String>,
+    /// For a `github:` source: what is incomplete in it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) notes: Vec<String>,
 }
 
 /// The hidden marker that records a [`PendingRequest`] (hex-encoded JSON, so
@@ -804,6 +815,7 @@ mod tests {
             inputs: vec![PendingInput {
                 path: "data/a b.csv".into(),
                 sha256: "ab".repeat(32),
+                ..PendingInput::default()
             }],
         };
         let m = request_marker(&req);

@@ -33,7 +33,7 @@ use crate::github::actions_io::{self, Outputs};
 use crate::github::client::GitHubError;
 use crate::github::inputs;
 use crate::github::repo::ReadError;
-use crate::github::request::{Job, model_for, write_report_as};
+use crate::github::request::{Job, keep_sources, model_for, write_report_as};
 use crate::github::sources;
 use crate::github::texts::{self, CheckView};
 use crate::github::thread::{
@@ -309,6 +309,9 @@ async fn run_one(ctx: &Ctx<'_>, w: &Watch, workspace: &Path, stem: &str) -> Watc
         .map(|r| (r.file.name.clone(), r.path.clone()))
         .collect();
     report.set_input_paths(&paths);
+    // The GitHub data are kept and their snapshot recorded as for a
+    // comment's run (once per run when several watches share them).
+    keep_sources(ctx, &fetched, &mut report).await;
     let report_path = write_report_as(ctx.env, &report, stem);
     let checks = report
         .record

@@ -501,9 +501,42 @@ async fn the_weekly_engineering_watch_reads_sources_once_and_keeps_its_sticky_co
         .await;
     let data = generate(400, 900, 21);
     f.gh.set_activity(REPO, data.clone());
+    f.gh.seed_branch(REPO, "main", &[("README.md", b"# data\n")]);
     f.write_event(&serde_json::json!({"schedule": "0 6 * * 1"}));
     let run = f.run("schedule", "7201").await;
     assert_eq!(run.code, 0, "{}", run.log());
+    // Each watch's run record names the snapshot, kept once for both, as a
+    // comment's run does; its hash is of the committed file.
+    let branch =
+        f.gh.branch_sha(REPO, "compute-bot-assets")
+            .expect("the snapshot was committed");
+    let files = f.gh.files_at(REPO, &branch);
+    let report = |name: &str| -> serde_json::Value {
+        let path = f
+            .ws()
+            .join(format!("compute-bot-reports/watch-{name}-7201-1.json"));
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    };
+    let (one, copy) = (
+        recorded_sources(&report("engineering")),
+        recorded_sources(&report("engineering-copy")),
+    );
+    assert_eq!(one.len(), 3, "{one:?}");
+    assert_eq!(one, copy, "one snapshot for both watches");
+    for (spec, sha, at, when) in &one {
+        let (_, path) = at.split_once(':').expect("a committed snapshot");
+        let bytes = files
+            .get(path)
+            .unwrap_or_else(|| panic!("{spec}: {at} not on the branch"));
+        assert_eq!(
+            sha,
+            &crate::support::action_fixture::sha256(std::str::from_utf8(bytes).unwrap())
+        );
+        assert!(
+            path.starts_with("runs/7201-1/github/") && when.starts_with("20"),
+            "{at} {when}"
+        );
+    }
     let result: serde_json::Value = serde_json::from_str(run.out("result")).unwrap();
     // CI failure rate per workflow over the runs of the last 28 days, computed here.
     let since = Utc::now() - chrono::Duration::days(28);
@@ -587,6 +620,184 @@ async fn the_model_is_told_the_columns_and_sees_rows_only_at_the_policys_data_le
     let answer = &f.bot_comments(7)[0].body;
     assert!(
         answer.contains("⚠️ `github/reviews.csv`: reviews of 29 of 60"),
+        "{answer}"
+    );
+}
+
+/// The `github:` inputs a report's run record names, by file name:
+/// (path, sha256, snapshot, fetched_at).
+fn recorded_sources(report: &serde_json::Value) -> Vec<(String, String, String, String)> {
+    report["record"]["inputs"]
+        .as_array()
+        .expect("a run record")
+        .iter()
+        .filter(|i| i["path"].as_str().is_some_and(|p| p.starts_with("github:")))
+        .map(|i| {
+            let s = |k: &str| i[k].as_str().unwrap_or_default().to_string();
+            (s("path"), s("sha256"), s("snapshot"), s("fetched_at"))
+        })
+        .collect()
+}
+
+/// The first run of a thread on `github:pulls,github:reviews` (120 pull
+/// requests), then the repository moves on (140 other ones): what a later
+/// run in the thread computes on tells which data it read.
+async fn first_run_then_new_activity(
+    f: &ActionFixture,
+    run_id: &str,
+    code: &str,
+) -> (usize, serde_json::Value) {
+    f.gh.seed_branch(REPO, "main", &[("README.md", b"# data\n")]);
+    f.gh.set_activity(REPO, generate(120, 0, 5));
+    f.comment(
+        "alice",
+        &format!(
+            "/compute inputs=github:pulls,github:reviews first review\n{}",
+            fenced(code)
+        ),
+    );
+    let run = f.run(COMMENT, run_id).await;
+    assert_ne!(run.out("status"), "failed", "{}", run.log());
+    f.gh.set_activity(REPO, generate(140, 0, 6));
+    (pulls_read(&f), f.report(&run))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follow_up_computes_on_the_first_runs_snapshot_not_a_second_fetch() {
+    let f = ActionFixture::builder()
+        .policy(&policy("pulls, reviews", 500))
+        .start()
+        .await;
+    let (before, first) = first_run_then_new_activity(&f, "7401", FIRST_REVIEW).await;
+    let first_result = first["result"].clone();
+    assert_eq!(first_result["rows"], 120);
+    // A follow-up naming no inputs takes the first run's sources.
+    f.comment(
+        "alice",
+        &format!(
+            "/compute the same, on the same data\n{}",
+            fenced(FIRST_REVIEW)
+        ),
+    );
+    let run = f.run(COMMENT, "7402").await;
+    assert_eq!(run.code, 0, "{}", run.log());
+    // The first data (120 pull requests), not the repository's new 140.
+    assert_eq!(result_of(&run), first_result);
+    assert_eq!(
+        pulls_read(&f),
+        before,
+        "no list, review or size request for the follow-up"
+    );
+    let reads: Vec<String> = f.gh.requests()[..]
+        .iter()
+        .map(|s| s.path.clone())
+        .filter(|p| p.contains("/contents/runs/7401-1/github/"))
+        .collect();
+    assert_eq!(reads.len(), 2, "each snapshot read back once: {reads:?}");
+    let answer = newest(&f);
+    assert!(
+        answer.contains("the GitHub data of run 7401, fetched at")
+            && answer.contains("not fetched again"),
+        "{answer}"
+    );
+    // The record names the first run's snapshot and fetch time.
+    let second = f.report(&run);
+    let (a, b) = (recorded_sources(&first), recorded_sources(&second));
+    assert_eq!(a.len(), 2, "{a:?}");
+    assert_eq!(a, b);
+    assert!(
+        a.iter()
+            .all(|(_, _, at, when)| at.contains(":runs/7401-1/github/") && when.starts_with("20")),
+        "{a:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follow_up_without_a_snapshot_fetches_afresh_and_says_so() {
+    let f = ActionFixture::builder()
+        .policy(&policy("pulls, reviews", 500))
+        .start()
+        .await;
+    // A token that cannot write: the snapshot is only in the run's artifact.
+    f.gh.set_token_access(crate::support::action_fixture::TOKEN, "read", "read");
+    let (before, _) = first_run_then_new_activity(&f, "7411", FIRST_REVIEW).await;
+    f.comment(
+        "alice",
+        &format!("/compute again\n{}", fenced(FIRST_REVIEW)),
+    );
+    let run = f.run(COMMENT, "7412").await;
+    assert_eq!(run.code, 0, "{}", run.log());
+    assert_eq!(result_of(&run)["rows"], 140, "the current data");
+    assert!(pulls_read(&f) > before);
+    let answer = newest(&f);
+    assert!(
+        answer.contains("fetched afresh") && answer.contains("no snapshot on the files branch"),
+        "{answer}"
+    );
+}
+
+/// The escalation policy with the pull request sources opted in.
+fn escalating_sources_policy() -> String {
+    crate::support::action_fixture::escalate_policy().replace(
+        "\ninputs: {}\n",
+        "\ninputs:\n  github: [pulls, reviews]\n  github_max_requests: 500\n",
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_runs_on_the_data_shown_not_a_second_fetch() {
+    let f = ActionFixture::builder()
+        .policy(&escalating_sources_policy())
+        .start()
+        .await;
+    let code = format!("import hashlib\n{FIRST_REVIEW}");
+    let (before, _) = first_run_then_new_activity(&f, "7501", &code).await;
+    assert!(
+        newest(&f).contains("`/compute approve`"),
+        "the code waits for an approval: {}",
+        newest(&f)
+    );
+    f.comment("maint", "/compute approve");
+    let run = f.run(COMMENT, "7502").await;
+    assert_eq!(run.code, 0, "{}", run.log());
+    assert_eq!(run.out("status"), "ok");
+    assert_eq!(
+        result_of(&run)["rows"],
+        120,
+        "the data the approver was shown"
+    );
+    assert_eq!(pulls_read(&f), before, "nothing fetched again");
+    let answer = newest(&f);
+    assert!(
+        answer.contains("the GitHub data of run 7501") && answer.contains("not fetched again"),
+        "{answer}"
+    );
+    let recorded = recorded_sources(&f.report(&run));
+    assert!(
+        recorded
+            .iter()
+            .all(|(_, _, at, _)| at.contains(":runs/7501-1/github/")),
+        "{recorded:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_without_a_snapshot_stops_when_the_data_changed() {
+    let f = ActionFixture::builder()
+        .policy(&escalating_sources_policy())
+        .start()
+        .await;
+    f.gh.set_token_access(crate::support::action_fixture::TOKEN, "read", "read");
+    let code = format!("import hashlib\n{FIRST_REVIEW}");
+    first_run_then_new_activity(&f, "7511", &code).await;
+    f.comment("maint", "/compute approve");
+    let run = f.run(COMMENT, "7512").await;
+    assert_eq!(run.out("status"), "failed", "{}", run.log());
+    let answer = newest(&f);
+    assert!(
+        answer.contains("cannot run on the same data")
+            && answer.contains("`github:pulls` changed since the code was shown")
+            && answer.contains("Ask again with a new `/compute` comment"),
         "{answer}"
     );
 }

@@ -16,6 +16,7 @@
 //! budget, which the file (`reviews_fetched`, empty size cells) and the
 //! prompt say.
 
+pub(crate) mod earlier;
 pub(crate) mod fetch;
 pub(crate) mod table;
 
@@ -43,6 +44,30 @@ pub(crate) struct SourceFile {
     pub(crate) rows: usize,
     /// What is incomplete (a limit reached, sizes or reviews not fetched).
     pub(crate) notes: Vec<String>,
+    /// Read back from an earlier run's snapshot: where it is kept
+    /// (`<branch>@<sha>:<path>`); `None` when fetched in this run.
+    pub(crate) snapshot: Option<String>,
+}
+
+/// Where the data of a run's sources came from.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) enum Origin {
+    /// Fetched in this run.
+    #[default]
+    Fetched,
+    /// Read back from an earlier run's snapshot (see [`earlier`]), not
+    /// fetched again.
+    Snapshot {
+        /// The runs that fetched it (`7101`, `7101 (attempt 2)`).
+        runs: Vec<String>,
+        /// The commits of the files branch holding it (12 hex digits).
+        commits: Vec<String>,
+    },
+    /// Fetched in this run although an earlier run's data were asked for.
+    Afresh {
+        /// Why.
+        why: String,
+    },
 }
 
 /// Every source of one request, fetched.
@@ -54,6 +79,10 @@ pub(crate) struct Fetched {
     pub(crate) requests: u32,
     /// The budget (`inputs.github_max_requests`).
     pub(crate) budget: u32,
+    /// When the data were fetched (RFC 3339, UTC, seconds).
+    pub(crate) fetched_at: Option<String>,
+    /// Where they came from.
+    pub(crate) origin: Origin,
 }
 
 /// The name of a source's file under `/data`: `github/<source>.csv`, in
@@ -395,12 +424,15 @@ fn assemble(
             bytes: text.into_bytes(),
             rows: rows.len(),
             notes,
+            snapshot: None,
         });
     }
     Fetched {
         files,
         requests: b.used,
         budget: b.max,
+        fetched_at: Some(chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
+        origin: Origin::Fetched,
     }
 }
 
@@ -429,9 +461,13 @@ pub(crate) fn describe(f: &Fetched) -> String {
 
 /// What one run fetched, by the list of sources asked for: a second watch
 /// or the base and head runs of a pull request's watches asking the same
-/// list reuse it, so each is fetched once per run.
+/// list reuse it, so each is fetched once per run; and where each file
+/// fetched was kept, so it is committed once per run.
 #[derive(Debug, Default)]
-pub(crate) struct Cache(tokio::sync::Mutex<Vec<(Vec<String>, Resolved)>>);
+pub(crate) struct Cache {
+    done: tokio::sync::Mutex<Vec<(Vec<String>, Resolved)>>,
+    kept: std::sync::Mutex<Vec<((String, String), String)>>,
+}
 
 /// What [`resolve`] gives: the admitted files and what was fetched, or every problem.
 type Resolved = Result<(Vec<crate::admit::Admitted>, Fetched), Vec<String>>;
@@ -439,13 +475,27 @@ type Resolved = Result<(Vec<crate::admit::Admitted>, Fetched), Vec<String>>;
 impl Cache {
     /// [`resolve`], once per list of sources in this run.
     pub(crate) async fn resolve(&self, gh: &GitHub, specs: &[String], policy: &Inputs) -> Resolved {
-        let mut done = self.0.lock().await;
+        let mut done = self.done.lock().await;
         if let Some((_, r)) = done.iter().find(|(s, _)| s.as_slice() == specs) {
             return r.clone();
         }
         let r = resolve(gh, specs, policy).await;
         done.push((specs.to_vec(), r.clone()));
         r
+    }
+
+    /// Where this run kept the file `name` with hex SHA-256 `sha256`, if it did.
+    pub(crate) fn kept(&self, name: &str, sha256: &str) -> Option<String> {
+        let kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        kept.iter()
+            .find(|((n, s), _)| n == name && s == sha256)
+            .map(|(_, at)| at.clone())
+    }
+
+    /// Notes where this run kept the file `name` with hex SHA-256 `sha256`.
+    pub(crate) fn keep(&self, name: &str, sha256: &str, at: &str) {
+        let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        kept.push(((name.to_string(), sha256.to_string()), at.to_string()));
     }
 }
 
