@@ -659,7 +659,7 @@ async fn first_run_then_new_activity(
     let run = f.run(COMMENT, run_id).await;
     assert_ne!(run.out("status"), "failed", "{}", run.log());
     f.gh.set_activity(REPO, generate(140, 0, 6));
-    (pulls_read(&f), f.report(&run))
+    (pulls_read(f), f.report(&run))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
