@@ -25,11 +25,16 @@
 //! container prepared ahead starts and imports.
 //!
 //! Run with: `cargo bench --bench user_path` (add `-- 9` for 9 rounds; at
-//! least 3 are used).
+//! least 3 are used; a word of the letters `a`–`f`, e.g. `-- 5 def`, runs
+//! only those cases). With `USER_PATH_BASELINE=<path of another
+//! compute-bot binary>` (e.g. a build of main) every case also runs through
+//! that binary, interleaved with this build and `docker run` in the same
+//! rounds: before and after side by side.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
 
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -98,28 +103,53 @@ impl Case {
         }
     }
 
+    fn letter(self) -> char {
+        match self {
+            Case::Print => 'a',
+            Case::Pandas => 'b',
+            Case::Goal => 'c',
+            Case::Scipy => 'd',
+            Case::Sklearn => 'e',
+            Case::SklearnGoal => 'f',
+        }
+    }
+
+    /// The goal's words: (f) asks for what its code does, so the container
+    /// prepared while the model writes can preload by them.
+    fn goal(self) -> &'static str {
+        match self {
+            Case::SklearnGoal => {
+                "/compute train a random forest classifier on the data and report its test accuracy"
+            }
+            _ => "/compute the figures of the data",
+        }
+    }
+
     fn is_goal(self) -> bool {
         matches!(self, Case::Goal | Case::SklearnGoal)
     }
 }
 
 /// One run through the Action: (event → result posted, event → exit, the
-/// report's sandbox stage in ms, the waiting notes).
+/// report's sandbox stage in ms, the waiting notes, the preloaded modules
+/// and those the preload skipped because the code had arrived).
 struct Through {
     posted: Duration,
     exited: Duration,
     execute_ms: f64,
     notes: usize,
+    preloaded: usize,
+    skipped: usize,
 }
 
-async fn through_action(f: &ActionFixture, case: Case, run_id: u64) -> Through {
+async fn through_action(f: &ActionFixture, bin: &Path, case: Case, run_id: u64) -> Through {
     let llm = LlmStandin::openai().await;
     let (body, env) = match case {
         Case::Goal | Case::SklearnGoal => {
             llm.push(Reply::code("Compute it.", case.code()).with_delay(MODEL_DELAY));
             llm.push(Reply::text("Done."));
             let env = f.env(COMMENT, &run_id.to_string()).model(&llm, CANARY_KEY);
-            ("/compute the figures of the data".to_string(), env)
+            (case.goal().to_string(), env)
         }
         _ => (
             format!("/compute the figures\n{}", fenced(case.code())),
@@ -129,7 +159,7 @@ async fn through_action(f: &ActionFixture, case: Case, run_id: u64) -> Through {
     f.comment("alice", &body);
     let before = f.gh.requests().len();
     let t = Instant::now();
-    let run = f.run_env(env).await;
+    let run = f.run_env_bin(bin, env).await;
     let exited = t.elapsed();
     assert_eq!(run.code, 0, "{}", run.log());
     let report = f.report(&run);
@@ -150,11 +180,14 @@ async fn through_action(f: &ActionFixture, case: Case, run_id: u64) -> Through {
                 .count()
         })
         .unwrap_or(0);
+    let count = |key: &str| outcome["audit"][key].as_array().map_or(0, Vec::len);
     Through {
         posted: posted_at.duration_since(t),
         exited,
         execute_ms: report["timings_ms"]["execute"].as_f64().unwrap_or(f64::NAN),
         notes,
+        preloaded: count("preloaded"),
+        skipped: count("preload_skipped"),
     }
 }
 
@@ -196,34 +229,53 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
+/// One bot binary's samples of one case.
 #[derive(Default)]
-struct Samples {
+struct BotSamples {
     posted: Vec<f64>,
     exited: Vec<f64>,
     execute: Vec<f64>,
-    docker: Vec<f64>,
     notes: usize,
+    preloaded: usize,
+    skipped: usize,
+}
+
+/// One case's samples: each bot binary's and `docker run`'s.
+struct Samples {
+    bots: Vec<BotSamples>,
+    docker: Vec<f64>,
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    let rounds: usize = std::env::args()
-        .skip(1)
-        .find_map(|a| a.parse().ok())
-        .unwrap_or(7)
-        .max(3);
-    let cases = [
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let rounds: usize = args.iter().find_map(|a| a.parse().ok()).unwrap_or(7).max(3);
+    let only: Option<&String> = args
+        .iter()
+        .find(|a| !a.is_empty() && a.chars().all(|c| ('a'..='f').contains(&c)));
+    let cases: Vec<Case> = [
         Case::Print,
         Case::Pandas,
         Case::Goal,
         Case::Scipy,
         Case::Sklearn,
         Case::SklearnGoal,
-    ];
-    println!(
-        "user path: {rounds} interleaved rounds; image {IMAGE}; binary {}",
-        env!("CARGO_BIN_EXE_compute-bot")
-    );
+    ]
+    .into_iter()
+    .filter(|c| only.is_none_or(|o| o.contains(c.letter())))
+    .collect();
+    // (label, binary): this build, and the baseline when one is named.
+    let mut bots: Vec<(String, PathBuf)> = vec![(
+        "this build".to_string(),
+        PathBuf::from(env!("CARGO_BIN_EXE_compute-bot")),
+    )];
+    if let Some(base) = std::env::var_os("USER_PATH_BASELINE") {
+        bots.insert(0, ("baseline".to_string(), PathBuf::from(base)));
+    }
+    for (label, bin) in &bots {
+        println!("{label}: {}", bin.display());
+    }
+    println!("user path: {rounds} interleaved rounds; image {IMAGE}");
     let mut run_id = 20_000u64;
     for latency in [None, Some(LATENCY)] {
         // The built-in policy with a 60 s deadline: on this shared machine a
@@ -237,28 +289,40 @@ async fn main() {
         }
         // Warm-up: one of each, not counted.
         for &case in &cases {
-            run_id += 1;
-            through_action(&f, case, run_id).await;
+            for (_, bin) in &bots {
+                run_id += 1;
+                through_action(&f, bin, case, run_id).await;
+            }
             docker_run(case.code());
         }
-        let mut samples: Vec<Samples> = cases.iter().map(|_| Samples::default()).collect();
+        let mut samples: Vec<Samples> = cases
+            .iter()
+            .map(|_| Samples {
+                bots: bots.iter().map(|_| BotSamples::default()).collect(),
+                docker: Vec::new(),
+            })
+            .collect();
         for round in 0..rounds {
             for (i, &case) in cases.iter().enumerate() {
-                run_id += 1;
-                let s = &mut samples[i];
-                let action = async |s: &mut Samples| {
-                    let t = through_action(&f, case, run_id).await;
-                    s.posted.push(ms(t.posted));
-                    s.exited.push(ms(t.exited));
-                    s.execute.push(t.execute_ms);
-                    s.notes += t.notes;
-                };
-                if round % 2 == 0 {
-                    action(s).await;
-                    s.docker.push(ms(docker_run(case.code())));
-                } else {
-                    s.docker.push(ms(docker_run(case.code())));
-                    action(s).await;
+                // The sides in turn, the first one moving each round:
+                // index `bots.len()` is `docker run`.
+                let sides = bots.len() + 1;
+                for k in 0..sides {
+                    let side = (round + k) % sides;
+                    let s = &mut samples[i];
+                    if side == bots.len() {
+                        s.docker.push(ms(docker_run(case.code())));
+                        continue;
+                    }
+                    run_id += 1;
+                    let t = through_action(&f, &bots[side].1, case, run_id).await;
+                    let b = &mut s.bots[side];
+                    b.posted.push(ms(t.posted));
+                    b.exited.push(ms(t.exited));
+                    b.execute.push(t.execute_ms);
+                    b.notes += t.notes;
+                    b.preloaded += t.preloaded;
+                    b.skipped += t.skipped;
                 }
             }
         }
@@ -268,27 +332,33 @@ async fn main() {
         };
         println!("\n{gh}; medians of {rounds}:\n");
         println!(
-            "| case | event → result posted | event → bot exited | `docker run --rm`, same code and image | posted ÷ docker run | sandbox stage (report) | waiting notes |"
+            "| case | bot | event → result posted | event → bot exited | `docker run --rm`, same code and image | posted ÷ docker run | sandbox stage (report) | waiting notes | modules preloaded / skipped (all rounds) |"
         );
-        println!("| --- | --- | --- | --- | --- | --- | --- |");
+        println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
         for (i, &case) in cases.iter().enumerate() {
-            let s = std::mem::take(&mut samples[i]);
-            let (p, e, x, d) = (
-                median(s.posted),
-                median(s.exited),
-                median(s.execute),
-                median(s.docker),
+            let s = std::mem::replace(
+                &mut samples[i],
+                Samples {
+                    bots: Vec::new(),
+                    docker: Vec::new(),
+                },
             );
-            let ratio = if case.is_goal() {
-                format!("sandbox stage ÷ docker run: **{:.2}×**", x / d)
-            } else {
-                format!("**{:.2}×**", p / d)
-            };
-            println!(
-                "| {} | {p:.0} ms | {e:.0} ms | {d:.0} ms | {ratio} | {x:.0} ms | {} |",
-                case.label(),
-                s.notes
-            );
+            let d = median(s.docker);
+            for (b, (label, _)) in s.bots.into_iter().zip(&bots) {
+                let (p, e, x) = (median(b.posted), median(b.exited), median(b.execute));
+                let ratio = if case.is_goal() {
+                    format!("sandbox stage ÷ docker run: **{:.2}×**", x / d)
+                } else {
+                    format!("**{:.2}×**", p / d)
+                };
+                println!(
+                    "| {} | {label} | {p:.0} ms | {e:.0} ms | {d:.0} ms | {ratio} | {x:.0} ms | {} | {} / {} |",
+                    case.label(),
+                    b.notes,
+                    b.preloaded,
+                    b.skipped
+                );
+            }
         }
     }
 }

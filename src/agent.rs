@@ -19,7 +19,7 @@ use crate::prompt::{self, PromptContext, RepairNote};
 use crate::report::{Attempt, InputSummary, Report, ReportStatus};
 use crate::sandbox::{
     Executor, InputFile, Job, Outcome, PreparedRun, Runtime, SandboxConfig, SandboxError,
-    preload_for, sha256_hex,
+    preload_for, preload_while_writing, sha256_hex,
 };
 use crate::validate::{ValidateError, Validator};
 
@@ -280,8 +280,8 @@ impl Run {
 }
 
 impl Agent<'_> {
-    /// The container for code not yet known: it preloads the policy's
-    /// fixed list while the model writes.
+    /// The container's configuration from the policy (its fixed preload
+    /// list as it stands).
     fn sandbox_config(&self) -> SandboxConfig {
         // The policy's limits already size /data by `inputs.max_total_bytes`.
         SandboxConfig {
@@ -303,8 +303,20 @@ impl Agent<'_> {
         }
     }
 
-    fn start_prepare(&self) -> Pending {
-        self.sandbox.start_prepare(self.sandbox_config())
+    /// The container for code not yet known, prepared while the model
+    /// writes: it preloads what the question calls for, then the policy's
+    /// fixed list (`sandbox::preload_while_writing`, the one rule for it).
+    /// `hints`: the goal, and the plan when there is one; `earlier`: the
+    /// imports of the code being repaired. A guess the static check would
+    /// not allow the code to import is never preloaded.
+    fn start_prepare(&self, hints: &str, earlier: &[String]) -> Pending {
+        let preload = preload_while_writing(hints, earlier, &self.policy.sandbox.preload, |m| {
+            check_code(self.policy, &format!("import {m}\n")).decision == Decision::Allow
+        });
+        self.sandbox.start_prepare(SandboxConfig {
+            preload,
+            ..self.sandbox_config()
+        })
     }
 
     /// For a request with exact code that the policy lets run (allowed, or
@@ -426,8 +438,8 @@ impl Agent<'_> {
         // exact code is checked before any container exists).
         // A plan starts none, nor does pinned code (the model's code may not
         // be the pinned one).
-        let pending =
-            (fixed_code.is_none() && !request.prepares_late()).then(|| self.start_prepare());
+        let pending = (fixed_code.is_none() && !request.prepares_late())
+            .then(|| self.start_prepare(goal.as_deref().unwrap_or_default(), &[]));
         Ok(Run {
             request,
             goal,
@@ -553,7 +565,13 @@ impl Agent<'_> {
                     && run.pending.is_none()
                     && !run.request.prepares_late()
                 {
-                    run.pending = Some(self.start_prepare());
+                    let hints = format!(
+                        "{}\n{}",
+                        run.goal.as_deref().unwrap_or_default(),
+                        attempt.plan.as_deref().unwrap_or_default()
+                    );
+                    let earlier = attempt.verdict.as_ref().map_or(&[][..], Verdict::imports);
+                    run.pending = Some(self.start_prepare(&hints, earlier));
                 }
                 false
             }

@@ -851,6 +851,13 @@ fn audit_md(o: &Outcome, max: usize) -> String {
             max,
         ));
     }
+    if !a.preload_skipped.is_empty() {
+        s.push_str(&list_md(
+            "not preloaded (the code had arrived)",
+            &a.preload_skipped,
+            max,
+        ));
+    }
     if a.truncated {
         s.push_str("- _more events happened than were kept_\n");
     }

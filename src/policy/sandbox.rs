@@ -59,9 +59,10 @@ pub struct SandboxPolicy {
     /// ([`Runtime::resolve`]).
     pub(crate) runtime: Option<Runtime>,
     /// Modules imported while the container waits for code the model is
-    /// still writing (default pandas, numpy, matplotlib.pyplot); known code
-    /// preloads its own heavy imports instead (`sandbox::preload_for`).
-    /// `[]` turns both off. Dotted names only.
+    /// still writing (default pandas, numpy, matplotlib.pyplot), after
+    /// those the question's words call for (`sandbox::preload_while_writing`);
+    /// known code preloads its own heavy imports instead
+    /// (`sandbox::preload_for`). `[]` turns all of it off. Dotted names only.
     pub(crate) preload: Vec<String>,
     /// The first engine's address (`sandbox.engine`); `None`: `DOCKER_HOST`,
     /// else the local socket.

@@ -52,6 +52,7 @@ fn outcome(stdout: &str) -> Outcome {
             imports: vec!["csv".into(), "json".into()],
             refused: vec!["open /etc/passwd".into()],
             preloaded: vec![],
+            preload_skipped: vec![],
             truncated: false,
         },
         artifacts: vec![],

@@ -54,7 +54,7 @@ pub use files::{FileKind, write_files};
 pub(crate) use host::docker_host;
 pub(crate) use input::InputChanged;
 pub use input::InputFile;
-pub use preload::{HEAVY_PACKAGES, preload_for};
+pub use preload::{HEAVY_PACKAGES, preload_for, preload_while_writing};
 pub(crate) use session::Session;
 pub(crate) use types::BASE_ENV;
 pub use types::*;

@@ -13,22 +13,48 @@
 import binascii, json, os, select, sys, threading, time
 
 CHILD = r'''
-import os, sys, builtins
-# Preload what the policy names while the container waits for the code. It
-# runs before the audit hook exists and before any code is known; the code
-# gets nothing from it but a warm sys.modules (imports are still audited and
-# refused below, cached or not).
+import os, sys, builtins, select
+# Preload what the bot names while the container waits for the code. It
+# runs before the audit hook exists; the code gets nothing from it but a
+# warm sys.modules (imports are still audited and refused below, cached or
+# not). Once the code has arrived (its pipe is readable) the rest of the
+# list is narrowed to the modules whose package the code imports (a module
+# mid-import finishes first): the code does not wait for a guess it does
+# not use, and what it does use still loads before the hook, where imports
+# are faster. Only modules of the bot's list are ever preloaded.
 _preloaded = []
-for _m in (sys.argv[3].split(",") if len(sys.argv) > 3 else []):
-    if _m:
-        try:
-            __import__(_m)
-            _preloaded.append(_m)
-        except BaseException:
-            pass
+_skipped = []
 rd = os.fdopen(int(sys.argv[1]), "rb")
-code_len, flags, denied = rd.readline().decode().rstrip("\n").split("\t")
-src = rd.read(int(code_len)).decode("utf-8", "replace")
+src = None
+def _arrived():
+    global src, code_len, flags, denied, _wanted
+    code_len, flags, denied = rd.readline().decode().rstrip("\n").split("\t")
+    src = rd.read(int(code_len)).decode("utf-8", "replace")
+    _wanted = set()
+    try:
+        import ast
+        for n in ast.walk(ast.parse(src)):
+            if isinstance(n, ast.Import):
+                _wanted.update(a.name.split(".")[0] for a in n.names)
+            elif isinstance(n, ast.ImportFrom) and n.module and not n.level:
+                _wanted.add(n.module.split(".")[0])
+    except BaseException:
+        pass
+for _m in (sys.argv[3].split(",") if len(sys.argv) > 3 else []):
+    if not _m:
+        continue
+    if src is None and select.select([rd], [], [], 0)[0]:
+        _arrived()
+    if src is not None and _m.split(".")[0] not in _wanted:
+        _skipped.append(_m)
+        continue
+    try:
+        __import__(_m)
+        _preloaded.append(_m)
+    except BaseException:
+        pass
+if src is None:
+    _arrived()
 rd.close()
 try:
     with open("/proc/self/oom_score_adj", "w") as f:
@@ -217,6 +243,8 @@ def guarded_import(name, globals=None, locals=None, fromlist=(), level=0):
 builtins.__import__ = guarded_import
 for _m in _preloaded:
     send("preloaded", _m)
+for _m in _skipped:
+    send("preload_skipped", _m)
 sys.addaudithook(hook)
 try:
     os.write(AUD, b"start\n")
@@ -408,7 +436,7 @@ def main():
                 for i in range(0, len(piece), 3072):
                     frame(nonce, kind, piece[i:i + 3072])
 
-    audit = {"files_opened": [], "network_attempts": [], "subprocess_attempts": [], "imports": [], "refused": [], "preloaded": [], "truncated": False}
+    audit = {"files_opened": [], "network_attempts": [], "subprocess_attempts": [], "imports": [], "refused": [], "preloaded": [], "preload_skipped": [], "truncated": False}
 
     def unesc(v):
         out, i = [], 0
@@ -425,7 +453,7 @@ def main():
     code_started = [None]
 
     def pump_audit():
-        lists = {"net": "network_attempts", "sub": "subprocess_attempts", "import": "imports", "refused": "refused", "preloaded": "preloaded"}
+        lists = {"net": "network_attempts", "sub": "subprocess_attempts", "import": "imports", "refused": "refused", "preloaded": "preloaded", "preload_skipped": "preload_skipped"}
         with os.fdopen(aud_r, "rb") as f:
             for line in f:
                 parts = [unesc(x) for x in line.decode("utf-8", "replace").rstrip("\n").split("\t")]

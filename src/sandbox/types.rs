@@ -193,8 +193,9 @@ pub struct SandboxConfig {
     pub runtime: Runtime,
     /// Modules the child interpreter imports while the container waits for
     /// the code (dotted names). Empty by default here; policies default to
-    /// [`DEFAULT_PRELOAD`]. Preloading changes nothing the code may do: the
-    /// runner still audits and refuses its imports, cached or not.
+    /// [`DEFAULT_PRELOAD`]. The child stops at the next module once the code
+    /// has arrived. Preloading changes nothing the code may do: the runner
+    /// still audits and refuses its imports, cached or not.
     pub preload: Vec<String>,
 }
 
@@ -387,6 +388,10 @@ pub struct Audit {
     /// (the preload that succeeded), in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub preloaded: Vec<String>,
+    /// Modules of the preload the child did not start because the code had
+    /// arrived (it stops at the next module then), in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub preload_skipped: Vec<String>,
     /// True when more events happened than were kept.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub(crate) truncated: bool,

@@ -1,9 +1,12 @@
 //! Preload by need through the Action, with the real sandbox: exact code
 //! (known before its container is prepared) preloads exactly the heavy
 //! modules it imports, so code that imports nothing heavy never waits for a
-//! preload; a goal (the code still unknown while the model writes) keeps the
-//! policy's fixed list. The container prepared ahead for exact code is
-//! removed when the request stops before it runs.
+//! preload; a goal (the code still unknown while the model writes) preloads
+//! what its words call for, then the policy's fixed list. Either preload
+//! stops at the next module once the code has arrived, so the audit's
+//! preloaded and skipped modules together are the list. The container
+//! prepared ahead for exact code is removed when the request stops before
+//! it runs.
 
 use crate::support::ActionRun as Run;
 use crate::support::action_fixture::{ActionFixture, COMMENT, fenced};
@@ -23,6 +26,26 @@ fn preloaded(outcome: &Value) -> Vec<String> {
         .as_array()
         .map(|a| a.iter().map(|m| m.as_str().unwrap().to_string()).collect())
         .unwrap_or_default()
+}
+
+/// The preload the sandbox was given, as its audit reports it: the
+/// modules preloaded and those skipped because the code had arrived and
+/// does not import them, sorted (which of them loaded depends on when the
+/// code came).
+fn preload_list(outcome: &Value) -> Vec<String> {
+    let skipped: Vec<String> = outcome["audit"]["preload_skipped"]
+        .as_array()
+        .map(|a| a.iter().map(|m| m.as_str().unwrap().to_string()).collect())
+        .unwrap_or_default();
+    let mut all: Vec<String> = preloaded(outcome).into_iter().chain(skipped).collect();
+    all.sort();
+    all
+}
+
+fn sorted(v: &[&str]) -> Vec<String> {
+    let mut v: Vec<String> = v.iter().map(|m| m.to_string()).collect();
+    v.sort();
+    v
 }
 
 /// The outcome's notes about waiting for a preload.
@@ -70,6 +93,8 @@ async fn exact_code_importing_pandas_gets_pandas_preloaded() {
         json!({"total": 42})
     );
     let o = outcome(&f, &run);
+    // The code imports pandas: it loads before the code runs, however early
+    // the code came.
     assert_eq!(preloaded(&o), vec!["pandas"], "{o}");
     // Waiting for its own import is no wait for a preload it does not use.
     assert_eq!(waiting_notes(&o), Vec::<String>::new(), "{o}");
@@ -81,7 +106,7 @@ async fn exact_code_importing_pandas_gets_pandas_preloaded() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_goal_still_preloads_the_fixed_list_while_the_model_writes() {
+async fn a_goal_without_words_for_the_analysis_stack_preloads_the_fixed_list() {
     let f = ActionFixture::new().await;
     let llm = LlmStandin::openai().await;
     llm.push(Reply::code(
@@ -96,18 +121,92 @@ async fn a_goal_still_preloads_the_fixed_list_while_the_model_writes() {
     assert_eq!(run.code, 0, "{}", run.log());
     let o = outcome(&f, &run);
     assert_eq!(
-        preloaded(&o),
-        vec!["pandas", "numpy", "matplotlib.pyplot"],
+        preload_list(&o),
+        sorted(&["pandas", "numpy", "matplotlib.pyplot"]),
         "{o}"
     );
     // A wait, if the model answered before the preload was done, names
     // the modules this code does not use.
     for n in waiting_notes(&o) {
-        assert!(
-            n.contains("it does not import: pandas, numpy, matplotlib.pyplot"),
-            "{n}"
-        );
+        assert!(n.contains("it does not import: "), "{n}");
     }
+}
+
+/// A goal asking for a classifier: while the model writes, the container
+/// preloads scikit-learn's ensembles and splits first, then the policy's
+/// fixed list (which the old preload was limited to).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_goal_asking_for_a_classifier_preloads_scikit_learn_first() {
+    let f = ActionFixture::new().await;
+    let llm = LlmStandin::openai().await;
+    llm.push(Reply::code(
+        "Fit and score.",
+        "import json\nimport numpy as np\nfrom sklearn.ensemble import RandomForestClassifier\n\
+         X = np.arange(40).reshape(20, 2)\ny = (X[:, 0] > 20).astype(int)\n\
+         m = RandomForestClassifier(n_estimators=5, random_state=0).fit(X, y)\n\
+         print(json.dumps({'accuracy': float(m.score(X, y))}))",
+    ));
+    llm.push(Reply::text("It fits."));
+    f.comment(
+        "alice",
+        "/compute train a random forest classifier and report its accuracy",
+    );
+    let run = f
+        .run_env(f.env(COMMENT, "9705").model(&llm, CANARY_KEY))
+        .await;
+    assert_eq!(run.code, 0, "{}", run.log());
+    assert_eq!(
+        serde_json::from_str::<Value>(run.out("result")).unwrap(),
+        json!({"accuracy": 1.0})
+    );
+    let o = outcome(&f, &run);
+    assert_eq!(
+        preload_list(&o),
+        sorted(&[
+            "sklearn.ensemble",
+            "sklearn.model_selection",
+            "sklearn.metrics",
+            "pandas",
+            "numpy",
+            "matplotlib.pyplot"
+        ]),
+        "{o}"
+    );
+    // scikit-learn first; what the code imports is loaded before it runs
+    // (however early it came), what it does not may be skipped.
+    let pre = preloaded(&o);
+    assert_eq!(pre[0], "sklearn.ensemble", "{o}");
+    assert!(pre.contains(&"numpy".to_string()), "{o}");
+}
+
+/// A policy that does not allow scikit-learn gets no guess of it: the
+/// words call for it, the static check would refuse it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_goal_never_preloads_what_the_policy_does_not_allow() {
+    let f = ActionFixture::builder()
+        .policy("version: 1\ncode:\n  allow_imports: [json, pandas.*, numpy.*, matplotlib.*, scipy.*]\n")
+        .start()
+        .await;
+    let llm = LlmStandin::openai().await;
+    llm.push(Reply::code(
+        "Print the answer.",
+        "import json\nprint(json.dumps({'answer': 42}))",
+    ));
+    llm.push(Reply::text("The answer is 42."));
+    f.comment(
+        "alice",
+        "/compute a random forest classifier, and the p-value of a t-test",
+    );
+    let run = f
+        .run_env(f.env(COMMENT, "9706").model(&llm, CANARY_KEY))
+        .await;
+    assert_eq!(run.code, 0, "{}", run.log());
+    let o = outcome(&f, &run);
+    assert_eq!(
+        preload_list(&o),
+        sorted(&["scipy.stats", "pandas", "numpy", "matplotlib.pyplot"]),
+        "{o}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -405,7 +405,7 @@ async fn preloaded_modules_are_still_audited_and_refused() {
     };
     let code = r#"
 import sys
-print("preloaded", "pandas" in sys.modules and "matplotlib.pyplot" in sys.modules)
+print("preloaded", "pandas" in sys.modules)
 import pandas as pd
 print(pd.DataFrame({"a": [1, 2, 3]}).a.sum())
 for name in ["socket", "subprocess", "ctypes"]:
@@ -445,10 +445,107 @@ for name in ["socket", "subprocess", "ctypes"]:
         o.audit.imports
     );
     assert!(o.audit.refused.len() >= 3, "{:?}", o.audit.refused);
-    // What was preloaded, as the child reports it.
+    // What was preloaded, as the child reports it: pandas at least (the
+    // code came 3 s after the container); the rest unless the code came
+    // first, in order.
+    let tried: Vec<&String> = o
+        .audit
+        .preloaded
+        .iter()
+        .chain(&o.audit.preload_skipped)
+        .collect();
     assert_eq!(
-        o.audit.preloaded,
+        tried,
         ["pandas", "numpy", "matplotlib.pyplot"],
+        "{:?}",
+        o.audit
+    );
+    assert_eq!(o.audit.preloaded[0], "pandas", "{:?}", o.audit);
+}
+
+/// A long preload narrows once the code has arrived: code that imports
+/// nothing heavy, handed over as soon as its container is up, does not wait
+/// for the rest (the audit names the modules not started); code importing
+/// one of the rest gets that one loaded before it runs.
+#[tokio::test]
+async fn a_preload_narrows_to_the_codes_imports_once_the_code_has_arrived() {
+    let sb = sandbox().await;
+    let long = [
+        "pandas",
+        "matplotlib.pyplot",
+        "scipy.stats",
+        "statsmodels.api",
+        "sklearn.ensemble",
+        "sklearn.model_selection",
+        "seaborn",
+        "duckdb",
+        "openpyxl",
+        "fastparquet",
+    ];
+    let config = SandboxConfig {
+        preload: long.iter().map(|m| m.to_string()).collect(),
+        ..cfg(60)
+    };
+    let code =
+        "import json, sys\nprint(json.dumps({'fastparquet': 'fastparquet' in sys.modules}))\n";
+    let prepared = sb.prepare(&config).await.unwrap();
+    let o = prepared
+        .execute(&job(
+            code,
+            compute_bot::policy::Policy::default().runtime_rules(),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(o.status, RunStatus::Ok, "{o:?}");
+    // Every module was either imported or not started, in the list's order,
+    // and the last ones were not started: the code did not wait for them.
+    let tried: Vec<&String> = o
+        .audit
+        .preloaded
+        .iter()
+        .chain(&o.audit.preload_skipped)
+        .collect();
+    assert_eq!(tried, long, "{:?}", o.audit);
+    assert!(
+        o.audit.preload_skipped.contains(&"fastparquet".to_string()),
+        "{:?}",
+        o.audit
+    );
+    // A module not preloaded is not there for the code.
+    assert_eq!(o.stdout.trim(), r#"{"fastparquet": false}"#, "{o:?}");
+    // The code's own imports are audited as ever.
+    assert!(
+        o.audit.imports.contains(&"json".to_string()),
+        "{:?}",
+        o.audit
+    );
+
+    // Code importing the list's last module: the rest is narrowed to it,
+    // and it still loads before the code runs.
+    let code = "import json, sys\nimport fastparquet\nprint(json.dumps({'seaborn': 'seaborn' in sys.modules}))\n";
+    let prepared = sb.prepare(&config).await.unwrap();
+    let o = prepared
+        .execute(&job(
+            code,
+            compute_bot::policy::Policy::default().runtime_rules(),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(o.status, RunStatus::Ok, "{o:?}");
+    assert_eq!(
+        o.audit.preloaded.last().map(String::as_str),
+        Some("fastparquet"),
+        "{:?}",
+        o.audit
+    );
+    assert!(
+        o.audit.preload_skipped.contains(&"seaborn".to_string()),
+        "{:?}",
+        o.audit
+    );
+    assert_eq!(o.stdout.trim(), r#"{"seaborn": false}"#, "{o:?}");
+    assert!(
+        o.audit.imports.contains(&"fastparquet".to_string()),
         "{:?}",
         o.audit
     );

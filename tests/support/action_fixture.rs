@@ -215,6 +215,12 @@ impl ActionFixture {
         super::run_action(&env.0, self.dir.path(), &self.ws()).await
     }
 
+    /// Runs another build of the binary with exactly `env` (a benchmark's
+    /// baseline).
+    pub async fn run_env_bin(&self, bin: &std::path::Path, env: ActionEnv) -> ActionRun {
+        super::run_action_bin(bin, &env.0, self.dir.path(), &self.ws()).await
+    }
+
     /// The comments on `issue` written by the bot, oldest first.
     pub fn bot_comments(&self, issue: u64) -> Vec<StoredComment> {
         self.gh

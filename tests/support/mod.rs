@@ -137,12 +137,29 @@ pub fn parse_outputs(text: &str) -> BTreeMap<String, String> {
 /// [`action_env`]), fresh `GITHUB_OUTPUT` and `GITHUB_STEP_SUMMARY` files
 /// in `dir`, in `workspace`.
 pub async fn run_action(env: &BTreeMap<String, String>, dir: &Path, workspace: &Path) -> ActionRun {
+    run_action_bin(
+        Path::new(env!("CARGO_BIN_EXE_compute-bot")),
+        env,
+        dir,
+        workspace,
+    )
+    .await
+}
+
+/// [`run_action`] with another build of the binary (a benchmark's
+/// baseline).
+pub async fn run_action_bin(
+    bin: &Path,
+    env: &BTreeMap<String, String>,
+    dir: &Path,
+    workspace: &Path,
+) -> ActionRun {
     let outputs = dir.join("github_output");
     let summary = dir.join("step_summary.md");
     let _ = std::fs::remove_file(&outputs);
     let _ = std::fs::remove_file(&summary);
     let started = chrono::Utc::now().timestamp();
-    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_compute-bot"))
+    let child = tokio::process::Command::new(bin)
         .arg("action")
         .env_clear()
         .envs(env)
