@@ -898,3 +898,20 @@ async fn replay_fresh_of_unchanged_data_gets_304s_and_spends_no_rate_limit() {
         replay_fresh_asks_conditionally(60, "github:pulls?state=closed,github:reviews").await;
     assert!(requests > 60 && units == requests, "{requests} {units}");
 }
+
+/// 300 pull requests, with and without their sizes: what an unchanged
+/// `replay fresh` asks and spends (before: the first run's requests, each
+/// one rate limit unit; now: as many conditional requests, all 304).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replay_fresh_of_300_unchanged_pull_requests_costs_no_rate_limit() {
+    for source in [
+        "github:pulls?state=all&sizes=false",
+        "github:pulls?state=all",
+    ] {
+        let (requests, units) = replay_fresh_asks_conditionally(300, source).await;
+        eprintln!(
+            "{source}: the first fetch {requests} requests, {units} rate limit units; an unchanged replay fresh {requests} conditional requests, 0 units"
+        );
+        assert_eq!(units, requests);
+    }
+}
