@@ -825,11 +825,14 @@ fn activity_since(f: &ActionFixture, from: usize) -> Vec<crate::support::github_
 /// is answered in full and everything is fetched afresh.
 async fn replay_fresh_asks_conditionally(pulls: u64, source: &str) -> (usize, usize) {
     let f = ActionFixture::builder()
-        .policy(&policy("pulls, reviews", 1000))
+        .policy(&policy(
+            "pulls, reviews, issues, comments, workflow_runs",
+            1000,
+        ))
         .start()
         .await;
     f.gh.seed_branch(REPO, "main", &[("README.md", b"# data\n")]);
-    f.gh.set_activity(REPO, generate(pulls, 0, 5));
+    f.gh.set_activity(REPO, generate(pulls, 150, 5));
     let code = "import json\nimport pandas as pd\np = pd.read_csv('/data/github/pulls.csv')\nprint(json.dumps({'n': len(p), 'sized': int(p['additions'].notna().sum())}))\n";
     f.comment(
         "alice",
@@ -876,7 +879,7 @@ async fn replay_fresh_asks_conditionally(pulls: u64, source: &str) -> (usize, us
 
     // The repository moves on: the first conditional request is answered in
     // full, and the data are fetched afresh.
-    f.gh.set_activity(REPO, generate(pulls + 20, 0, 6));
+    f.gh.set_activity(REPO, generate(pulls + 20, 150, 6));
     f.comment("alice", "/compute replay fresh");
     let start = f.gh.requests().len();
     let run = f.run(COMMENT, "7303").await;
@@ -897,6 +900,17 @@ async fn replay_fresh_of_unchanged_data_gets_304s_and_spends_no_rate_limit() {
     let (requests, units) =
         replay_fresh_asks_conditionally(60, "github:pulls?state=closed,github:reviews").await;
     assert!(requests > 60 && units == requests, "{requests} {units}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replay_fresh_asks_every_list_source_conditionally() {
+    let (requests, units) = replay_fresh_asks_conditionally(
+        40,
+        "github:pulls?sizes=false,github:issues?state=all,github:comments,github:workflow_runs",
+    )
+    .await;
+    // A page of pulls, issues (pull requests included), comments and runs each.
+    assert!(requests >= 4 && units == requests, "{requests} {units}");
 }
 
 /// 300 pull requests, with and without their sizes: what an unchanged

@@ -163,8 +163,7 @@ async fn got<R: FromResponse>(
             }
             Ok(v)
         }
-        // Not asked conditionally, so GitHub does not answer 304; read as
-        // a list that ended.
+        // Not asked conditionally, so GitHub does not answer 304.
         Answer::NotModified => Err(GitHubError::Decode {
             action: what.0.to_string(),
             message: "GitHub answered 304 Not Modified to a request that was not conditional"
@@ -261,4 +260,28 @@ pub(crate) fn judge(q: &Query, item: &Value, field: &str, sorted_desc: bool) -> 
 /// The `since` of a query as GitHub's parameter (ISO 8601 UTC).
 pub(crate) fn iso(t: chrono::DateTime<chrono::Utc>) -> String {
     t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_page_is_asked_with_its_parameters_form_encoded() {
+        assert_eq!(
+            with_query(
+                "/repos/o/r/actions/runs",
+                &[
+                    ("created", ">=2026-01-01T00:00:00Z"),
+                    ("labels", "a b,c"),
+                    ("per_page", "100")
+                ]
+            ),
+            "/repos/o/r/actions/runs?created=%3E%3D2026-01-01T00%3A00%3A00Z&labels=a+b%2Cc&per_page=100"
+        );
+        assert_eq!(
+            crate::github::sources::etags_name("github/pulls.csv"),
+            "github/pulls.etags.json"
+        );
+    }
 }
