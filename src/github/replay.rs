@@ -196,7 +196,16 @@ async fn github_data(
             earlier::origin_words(&fetched).unwrap_or_default(),
             ctx.prefix
         ),
-        _ => format!(
+        Origin::Unchanged { .. } => format!(
+            "the GitHub data ({}) were {}",
+            specs.join(", "),
+            earlier::origin_words(&fetched).unwrap_or_default()
+        ),
+        Origin::Afresh { why } => format!(
+            "the GitHub data was fetched afresh ({} requests): {why}; a different result may be the repository's new activity, not the code",
+            fetched.requests
+        ),
+        Origin::Fetched => format!(
             "the GitHub data was fetched afresh ({} requests), as `{} replay fresh` asks: a different result may be the repository's new activity, not the code",
             fetched.requests, ctx.prefix
         ),

@@ -344,10 +344,16 @@ pub(crate) async fn keep_sources(
         .iter()
         .filter(|f| known(f).is_none())
         .collect();
-    let files: Vec<(String, Vec<u8>)> = new
+    let mut files: Vec<(String, Vec<u8>)> = new
         .iter()
         .map(|f| (f.name.clone(), f.bytes.clone()))
         .collect();
+    // The ETags beside the files, after them (so the first entries of what
+    // is kept are the files'): what `replay fresh` asks again with.
+    files.extend(new.iter().filter(|f| !f.etags.is_empty()).map(|f| {
+        let json = serde_json::to_vec(&f.etags).unwrap_or_default();
+        (sources::etags_name(&f.name), json)
+    }));
     let committed = assets::keep_snapshot(ctx, &files, &ctx.env.workspace.join(REPORT_DIR)).await;
     for (f, (_, at)) in new.iter().zip(&committed) {
         ctx.fetched.keep(&f.name, &sha(f), at);
@@ -373,7 +379,14 @@ pub(crate) async fn keep_sources(
     );
     let from = match earlier::origin_words(fetched) {
         None => fetched_here,
-        Some(w) if matches!(fetched.origin, sources::Origin::Snapshot { .. }) => w,
+        Some(w)
+            if matches!(
+                fetched.origin,
+                sources::Origin::Snapshot { .. } | sources::Origin::Unchanged { .. }
+            ) =>
+        {
+            w
+        }
         Some(w) => format!("{w}; {fetched_here}"),
     };
     let mut md = format!("\n📥 GitHub data: {} — {from}.", list.join(", "));

@@ -801,3 +801,131 @@ async fn an_approval_without_a_snapshot_stops_when_the_data_changed() {
         "{answer}"
     );
 }
+
+/// The requests to the activity endpoints (lists, single pull requests,
+/// reviews) made since the `from`-th request.
+fn activity_since(f: &ActionFixture, from: usize) -> Vec<crate::support::github_standin::Seen> {
+    f.gh.requests()
+        .into_iter()
+        .skip(from)
+        .filter(|s| {
+            s.method == "GET"
+                && !s.path.contains("/contents/")
+                && ["/pulls", "/issues?", "/issues/comments?", "/actions/runs"]
+                    .iter()
+                    .any(|p| s.path.contains(p))
+        })
+        .collect()
+}
+
+/// `replay fresh` of data that have not changed asks GitHub again with the
+/// `ETag`s kept beside the snapshot: every request answers 304 Not
+/// Modified, no primary rate limit is spent on them, and the replay
+/// computes on the snapshot. Once the data change, one conditional request
+/// is answered in full and everything is fetched afresh.
+async fn replay_fresh_asks_conditionally(pulls: u64, source: &str) -> (usize, usize) {
+    let f = ActionFixture::builder()
+        .policy(&policy(
+            "pulls, reviews, issues, comments, workflow_runs",
+            1000,
+        ))
+        .start()
+        .await;
+    f.gh.seed_branch(REPO, "main", &[("README.md", b"# data\n")]);
+    f.gh.set_activity(REPO, generate(pulls, 150, 5));
+    let code = "import json\nimport pandas as pd\np = pd.read_csv('/data/github/pulls.csv')\nprint(json.dumps({'n': len(p), 'sized': int(p['additions'].notna().sum())}))\n";
+    f.comment(
+        "alice",
+        &format!("/compute inputs={source} count\n{}", fenced(code)),
+    );
+    let start = f.gh.requests().len();
+    let run = f.run(COMMENT, "7301").await;
+    assert_eq!(run.code, 0, "{}", run.log());
+    let first = activity_since(&f, start);
+    let first_units = first.iter().filter(|s| s.status != 304).count();
+    let branch = f.gh.branch_sha(REPO, "compute-bot-assets").unwrap();
+    assert!(
+        f.gh.files_at(REPO, &branch)
+            .contains_key("runs/7301-1/github/pulls.etags.json"),
+        "the ETags are kept beside the snapshot"
+    );
+
+    f.comment("alice", "/compute replay fresh");
+    let (start, rate) = (f.gh.requests().len(), f.gh.rate_remaining());
+    let run = f.run(COMMENT, "7302").await;
+    let verdict = newest(&f);
+    assert_eq!(run.code, 0, "{verdict}\n{}", run.log());
+    assert!(
+        verdict.contains("reproduced") && verdict.contains("unchanged since run 7301"),
+        "{verdict}"
+    );
+    let again = activity_since(&f, start);
+    assert_eq!(again.len(), first.len(), "each request asked again once");
+    assert!(
+        again
+            .iter()
+            .all(|s| s.status == 304 && s.if_none_match.is_some()),
+        "{again:?}"
+    );
+    let spent = f.gh.requests()[start..]
+        .iter()
+        .filter(|s| s.status != 304)
+        .count();
+    assert_eq!(
+        (rate - f.gh.rate_remaining()) as usize,
+        spent,
+        "the 304s spent no rate limit; only the run's other requests did"
+    );
+
+    // The repository moves on: the first conditional request is answered in
+    // full, and the data are fetched afresh.
+    f.gh.set_activity(REPO, generate(pulls + 20, 150, 6));
+    f.comment("alice", "/compute replay fresh");
+    let start = f.gh.requests().len();
+    let run = f.run(COMMENT, "7303").await;
+    let verdict = newest(&f);
+    assert_ne!(run.code, 0, "{verdict}");
+    assert!(
+        verdict.contains("differs") && verdict.contains("changed since the earlier run"),
+        "{verdict}"
+    );
+    let changed = activity_since(&f, start);
+    assert_eq!(changed[0].status, 200, "{changed:?}");
+    assert!(changed.iter().skip(1).all(|s| s.if_none_match.is_none()));
+    (first.len(), first_units)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replay_fresh_of_unchanged_data_gets_304s_and_spends_no_rate_limit() {
+    let (requests, units) =
+        replay_fresh_asks_conditionally(60, "github:pulls?state=closed,github:reviews").await;
+    assert!(requests > 60 && units == requests, "{requests} {units}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replay_fresh_asks_every_list_source_conditionally() {
+    let (requests, units) = replay_fresh_asks_conditionally(
+        40,
+        "github:pulls?sizes=false,github:issues?state=all,github:comments,github:workflow_runs",
+    )
+    .await;
+    // A page of pulls, issues (pull requests included), comments and runs each.
+    assert!(requests >= 4 && units == requests, "{requests} {units}");
+}
+
+/// 300 pull requests, with and without their sizes: what an unchanged
+/// `replay fresh` asks and spends (before: the first run's requests, each
+/// one rate limit unit; now: as many conditional requests, all 304).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replay_fresh_of_300_unchanged_pull_requests_costs_no_rate_limit() {
+    for source in [
+        "github:pulls?state=all&sizes=false",
+        "github:pulls?state=all",
+    ] {
+        let (requests, units) = replay_fresh_asks_conditionally(300, source).await;
+        eprintln!(
+            "{source}: the first fetch {requests} requests, {units} rate limit units; an unchanged replay fresh {requests} conditional requests, 0 units"
+        );
+        assert_eq!(units, requests);
+    }
+}

@@ -21,6 +21,11 @@
 //! `x-ratelimit-reset` until the reset time; secondary limits with or without
 //! `retry-after` that keep refusing until their block ends), the
 //! `x-ratelimit-*` headers on every answer, and helpers to read the state back.
+//! Conditional requests as GitHub's REST API documents them: every `GET`
+//! answered 200 with a body carries `ETag: "<sha256 of the body>"`; asked
+//! with a matching `If-None-Match` it answers `304 Not Modified` with an
+//! empty body and the `ETag`, and gives back the primary rate limit unit
+//! (a 304 to an authorised conditional request does not count).
 //!
 //! ```ignore
 //! let gh = GitHubStandIn::start().await;
@@ -98,6 +103,8 @@ pub struct Seen {
     pub authorization: Option<String>,
     /// The status answered.
     pub status: u16,
+    /// The `If-None-Match` header, as sent.
+    pub if_none_match: Option<String>,
     /// When it arrived.
     pub at: std::time::Instant,
 }
@@ -178,6 +185,12 @@ impl Respond for Router {
         let mut st = self.0.lock().unwrap();
         st.extra_headers.clear();
         let (status, body, link) = route(&mut st, req);
+        let if_none_match = req
+            .headers
+            .get("if-none-match")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        let (status, body) = conditional(&mut st, req, (status, body), if_none_match.as_deref());
         let mut path = req.url.path().to_string();
         if let Some(q) = req.url.query() {
             path.push('?');
@@ -192,6 +205,7 @@ impl Respond for Router {
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_string),
             status,
+            if_none_match,
             at: std::time::Instant::now(),
         });
         let mut t = ResponseTemplate::new(status);
@@ -212,6 +226,47 @@ impl Respond for Router {
             None => t,
         }
     }
+}
+
+/// GitHub's conditional requests: a `GET` answered 200 gets an `ETag`
+/// (the body's sha256, quoted); a matching `If-None-Match` turns it into a
+/// 304 with no body, which does not count against the primary rate limit.
+fn conditional(
+    st: &mut State,
+    req: &Request,
+    (status, body): (u16, Option<Value>),
+    if_none_match: Option<&str>,
+) -> (u16, Option<Value>) {
+    let Some(b) = body
+        .as_ref()
+        .filter(|_| status == 200 && req.method.as_str() == "GET")
+    else {
+        return (status, body);
+    };
+    let tag = format!(
+        "\"{}\"",
+        compute_bot::sandbox::sha256_hex(b.to_string().as_bytes())
+    );
+    st.extra_headers.push(("etag".to_string(), tag.clone()));
+    let matches = if_none_match.is_some_and(|h| {
+        h.split(',')
+            .any(|t| t.trim().trim_start_matches("W/") == tag || t.trim() == "*")
+    });
+    if !matches {
+        return (status, body);
+    }
+    if let Some(q) = st.quota.as_mut() {
+        q.remaining = (q.remaining + 1).min(q.limit);
+        let (limit, remaining) = (q.limit, q.remaining);
+        for (k, v) in st.extra_headers.iter_mut() {
+            match k.as_str() {
+                "x-ratelimit-remaining" => *v = remaining.to_string(),
+                "x-ratelimit-used" => *v = (limit - remaining).to_string(),
+                _ => {}
+            }
+        }
+    }
+    (304, None)
 }
 
 fn now() -> String {
@@ -1042,6 +1097,11 @@ impl GitHubStandIn {
             .get(&comment_id)
             .map(|c| c.reactions.iter().map(|(_, r)| r.clone()).collect())
             .unwrap_or_default()
+    }
+
+    /// The primary rate limit left (`x-ratelimit-remaining` of the last answer).
+    pub fn rate_remaining(&self) -> u32 {
+        self.st().quota.as_ref().map_or(5000, |q| q.remaining)
     }
 
     /// Every request received so far.

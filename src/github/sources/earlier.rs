@@ -14,7 +14,7 @@
 
 use crate::admit::Admitted;
 use crate::github::client::GitHub;
-use crate::github::sources::{self, Cache, Fetched, Origin, SourceFile};
+use crate::github::sources::{self, Cache, Fetched, Origin, SourceFile, fetch};
 use crate::github::texts::PendingInput;
 use crate::policy::Inputs;
 use crate::record::RecordedInput;
@@ -148,7 +148,19 @@ pub(crate) async fn data_for(
         Ok((admitted, fetched))
     };
     if how == Use::ReplayFresh {
-        return afresh("asked to (`replay fresh`)".into()).await;
+        let why = match unchanged_since(gh, specs, &matched, policy).await {
+            Ok(Some(n)) => {
+                let (admitted, mut fetched) = read_back(gh, specs, &matched, policy).await?;
+                if let Origin::Snapshot { runs, commits } = fetched.origin {
+                    fetched.origin = Origin::Unchanged { runs, commits };
+                }
+                fetched.requests = n;
+                return Ok((admitted, fetched));
+            }
+            Ok(None) => "asked to (`replay fresh`)".to_string(),
+            Err(changed) => format!("asked to (`replay fresh`); {changed}"),
+        };
+        return afresh(why).await;
     }
     let missing: Vec<&Earlier> = matched
         .iter()
@@ -186,6 +198,66 @@ pub(crate) async fn data_for(
             afresh(format!("the data shown ({names}) have no snapshot on the files branch (none set, a token that could not write it, or a request from before snapshots); the code runs only if the data fetched now hash as shown")).await
         }
     }
+}
+
+/// Whether GitHub's data are the earlier run's: every request its
+/// snapshots were built from (the `ETag`s kept beside them) asked again
+/// with `If-None-Match`. `Ok(Some(n))`: all `n` answered 304 Not Modified
+/// (no primary rate limit spent); `Ok(None)`: no `ETag`s to ask with (no
+/// snapshot on the files branch, or one from before they were kept);
+/// `Err(why)`: changed, or GitHub failed — fetch afresh.
+async fn unchanged_since(
+    gh: &GitHub,
+    specs: &[String],
+    matched: &[Option<&Earlier>],
+    policy: &Inputs,
+) -> Result<Option<u32>, String> {
+    let mut asked: Vec<(String, String)> = Vec::new();
+    let mut todo = Vec::new();
+    for (spec, e) in specs.iter().zip(matched.iter().flatten()) {
+        let Some((sha, path)) = e.snapshot.as_deref().and_then(sources::snapshot_ref) else {
+            return Ok(None);
+        };
+        let Ok(q) = crate::sources::parse(spec) else {
+            return Ok(None);
+        };
+        let side = sources::etags_name(path);
+        let tags: Vec<(String, String)> =
+            match gh.file_at(sha, &side, policy.max_file_bytes.bytes()).await {
+                Ok(Some(b)) => serde_json::from_slice(&b).unwrap_or_default(),
+                _ => Vec::new(),
+            };
+        if tags.is_empty() {
+            return Ok(None);
+        }
+        let fresh: Vec<(String, String)> =
+            tags.into_iter().filter(|t| !asked.contains(t)).collect();
+        asked.extend(fresh.iter().cloned());
+        todo.push((q.source, fresh));
+    }
+    let mut n = 0;
+    for (source, tags) in todo {
+        let action = format!(
+            "asking whether the `github:{}` data of {} changed",
+            source.name(),
+            gh.repo_ref()
+        );
+        match fetch::unchanged(gh, (&action, fetch::need(source)), &tags).await {
+            Ok(k) => n += k,
+            Err(None) => {
+                return Err(format!(
+                    "GitHub's `github:{}` data changed since the earlier run (a conditional request was answered in full)",
+                    source.name()
+                ));
+            }
+            Err(Some(e)) => {
+                return Err(format!(
+                    "could not ask GitHub whether the data changed: {e}"
+                ));
+            }
+        }
+    }
+    Ok(Some(n))
 }
 
 /// Every source's earlier snapshot, read back from its commit on the files
@@ -245,6 +317,7 @@ async fn read_back(
             bytes,
             notes: e.notes.clone(),
             snapshot: e.snapshot.clone(),
+            etags: Vec::new(),
         });
         admitted.push(a);
     }
@@ -277,6 +350,17 @@ pub(crate) fn origin_words(f: &Fetched) -> Option<String> {
                 runs.join(", ")
             },
             f.fetched_at.as_deref().unwrap_or("(time not recorded)"),
+            commits.join("`, `")
+        )),
+        Origin::Unchanged { runs, commits } => Some(format!(
+            "asked afresh (`replay fresh`): unchanged since run {} (fetched at {}) — GitHub answered all {} conditional requests with 304 Not Modified, no rate limit spent; the snapshot in commit `{}` of the files branch",
+            if runs.is_empty() {
+                "(unknown)".to_string()
+            } else {
+                runs.join(", ")
+            },
+            f.fetched_at.as_deref().unwrap_or("(time not recorded)"),
+            f.requests,
             commits.join("`, `")
         )),
         Origin::Afresh { why } => Some(format!("fetched afresh: {why}")),

@@ -47,6 +47,9 @@ pub(crate) struct SourceFile {
     /// Read back from an earlier run's snapshot: where it is kept
     /// (`<branch>@<sha>:<path>`); `None` when fetched in this run.
     pub(crate) snapshot: Option<String>,
+    /// The `ETag` of each answer the file was built from, by the URL asked
+    /// (kept beside the snapshot, [`etags_name`]; see [`earlier`]).
+    pub(crate) etags: Vec<(String, String)>,
 }
 
 /// Where the data of a run's sources came from.
@@ -59,6 +62,15 @@ pub(crate) enum Origin {
     /// fetched again.
     Snapshot {
         /// The runs that fetched it (`7101`, `7101 (attempt 2)`).
+        runs: Vec<String>,
+        /// The commits of the files branch holding it (12 hex digits).
+        commits: Vec<String>,
+    },
+    /// Asked afresh (`replay fresh`), GitHub answered every request the
+    /// earlier run's snapshot was built from with `304 Not Modified`: the
+    /// snapshot is read back (no primary rate limit spent).
+    Unchanged {
+        /// The runs that fetched it.
         runs: Vec<String>,
         /// The commits of the files branch holding it (12 hex digits).
         commits: Vec<String>,
@@ -89,6 +101,13 @@ pub(crate) struct Fetched {
 /// the bot's own folder ([`GITHUB_DIR`]), which no workspace file can take.
 pub(crate) fn file_name(source: GithubSource) -> String {
     format!("{GITHUB_DIR}/{}.csv", source.name())
+}
+
+/// The name of the `ETag`s kept beside a source's file `name`
+/// (`github/<source>.csv` → `github/<source>.etags.json`): a JSON array of
+/// `[url, etag]` pairs, committed with the snapshot, never given to the code.
+pub(crate) fn etags_name(name: &str) -> String {
+    format!("{}.etags.json", name.strip_suffix(".csv").unwrap_or(name))
 }
 
 /// Parses `specs` and checks them against the policy: the list's own
@@ -275,6 +294,7 @@ async fn sizes(
         let action = format!("reading the size of pull request #{n} of {}", gh.repo_ref());
         let v = one(
             gh,
+            b,
             (&action, need(GithubSource::Pulls)),
             &route(gh, &format!("pulls/{n}")),
         )
@@ -299,12 +319,14 @@ pub(crate) async fn fetch(
 ) -> Result<Fetched, Vec<String>> {
     let mut b = Budget {
         max: policy.github_max_requests,
-        used: 0,
+        ..Budget::default()
     };
     let max_items = policy.github_max_items as usize;
     let limit = |q: &Query| q.limit.map_or(max_items, |l| l as usize);
     let by = |s: GithubSource| queries.iter().find(|q| q.source == s);
     let mut lists: Vec<(Query, Vec<Vec<String>>, Vec<String>)> = Vec::new();
+    // The answers each source was built from (its ETags).
+    let mut tags: Vec<(GithubSource, Tags)> = Vec::new();
     // The pull requests, for github:pulls and github:reviews alike.
     let pulls_query = by(GithubSource::Pulls).or(by(GithubSource::Reviews));
     let mut pull_items = Vec::new();
@@ -313,10 +335,12 @@ pub(crate) async fn fetch(
             .await
             .map_err(|e| vec![problem(q, e, &b)])?;
     }
+    let pull_tags = b.etags.clone();
     for q in queries
         .iter()
         .filter(|q| !matches!(q.source, GithubSource::Pulls | GithubSource::Reviews))
     {
+        let start = b.etags.len();
         let rows = listed(gh, &mut b, q, limit(q))
             .await
             .map_err(|e| vec![problem(q, e, &b)])?;
@@ -330,11 +354,13 @@ pub(crate) async fn fetch(
         if q.source == GithubSource::WorkflowRuns && q.since.is_some() && rows.len() >= 1000 {
             notes.push("GitHub lists at most 1,000 workflow runs for a `created` filter; there may be more".into());
         }
+        tags.push((q.source, b.etags[start..].to_vec()));
         lists.push((q.clone(), rows, notes));
     }
     let mut extras = vec![PullExtra::default(); pull_items.len()];
     let mut review_rows = Vec::new();
     if let Some(q) = by(GithubSource::Reviews) {
+        let start = b.etags.len();
         let (rows, done) = reviews(gh, &mut b, &pull_items)
             .await
             .map_err(|e| vec![problem(q, e, &b)])?;
@@ -342,7 +368,13 @@ pub(crate) async fn fetch(
             x.reviews_fetched = d;
         }
         review_rows = rows;
+        let own = b.etags[start..].iter().cloned();
+        tags.push((
+            GithubSource::Reviews,
+            pull_tags.iter().cloned().chain(own).collect(),
+        ));
     }
+    let start = b.etags.len();
     if let Some(q) = by(GithubSource::Pulls).filter(|q| q.sizes) {
         let sizes = sizes(gh, &mut b, &pull_items)
             .await
@@ -351,23 +383,29 @@ pub(crate) async fn fetch(
             x.size = s;
         }
     }
+    let own = b.etags[start..].iter().cloned();
+    tags.push((
+        GithubSource::Pulls,
+        pull_tags.iter().cloned().chain(own).collect(),
+    ));
     Ok(assemble(
         queries,
-        &pull_items,
-        &extras,
-        review_rows,
+        (&pull_items, &extras, review_rows),
         lists,
+        tags,
         b,
     ))
 }
 
+/// `(URL, ETag)` of the answers a source was built from.
+pub(crate) type Tags = Vec<(String, String)>;
+
 /// The files of the fetched sources, in the order named, with their notes.
 fn assemble(
     queries: &[Query],
-    pull_items: &[Value],
-    extras: &[PullExtra],
-    review_rows: Vec<Vec<String>>,
+    (pull_items, extras, review_rows): (&[Value], &[PullExtra], Vec<Vec<String>>),
     mut lists: Vec<(Query, Vec<Vec<String>>, Vec<String>)>,
+    tags: Vec<(GithubSource, Tags)>,
     b: Budget,
 ) -> Fetched {
     let n = pull_items.len();
@@ -425,6 +463,11 @@ fn assemble(
             rows: rows.len(),
             notes,
             snapshot: None,
+            etags: tags
+                .iter()
+                .find(|(s, _)| *s == q.source)
+                .map(|(_, t)| t.clone())
+                .unwrap_or_default(),
         });
     }
     Fetched {
