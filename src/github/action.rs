@@ -59,7 +59,7 @@ use crate::github::event::{ActionEnv, Trigger};
 use crate::github::flow::{self, Screened};
 use crate::github::followup::find_parent;
 use crate::github::plan::{plan, run_plan};
-use crate::github::request::{Job, execute};
+use crate::github::request::{Job, execute, execute_ahead, prepare_ahead};
 use crate::github::texts;
 use crate::github::thread::{Ctx, Published, Stop, Thread, conclude, end_quietly, log_annotation};
 use crate::policy::{
@@ -358,7 +358,17 @@ async fn on_comment(
 ) -> Result<Published, Stop> {
     let author = check.login().to_string();
     let author = author.as_str();
-    let has = match ctx.gh.permission(author).await {
+    // Exact code to run: its container starts while GitHub says who asked.
+    // Nothing is handed to it before the answer allows the run (the code
+    // goes in at `execute`); a refusal drops it and it is removed unused.
+    let early = early_job(&command);
+    let (has, ahead) = tokio::join!(ctx.gh.permission(author), async {
+        match &early {
+            Some(job) => prepare_ahead(ctx, job).await,
+            None => None,
+        }
+    });
+    let has = match has {
         Ok(p) => p,
         // GitHub answers 404 for users who are not collaborators of a private repository.
         Err(e) if e.status() == Some(404) => Permission::None,
@@ -422,7 +432,7 @@ async fn on_comment(
             if planning {
                 plan(ctx, thread, job).await
             } else {
-                execute(ctx, thread, job).await
+                execute_ahead(ctx, thread, job, ahead).await
             }
         }
         Command::RunPlan { sha256_prefix } => {
@@ -434,6 +444,20 @@ async fn on_comment(
         Command::Deny => deny(ctx, issue, author).await,
         Command::Replay { fresh } => super::replay::replay_in_thread(ctx, issue, fresh).await,
         Command::Watch { name } => super::watch::watch_file_in_thread(ctx, issue, &name).await,
+    }
+}
+
+/// The job whose container may start before the permission check: a
+/// `/compute` run with exact code (a fenced block), as `execute` will see
+/// it; `None` for every other command (plans run nothing).
+fn early_job(command: &Command) -> Option<Job> {
+    match command {
+        Command::Run { goal, code, .. } => Some(Job {
+            goal: Some(goal.clone()).filter(|g| !g.trim().is_empty()),
+            code: code.clone().filter(|c| !c.trim().is_empty()),
+            ..Job::default()
+        }),
+        _ => None,
     }
 }
 

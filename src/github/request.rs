@@ -213,14 +213,25 @@ pub(crate) async fn execute(
     thread: &mut Thread<'_>,
     job: Job,
 ) -> Result<Published, Stop> {
+    execute_ahead(ctx, thread, job, None).await
+}
+
+/// [`execute`] with the container a front end already started for the
+/// job's exact code ([`prepare_ahead`], e.g. while GitHub said who asked);
+/// `None`: it starts now, while the bot talks to GitHub (a plan starts no
+/// container).
+pub(crate) async fn execute_ahead(
+    ctx: &Ctx<'_>,
+    thread: &mut Thread<'_>,
+    job: Job,
+    ahead: Option<Ahead>,
+) -> Result<Published, Stop> {
     let env = ctx.env;
     let marker = texts::run_marker(&env.run_id);
-    // Exact code: its container starts now, while the bot talks to GitHub
-    // (a plan starts no container).
-    let ahead = if job.plan_only {
-        None
-    } else {
-        prepare_ahead(ctx, &job).await
+    let ahead = match ahead {
+        Some(ahead) => Some(ahead),
+        None if job.plan_only => None,
+        None => prepare_ahead(ctx, &job).await,
     };
     let show_progress = if job.plan_only {
         thread.seen().await;
@@ -443,7 +454,7 @@ pub(crate) fn with_sources(context: Option<String>, fetched: &sources::Fetched) 
 /// its container, started now and preloading what the code imports, so the
 /// interpreter imports while the bot acknowledges. Removed unused if the
 /// request stops before it runs ([`Ahead`]).
-async fn prepare_ahead(ctx: &Ctx<'_>, job: &Job) -> Option<Ahead> {
+pub(crate) async fn prepare_ahead(ctx: &Ctx<'_>, job: &Job) -> Option<Ahead> {
     let request = Request {
         goal: job.goal.clone(),
         code: job.code.clone(),

@@ -276,3 +276,89 @@ async fn the_container_prepared_ahead_is_removed_when_the_request_stops_first() 
         "left behind"
     );
 }
+
+/// When the engine created this run's containers (Unix nanoseconds), from
+/// its event log by the pid label every container gets.
+fn container_creations(run: &Run) -> Vec<i128> {
+    let until = chrono::Utc::now().timestamp() + 1;
+    let events = std::process::Command::new("docker")
+        .args(["events", "--since", &(run.started - 1).to_string()])
+        .args(["--until", &until.to_string()])
+        .args(["--filter", "type=container", "--filter", "event=create"])
+        .args([
+            "--filter",
+            &format!("label=org.compute-bot.pid={}", run.pid),
+        ])
+        .args(["--format", "{{.TimeNano}}"])
+        .output()
+        .expect("docker events");
+    assert!(events.status.success(), "docker events: {events:?}");
+    String::from_utf8_lossy(&events.stdout)
+        .lines()
+        .map(|l| l.trim().parse().expect("a TimeNano"))
+        .collect()
+}
+
+/// The wall-clock time (Unix nanoseconds) of an `Instant` in the past.
+fn wall_nanos(at: std::time::Instant) -> i128 {
+    let now = chrono::Utc::now().timestamp_nanos_opt().unwrap() as i128;
+    now - at.elapsed().as_nanos() as i128
+}
+
+/// Exact code's container starts while GitHub says who asked: with every
+/// GitHub answer taking a second, the engine created it before the answer
+/// to the permission request came back (it used to start only after that
+/// answer and the search for an earlier answer, two seconds later).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exact_code_starts_its_container_while_the_permission_is_checked() {
+    let f = ActionFixture::new().await;
+    let latency = std::time::Duration::from_millis(1000);
+    f.gh.set_latency(latency);
+    let code = "import json\nimport pandas as pd\nprint(json.dumps({\"n\": len(pd.DataFrame({\"a\": [1, 2]}))}))\n";
+    f.comment("alice", &format!("/compute count\n{}", fenced(code)));
+    let run = f.run(COMMENT, "9711").await;
+    assert_eq!(run.code, 0, "{}", run.log());
+    assert_eq!(
+        serde_json::from_str::<Value>(run.out("result")).unwrap(),
+        json!({"n": 2})
+    );
+    let asked =
+        f.gh.requests()
+            .into_iter()
+            .find(|s| s.path.contains("/collaborators/alice/permission"))
+            .expect("the permission was asked");
+    let answered = wall_nanos(asked.at) + latency.as_nanos() as i128;
+    let created = container_creations(&run);
+    assert_eq!(created.len(), 1, "one container, the one prepared ahead");
+    assert!(
+        created[0] < answered,
+        "the container was created {} ms after the permission was answered",
+        (created[0] - answered) / 1_000_000
+    );
+}
+
+/// A refused request's container, started while the permission was
+/// checked, never gets the code and is removed: nothing of the run is left
+/// on the engine.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_requests_early_container_is_removed_unused() {
+    let f = ActionFixture::new().await;
+    let code = "import json\nprint(json.dumps({\"ran\": True}))\n";
+    f.comment("rita", &format!("/compute run it\n{}", fenced(code)));
+    let run = f.run(COMMENT, "9712").await;
+    assert_eq!(run.code, 0, "{}", run.log());
+    assert_eq!(run.out("status"), "refused");
+    assert!(run.out("report_path").is_empty(), "nothing ran, no report");
+    let left = std::process::Command::new("docker")
+        .args(["ps", "-aq", "--filter"])
+        .arg(format!("label=org.compute-bot.pid={}", run.pid))
+        .output()
+        .expect("docker ps");
+    assert_eq!(
+        String::from_utf8_lossy(&left.stdout).trim(),
+        "",
+        "left behind"
+    );
+    // It was prepared while GitHub answered, then dropped with the refusal.
+    assert_eq!(container_creations(&run).len(), 1, "{}", run.log());
+}
