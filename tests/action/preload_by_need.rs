@@ -277,26 +277,9 @@ async fn the_container_prepared_ahead_is_removed_when_the_request_stops_first() 
     );
 }
 
-/// When the engine created this run's containers (Unix nanoseconds), from
-/// its event log by the pid label every container gets.
+/// When the engine created this run's containers (Unix nanoseconds).
 fn container_creations(run: &Run) -> Vec<i128> {
-    let until = chrono::Utc::now().timestamp() + 1;
-    let events = std::process::Command::new("docker")
-        .args(["events", "--since", &(run.started - 1).to_string()])
-        .args(["--until", &until.to_string()])
-        .args(["--filter", "type=container", "--filter", "event=create"])
-        .args([
-            "--filter",
-            &format!("label=org.compute-bot.pid={}", run.pid),
-        ])
-        .args(["--format", "{{.TimeNano}}"])
-        .output()
-        .expect("docker events");
-    assert!(events.status.success(), "docker events: {events:?}");
-    String::from_utf8_lossy(&events.stdout)
-        .lines()
-        .map(|l| l.trim().parse().expect("a TimeNano"))
-        .collect()
+    crate::support::container_creation_times(run.pid, run.started)
 }
 
 /// The wall-clock time (Unix nanoseconds) of an `Instant` in the past.

@@ -76,17 +76,26 @@ pub struct ActionRun {
 /// read back from the engine's event log by the pid label every container
 /// gets (the containers themselves are gone by then).
 pub fn containers_created(pid: u32, since: i64) -> usize {
+    container_creation_times(pid, since).len()
+}
+
+/// When the engine created each container of process `pid` since `since`
+/// (Unix seconds), in Unix nanoseconds, from its event log.
+pub fn container_creation_times(pid: u32, since: i64) -> Vec<i128> {
     let until = chrono::Utc::now().timestamp() + 1;
     let events = std::process::Command::new("docker")
         .args(["events", "--since", &(since - 1).to_string()])
         .args(["--until", &until.to_string()])
         .args(["--filter", "type=container", "--filter", "event=create"])
         .args(["--filter", &format!("label=org.compute-bot.pid={pid}")])
-        .args(["--format", "{{.ID}}"])
+        .args(["--format", "{{.TimeNano}}"])
         .output()
         .expect("docker events");
     assert!(events.status.success(), "docker events: {events:?}");
-    String::from_utf8_lossy(&events.stdout).lines().count()
+    String::from_utf8_lossy(&events.stdout)
+        .lines()
+        .map(|l| l.trim().parse().expect("a TimeNano"))
+        .collect()
 }
 
 impl ActionRun {
