@@ -19,7 +19,7 @@ use crate::prompt::{self, PromptContext, RepairNote};
 use crate::report::{Attempt, InputSummary, Report, ReportStatus};
 use crate::sandbox::{
     Executor, InputFile, Job, Outcome, PreparedRun, Runtime, SandboxConfig, SandboxError,
-    preload_for, preload_while_writing, sha256_hex,
+    preload_while_writing, sha256_hex,
 };
 use crate::validate::{ValidateError, Validator};
 
@@ -294,11 +294,12 @@ impl Agent<'_> {
     }
 
     /// The container for known code: it preloads exactly the heavy modules
-    /// the code imports (as the check resolved them), nothing for code
-    /// that imports none.
+    /// the code imports (as the check resolved them, with the submodules
+    /// of its `from` imports: `Policy::preload_of`), nothing for code that
+    /// imports none.
     fn config_for(&self, verdict: &Verdict) -> SandboxConfig {
         SandboxConfig {
-            preload: preload_for(verdict.imports(), &self.policy.sandbox.preload),
+            preload: self.policy.preload_of(verdict),
             ..self.sandbox_config()
         }
     }
@@ -311,7 +312,7 @@ impl Agent<'_> {
     /// not allow the code to import is never preloaded.
     fn start_prepare(&self, hints: &str, earlier: &[String]) -> Pending {
         let preload = preload_while_writing(hints, earlier, &self.policy.sandbox.preload, |m| {
-            check_code(self.policy, &format!("import {m}\n")).decision == Decision::Allow
+            self.policy.allows_import(m)
         });
         self.sandbox.start_prepare(SandboxConfig {
             preload,

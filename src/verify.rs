@@ -372,7 +372,7 @@ async fn verify_independent(
     };
     // The second program preloads what it imports, not what the first did.
     let config = SandboxConfig {
-        preload: crate::sandbox::preload_for(verdict.imports(), &input.policy.sandbox.preload),
+        preload: input.policy.preload_of(&verdict),
         ..input.config.clone()
     };
     let t = Instant::now();

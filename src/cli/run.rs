@@ -51,13 +51,17 @@ pub(crate) async fn run_command(args: RunArgs, session: &Session) -> Status {
         Ok(r) => r,
         Err(e) => return usage(&e),
     };
-    let cfg = sandbox_config(&args, runtime);
-    // Unchecked: no static check and (below) no runtime rules; the inputs
-    // are still admitted (that protects the host, not a policy rule).
+    let mut cfg = sandbox_config(&args, runtime);
+    // Unchecked: no static check, no preload and (below) no runtime rules;
+    // the inputs are still admitted (that protects the host, not a policy
+    // rule). Checked code preloads its heavy imports, as in the Action.
     if args.unchecked {
         unchecked::warn(args.format == Format::Json);
-    } else if let Err(status) = check_builtin(&policy, &code, args.format) {
-        return status;
+    } else {
+        match check_builtin(&policy, &code, args.format) {
+            Ok(verdict) => cfg.preload = policy.preload_of(&verdict),
+            Err(status) => return status,
+        }
     }
     let job = Job {
         code,
@@ -124,12 +128,17 @@ fn sandbox_config(args: &RunArgs, runtime: crate::sandbox::Runtime) -> SandboxCo
     cfg
 }
 
-/// The built-in policy's static check of `run --code`: `Err` with how the
-/// command ends when the code may not run (printed in the chosen format).
-fn check_builtin(policy: &Policy, code: &str, format: Format) -> Result<(), Status> {
+/// The built-in policy's static check of `run --code`: the verdict when
+/// the code may run, else `Err` with how the command ends (printed in the
+/// chosen format).
+fn check_builtin(
+    policy: &Policy,
+    code: &str,
+    format: Format,
+) -> Result<crate::policy::Verdict, Status> {
     let verdict = crate::policy::check_code(policy, code);
     if verdict.decision == crate::policy::Decision::Allow {
-        return Ok(());
+        return Ok(verdict);
     }
     if format == Format::Json {
         let v = serde_json::json!({"status": "not_run", "policy": "built-in default", "verdict": verdict});

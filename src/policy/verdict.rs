@@ -54,6 +54,9 @@ pub struct Verdict {
     /// of reports (not serialized): a verdict read back has none.
     #[serde(skip)]
     imports: Vec<String>,
+    /// `a.b` for each `from a import b` (not serialized either).
+    #[serde(skip)]
+    from_names: Vec<String>,
 }
 
 impl Verdict {
@@ -69,12 +72,18 @@ impl Verdict {
             decision,
             findings,
             imports: Vec::new(),
+            from_names: Vec::new(),
         }
     }
 
-    /// The same verdict, knowing the modules the code imports.
-    pub(crate) fn with_imports(self, imports: Vec<String>) -> Self {
-        Verdict { imports, ..self }
+    /// The same verdict, knowing the modules the code imports and the
+    /// names it imports from them.
+    pub(crate) fn with_imports(self, imports: Vec<String>, from_names: Vec<String>) -> Self {
+        Verdict {
+            imports,
+            from_names,
+            ..self
+        }
     }
 
     /// The modules the code imports, as the checker resolved them, in
@@ -86,5 +95,31 @@ impl Verdict {
     /// not parse.
     pub fn imports(&self) -> &[String] {
         &self.imports
+    }
+
+    /// What the code may load, for a preload: [`Verdict::imports`] in
+    /// source order, each followed by `a.b` for each `from a import b` —
+    /// a submodule that `imports` names only by its package (`from scipy
+    /// import stats` is `scipy.stats`, `from matplotlib import pyplot` is
+    /// `matplotlib.pyplot`), or a name that is no module (`pandas.DataFrame`,
+    /// which an import then does not find). Each once.
+    pub fn import_candidates(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        let mut add = |m: &String| {
+            if !out.contains(m) {
+                out.push(m.clone());
+            }
+        };
+        for m in &self.imports {
+            add(m);
+            let below = format!("{m}.");
+            for n in self.from_names.iter().filter(|n| n.starts_with(&below)) {
+                add(n);
+            }
+        }
+        for n in &self.from_names {
+            add(n);
+        }
+        out
     }
 }

@@ -106,6 +106,39 @@ async fn exact_code_importing_pandas_gets_pandas_preloaded() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exact_codes_from_imports_preload_the_submodules_they_name() {
+    // `from scipy import stats` imports the package `scipy` (a lazy one
+    // that loads in milliseconds) and then its heavy submodule: the
+    // preload loads `scipy.stats` itself, as it does `matplotlib.pyplot`;
+    // `pandas.DataFrame` is no module, so only pandas is loaded for it.
+    let f = ActionFixture::new().await;
+    let code = "import json\nfrom pandas import DataFrame\nfrom scipy import stats\n\
+                from matplotlib import pyplot as plt\n\
+                df = DataFrame({\"v\": [1.0, 2.0, 3.0, 4.5]})\n\
+                print(json.dumps({\"p\": round(float(stats.ttest_1samp(df.v, 0).pvalue), 4), \"backend\": plt.get_backend()}))\n";
+    f.comment("alice", &format!("/compute a t-test\n{}", fenced(code)));
+    let run = f.run(COMMENT, "9705").await;
+    assert_eq!(run.code, 0, "{}", run.log());
+    assert_eq!(
+        serde_json::from_str::<Value>(run.out("result")).unwrap(),
+        json!({"p": 0.039, "backend": "Agg"})
+    );
+    let o = outcome(&f, &run);
+    assert_eq!(
+        preloaded(&o),
+        vec![
+            "pandas",
+            "scipy",
+            "scipy.stats",
+            "matplotlib",
+            "matplotlib.pyplot"
+        ],
+        "{o}"
+    );
+    assert_eq!(waiting_notes(&o), Vec::<String>::new(), "{o}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_goal_without_words_for_the_analysis_stack_preloads_the_fixed_list() {
     let f = ActionFixture::new().await;
     let llm = LlmStandin::openai().await;

@@ -258,3 +258,33 @@ fn an_input_outside_the_current_directory_is_refused_like_dotdot() {
     assert_eq!(out.status.code(), Some(0), "{v}");
     assert_eq!(v["stdout"], "{\"n\": 2}\n\n");
 }
+
+#[test]
+fn run_code_preloads_the_heavy_modules_the_checked_code_imports() {
+    // Sandbox only (no --policy): the built-in policy's check passes, and
+    // what the code imports of the heavy stack loads before the audit hook,
+    // `from` imports' submodules included. Unchecked code preloads nothing.
+    let dir = tempfile::tempdir().unwrap();
+    let code = write(
+        dir.path(),
+        "t.py",
+        "import json\nfrom scipy import stats\n\
+         print(json.dumps({\"p\": round(float(stats.ttest_1samp([1.0, 2.0, 3.0, 4.5], 0).pvalue), 4)}))\n",
+    );
+    let code = code.to_str().unwrap();
+    let (out, created) = run_counting(&["run", "--format", "json", "--code", code]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let o = json(&out);
+    assert_eq!(o["stdout"], "{\"p\": 0.039}\n", "{o}");
+    assert_eq!(
+        o["audit"]["preloaded"],
+        serde_json::json!(["scipy", "scipy.stats"]),
+        "{o}"
+    );
+    assert_eq!(created, 1);
+    let (out, _) = run_counting(&["run", "--unchecked", "--format", "json", "--code", code]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let o = json(&out);
+    assert_eq!(o["stdout"], "{\"p\": 0.039}\n", "{o}");
+    assert!(o["audit"]["preloaded"].is_null(), "{o}");
+}

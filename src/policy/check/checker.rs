@@ -34,6 +34,8 @@ pub(super) struct Checker<'p, 'b> {
     pub(super) findings: Vec<RawFinding>,
     /// The modules imported so far, in source order, each once.
     pub(super) imports: Vec<String>,
+    /// `a.b` for each `from a import b`, in source order, each once.
+    pub(super) from_names: Vec<String>,
     /// How deep the walk is.
     pub(super) depth: usize,
     /// Whether `too-complex` was reported.
@@ -219,6 +221,9 @@ impl Checker<'_, '_> {
                         continue;
                     }
                     let full = format!("{m}.{n}");
+                    if !self.from_names.contains(&full) {
+                        self.from_names.push(full.clone());
+                    }
                     if self.check_qualified(&full, a.range.start()) {
                         continue;
                     }

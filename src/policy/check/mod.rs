@@ -33,6 +33,26 @@ use super::verdict::{Finding, Severity, Verdict};
 /// nested parentheses.
 const MAX_NESTING: usize = 300;
 
+impl Policy {
+    /// True when the static check lets code import `module` (`import
+    /// module` alone is allowed): the one rule for what a preload may load
+    /// before the code runs.
+    pub(crate) fn allows_import(&self, module: &str) -> bool {
+        check_code(self, &format!("import {module}\n")).decision == super::Decision::Allow
+    }
+
+    /// The preload of known code: the heavy modules among what the checked
+    /// code may load ([`Verdict::import_candidates`], through
+    /// [`crate::sandbox::preload_for`]) that the policy lets code import;
+    /// nothing when `sandbox.preload` is `[]`.
+    pub(crate) fn preload_of(&self, verdict: &Verdict) -> Vec<String> {
+        crate::sandbox::preload_for(&verdict.import_candidates(), &self.sandbox.preload)
+            .into_iter()
+            .filter(|m| self.allows_import(m))
+            .collect()
+    }
+}
+
 /// Checks `code` against `policy` and returns the verdict.
 ///
 /// Never panics and never hangs: the size limit is checked first, nesting
@@ -62,7 +82,7 @@ pub fn check_code(policy: &Policy, code: &str) -> Verdict {
             code,
             Analysis {
                 findings: vec![f],
-                imports: Vec::new(),
+                ..Analysis::default()
             },
         );
     }
@@ -87,18 +107,20 @@ pub fn check_code(policy: &Policy, code: &str) -> Verdict {
                     TextSize::new(0),
                     format!("{msg}; the code is denied. Please report this with the code attached"),
                 )],
-                imports: Vec::new(),
+                ..Analysis::default()
             }
         }
     };
     finish(policy, code, analysis)
 }
 
-/// What the check found: the findings, and the modules the code imports as
-/// the checker resolved them.
+/// What the check found: the findings, the modules the code imports as
+/// the checker resolved them, and `a.b` for each `from a import b`.
+#[derive(Default)]
 struct Analysis {
     findings: Vec<RawFinding>,
     imports: Vec<String>,
+    from_names: Vec<String>,
 }
 
 /// A finding before positions and severities are attached.
@@ -120,6 +142,7 @@ fn finish(policy: &Policy, code: &str, analysis: Analysis) -> Verdict {
     let Analysis {
         findings: mut raws,
         imports,
+        from_names,
     } = analysis;
     raws.sort_by_key(|r| (r.offset, r.rule));
     let index = LineIndex::new(code);
@@ -146,7 +169,7 @@ fn finish(policy: &Policy, code: &str, analysis: Analysis) -> Verdict {
             snippet: index.snippet(code, line),
         });
     }
-    Verdict::from_findings(findings).with_imports(imports)
+    Verdict::from_findings(findings).with_imports(imports, from_names)
 }
 
 /// Source checks, name resolution, then the walk that reports findings.
@@ -156,7 +179,7 @@ fn analyze(policy: &Policy, code: &str) -> Analysis {
         Err(finding) => {
             return Analysis {
                 findings: vec![finding],
-                imports: Vec::new(),
+                ..Analysis::default()
             };
         }
     };
@@ -176,6 +199,7 @@ fn analyze(policy: &Policy, code: &str) -> Analysis {
         },
         findings: Vec::new(),
         imports: Vec::new(),
+        from_names: Vec::new(),
         depth: 0,
         too_deep: false,
         callees: HashSet::new(),
@@ -184,12 +208,51 @@ fn analyze(policy: &Policy, code: &str) -> Analysis {
     Analysis {
         findings: checker.findings,
         imports: checker.imports,
+        from_names: checker.from_names,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn known_code_preloads_the_submodules_its_from_imports_name() {
+        // `from scipy import stats` loads scipy.stats, the heavy part;
+        // `scipy` alone is a lazy package that loads in milliseconds.
+        let code = "import json\nimport pandas as pd\nfrom scipy import stats\n\
+                    from matplotlib import pyplot as plt\nfrom pandas import DataFrame\n\
+                    from sklearn.ensemble import RandomForestClassifier\n";
+        let p = Policy::default();
+        let v = check_code(&p, code);
+        assert_eq!(v.decision, crate::policy::Decision::Allow, "{v:?}");
+        assert_eq!(
+            p.preload_of(&v),
+            [
+                "pandas",
+                "pandas.DataFrame",
+                "scipy",
+                "scipy.stats",
+                "matplotlib",
+                "matplotlib.pyplot",
+                "sklearn.ensemble",
+                "sklearn.ensemble.RandomForestClassifier"
+            ]
+        );
+        // Never what the policy would not let the code import: here the
+        // package is allowed but one submodule is denied.
+        let strict = Policy::from_yaml_str(
+            "code:\n  allow_imports: [json, scipy, scipy.*]\n  deny_modules: [scipy.io]\n",
+            "p.yml",
+        )
+        .unwrap();
+        let v = check_code(&strict, "from scipy import stats\n");
+        assert_eq!(strict.preload_of(&v), ["scipy", "scipy.stats"]);
+        assert!(!strict.allows_import("scipy.io"));
+        // A policy that preloads nothing preloads nothing for known code.
+        let off = Policy::from_yaml_str("sandbox:\n  preload: []\n", "p.yml").unwrap();
+        assert!(off.preload_of(&check_code(&off, code)).is_empty());
+    }
 
     #[test]
     fn the_verdict_lists_the_imports_as_resolved() {
@@ -221,6 +284,21 @@ mod tests {
             check_code(&Policy::default(), "import json\nx = (")
                 .imports()
                 .is_empty()
+        );
+        // `from a import b` may name a submodule: the candidates follow
+        // each module, each once.
+        assert_eq!(
+            v.import_candidates(),
+            [
+                "pandas",
+                "os.path",
+                "matplotlib",
+                "matplotlib.pyplot",
+                "json",
+                "numpy.linalg",
+                "statistics",
+                "socket"
+            ]
         );
         // Only the allowed submodule is checked when the package is not allowed.
         let p = Policy::from_yaml_str("code:\n  allow_imports: [concurrent.futures]\n", "p.yml")
