@@ -154,9 +154,7 @@ impl Slot {
             .conn
             .get_or_try_init(|| async {
                 let s = Sandbox::connect_to(&self.address).await?;
-                if let Err(e) = s.cleanup_leftovers().await {
-                    tracing::warn!(engine = %self.address, error = %e, "could not clean up leftover containers");
-                }
+                s.sweep_in_background();
                 Ok::<_, SandboxError>(Arc::new(s) as Arc<dyn Executor>)
             })
             .await?;

@@ -89,7 +89,9 @@ pub trait Executor: Send + Sync {
 /// A prepared run: executes exactly one job, or is discarded.
 pub trait PreparedRun: Send {
     /// Runs `job`, collects the outcome under the limits and removes what
-    /// was prepared, in every case.
+    /// was prepared, in every case; the removal may still be under way
+    /// when the outcome returns (the answer need not wait for it), and
+    /// [`Executor::close`] waits for it.
     fn execute<'a>(self: Box<Self>, job: &'a Job) -> BoxFuture<'a, Result<Outcome, SandboxError>>;
     /// Removes what was prepared without running anything.
     fn discard(self: Box<Self>) -> BoxFuture<'static, Result<(), SandboxError>>;

@@ -250,6 +250,8 @@ print(json.dumps({"tries": tries, "text": open('/data/a.csv').read(), "mode": oc
     assert_eq!(r["text"], "a,b\n1,2\n");
     assert_eq!(r["mode"], "0o444");
     assert_eq!(r["uid"], 0);
+    // The removal (the volume with it) runs once the report is in.
+    sb.settled().await;
     let left: Vec<String> = volumes().difference(&before).cloned().collect();
     assert!(left.is_empty(), "volumes left behind: {left:?}");
 }
@@ -383,6 +385,7 @@ async fn an_input_changed_after_admission_fails_the_run_naming_it() {
             "{data}: {text}"
         );
     }
+    sb.settled().await;
     let left = Command::new("docker")
         .args(["ps", "-aq", "--filter"])
         .arg(format!("label=org.compute-bot.pid={}", std::process::id()))

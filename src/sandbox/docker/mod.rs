@@ -188,6 +188,22 @@ impl Sandbox {
         Ok(removed)
     }
 
+    /// Starts [`Sandbox::cleanup_leftovers`] as a task that
+    /// [`Sandbox::settled`] and [`Sandbox::close`] await, so that the first
+    /// container need not wait for it (a container being prepared is no
+    /// leftover: it is running and its expiry label is ahead).
+    pub(crate) fn sweep_in_background(&self) {
+        let s = self.clone();
+        let started = self.track(async move {
+            if let Err(e) = s.cleanup_leftovers().await {
+                tracing::warn!(engine = %s.address, error = %e, "could not clean up leftover containers");
+            }
+        });
+        if !started {
+            tracing::warn!(engine = %self.address, "no runtime to clean up leftover containers on");
+        }
+    }
+
     /// Removes every container of this connection that is still there and
     /// waits for the removals its dropped runs started; a container still
     /// being created is removed once its creation returns. Call it before
@@ -197,11 +213,7 @@ impl Sandbox {
         self.live.closing.store(true, Ordering::SeqCst);
         let deadline = Instant::now() + CLOSE_WAIT;
         loop {
-            let started: Vec<JoinHandle<()>> =
-                std::mem::take(&mut *self.live.removals.lock().expect("lock"));
-            for task in started {
-                let _ = task.await;
-            }
+            self.settled().await;
             let names: Vec<(String, bool)> = self
                 .live
                 .names
@@ -229,6 +241,35 @@ impl Sandbox {
                 return;
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Runs `work` (a removal, the leftover sweep, the engine's facts) as a task on the current
+    /// runtime that [`Sandbox::settled`] and [`Sandbox::close`] await.
+    /// False without a runtime: nothing can run it, and the containers it
+    /// would remove are left to `close` and the expiry label.
+    fn track(&self, work: impl std::future::Future<Output = ()> + Send + 'static) -> bool {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return false;
+        };
+        let task = runtime.spawn(work);
+        self.live.removals.lock().expect("lock").push(task);
+        true
+    }
+
+    /// Waits for the removals (and the leftover sweep) started so far: after
+    /// it, every container whose run ended is gone or was logged as not
+    /// removable. New runs may still start (unlike [`Sandbox::close`]).
+    pub async fn settled(&self) {
+        loop {
+            let started: Vec<JoinHandle<()>> =
+                std::mem::take(&mut *self.live.removals.lock().expect("lock"));
+            if started.is_empty() {
+                return;
+            }
+            for task in started {
+                let _ = task.await;
+            }
         }
     }
 
@@ -271,15 +312,26 @@ impl Sandbox {
                 });
             }
         }
-        let image = self.image_info(&cfg.image).await?;
         let name = format!("compute-bot-{}", random_hex(6));
         let body = engine::container_body(cfg, engine::run_labels(&name, cfg), self.engine);
         let mut guard = Guard::new(self, &name)?;
-        // A step that fails removes the container before the error returns
+        // What the run record asks of the engine after the run, asked while
+        // the container starts (once per connection).
+        let s = self.clone();
+        self.track(async move {
+            let _ = s.engine_facts().await;
+        });
+        // The image's facts while the engine creates the container (a
+        // missing image fails both; its own error says how to build it). A
+        // step that fails removes the container before the error returns
         // (only a cancelled future leaves it to the guard's drop).
-        let attach = match self.create_and_start(&name, body, &mut guard).await {
-            Ok(attach) => attach,
-            Err(e) => {
+        let (image, attach) = tokio::join!(
+            self.image_info(&cfg.image),
+            self.create_and_start(&name, body, &mut guard)
+        );
+        let (image, attach) = match (image, attach) {
+            (Ok(image), Ok(attach)) => (image, attach),
+            (Err(e), _) | (_, Err(e)) => {
                 let _ = guard.remove().await;
                 return Err(e);
             }
@@ -414,6 +466,37 @@ impl Guard {
         self.sandbox.live.settle(&self.name, removed.is_ok());
         removed
     }
+
+    /// Starts the removal of a container whose run is over as a task that
+    /// [`Sandbox::settled`] and [`Sandbox::close`] await: one more try on
+    /// a fresh connection when the first fails (the outcome stands either
+    /// way), then `close` tries again and any bot removes it once its
+    /// expiry label passes.
+    fn remove_in_background(mut self) {
+        self.armed = false;
+        let (sandbox, name) = (self.sandbox.clone(), self.name.clone());
+        self.untracked_if(!sandbox.clone().track(async move {
+            let mut removed = engine::remove(&sandbox.docker, &name).await;
+            if removed.is_err() {
+                removed = match engine::connect(&sandbox.address).await {
+                    Ok(d) => engine::remove(&d, &name).await,
+                    Err(e) => Err(e),
+                };
+            }
+            if let Err(e) = &removed {
+                tracing::warn!(container = %name, error = %e, "could not remove the container; any bot removes it once its expiry label passes");
+            }
+            sandbox.live.settle(&name, removed.is_ok());
+        }));
+    }
+
+    /// A removal that could not start (no runtime): `close` tries again.
+    fn untracked_if(&self, untracked: bool) {
+        if untracked {
+            self.sandbox.live.settle(&self.name, false);
+            tracing::warn!(container = %self.name, "no runtime to remove the container; the next run's leftover sweep removes it once expired");
+        }
+    }
 }
 
 impl Drop for Guard {
@@ -421,14 +504,9 @@ impl Drop for Guard {
         if !self.armed {
             return;
         }
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            self.sandbox.live.settle(&self.name, false);
-            tracing::warn!(container = %self.name, "no runtime to remove the container; the next run's leftover sweep removes it once expired");
-            return;
-        };
         let (sandbox, name) = (self.sandbox.clone(), self.name.clone());
         let in_creation = !self.created;
-        let task = runtime.spawn(async move {
+        self.untracked_if(!sandbox.clone().track(async move {
             let removed = if in_creation {
                 engine::remove_once_created(&sandbox.docker, &name, CREATION_GRACE).await
             } else {
@@ -438,7 +516,6 @@ impl Drop for Guard {
                 tracing::warn!(container = %name, error = %e, "could not remove container");
             }
             sandbox.live.settle(&name, removed.is_ok());
-        });
-        self.sandbox.live.removals.lock().expect("lock").push(task);
+        }));
     }
 }

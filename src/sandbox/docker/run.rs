@@ -1,7 +1,7 @@
 //! One run in a prepared Docker container: write the job to its stdin, hand
 //! its attach stream to the [`Collector`] as plain [`Chunk`]s, kill it at
 //! the deadline, ask the engine why when the output ended without a report,
-//! and remove it.
+//! and start its removal.
 
 use bollard::Docker;
 use bollard::container::{AttachContainerResults, LogOutput};
@@ -14,7 +14,7 @@ use super::super::collect::{Chunk, Collector};
 use super::super::executor::PreparedRun;
 use super::super::types::{ImageInfo, Job, Limits, Outcome, RunStatus};
 use super::super::{InputChanged, InputFile, SandboxError};
-use super::{Guard, data_volume, engine};
+use super::{Guard, data_volume};
 
 /// A started container whose runner waits for exactly one job.
 pub struct Prepared {
@@ -46,7 +46,12 @@ impl Prepared {
         self.guard.remove().await
     }
 
-    /// Hands over the job, collects the outcome and removes the container.
+    /// Hands over the job and collects the outcome; the container's removal
+    /// starts as soon as the report is in and goes on while the caller
+    /// validates and posts the outcome (the removal is not part of the
+    /// answer). [`super::Sandbox::settled`] and [`super::Sandbox::close`]
+    /// wait for it; a failed removal is tried once more on a fresh
+    /// connection, then left to `close` and the expiry label.
     pub async fn execute(self, job: &Job) -> Result<Outcome, SandboxError> {
         let Prepared {
             name,
@@ -67,23 +72,8 @@ impl Prepared {
             job,
         )
         .await;
-        let removal = guard.remove().await;
-        let mut outcome = result?;
-        if let Err(e) = removal {
-            // Nothing is lost: the outcome stands; one more try on a fresh connection.
-            let retried = match engine::connect(&sandbox.address).await {
-                Ok(d) => engine::remove(&d, &name).await,
-                Err(e) => Err(e),
-            };
-            sandbox.live.settle(&name, retried.is_ok());
-            if retried.is_err() {
-                tracing::warn!(container = %name, error = %e, "could not remove the container");
-                outcome.notes.push(format!(
-                    "the container could not be removed ({e}); any bot removes it once its expiry label passes"
-                ));
-            }
-        }
-        Ok(outcome)
+        guard.remove_in_background();
+        result
     }
 }
 
