@@ -19,7 +19,10 @@
 //! "Posted" is when the stand-in received the request that writes the result
 //! into the tracking comment; the bot then exits (removing what it left)
 //! and that total is shown too. Each round runs every case on both sides,
-//! interleaved (the side that goes first alternates). Every case runs with
+//! interleaved (the side that goes first alternates); beside the ratio of
+//! the medians the table gives each round's own ratio (median, min–max),
+//! which a drift of this shared machine's speed between rounds does not
+//! move. Every case runs with
 //! the stand-in answering at once, and again with every GitHub answer
 //! taking `LATENCY` (a round trip to api.github.com), during which a
 //! container prepared ahead starts and imports.
@@ -29,7 +32,10 @@
 //! only those cases). With `USER_PATH_BASELINE=<path of another
 //! compute-bot binary>` (e.g. a build of main) every case also runs through
 //! that binary, interleaved with this build and `docker run` in the same
-//! rounds: before and after side by side.
+//! rounds: before and after side by side. With `USER_PATH_TRACE=1` each
+//! run also prints its timeline: the GitHub requests (ms from the event)
+//! and the bot's own log at `compute_bot=trace,bollard=debug`, engine
+//! requests included.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -157,9 +163,29 @@ async fn through_action(f: &ActionFixture, bin: &Path, case: Case, run_id: u64) 
         ),
     };
     f.comment("alice", &body);
+    let trace = std::env::var_os("USER_PATH_TRACE").is_some();
+    let env = if trace {
+        env.with("COMPUTE_BOT_LOG", "compute_bot=trace,bollard=debug")
+    } else {
+        env
+    };
     let before = f.gh.requests().len();
+    let wall = std::time::SystemTime::now();
     let t = Instant::now();
     let run = f.run_env_bin(bin, env).await;
+    if trace {
+        println!("--- trace {} t0={:?}", case.label(), wall);
+        for r in &f.gh.requests()[before..] {
+            println!(
+                "gh +{:>6.0} ms {} {} {}",
+                ms(r.at.duration_since(t)),
+                r.method,
+                r.path,
+                r.status
+            );
+        }
+        println!("{}", run.stderr);
+    }
     let exited = t.elapsed();
     assert_eq!(run.code, 0, "{}", run.log());
     let report = f.report(&run);
@@ -223,6 +249,15 @@ fn median(mut v: Vec<f64>) -> f64 {
     } else {
         (v[n / 2 - 1] + v[n / 2]) / 2.0
     }
+}
+
+/// The median, least and greatest of `a[i] / b[i]`, the ratios of the
+/// samples taken in the same round.
+fn paired(a: &[f64], b: &[f64]) -> (f64, f64, f64) {
+    let r: Vec<f64> = a.iter().zip(b).map(|(a, b)| a / b).collect();
+    let lo = r.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = r.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    (median(r), lo, hi)
 }
 
 fn ms(d: Duration) -> f64 {
@@ -332,9 +367,9 @@ async fn main() {
         };
         println!("\n{gh}; medians of {rounds}:\n");
         println!(
-            "| case | bot | event → result posted | event → bot exited | `docker run --rm`, same code and image | posted ÷ docker run | sandbox stage (report) | waiting notes | modules preloaded / skipped (all rounds) |"
+            "| case | bot | event → result posted | event → bot exited | `docker run --rm`, same code and image | posted ÷ docker run (medians) | the same, round by round: median (min–max) | sandbox stage (report) | waiting notes | modules preloaded / skipped (all rounds) |"
         );
-        println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+        println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
         for (i, &case) in cases.iter().enumerate() {
             let s = std::mem::replace(
                 &mut samples[i],
@@ -343,8 +378,18 @@ async fn main() {
                     docker: Vec::new(),
                 },
             );
-            let d = median(s.docker);
+            let docker = s.docker;
+            let d = median(docker.clone());
             for (b, (label, _)) in s.bots.into_iter().zip(&bots) {
+                // Each round's own ratio (the two sides ran back to back
+                // in it), so that a drift of the machine's speed between
+                // rounds cancels out.
+                let mine = if case.is_goal() {
+                    &b.execute
+                } else {
+                    &b.posted
+                };
+                let (r, lo, hi) = paired(mine, &docker);
                 let (p, e, x) = (median(b.posted), median(b.exited), median(b.execute));
                 let ratio = if case.is_goal() {
                     format!("sandbox stage ÷ docker run: **{:.2}×**", x / d)
@@ -352,7 +397,7 @@ async fn main() {
                     format!("**{:.2}×**", p / d)
                 };
                 println!(
-                    "| {} | {label} | {p:.0} ms | {e:.0} ms | {d:.0} ms | {ratio} | {x:.0} ms | {} | {} / {} |",
+                    "| {} | {label} | {p:.0} ms | {e:.0} ms | {d:.0} ms | {ratio} | **{r:.2}×** ({lo:.2}–{hi:.2}) | {x:.0} ms | {} | {} / {} |",
                     case.label(),
                     b.notes,
                     b.preloaded,
