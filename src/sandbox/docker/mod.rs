@@ -54,14 +54,15 @@ pub struct Sandbox {
 }
 
 /// The containers of one [`Sandbox`] (and its clones) not removed yet, and
-/// the removals its guards started when dropped.
+/// the tasks it started beside the runs (removals, the leftover sweep, the
+/// engine's facts).
 #[derive(Default)]
 struct Live {
     /// Names from just before creation until removal succeeded; `true`
     /// while a guard still owns the container (its creation may be under way).
     names: Mutex<HashMap<String, bool>>,
-    /// Removal tasks of dropped guards, not yet awaited.
-    removals: Mutex<Vec<JoinHandle<()>>>,
+    /// Tasks started by [`Sandbox::track`], not yet awaited.
+    tasks: Mutex<Vec<JoinHandle<()>>>,
     /// Set by [`Sandbox::close`]: no new container may start.
     closing: AtomicBool,
 }
@@ -205,7 +206,7 @@ impl Sandbox {
     }
 
     /// Removes every container of this connection that is still there and
-    /// waits for the removals its dropped runs started; a container still
+    /// waits for the removals its runs started; a container still
     /// being created is removed once its creation returns. Call it before
     /// the runtime ends (a dropped run's removal is a task on the runtime);
     /// after it, [`Sandbox::prepare`] refuses.
@@ -244,8 +245,9 @@ impl Sandbox {
         }
     }
 
-    /// Runs `work` (a removal, the leftover sweep, the engine's facts) as a task on the current
-    /// runtime that [`Sandbox::settled`] and [`Sandbox::close`] await.
+    /// Runs `work` (a removal, the leftover sweep, the engine's facts) as a
+    /// task on the current runtime that [`Sandbox::settled`] and
+    /// [`Sandbox::close`] await.
     /// False without a runtime: nothing can run it, and the containers it
     /// would remove are left to `close` and the expiry label.
     fn track(&self, work: impl std::future::Future<Output = ()> + Send + 'static) -> bool {
@@ -253,17 +255,18 @@ impl Sandbox {
             return false;
         };
         let task = runtime.spawn(work);
-        self.live.removals.lock().expect("lock").push(task);
+        self.live.tasks.lock().expect("lock").push(task);
         true
     }
 
-    /// Waits for the removals (and the leftover sweep) started so far: after
+    /// Waits for the tasks started so far (removals, the leftover sweep, the
+    /// engine's facts): after
     /// it, every container whose run ended is gone or was logged as not
     /// removable. New runs may still start (unlike [`Sandbox::close`]).
     pub async fn settled(&self) {
         loop {
             let started: Vec<JoinHandle<()>> =
-                std::mem::take(&mut *self.live.removals.lock().expect("lock"));
+                std::mem::take(&mut *self.live.tasks.lock().expect("lock"));
             if started.is_empty() {
                 return;
             }
