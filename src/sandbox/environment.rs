@@ -153,7 +153,10 @@ impl Slot {
         let conn = self
             .conn
             .get_or_try_init(|| async {
-                let s = Sandbox::connect_to(&self.address).await?;
+                // The session closes it: removals may go on beside the answer.
+                let s = Sandbox::connect_to(&self.address)
+                    .await?
+                    .removing_beside_the_answer();
                 s.sweep_in_background();
                 Ok::<_, SandboxError>(Arc::new(s) as Arc<dyn Executor>)
             })

@@ -51,6 +51,10 @@ pub struct Sandbox {
     live: Arc<Live>,
     images: Arc<Mutex<HashMap<String, ImageInfo>>>,
     facts: Arc<OnceCell<EngineFacts>>,
+    /// A run's removal goes on beside what follows its outcome (see
+    /// [`Sandbox::removing_beside_the_answer`]); else it is done before the
+    /// outcome returns.
+    removal_beside: bool,
 }
 
 /// The containers of one [`Sandbox`] (and its clones) not removed yet, and
@@ -106,7 +110,19 @@ impl Sandbox {
             live: Arc::default(),
             images: Arc::default(),
             facts: Arc::default(),
+            removal_beside: false,
         })
+    }
+
+    /// The same connection, whose runs (through [`PreparedRun::execute`])
+    /// start their container's removal once the report is in and return
+    /// the outcome without waiting for it, so the answer is posted while the
+    /// engine removes. Only for a connection whose owner calls
+    /// [`Sandbox::close`] before its runtime ends (the process's
+    /// `Session` does): an unawaited removal ends with the runtime.
+    pub(crate) fn removing_beside_the_answer(mut self) -> Sandbox {
+        self.removal_beside = true;
+        self
     }
 
     /// True when `DOCKER_HOST` is Podman's Docker-compatible API.
@@ -391,7 +407,8 @@ impl Sandbox {
         Ok(attach)
     }
 
-    /// Prepares a container and executes the job in it.
+    /// Prepares a container, executes the job in it and removes it before
+    /// returning ([`Prepared::execute`]).
     pub async fn run(&self, cfg: &SandboxConfig, job: &Job) -> Result<Outcome, SandboxError> {
         self.prepare(cfg).await?.execute(job).await
     }
@@ -470,27 +487,18 @@ impl Guard {
         removed
     }
 
+    /// Removes the container of a run that is over, before returning.
+    async fn remove_after_run(mut self) {
+        self.armed = false;
+        remove_finally(self.sandbox.clone(), self.name.clone()).await;
+    }
+
     /// Starts the removal of a container whose run is over as a task that
-    /// [`Sandbox::settled`] and [`Sandbox::close`] await: one more try on
-    /// a fresh connection when the first fails (the outcome stands either
-    /// way), then `close` tries again and any bot removes it once its
-    /// expiry label passes.
+    /// [`Sandbox::settled`] and [`Sandbox::close`] await.
     fn remove_in_background(mut self) {
         self.armed = false;
         let (sandbox, name) = (self.sandbox.clone(), self.name.clone());
-        self.untracked_if(!sandbox.clone().track(async move {
-            let mut removed = engine::remove(&sandbox.docker, &name).await;
-            if removed.is_err() {
-                removed = match engine::connect(&sandbox.address).await {
-                    Ok(d) => engine::remove(&d, &name).await,
-                    Err(e) => Err(e),
-                };
-            }
-            if let Err(e) = &removed {
-                tracing::warn!(container = %name, error = %e, "could not remove the container; any bot removes it once its expiry label passes");
-            }
-            sandbox.live.settle(&name, removed.is_ok());
-        }));
+        self.untracked_if(!sandbox.clone().track(remove_finally(sandbox, name)));
     }
 
     /// A removal that could not start (no runtime): `close` tries again.
@@ -500,6 +508,23 @@ impl Guard {
             tracing::warn!(container = %self.name, "no runtime to remove the container; the next run's leftover sweep removes it once expired");
         }
     }
+}
+
+/// Removes a container whose run is over: one more try on a fresh
+/// connection when the first fails (the outcome stands either way), then
+/// `close` tries again and any bot removes it once its expiry label passes.
+async fn remove_finally(sandbox: Sandbox, name: String) {
+    let mut removed = engine::remove(&sandbox.docker, &name).await;
+    if removed.is_err() {
+        removed = match engine::connect(&sandbox.address).await {
+            Ok(d) => engine::remove(&d, &name).await,
+            Err(e) => Err(e),
+        };
+    }
+    if let Err(e) = &removed {
+        tracing::warn!(container = %name, error = %e, "could not remove the container; any bot removes it once its expiry label passes");
+    }
+    sandbox.live.settle(&name, removed.is_ok());
 }
 
 impl Drop for Guard {

@@ -46,13 +46,29 @@ impl Prepared {
         self.guard.remove().await
     }
 
+    /// Hands over the job, collects the outcome and removes the container
+    /// before it returns: for a caller that may end its runtime right after
+    /// (tests, benchmarks). The bot's path (a `Session`'s connection,
+    /// through [`PreparedRun`]) is [`Prepared::execute_removing_after`].
+    pub async fn execute(self, job: &Job) -> Result<Outcome, SandboxError> {
+        let (result, guard) = self.collect(job).await;
+        guard.remove_after_run().await;
+        result
+    }
+
     /// Hands over the job and collects the outcome; the container's removal
     /// starts as soon as the report is in and goes on while the caller
     /// validates and posts the outcome (the removal is not part of the
     /// answer). [`super::Sandbox::settled`] and [`super::Sandbox::close`]
-    /// wait for it; a failed removal is tried once more on a fresh
-    /// connection, then left to `close` and the expiry label.
-    pub async fn execute(self, job: &Job) -> Result<Outcome, SandboxError> {
+    /// wait for it.
+    pub async fn execute_removing_after(self, job: &Job) -> Result<Outcome, SandboxError> {
+        let (result, guard) = self.collect(job).await;
+        guard.remove_in_background();
+        result
+    }
+
+    /// The run itself, and the guard that still owns the container.
+    async fn collect(self, job: &Job) -> (Result<Outcome, SandboxError>, Guard) {
         let Prepared {
             name,
             image,
@@ -61,25 +77,19 @@ impl Prepared {
             guard,
             preload,
         } = self;
-        let sandbox = guard.sandbox.clone();
-        let result = execute_in(
-            &sandbox.docker,
-            &name,
-            image,
-            &limits,
-            attach,
-            &preload,
-            job,
-        )
-        .await;
-        guard.remove_in_background();
-        result
+        let docker = guard.sandbox.docker.clone();
+        let result = execute_in(&docker, &name, image, &limits, attach, &preload, job).await;
+        (result, guard)
     }
 }
 
 impl PreparedRun for Prepared {
     fn execute<'a>(self: Box<Self>, job: &'a Job) -> BoxFuture<'a, Result<Outcome, SandboxError>> {
-        Box::pin(Prepared::execute(*self, job))
+        if self.guard.sandbox.removal_beside {
+            Box::pin(Prepared::execute_removing_after(*self, job))
+        } else {
+            Box::pin(Prepared::execute(*self, job))
+        }
     }
 
     fn discard(self: Box<Self>) -> BoxFuture<'static, Result<(), SandboxError>> {
