@@ -250,7 +250,7 @@ print(json.dumps({"tries": tries, "text": open('/data/a.csv').read(), "mode": oc
     assert_eq!(r["text"], "a,b\n1,2\n");
     assert_eq!(r["mode"], "0o444");
     assert_eq!(r["uid"], 0);
-    // The removal (the volume with it) runs once the report is in.
+    // Whatever the connection still has under way first.
     sb.settled().await;
     let left: Vec<String> = volumes().difference(&before).cloned().collect();
     assert!(left.is_empty(), "volumes left behind: {left:?}");

@@ -42,7 +42,8 @@ async fn run(code: &str, limits: Limits) -> Outcome {
 }
 
 async fn assert_gone(sb: &Sandbox, name: &str) {
-    // The removal runs in the background once the report is in.
+    // Whatever the connection still has under way (a dropped guard's
+    // removal) first.
     sb.settled().await;
     match sb.docker().inspect_container(name, None).await {
         Err(bollard::errors::Error::DockerResponseServerError {

@@ -336,10 +336,12 @@ impl Sandbox {
         let mut guard = Guard::new(self, &name)?;
         // What the run record asks of the engine after the run, asked while
         // the container starts (once per connection).
-        let s = self.clone();
-        self.track(async move {
-            let _ = s.engine_facts().await;
-        });
+        if !self.facts.initialized() {
+            let s = self.clone();
+            self.track(async move {
+                let _ = s.engine_facts().await;
+            });
+        }
         // The image's facts while the engine creates the container (a
         // missing image fails both; its own error says how to build it). A
         // step that fails removes the container before the error returns
