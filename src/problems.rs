@@ -48,19 +48,31 @@ pub fn outcome_problem(o: &Outcome) -> Option<String> {
                 o.notes.join("; ")
             ),
         }),
-        // Nothing about the code is known: the loop stops (no repair).
-        RunStatus::Lost => engine_problem(o),
+        // Nothing about the code is known, or nothing it reported can be
+        // believed: the loop stops (no repair).
+        RunStatus::Lost | RunStatus::Tampered => engine_problem(o),
     }
 }
 
 /// Why a run must stop without a repair: the engine connection was lost,
-/// so the fault is not in the code. `None` for every other outcome.
+/// so the fault is not in the code; or the run's record was tampered with,
+/// so nothing it reported is taken and no model is asked to try again.
+/// `None` for every other outcome.
 pub fn engine_problem(o: &Outcome) -> Option<String> {
-    (o.status == RunStatus::Lost).then(|| {
-        "the connection to the Docker engine was lost while the code ran, so how it ended is \
-         unknown; the run was stopped — check the engine (`compute-bot doctor`) and ask again"
-            .to_string()
-    })
+    match o.status {
+        RunStatus::Lost => Some(
+            "the connection to the Docker engine was lost while the code ran, so how it ended is \
+             unknown; the run was stopped — check the engine (`compute-bot doctor`) and ask again"
+                .to_string(),
+        ),
+        RunStatus::Tampered => Some(format!(
+            "the run's record was tampered with, so nothing the code reported is taken and the \
+             run was stopped: {}; the code and what the kernel and the engine saw are shown \
+             below — read the code before you run anything like it",
+            o.tampered.join("; ")
+        )),
+        _ => None,
+    }
 }
 
 /// Why a run whose stdout was cut at the cap gave no readable result: the

@@ -18,6 +18,7 @@ use crate::report::{Attempt, Report, ReportStatus};
 use crate::sandbox::{Outcome, RunStatus};
 use crate::units::{ByteSize, format_duration};
 
+mod audit;
 mod chart;
 #[cfg(test)]
 use chart::chart;
@@ -284,6 +285,13 @@ fn hard_cut(s: &str, target: Target) -> String {
 // ---------------------------------------------------------------- markdown
 
 fn status_heading(report: &Report) -> &'static str {
+    if report
+        .outcome
+        .as_ref()
+        .is_some_and(|o| o.status == RunStatus::Tampered)
+    {
+        return "🚫 compute-bot: no result — the run's record was tampered with";
+    }
     match report.status {
         ReportStatus::Ok => "✅ compute-bot: result",
         ReportStatus::Failed => "❌ compute-bot: no result",
@@ -691,21 +699,6 @@ fn mem(bytes: Option<u64>) -> String {
         .unwrap_or_else(|| "n/a".into())
 }
 
-fn list_md(title: &str, items: &[String], max: usize) -> String {
-    if items.is_empty() {
-        return format!("- {title}: none\n");
-    }
-    let mut s = format!("- {title} ({}):", items.len());
-    for it in items.iter().take(max) {
-        let _ = write!(s, " `{}`", show_bidi(&cut_chars(it, 200)).replace('`', "'"));
-    }
-    if items.len() > max {
-        let _ = write!(s, " … and {} more", items.len() - max);
-    }
-    s.push('\n');
-    s
-}
-
 fn sandbox_md(o: &Outcome, b: &Budget) -> String {
     let l = &o.limits;
     let reserve = o
@@ -751,13 +744,13 @@ fn sandbox_md(o: &Outcome, b: &Budget) -> String {
         l.pids,
         l.tmpfs
     );
-    let _ = writeln!(s, "| Network | none |");
+    let _ = writeln!(s, "| Network | none (network mode `none`) |");
     let _ = writeln!(s, "| Duration | {} |", fmt_ms(o.duration_ms));
-    let _ = writeln!(
-        s,
-        "| Peak memory | {} |",
-        mem(o.resources.peak_memory_bytes)
-    );
+    let mut peak = mem(o.resources.peak_memory_bytes);
+    if let Some(c) = o.resources.container.peak_memory_bytes {
+        let _ = write!(peak, " · whole container {}", mem(Some(c)));
+    }
+    let _ = writeln!(s, "| Peak memory | {peak} |");
     if let Some(cpu) = o.resources.cpu_time_ms {
         let _ = writeln!(s, "| CPU time | {} |", fmt_ms(cpu));
     }
@@ -782,7 +775,7 @@ fn sandbox_md(o: &Outcome, b: &Budget) -> String {
         let _ = writeln!(s, "| Note | {} |", escape_cell(&cut_chars(n, 300)));
     }
     s.push('\n');
-    s.push_str(&audit_md(o, b.items));
+    s.push_str(&audit::audit_md(o, b.items));
     if b.output > 0 {
         for (name, text, truncated) in [
             ("stdout", &o.stdout, o.stdout_truncated),
@@ -820,48 +813,6 @@ fn fmt_ms(ms: u64) -> String {
     } else {
         format!("{ms} ms")
     }
-}
-
-fn audit_md(o: &Outcome, max: usize) -> String {
-    let a = &o.audit;
-    let mut s = String::from(
-        "**Audit** (reported from inside the sandbox by Python audit hooks; telemetry — the container is the enforcement):\n\n",
-    );
-    let files: Vec<String> = a
-        .files_opened
-        .iter()
-        .map(|f| {
-            format!(
-                "{} ({}){}",
-                f.path,
-                f.mode,
-                if f.denied { " refused" } else { "" }
-            )
-        })
-        .collect();
-    s.push_str(&list_md("files opened", &files, max));
-    s.push_str(&list_md("network attempts", &a.network_attempts, max));
-    s.push_str(&list_md("subprocess attempts", &a.subprocess_attempts, max));
-    s.push_str(&list_md("refused", &a.refused, max));
-    s.push_str(&list_md("imports", &a.imports, max));
-    if !a.preloaded.is_empty() {
-        s.push_str(&list_md(
-            "preloaded before the code arrived",
-            &a.preloaded,
-            max,
-        ));
-    }
-    if !a.preload_skipped.is_empty() {
-        s.push_str(&list_md(
-            "not preloaded (the code had arrived)",
-            &a.preload_skipped,
-            max,
-        ));
-    }
-    if a.truncated {
-        s.push_str("- _more events happened than were kept_\n");
-    }
-    s
 }
 
 fn attempts_md(attempts: &[Attempt]) -> String {
@@ -959,14 +910,38 @@ pub(crate) fn text(report: &Report) -> String {
             let _ = writeln!(s, "environment: {}", env.line());
         }
         let a = &o.audit;
-        let _ = writeln!(
-            s,
-            "audit (from inside the sandbox): {} file(s) opened, {} network attempt(s), {} subprocess attempt(s), {} refused",
-            a.files_opened.len(),
-            a.network_attempts.len(),
-            a.subprocess_attempts.len(),
-            a.refused.len()
-        );
+        match a.kernel.as_ref() {
+            Some(k) if k.sees_opens() => {
+                let _ = writeln!(
+                    s,
+                    "audit (seen by the kernel): {} file(s) opened, {} program start(s) refused, {} socket call(s)",
+                    k.files.len(),
+                    k.starts.len(),
+                    k.sockets.len()
+                );
+            }
+            Some(k) if k.refuses_starts() => {
+                let _ = writeln!(
+                    s,
+                    "audit: {} program start(s) refused by the kernel; {} file(s) opened as the code's interpreter reports",
+                    k.starts.len(),
+                    a.files_opened.len()
+                );
+            }
+            _ => {
+                let _ = writeln!(
+                    s,
+                    "audit (reported by the code's interpreter): {} file(s) opened, {} network attempt(s), {} subprocess attempt(s), {} refused",
+                    a.files_opened.len(),
+                    a.network_attempts.len(),
+                    a.subprocess_attempts.len(),
+                    a.refused.len()
+                );
+            }
+        }
+        if !o.tampered.is_empty() {
+            let _ = writeln!(s, "tampered: {}", o.tampered.join("; "));
+        }
         if o.status != RunStatus::Ok && !o.stderr.is_empty() {
             let (tail, _) = tail_chars(&o.stderr, 2000);
             let _ = writeln!(s, "stderr (tail):\n{tail}");

@@ -14,7 +14,7 @@ use super::{Format, RunArgs};
 /// The line printed before anything else of an unchecked run.
 const WARNING: &str = "WARNING: unchecked run: no policy check and no runtime \
      refusals; only the container (network none, read-only root, no capabilities, non-root, \
-     limits, seccomp or gVisor) holds this code";
+     limits, seccomp or gVisor, no program starts) holds this code";
 
 /// Says loudly, before the run, that nothing but the container holds the
 /// code: the first line of the text output, or on stderr when stdout is

@@ -40,8 +40,10 @@ fn outcome(stdout: &str) -> Outcome {
         resources: Resources {
             peak_memory_bytes: Some(20 * 1024 * 1024),
             cpu_time_ms: Some(300),
+            container: Default::default(),
         },
         audit: Audit {
+            kernel: None,
             files_opened: vec![FileOpen {
                 path: "/data/sales.csv".into(),
                 mode: "r".into(),
@@ -59,6 +61,7 @@ fn outcome(stdout: &str) -> Outcome {
         code_sha256: String::new(),
         container: "compute-bot-run-1".into(),
         notes: vec![],
+        tampered: vec![],
         environment: None,
     }
 }
@@ -141,10 +144,10 @@ fn comment_has_every_part() {
     assert!(md.contains("timeout 10s · memory 512MiB"));
     assert!(md.contains("peak memory 20.0 MiB"));
     assert!(md.contains("ok (exit 0)"));
-    assert!(md.contains("reported from inside the sandbox"));
-    assert!(md.contains("`/data/sales.csv (r)`"));
-    assert!(md.contains("network attempts (1)"));
-    assert!(md.contains("subprocess attempts: none"));
+    // No kernel record in this outcome: every row is the interpreter's word.
+    assert!(md.contains("| Files opened | `/data/sales.csv (r)` | reported by the code's interpreter"));
+    assert!(md.contains("| Network attempts in Python | `socket.connect 10.0.0.1:80` |"));
+    assert!(md.contains("| Program starts | none reported | reported by the code's interpreter |"));
     assert!(md.contains("[Workflow run](https://github.com/o/r/actions/runs/9)"));
     // One attempt: no attempts table.
     assert!(!md.contains("<summary>Attempts</summary>"));

@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 
 use futures_util::{Stream, StreamExt};
 
-use super::protocol::{self, CappedBuffer, Frame, FrameReader, RunnerReport};
+use super::protocol::{self, CappedBuffer, Frame, FrameKey, FrameReader, RunnerReport};
 use super::types::{Artifact, Audit, ImageInfo, Job, Limits, Outcome, Resources, RunStatus};
-use super::{SandboxError, random_hex, sha256_hex};
+use super::{SandboxError, sha256_hex};
 
 /// One item of a container's output, as any backend delivers it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,10 +75,12 @@ pub(crate) struct Collector {
     started: Option<Instant>,
     /// A report frame came but could not be read (so it was not lost).
     unreadable_report: bool,
+    /// What the collector itself found tampered with.
+    tampered: Vec<String>,
 }
 
 impl Collector {
-    /// Checks the job ([`Job::check`]), picks the run's nonce and returns
+    /// Checks the job ([`Job::check`]), picks the run's frame key and returns
     /// the collector with the bytes the runner's stdin starts with (header
     /// and code; the backend streams the inputs after them).
     /// `preload`: what the child imports first, so the deadline allows for
@@ -90,10 +92,10 @@ impl Collector {
         preload: &[String],
     ) -> Result<(Collector, Vec<u8>), SandboxError> {
         job.check(limits)?;
-        let nonce = random_hex(16);
-        let stdin = protocol::encode_job(&nonce, job, limits);
+        let key = FrameKey::random();
+        let stdin = protocol::encode_job(&key, job, limits);
         let collector = Collector {
-            reader: FrameReader::new(&nonce),
+            reader: FrameReader::new(&key),
             limits: limits.clone(),
             preload: preload.to_vec(),
             stdout: CappedBuffer::new(limits.stdout_cap.bytes()),
@@ -106,6 +108,7 @@ impl Collector {
             notes: Vec::new(),
             started: None,
             unreadable_report: false,
+            tampered: Vec::new(),
         };
         Ok((collector, stdin))
     }
@@ -149,12 +152,6 @@ impl Collector {
             }
         }
         let duration = started.elapsed();
-        if self.reader.noise_bytes > 0 {
-            self.notes.push(format!(
-                "{} bytes on the container's stdout were not runner frames (ignored)",
-                self.reader.noise_bytes
-            ));
-        }
         if let Some(e) = &error {
             self.notes
                 .push(format!("the output stream ended with an error: {e}"));
@@ -215,6 +212,9 @@ impl Collector {
                 self.finish_artifact();
                 self.report = Some(*r);
             }
+            Frame::Started if self.started.is_some() => self
+                .tampered
+                .push("the code's start was reported twice".into()),
             Frame::Started => self.started = Some(Instant::now()),
             Frame::Unreadable { kind, problem } => {
                 self.unreadable_report |= kind == 'r';
@@ -223,6 +223,21 @@ impl Collector {
                      this is a compute-bot bug, please report it"
                 ));
             }
+        }
+    }
+
+    /// The code's run time: the runner's figure, unless the bot saw the
+    /// code run for less (from its start frame to the end of the output):
+    /// then the bot's stands, and a note says so.
+    fn checked_duration(&mut self, reported_ms: u64, ending: &Ending) -> u64 {
+        match ending.code_ran.map(|d| d.as_millis() as u64) {
+            Some(seen) if reported_ms > seen + 500 => {
+                self.notes.push(format!(
+                    "the runner reported {reported_ms} ms of run time, but the bot saw the code run for {seen} ms (from its start to the end of the output): the bot's figure is shown"
+                ));
+                seen
+            }
+            _ => reported_ms,
         }
     }
 
@@ -270,6 +285,7 @@ impl Collector {
         let resources = Resources {
             peak_memory_bytes: Some(r.peak_memory_bytes),
             cpu_time_ms: Some(r.cpu_time_ms),
+            container: r.cgroup.clone(),
         };
         (status, resources)
     }
@@ -291,17 +307,20 @@ impl Collector {
                 .push(format!("runner stderr: {}", runner_err.trim()));
         }
         let report = self.report.take();
-        let (status, exit_code, signal, resources, audit, duration_ms) = match &report {
+        let (mut status, exit_code, signal, resources, audit, duration_ms) = match &report {
             Some(r) => {
                 let (status, resources) = self.read_report(r);
-                let audit = r.audit.clone();
+                let mut audit = r.audit.clone();
+                audit.kernel = r.kernel.clone();
+                self.tampered.extend(r.tampered.iter().cloned());
+                let duration_ms = self.checked_duration(r.duration_ms, ending);
                 (
                     status,
                     r.exit_code,
                     r.signal,
                     resources,
                     audit,
-                    r.duration_ms,
+                    duration_ms,
                 )
             }
             None => {
@@ -332,8 +351,14 @@ impl Collector {
                 )
             }
         };
+        let mut tampered = std::mem::take(&mut self.reader.tampered);
+        tampered.append(&mut self.tampered);
+        if !tampered.is_empty() {
+            status = RunStatus::Tampered;
+        }
         Outcome {
             status,
+            tampered,
             exit_code,
             signal,
             duration_ms,
@@ -359,22 +384,35 @@ impl Collector {
 
 #[cfg(test)]
 mod tests {
-    use base64::Engine as _;
-    use base64::engine::general_purpose::STANDARD as B64;
     use futures_util::stream;
 
     use super::*;
 
-    /// A collector for `job` and the nonce its stdin header carries.
-    fn collector(limits: &Limits) -> (Collector, String) {
+    /// Writes frames as the runner does: with the run's key, in sequence.
+    struct Framer {
+        key: FrameKey,
+        seq: std::cell::Cell<u64>,
+    }
+
+    /// A collector for `job` and a framer with the key its stdin header carries.
+    fn collector(limits: &Limits) -> (Collector, Framer) {
         let (c, stdin) = Collector::new(&Job::default(), limits, &[]).unwrap();
         let header = stdin.split(|b| *b == b'\n').next().unwrap();
         let header: serde_json::Value = serde_json::from_slice(header).unwrap();
-        (c, header["nonce"].as_str().unwrap().to_string())
+        let key: [u8; 32] = hex::decode(header["key"].as_str().unwrap())
+            .unwrap()
+            .try_into()
+            .unwrap();
+        let framer = Framer {
+            key: FrameKey(key),
+            seq: std::cell::Cell::new(0),
+        };
+        (c, framer)
     }
 
-    fn frame(nonce: &str, kind: char, payload: &[u8]) -> Chunk {
-        Chunk::Stdout(format!("{nonce}:{kind}:{}\n", B64.encode(payload)).into_bytes())
+    fn frame(f: &Framer, kind: char, payload: &[u8]) -> Chunk {
+        let seq = f.seq.replace(f.seq.get() + 1);
+        Chunk::Stdout(f.key.frame(seq, kind, payload))
     }
 
     fn report(exit_code: i64, artifact: Option<(&str, &[u8])>) -> Vec<u8> {
@@ -404,7 +442,7 @@ mod tests {
     async fn collect<S>(
         limits: &Limits,
         no_report: RunStatus,
-        output: impl FnOnce(&str) -> S,
+        output: impl FnOnce(&Framer) -> S,
     ) -> (Ending, bool, Outcome)
     where
         S: Stream<Item = Result<Chunk, String>> + Unpin,
@@ -426,7 +464,6 @@ mod tests {
     async fn frames_from_plain_bytes_make_the_outcome() {
         let (ending, reported, o) = collect(&Limits::default(), RunStatus::Lost, |nonce| {
             ok(vec![
-                Chunk::Stdout(b"noise without the nonce\n".to_vec()),
                 frame(nonce, 's', b""),
                 frame(nonce, 'o', b"hello\n"),
                 Chunk::Stderr(b"runner says hi".to_vec()),
@@ -445,13 +482,7 @@ mod tests {
         assert_eq!(o.artifacts[0].bytes, b"PNG");
         assert_eq!(o.audit.imports, vec!["json".to_string()]);
         assert_eq!(o.container, "box");
-        assert!(
-            o.notes
-                .iter()
-                .any(|n| n.starts_with("24 bytes on the container's stdout")),
-            "{:?}",
-            o.notes
-        );
+        assert!(o.tampered.is_empty(), "{:?}", o.tampered);
         assert!(
             o.notes.iter().any(|n| n == "runner stderr: runner says hi"),
             "{:?}",
@@ -627,5 +658,99 @@ mod tests {
         })
         .await;
         assert!(o.notes.is_empty(), "{:?}", o.notes);
+    }
+
+    /// A report as the runner writes it, with `extra` fields set.
+    fn report_with(extra: serde_json::Value) -> Vec<u8> {
+        let mut r: serde_json::Value = serde_json::from_slice(&report(0, None)).unwrap();
+        for (k, v) in extra.as_object().unwrap() {
+            r[k] = v.clone();
+        }
+        serde_json::to_vec(&r).unwrap()
+    }
+
+    #[tokio::test]
+    async fn anything_but_the_runners_frames_makes_the_run_tampered() {
+        // A line without a valid tag; a frame of another run's key; a
+        // repeated frame; a second start: each alone makes the run tampered,
+        // whatever the report says.
+        type Build = fn(&Framer) -> Vec<Chunk>;
+        let cases: [(&str, Build); 4] = [
+            ("not an authentic runner frame", |f| {
+                vec![
+                    Chunk::Stdout(b"0:o:aGk=:00000000000000000000000000000000\n".to_vec()),
+                    frame(f, 'r', &report(0, None)),
+                ]
+            }),
+            ("not an authentic runner frame", |f| {
+                vec![
+                    Chunk::Stdout(FrameKey([9; 32]).frame(0, 'o', b"forged")),
+                    frame(f, 'r', &report(0, None)),
+                ]
+            }),
+            ("came where frame", |f| {
+                let first = frame(f, 'o', b"once");
+                vec![first.clone(), first, frame(f, 'r', &report(0, None))]
+            }),
+            ("start was reported twice", |f| {
+                vec![
+                    frame(f, 's', b""),
+                    frame(f, 's', b""),
+                    frame(f, 'r', &report(0, None)),
+                ]
+            }),
+        ];
+        for (why, build) in cases {
+            let (_, reported, o) =
+                collect(&Limits::default(), RunStatus::Lost, |f| ok(build(f))).await;
+            assert!(reported, "{why}");
+            assert_eq!(o.status, RunStatus::Tampered, "{why}: {o:?}");
+            assert!(o.tampered.iter().any(|t| t.contains(why)), "{why}: {:?}", o.tampered);
+        }
+    }
+
+    #[tokio::test]
+    async fn the_runners_findings_and_the_kernels_record_reach_the_outcome() {
+        let (_, _, o) = collect(&Limits::default(), RunStatus::Lost, |f| {
+            ok(vec![frame(
+                f,
+                'r',
+                &report_with(serde_json::json!({
+                    "tampered": ["the interpreter's record names an open of /data/x.csv that the kernel never saw"],
+                    "kernel": {"mode": "notify", "files": [], "library_reads": 3,
+                               "execs": [{"call": "vfork"}], "sockets": [], "truncated": false},
+                    "cgroup": {"peak_memory_bytes": 4096, "cpu_time_ms": 9}
+                })),
+            )])
+        })
+        .await;
+        assert_eq!(o.status, RunStatus::Tampered);
+        assert!(o.tampered[0].contains("never saw"), "{:?}", o.tampered);
+        let k = o.audit.kernel.as_ref().expect("the kernel's record");
+        assert_eq!((k.library_reads, k.starts[0].call.as_str()), (3, "vfork"));
+        assert_eq!(o.resources.container.peak_memory_bytes, Some(4096));
+        // The same report without findings is an ordinary run.
+        let (_, _, o) = collect(&Limits::default(), RunStatus::Lost, |f| {
+            ok(vec![frame(f, 'r', &report_with(serde_json::json!({"tampered": []})))])
+        })
+        .await;
+        assert_eq!(o.status, RunStatus::Ok);
+    }
+
+    #[tokio::test]
+    async fn a_run_time_longer_than_the_bot_saw_gives_way_to_the_bots() {
+        let (_, _, o) = collect(&Limits::default(), RunStatus::Lost, |f| {
+            ok(vec![
+                frame(f, 's', b""),
+                frame(f, 'r', &report_with(serde_json::json!({"duration_ms": 600000}))),
+            ])
+        })
+        .await;
+        assert!(o.duration_ms < 600_000, "{}", o.duration_ms);
+        assert!(
+            o.notes.iter().any(|n| n.contains("the bot's figure is shown")),
+            "{:?}",
+            o.notes
+        );
     }
 }

@@ -9,6 +9,8 @@
 //!   arrives (the policy's list, or exactly the code's heavy imports);
 //! - `collect.rs` and `protocol.rs`: the runner's wire protocol and turning
 //!   its frames into an [`Outcome`] — plain bytes, no engine;
+//! - `trust.rs`: who saw each fact of a run ([`Source`]) and the kernel's
+//!   record of what the code did ([`KernelRecord`]);
 //! - `input.rs`: [`InputFile`], an input held in memory or streamed from
 //!   its file in chunks, checked against its admitted SHA-256;
 //! - `docker/`: the Docker (and Podman) backend through bollard, the only
@@ -36,6 +38,7 @@ mod input;
 mod preload;
 mod protocol;
 mod session;
+mod trust;
 mod types;
 
 use std::sync::Arc;
@@ -57,6 +60,9 @@ pub use input::InputFile;
 pub use preload::{HEAVY_PACKAGES, preload_for, preload_while_writing};
 pub(crate) use session::Session;
 pub(crate) use types::BASE_ENV;
+pub use trust::{
+    CgroupFacts, KernelOpen, KernelRecord, SocketCall, Source, StartAttempt, Supervision,
+};
 pub use types::*;
 
 /// Connects to the backend this process uses: the Docker engine (or

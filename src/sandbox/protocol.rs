@@ -2,16 +2,22 @@
 //!
 //! Bot → runner (container stdin): one JSON header line, the code, then each
 //! input file's bytes. Runner → bot (container stdout): lines
-//! `<nonce>:<kind>:<base64>` where kind is `o` (stdout chunk), `e` (stderr
-//! chunk), `a` (artifact header), `c` (artifact chunk) or `r` (final report).
-//! The nonce is random per run and known only to the bot and the runner, so
-//! the code cannot forge frames even if it reaches the container's stdout.
+//! `<seq>:<kind>:<base64>:<tag>` where kind is `s` (the code started), `o`
+//! (stdout chunk), `e` (stderr chunk), `a` (artifact header), `c` (artifact
+//! chunk) or `r` (final report), `seq` counts the frames from 0 and `tag` is
+//! the first 16 bytes (hex) of HMAC-SHA256 over `<seq>:<kind>:<base64>` with
+//! the run's key. The key is random per run, goes in on stdin (read by the
+//! runner before the code starts) and never appears on the output, so a
+//! process that reads the frames learns nothing that forges one. A line
+//! without a valid tag, or a frame out of sequence, is tampering
+//! ([`FrameReader::tampered`]).
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
 use serde::{Deserialize, Serialize};
 
 use super::input::InputFile;
+use super::trust::{CgroupFacts, KernelRecord};
 use super::types::{Audit, Job, Limits, RuntimeRules};
 
 /// The runner's source, passed as `python3 -I -S -c <RUNNER>`.
@@ -22,7 +28,8 @@ const MAX_LINE: usize = 1 << 20;
 
 #[derive(Serialize)]
 struct Header<'a> {
-    nonce: &'a str,
+    /// The run's frame key, hex.
+    key: &'a str,
     code_len: usize,
     inputs: Vec<InputHeader<'a>>,
     caps: Caps,
@@ -49,9 +56,10 @@ struct Caps {
 /// Encodes the start of the job written to the runner's stdin: the header
 /// and the code. Each input's bytes follow in order, streamed by the
 /// backend from [`InputFile::chunks`], so no input is held whole here.
-pub(crate) fn encode_job(nonce: &str, job: &Job, limits: &Limits) -> Vec<u8> {
+pub(crate) fn encode_job(key: &FrameKey, job: &Job, limits: &Limits) -> Vec<u8> {
+    let key = hex::encode(key.0);
     let header = Header {
-        nonce,
+        key: &key,
         code_len: job.code.len(),
         inputs: job
             .inputs
@@ -74,6 +82,54 @@ pub(crate) fn encode_job(nonce: &str, job: &Job, limits: &Limits) -> Vec<u8> {
     out.push(b'\n');
     out.extend_from_slice(job.code.as_bytes());
     out
+}
+
+/// The secret a run's frames are authenticated with (HMAC-SHA256).
+#[derive(Clone)]
+pub(crate) struct FrameKey(pub(crate) [u8; 32]);
+
+impl std::fmt::Debug for FrameKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("FrameKey(***)")
+    }
+}
+
+impl FrameKey {
+    /// A fresh random key.
+    pub(crate) fn random() -> Self {
+        let mut k = [0u8; 32];
+        rand::fill(&mut k[..]);
+        FrameKey(k)
+    }
+
+    /// HMAC-SHA256 (RFC 2104) of `msg`.
+    fn mac(&self, msg: &[u8]) -> [u8; 32] {
+        use sha2::{Digest, Sha256};
+        let mut block = [0u8; 64];
+        block[..32].copy_from_slice(&self.0);
+        let pad = |byte: u8| block.map(|b| b ^ byte);
+        let inner = Sha256::new()
+            .chain_update(pad(0x36))
+            .chain_update(msg)
+            .finalize();
+        Sha256::new()
+            .chain_update(pad(0x5c))
+            .chain_update(inner)
+            .finalize()
+            .into()
+    }
+
+    /// The tag a frame body `<seq>:<kind>:<base64>` carries (hex of the first 16 bytes).
+    pub(crate) fn tag(&self, body: &[u8]) -> String {
+        hex::encode(&self.mac(body)[..16])
+    }
+
+    /// One frame line as the runner writes it (tests and stand-ins).
+    #[cfg(test)]
+    pub(crate) fn frame(&self, seq: u64, kind: char, payload: &[u8]) -> Vec<u8> {
+        let body = format!("{seq}:{kind}:{}", B64.encode(payload));
+        format!("{body}:{}\n", self.tag(body.as_bytes())).into_bytes()
+    }
 }
 
 /// An artifact as announced by the runner.
@@ -123,6 +179,16 @@ pub(crate) struct RunnerReport {
     /// preload) to be ready.
     #[serde(default)]
     pub(crate) start_wait_ms: u64,
+    /// What the kernel saw of the code (the second stage's record).
+    #[serde(default)]
+    pub(crate) kernel: Option<KernelRecord>,
+    /// The container's cgroup after the code ended.
+    #[serde(default)]
+    pub(crate) cgroup: CgroupFacts,
+    /// What the runner found tampered with (its audit channel closed or
+    /// written by the code, the interpreter's record against the kernel's).
+    #[serde(default)]
+    pub(crate) tampered: Vec<String>,
 }
 
 /// One decoded frame.
@@ -151,25 +217,38 @@ pub(crate) enum Frame {
     },
 }
 
-/// Splits the container's stdout into frames, with bounded memory.
+/// Splits the container's stdout into frames, with bounded memory, and
+/// checks each frame's tag and sequence number.
 #[derive(Debug)]
 pub(crate) struct FrameReader {
-    prefix: Vec<u8>,
+    key: FrameKey,
+    next_seq: u64,
     pending: Vec<u8>,
     overlong: bool,
-    /// Bytes seen that were not valid frames (e.g. the code writing to the
-    /// container's stdout directly).
+    /// Bytes seen that were not valid frames: only the runner writes to the
+    /// container's stdout, so anything else there came from somewhere else.
     pub(crate) noise_bytes: u64,
+    /// What showed that the frame stream was tampered with (frames out of
+    /// sequence, lines without a valid tag), at most a few.
+    pub(crate) tampered: Vec<String>,
 }
 
 impl FrameReader {
-    /// A reader for frames tagged with `nonce`.
-    pub(crate) fn new(nonce: &str) -> Self {
+    /// A reader for frames authenticated with `key`.
+    pub(crate) fn new(key: &FrameKey) -> Self {
         FrameReader {
-            prefix: format!("{nonce}:").into_bytes(),
+            key: key.clone(),
+            next_seq: 0,
             pending: Vec::new(),
             overlong: false,
             noise_bytes: 0,
+            tampered: Vec::new(),
+        }
+    }
+
+    fn tamper(&mut self, what: String) {
+        if self.tampered.len() < 5 {
+            self.tampered.push(what);
         }
     }
 
@@ -190,6 +269,13 @@ impl FrameReader {
                 Some(frame) => frames.push(frame),
                 None => self.noise_bytes += line.len() as u64 + 1,
             }
+            if self.noise_bytes > 0 && self.tampered.is_empty() {
+                self.tamper(
+                    "a line on the container's stdout was not an authentic runner frame \
+                     (no valid tag): only the runner writes there"
+                        .into(),
+                );
+            }
         }
         if self.overlong || self.pending.len() + bytes.len() > MAX_LINE {
             self.noise_bytes += (self.pending.len() + bytes.len()) as u64;
@@ -201,16 +287,35 @@ impl FrameReader {
         frames
     }
 
-    /// `None` for a line without the nonce (noise); a line with it is a
-    /// frame, or [`Frame::Unreadable`] saying what failed.
-    fn decode(&self, line: &[u8]) -> Option<Frame> {
-        let rest = line.strip_prefix(self.prefix.as_slice())?;
-        let (&kind, rest) = rest.split_first().unwrap_or((&b'?', &[]));
+    /// `None` for a line without a valid tag (noise); an authentic line is
+    /// a frame, or [`Frame::Unreadable`] saying what failed. A frame out of
+    /// sequence is taken, and noted as tampering.
+    fn decode(&mut self, line: &[u8]) -> Option<Frame> {
+        let cut = line.iter().rposition(|&b| b == b':')?;
+        let (body, tag) = (&line[..cut], &line[cut + 1..]);
+        if tag != self.key.tag(body).as_bytes() {
+            return None;
+        }
+        let mut parts = body.splitn(3, |&b| b == b':');
+        let seq = parts.next().and_then(|s| std::str::from_utf8(s).ok()?.parse::<u64>().ok());
+        let kind = parts.next().and_then(|k| k.first().copied()).unwrap_or(b'?');
+        let rest = parts.next();
+        match seq {
+            Some(seq) if seq == self.next_seq => self.next_seq += 1,
+            Some(seq) => {
+                self.tamper(format!(
+                    "the runner's frame {seq} came where frame {} was due: frames were removed, repeated or reordered on the way",
+                    self.next_seq
+                ));
+                self.next_seq = seq.max(self.next_seq) + 1;
+            }
+            None => self.tamper("an authentic frame without a sequence number".into()),
+        }
         let unreadable = |problem: String| Frame::Unreadable {
             kind: char::from(kind),
             problem,
         };
-        let payload = match rest.strip_prefix(b":").map(|p| B64.decode(p)) {
+        let payload = match rest.map(|p| B64.decode(p)) {
             Some(Ok(p)) => p,
             Some(Err(e)) => return Some(unreadable(format!("not base64: {e}"))),
             None => return Some(unreadable("no `:` after the kind".into())),
@@ -271,39 +376,71 @@ impl CappedBuffer {
 mod tests {
     use super::*;
 
-    fn line(nonce: &str, kind: char, payload: &[u8]) -> Vec<u8> {
-        format!("{nonce}:{kind}:{}\n", B64.encode(payload)).into_bytes()
+    fn key() -> FrameKey {
+        FrameKey([7; 32])
     }
 
     #[test]
     fn frames_split_across_chunks_are_reassembled() {
-        let mut r = FrameReader::new("n1");
-        let mut all = line("n1", 'o', b"hello\n");
-        all.extend(line("n1", 'e', b"oops"));
+        let mut r = FrameReader::new(&key());
+        let mut all = key().frame(0, 'o', b"hello\n");
+        all.extend(key().frame(1, 'e', b"oops"));
         let (a, b) = all.split_at(7);
         assert!(r.push(a).is_empty());
         let frames = r.push(b);
         assert!(matches!(&frames[0], Frame::Stdout(p) if p == b"hello\n"));
         assert!(matches!(&frames[1], Frame::Stderr(p) if p == b"oops"));
         assert_eq!(r.noise_bytes, 0);
+        assert!(r.tampered.is_empty(), "{:?}", r.tampered);
     }
 
     #[test]
-    fn lines_without_the_nonce_are_noise() {
-        let mut r = FrameReader::new("secret");
-        let mut bytes = line("guess", 'o', b"forged");
+    fn lines_without_a_valid_tag_are_noise_and_tampering() {
+        let mut r = FrameReader::new(&key());
+        // Another key, a tag copied from another frame, plain text.
+        let mut bytes = FrameKey([8; 32]).frame(0, 'o', b"forged");
+        let real = key().frame(0, 'o', b"real");
+        let tag = &real[real.iter().rposition(|&b| b == b':').unwrap()..];
+        bytes.extend(format!("0:o:{}", B64.encode(b"forged")).as_bytes());
+        bytes.extend(tag);
         bytes.extend(b"plain text\n");
-        bytes.extend(line("secret", 'o', b"real"));
+        bytes.extend(&real);
         let frames = r.push(&bytes);
         assert_eq!(frames.len(), 1);
         assert!(matches!(&frames[0], Frame::Stdout(p) if p == b"real"));
         assert!(r.noise_bytes > 0);
+        assert_eq!(r.tampered.len(), 1, "{:?}", r.tampered);
+        assert!(r.tampered[0].contains("not an authentic runner frame"));
+    }
+
+    #[test]
+    fn a_frame_out_of_sequence_is_tampering() {
+        for order in [[0, 2, 3], [0, 0, 1], [1, 0, 2]] {
+            let mut r = FrameReader::new(&key());
+            for seq in order {
+                r.push(&key().frame(seq, 'o', b"x"));
+            }
+            assert!(!r.tampered.is_empty(), "{order:?}");
+            assert!(r.tampered[0].contains("came where frame"), "{:?}", r.tampered);
+        }
+        let mut r = FrameReader::new(&key());
+        for seq in 0..3 {
+            r.push(&key().frame(seq, 'o', b"x"));
+        }
+        assert!(r.tampered.is_empty());
+    }
+
+    #[test]
+    fn the_mac_is_hmac_sha256() {
+        // Computed independently with Python's hmac module:
+        // hmac.new(bytes([7])*32, b"0:s:", "sha256").hexdigest()[:32]
+        assert_eq!(key().tag(b"0:s:"), "7f2504430fd032072898a6caf60d7978");
     }
 
     #[test]
     fn a_damaged_report_is_named_not_dropped_as_noise() {
-        let mut r = FrameReader::new("n");
-        let frames = r.push(&line("n", 'r', br#"{"duration_ms": -3}"#));
+        let mut r = FrameReader::new(&key());
+        let frames = r.push(&key().frame(0, 'r', br#"{"duration_ms": -3}"#));
         assert_eq!(r.noise_bytes, 0);
         match &frames[..] {
             [Frame::Unreadable { kind: 'r', problem }] => {
@@ -314,19 +451,22 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        let frames = r.push(b"n:o:%%%\n");
+        let body = b"1:o:%%%";
+        let mut line = body.to_vec();
+        line.extend(format!(":{}\n", key().tag(body)).as_bytes());
+        let frames = r.push(&line);
         assert!(matches!(&frames[..], [Frame::Unreadable { kind: 'o', .. }]));
     }
 
     #[test]
     fn an_endless_line_does_not_grow_memory() {
-        let mut r = FrameReader::new("n");
+        let mut r = FrameReader::new(&key());
         let chunk = vec![b'x'; 64 * 1024];
         for _ in 0..64 {
             assert!(r.push(&chunk).is_empty());
         }
         assert!(r.pending.len() <= MAX_LINE);
-        let frames = r.push(&[b"\n".as_slice(), &line("n", 'o', b"after")].concat());
+        let frames = r.push(&[b"\n".as_slice(), &key().frame(0, 'o', b"after")].concat());
         assert_eq!(frames.len(), 1);
         assert_eq!(r.noise_bytes, 64 * 64 * 1024 + 1);
     }
@@ -348,7 +488,7 @@ mod tests {
             inputs: vec![InputFile::new("a.csv", b"x\n1\n".to_vec())],
             rules: RuntimeRules::default(),
         };
-        let bytes = encode_job("nn", &job, &Limits::default());
+        let bytes = encode_job(&FrameKey([1; 32]), &job, &Limits::default());
         let nl = bytes.iter().position(|&b| b == b'\n').unwrap();
         let header: serde_json::Value = serde_json::from_slice(&bytes[..nl]).unwrap();
         assert_eq!(header["code_len"], 8);

@@ -330,6 +330,10 @@ pub enum RunStatus {
     /// The connection to the engine was lost while the code ran: how the
     /// code ended is unknown, and the run was stopped.
     Lost,
+    /// The run's record was tampered with (forged, repeated or missing
+    /// frames, a forged or blinded audit channel): nothing the code reported
+    /// is taken, and the run stops without a repair.
+    Tampered,
 }
 
 impl RunStatus {
@@ -343,12 +347,14 @@ impl RunStatus {
             RunStatus::OutputLimit => "output_limit",
             RunStatus::Killed => "killed",
             RunStatus::Lost => "lost",
+            RunStatus::Tampered => "tampered",
         }
     }
 }
 
-/// Peak memory and CPU time of the user code, measured inside the container
-/// with `wait4` on the process that ran it.
+/// Peak memory and CPU time of the user code, as the kernel told the runner
+/// (`wait4` on the code's process; the runner is pid 1, outside the code's
+/// reach), and of the whole container (its cgroup).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Resources {
     /// Peak resident memory of the code's process (bytes); `None` when the
@@ -356,9 +362,16 @@ pub struct Resources {
     pub peak_memory_bytes: Option<u64>,
     /// User + system CPU time of the code's process (milliseconds).
     pub(crate) cpu_time_ms: Option<u64>,
+    /// The container's cgroup: runner, preload and code together.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub container: super::CgroupFacts,
 }
 
-/// A file the code opened, as seen by the runner's audit hook.
+fn is_default<T: Default + PartialEq>(v: &T) -> bool {
+    *v == T::default()
+}
+
+/// A file the code opened, as its interpreter's audit hook reported it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileOpen {
     /// The path as passed to `open`.
@@ -370,11 +383,16 @@ pub struct FileOpen {
     pub(crate) denied: bool,
 }
 
-/// What the code tried, reported from inside the sandbox by audit hooks
-/// (PEP 578). This is telemetry: the container is the enforcement.
+/// What the code tried: the kernel's record ([`Audit::kernel`], seen outside
+/// the code's process) and its interpreter's (audit hooks, PEP 578: in the
+/// code's own process, so the code can change it; see [`super::Source`]).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Audit {
-    /// Files opened outside the Python installation.
+    /// What the kernel saw and refused, as the runner recorded it; `None`
+    /// for a record from before the second seccomp stage.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<super::KernelRecord>,
+    /// Files opened outside the Python installation (interpreter).
     pub files_opened: Vec<FileOpen>,
     /// `connect` / `getaddrinfo` / `gethostbyname` targets, as `event target`.
     pub network_attempts: Vec<String>,
@@ -537,9 +555,13 @@ pub struct Outcome {
     pub code_sha256: String,
     /// The container's name (already removed).
     pub container: String,
-    /// Problems the bot noticed (protocol noise, artifacts dropped, ...).
+    /// Problems the bot noticed (artifacts dropped, ...).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// What showed that the run's record was tampered with (status
+    /// [`RunStatus::Tampered`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tampered: Vec<String>,
     /// The execution environment that ran the code (the first or the
     /// policy's reserve) and why; set by [`super::Executor`]'s connection.
     #[serde(default, skip_serializing_if = "Option::is_none")]

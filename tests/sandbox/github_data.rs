@@ -201,7 +201,7 @@ fn the_runner_itself_refuses_a_name_outside_the_rule() {
     let run = |name: &str| {
         let code = "print('ran')\n";
         let header = serde_json::json!({
-            "nonce": "n0nce",
+            "key": "00".repeat(32),
             "code_len": code.len(),
             "inputs": [{"name": name, "size": 2}],
             "caps": {"timeout_ms": 20000},
@@ -241,7 +241,7 @@ fn the_runner_itself_refuses_a_name_outside_the_rule() {
         let out = String::from_utf8_lossy(&o.stdout);
         assert_ne!(o.status.code(), Some(0), "{name}: {out}\n{err}");
         assert!(err.contains("ValueError: bad input name"), "{name}: {err}");
-        assert!(!out.contains("n0nce:r:"), "{name}: reported: {out}");
+        assert!(!out.contains(":r:"), "{name}: reported: {out}");
     }
     let o = run("github/pulls.csv");
     let out = String::from_utf8_lossy(&o.stdout);
@@ -251,7 +251,7 @@ fn the_runner_itself_refuses_a_name_outside_the_rule() {
         "{out}\n{}",
         String::from_utf8_lossy(&o.stderr)
     );
-    assert!(out.contains("n0nce:r:"), "{out}");
+    assert!(out.contains(":r:"), "{out}");
 }
 
 const RUNNER: &str = include_str!("../../src/sandbox/runner.py");

@@ -1,10 +1,11 @@
-//! The sandbox against the real Docker engine: hardening, limits, removal, the boundary (seccomp, leftovers, runtimes), the bot's `/data/github/` folder and the job check of input names, the data files the image reads (DuckDB, Parquet, Excel), the analysis stack (SciPy, statsmodels, scikit-learn, seaborn, joblib), input previews against what pandas reads, the `run` command (also `--unchecked`), the policy's reserve environment and output validation, and the bot image as a container action.
+//! The sandbox against the real Docker engine: the audit the code cannot lie in (hostile programs against the kernel's record), hardening, limits, removal, the boundary (seccomp, leftovers, runtimes), the bot's `/data/github/` folder and the job check of input names, the data files the image reads (DuckDB, Parquet, Excel), the analysis stack (SciPy, statsmodels, scikit-learn, seaborn, joblib), input previews against what pandas reads, the `run` command (also `--unchecked`), the policy's reserve environment and output validation, and the bot image as a container action.
 //!
 //! One test crate per area (each links the library once); each file is a module.
 
 #[path = "../support/mod.rs"]
 mod support;
 
+mod audit_truth;
 mod big_inputs;
 mod boundary;
 mod cli_run;
@@ -87,9 +88,10 @@ async fn run_allowed(
     assert_eq!(
         o.status,
         compute_bot::sandbox::RunStatus::Ok,
-        "stdout:\n{}\nstderr:\n{}",
+        "stdout:\n{}\nstderr:\n{}\ntampered: {:?}",
         o.stdout,
-        o.stderr
+        o.stderr,
+        o.tampered
     );
     o
 }

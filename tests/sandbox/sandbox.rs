@@ -163,7 +163,10 @@ async fn prepared_container_has_every_hardening_setting() {
         .collect();
     assert_eq!(ulimits["core"], (0, 0));
     assert!(ulimits["nofile"].0 > 0 && ulimits.contains_key("fsize"));
-    assert_eq!(hc.init, Some(true));
+    // The runner is pid 1 (non-dumpable, out of the code's reach), not an
+    // init that runs as the code's uid; no /dev/shm (IPC mode none).
+    assert_ne!(hc.init, Some(true));
+    assert_eq!(hc.ipc_mode.as_deref(), Some("none"));
     assert_eq!(c.user.as_deref(), Some("10001:10001"));
     assert!(
         hc.binds.unwrap_or_default().is_empty(),
@@ -266,18 +269,26 @@ async fn a_real_pandas_script_returns_the_right_numbers() {
 }
 
 #[tokio::test]
-async fn a_fork_bomb_hits_the_pids_limit() {
+async fn a_fork_bomb_starts_no_process_and_a_thread_bomb_hits_the_pids_limit() {
+    // The second seccomp stage: no fork, whatever the code calls (os.fork,
+    // libc through ctypes); threads still start, up to the pids limit.
     let code = r#"
-import os, time
+import os, threading, time, ctypes
+try:
+    os.fork()
+    print("FORKED")
+except OSError as e:
+    print("fork", e.errno)
+print("libc_fork", ctypes.CDLL(None).fork())
 n = 0
 try:
-    while True:
-        if os.fork() == 0:
-            time.sleep(60)
-            os._exit(0)
+    while n < 200:
+        threading.Thread(target=time.sleep, args=(30,), daemon=True).start()
         n += 1
-except OSError as e:
-    print("forks", n, "error", e.errno)
+except RuntimeError:
+    pass
+print("threads", n)
+os._exit(0)
 "#;
     let o = run(
         code,
@@ -287,25 +298,22 @@ except OSError as e:
         },
     )
     .await;
+    assert_eq!(o.status, RunStatus::Ok, "{o:?}");
+    assert!(!o.stdout.contains("FORKED"), "{}", o.stdout);
+    assert!(o.stdout.contains("fork 1\n"), "EPERM: {}", o.stdout);
+    assert!(o.stdout.contains("libc_fork -1\n"), "{}", o.stdout);
+    let k = o.audit.kernel.as_ref().expect("the kernel's record");
+    assert!(k.refuses_starts(), "{k:?}");
     if under_runsc() {
-        // The pids cgroup holds the Sentry's host threads: the bomb ends the
-        // whole sandbox instead of failing fork() with EAGAIN.
-        assert!(
-            matches!(o.status, RunStatus::Ok | RunStatus::Killed),
-            "{o:?}"
-        );
+        // gVisor's threads are its own, not host threads in the pids cgroup.
         return;
     }
-    assert_eq!(o.status, RunStatus::Ok, "{o:?}");
+    assert!(k.starts.len() >= 2, "both forks are in the record: {k:?}");
     let words: Vec<&str> = o.stdout.split_whitespace().collect();
-    let forks: i64 = words[1].parse().unwrap();
-    assert!(forks < 24, "forked {forks} times under a pids limit of 24");
-    assert_eq!(words[3], "11", "fork must fail with EAGAIN");
+    let threads: i64 = words[words.len() - 1].parse().unwrap();
     assert!(
-        o.audit
-            .subprocess_attempts
-            .iter()
-            .any(|s| s.starts_with("os.fork"))
+        (1..24).contains(&threads),
+        "started {threads} threads under a pids limit of 24"
     );
 }
 
@@ -385,24 +393,30 @@ async fn a_long_sleep_times_out_and_keeps_the_output_so_far() {
 }
 
 #[tokio::test]
-async fn a_double_forked_child_is_gone_with_the_container() {
+async fn no_process_outlives_the_code_because_none_can_start() {
+    // A double fork once left an orphan for the container's removal to end;
+    // now the first fork already fails, and the answer says the kernel saw it.
     let code = r#"
-import os, time
-if os.fork() == 0:
-    if os.fork() == 0:
-        print("grandchild", os.getpid(), flush=True)
-        time.sleep(3600)
-    os._exit(0)
-time.sleep(0.5)
-print("parent done")
+import os
+try:
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    print("FORKED")
+except OSError as e:
+    print("refused", e.errno)
 "#;
     let o = run(code, quick()).await;
     assert_eq!(o.status, RunStatus::Ok, "{o:?}");
-    assert!(o.stdout.contains("parent done"));
-    assert!(
-        o.duration_ms < 10_000,
-        "the run must not wait for the orphan"
-    );
+    assert_eq!(o.stdout.trim(), "refused 1", "{}", o.stdout);
+    let k = o.audit.kernel.as_ref().expect("the kernel's record");
+    assert!(k.refuses_starts(), "{k:?}");
+    if !under_runsc() {
+        assert!(
+            k.starts.iter().any(|t| t.call == "clone" || t.call == "fork"),
+            "{k:?}"
+        );
+    }
 }
 
 #[tokio::test]

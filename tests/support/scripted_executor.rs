@@ -274,6 +274,7 @@ async fn answer(
         code_sha256: sha256_hex(job.code.as_bytes()),
         container: "in-memory".into(),
         notes: Vec::new(),
+        tampered: Vec::new(),
         environment: None,
     })
 }

@@ -220,8 +220,8 @@ pub(crate) fn container_body(
             cpu_quota: Some(quota),
             tmpfs: Some(tmpfs),
             ulimits: Some(ulimits),
-            init: Some(true),
-            ipc_mode: Some("private".into()),
+            init: Some(false),
+            ipc_mode: Some("none".into()),
             log_config: Some(HostConfigLogConfig {
                 typ: Some("none".into()),
                 config: None,

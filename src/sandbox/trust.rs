@@ -1,0 +1,196 @@
+//! Who saw each fact of a run, and so whether the code could have changed it.
+//!
+//! The code runs as the container's only untrusted process. What its own
+//! interpreter reports (Python audit hooks, PEP 578) lives in that process,
+//! so the code can blind, bypass or write it: it is shown, and named as the
+//! interpreter's word. What the kernel refuses (the second seccomp stage),
+//! what it hands to the runner (pid 1, non-dumpable, another process) at a
+//! system call, what the runner reads from `wait4` and the container's
+//! cgroup, and what the engine and the bot see from outside are out of the
+//! code's reach; the answer names which of them each fact comes from.
+
+use serde::{Deserialize, Serialize};
+
+/// Where a fact in the answer comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// The kernel refuses it, whatever the code does (seccomp filters,
+    /// cgroup limits, mounts, namespaces).
+    KernelEnforced,
+    /// The kernel stopped the system call and handed it to the runner
+    /// (seccomp user notification), or told the runner at the code's exit
+    /// (`wait4`, the cgroup): seen outside the code's process.
+    KernelObserved,
+    /// The engine or the bot, from outside the container.
+    EngineObserved,
+    /// gVisor's sandbox kernel, from outside the code's reach.
+    SandboxKernelObserved,
+    /// The code's own interpreter (audit hooks in its process): the code can
+    /// change it, so it is a claim, not a record.
+    Interpreter,
+}
+
+impl Source {
+    /// The words the answer uses for it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Source::KernelEnforced => "enforced by the kernel",
+            Source::KernelObserved => "seen by the kernel",
+            Source::EngineObserved => "seen by the engine",
+            Source::SandboxKernelObserved => "seen by gVisor's kernel",
+            Source::Interpreter => "reported by the code's interpreter",
+        }
+    }
+}
+
+/// How the runner's second seccomp stage held while the code ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Supervision {
+    /// Program and process starts refused by the kernel, and every file
+    /// open, socket, connect and bind handed to the runner (runc: seccomp
+    /// user notification).
+    Notify,
+    /// Program and process starts refused by the kernel; no user
+    /// notification here (gVisor implements none), so opens are not seen
+    /// outside the code's process.
+    Errno,
+    /// No second stage (a record from before it existed).
+    #[default]
+    None,
+}
+
+/// A file open the kernel handed to the runner, which carried it out and
+/// handed over the descriptor: the path is the one opened.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KernelOpen {
+    /// The file opened (after symlinks and `/proc/self`), or the path asked
+    /// for when the open failed.
+    pub path: String,
+    /// The path as the code gave it, when it differs from `path`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asked: Option<String>,
+    /// `r`, `w` or `rw`, with `+create` for `O_CREAT`.
+    pub mode: String,
+    /// `ok`, or the error the open got (`ENOENT`, `EACCES`, ...).
+    pub result: String,
+    /// True when the runtime file rules refused it (not the file's own
+    /// permissions).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub denied: bool,
+}
+
+/// A program or process start the kernel refused.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StartAttempt {
+    /// `execve`, `execveat`, `fork`, `vfork` or `clone`.
+    pub call: String,
+    /// The program, for `execve`/`execveat` (as read at the call).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// Its first arguments.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub argv: Vec<String>,
+    /// The clone flags, for `clone`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flags: Option<String>,
+}
+
+impl StartAttempt {
+    /// One line: `execve /bin/sh [sh -c id]`, `fork`.
+    pub fn line(&self) -> String {
+        match (&self.path, self.call.as_str()) {
+            (Some(p), call) if self.argv.is_empty() => format!("{call} {p}"),
+            (Some(p), call) => format!("{call} {p} [{}]", self.argv.join(" ")),
+            (None, "clone") => "fork (clone without CLONE_THREAD)".into(),
+            (None, call) => call.to_string(),
+        }
+    }
+}
+
+/// A socket call the kernel handed to the runner.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SocketCall {
+    /// `socket`, `connect` or `bind`.
+    pub call: String,
+    /// The family, and for a Unix socket its path.
+    pub target: String,
+    /// True when the runtime network rule refused it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub denied: bool,
+}
+
+/// What the kernel saw of the code's process while it ran, as the runner
+/// (pid 1, outside the code's reach) recorded it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct KernelRecord {
+    /// How the second stage held.
+    pub mode: Supervision,
+    /// Files opened outside the image's libraries, in order, each once.
+    pub files: Vec<KernelOpen>,
+    /// Reads of the image's own files (`/usr`, `/opt/compute-bot`, the
+    /// loader cache): counted, not listed.
+    pub library_reads: u64,
+    /// Program and process starts, every one refused.
+    #[serde(rename = "execs")]
+    pub starts: Vec<StartAttempt>,
+    /// Sockets, connects and binds.
+    pub sockets: Vec<SocketCall>,
+    /// True when more happened than was kept.
+    pub truncated: bool,
+}
+
+impl KernelRecord {
+    /// True when the kernel handed the file opens to the runner.
+    pub fn sees_opens(&self) -> bool {
+        self.mode == Supervision::Notify
+    }
+
+    /// True when program and process starts were refused by the kernel.
+    pub fn refuses_starts(&self) -> bool {
+        matches!(self.mode, Supervision::Notify | Supervision::Errno)
+    }
+}
+
+/// The container's cgroup as the kernel kept it, read by the runner after
+/// the code ended: everything in the container (the runner, the preload and
+/// the code).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CgroupFacts {
+    /// The cgroup's peak memory (bytes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peak_memory_bytes: Option<u64>,
+    /// The cgroup's CPU time (milliseconds).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_time_ms: Option<u64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_record_from_the_runner_reads_with_its_wire_names() {
+        let r: KernelRecord = serde_json::from_value(serde_json::json!({
+            "mode": "notify",
+            "files": [{"path": "/etc/passwd", "asked": "/proc/self/root/etc/passwd",
+                       "mode": "r", "result": "EACCES", "denied": true}],
+            "library_reads": 12,
+            "execs": [{"call": "execve", "path": "/bin/sh", "argv": ["sh", "-c", "id"]},
+                      {"call": "clone", "flags": "0x4111"}],
+            "sockets": [],
+            "truncated": false
+        }))
+        .unwrap();
+        assert!(r.sees_opens() && r.refuses_starts());
+        assert_eq!(r.files[0].asked.as_deref(), Some("/proc/self/root/etc/passwd"));
+        assert_eq!(r.starts[0].line(), "execve /bin/sh [sh -c id]");
+        assert_eq!(r.starts[1].line(), "fork (clone without CLONE_THREAD)");
+        // A record from before the second stage: nothing claimed.
+        let old: KernelRecord = serde_json::from_value(serde_json::json!({})).unwrap();
+        assert!(!old.sees_opens() && !old.refuses_starts());
+    }
+}

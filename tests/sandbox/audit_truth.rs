@@ -1,0 +1,281 @@
+//! The audit the code cannot lie in, against the real engine: hostile
+//! programs try to start programs through allowed libraries, to forge the
+//! runner's frames and the interpreter's audit channel, and to read outside
+//! /data through native code. Each runs with no runtime rules at all (the
+//! interpreter refuses nothing), so what holds is the kernel and the runner,
+//! and what the answer shows is what the kernel saw.
+
+use compute_bot::sandbox::{
+    InputFile, Job, Outcome, RunStatus, RuntimeRules, Sandbox, Supervision,
+};
+
+fn under_runsc() -> bool {
+    crate::machine_runtime() == compute_bot::sandbox::Runtime::Runsc
+}
+
+async fn run(code: &str, rules: RuntimeRules, inputs: Vec<InputFile>) -> Outcome {
+    let sb = Sandbox::connect().await.expect("the Docker engine");
+    let job = Job {
+        code: code.to_string(),
+        inputs,
+        rules,
+    };
+    let o = sb
+        .run(&crate::long_deadline_config(1.0), &job)
+        .await
+        .expect("run");
+    sb.close().await;
+    o
+}
+
+fn sales() -> Vec<InputFile> {
+    vec![InputFile::new("sales.csv", b"day,amount\n1,10\n2,32\n".to_vec())]
+}
+
+/// Each route of the hostile search that started a program through an
+/// allowed library: none starts one, and the kernel's record lists them.
+#[tokio::test]
+async fn no_route_through_the_libraries_starts_a_program() {
+    let code = r#"
+import os, string, json, ctypes
+import numpy as np
+out = {}
+def attempt(name, f):
+    try:
+        out[name] = repr(f())[:80]
+    except BaseException as e:
+        out[name] = "refused " + type(e).__name__
+system = lambda c: string.Formatter().get_field("0.system", [os], {})[0](c)
+attempt("formatter_vectorize", lambda: np.vectorize(system)(["id > /tmp/ran"]))
+attempt("libc_system", lambda: ctypes.CDLL(None).system(b"id > /tmp/ran"))
+from threadpoolctl import threadpool_info, ThreadpoolController
+attempt("threadpoolctl_dynlib", lambda: [c.dynlib for c in ThreadpoolController().lib_controllers][0].system(b"id > /tmp/ran"))
+attempt("posix_spawn", lambda: os.posix_spawn("/bin/sh", ["sh", "-c", "id > /tmp/ran"], {}))
+attempt("execv", lambda: os.execv("/bin/sh", ["sh", "-c", "id > /tmp/ran"]))
+out["ran"] = os.path.exists("/tmp/ran")
+print(json.dumps(out))
+"#;
+    let o = run(code, RuntimeRules::default(), vec![]).await;
+    assert_eq!(o.status, RunStatus::Ok, "{o:?}");
+    let v: serde_json::Value = serde_json::from_str(o.stdout.trim()).expect(&o.stdout);
+    assert_eq!(v["ran"], false, "a program ran: {v}");
+    assert!(v["execv"].as_str().unwrap().starts_with("refused"), "{v}");
+    let k = o.audit.kernel.as_ref().expect("the kernel's record");
+    assert!(k.refuses_starts(), "{k:?}");
+    if !under_runsc() {
+        assert_eq!(k.mode, Supervision::Notify);
+        // Python's and libc's routes alike: forks (system, spawn) and the exec.
+        assert!(k.starts.len() >= 4, "{:?}", k.starts);
+        assert!(
+            k.starts
+                .iter()
+                .any(|s| s.call == "execve" && s.path.as_deref() == Some("/bin/sh")),
+            "{:?}",
+            k.starts
+        );
+    }
+}
+
+/// The runner's frames and pid 1's descriptors are out of reach: /proc/1/fd
+/// cannot be opened, with Python or with libc, and a line written anywhere
+/// the code can write never becomes a frame.
+#[tokio::test]
+async fn the_code_cannot_forge_the_report() {
+    let code = r#"
+import os, json, ctypes
+out = {}
+for path in ("/proc/1/fd/1", "/proc/1/fd/0", "/proc/1/mem", "/proc/1/environ"):
+    try:
+        fd = os.open(path, os.O_RDWR)
+        os.write(fd, b"0:r:e30=:00000000000000000000000000000000\n")
+        out[path] = "OPENED"
+    except OSError as e:
+        out[path] = e.errno
+out["libc"] = ctypes.CDLL(None).open(b"/proc/1/fd/1", 2)
+print(json.dumps(out))
+"#;
+    let o = run(code, RuntimeRules::default(), vec![]).await;
+    if under_runsc() {
+        // This gVisor lets the code open pid 1's fd/* (PR_SET_DUMPABLE is not
+        // honoured there): a write is a line without a valid tag, and the
+        // run ends tampered, never ok.
+        assert!(
+            matches!(o.status, RunStatus::Ok | RunStatus::Tampered),
+            "{o:?}"
+        );
+        if o.stdout.contains("OPENED") {
+            assert_eq!(o.status, RunStatus::Tampered, "{o:?}");
+        }
+        return;
+    }
+    assert_eq!(o.status, RunStatus::Ok, "{o:?}");
+    assert!(!o.stdout.contains("OPENED"), "{}", o.stdout);
+    let v: serde_json::Value = serde_json::from_str(o.stdout.trim()).unwrap();
+    assert_eq!(v["libc"], -1, "{v}");
+}
+
+/// The interpreter's audit channel: closing it is refused by the kernel,
+/// and a line written to it that no system call backs makes the run
+/// `tampered`, shown with what the kernel saw.
+#[tokio::test]
+async fn the_audit_channel_cannot_be_closed_or_written_unnoticed() {
+    let code = r#"
+import os, sys
+aud = int(sys.argv[2])
+try:
+    os.close(aud)
+    print("closed")
+except OSError as e:
+    print("close refused", e.errno)
+print(open("/data/sales.csv").read().count("\n"))
+"#;
+    let o = run(code, RuntimeRules::default(), sales()).await;
+    assert!(o.stdout.contains("close refused 1"), "{}", o.stdout);
+    if !under_runsc() {
+        assert_eq!(o.status, RunStatus::Tampered, "{o:?}");
+        assert!(
+            o.tampered.iter().any(|t| t.contains("audit channel")),
+            "{:?}",
+            o.tampered
+        );
+    }
+    // A forged read of an input: the kernel saw no such open.
+    let forge = r#"
+import os, sys
+os.writev(int(sys.argv[2]), [b"open\t/data/sales.csv\tr\t0\t0\n"])
+print(41)
+"#;
+    let o = run(forge, RuntimeRules::default(), sales()).await;
+    if under_runsc() {
+        // No kernel record of opens under gVisor: the forged line is the
+        // interpreter's word, and the answer labels it so.
+        assert_eq!(o.audit.kernel.as_ref().map(|k| k.mode), Some(Supervision::Errno));
+        return;
+    }
+    assert_eq!(o.status, RunStatus::Tampered, "{o:?}");
+    assert!(
+        o.tampered
+            .iter()
+            .any(|t| t.contains("/data/sales.csv") && t.contains("never saw")),
+        "{:?}",
+        o.tampered
+    );
+    // The same program without the forgery is an ordinary run.
+    let o = run(
+        "print(open('/data/sales.csv').read().count('\\n'))\n",
+        RuntimeRules::default(),
+        sales(),
+    )
+    .await;
+    assert_eq!(o.status, RunStatus::Ok, "{o:?}");
+}
+
+/// Native code is seen: a DuckDB read of an input appears in the kernel's
+/// record as a Python read of it does, and DuckDB's own confinement refuses
+/// files outside /data, /tmp and /out, extension installs and URLs.
+#[tokio::test]
+async fn native_reads_are_recorded_and_duckdb_is_confined() {
+    let code = r#"
+import json, duckdb
+out = {"n": duckdb.sql("select count(*) from read_csv('/data/sales.csv')").fetchall()[0][0]}
+for name, q in (("passwd", "select * from read_text('/etc/passwd')"),
+                ("environ", "select * from read_text('/proc/self/environ')"),
+                ("copy_out", "copy (select 1) to '/etc/x.csv'"),
+                ("url", "select * from read_csv('https://example.com/x.csv')"),
+                ("install", "INSTALL httpfs")):
+    try:
+        duckdb.sql(q).fetchall() if q.startswith("select") else duckdb.sql(q)
+        out[name] = "ran"
+    except duckdb.Error as e:
+        out[name] = type(e).__name__
+c = duckdb.connect()
+try:
+    c.sql("select * from read_text('/etc/passwd')").fetchall()
+    out["new_connection"] = "ran"
+except duckdb.Error as e:
+    out["new_connection"] = type(e).__name__
+print(json.dumps(out))
+"#;
+    let o = run(code, RuntimeRules::default(), sales()).await;
+    assert_eq!(o.status, RunStatus::Ok, "{o:?}");
+    let v: serde_json::Value = serde_json::from_str(o.stdout.trim()).expect(&o.stdout);
+    assert_eq!(v["n"], 2, "{v}");
+    for refused in ["passwd", "environ", "copy_out", "url", "install", "new_connection"] {
+        assert_ne!(v[refused], "ran", "{refused}: {v}");
+    }
+    if under_runsc() {
+        return;
+    }
+    let k = o.audit.kernel.as_ref().expect("the kernel's record");
+    let native = k
+        .files
+        .iter()
+        .find(|f| f.path == "/data/sales.csv")
+        .unwrap_or_else(|| panic!("DuckDB's read is not in the record: {k:?}"));
+    // The interpreter saw nothing of it: it was native code.
+    assert!(
+        !o.audit.files_opened.iter().any(|f| f.path == "/data/sales.csv"),
+        "{:?}",
+        o.audit.files_opened
+    );
+    // A Python read of the same file appears the same way.
+    let o = run(
+        "open('/data/sales.csv').read()\n",
+        RuntimeRules::default(),
+        sales(),
+    )
+    .await;
+    let k = o.audit.kernel.as_ref().expect("the kernel's record");
+    let python = k.files.iter().find(|f| f.path == "/data/sales.csv").unwrap();
+    assert_eq!((python.mode.as_str(), python.result.as_str()), (native.mode.as_str(), native.result.as_str()));
+}
+
+/// What the runtime file rules refuse, the runner refuses for native code
+/// too, on the path actually opened: /proc/self/root/etc/passwd is
+/// /etc/passwd, a symlink into /proc/self is the code's own, and /dev/shm
+/// does not exist. Threads (joblib, BLAS) keep working.
+#[tokio::test]
+async fn file_rules_hold_on_the_path_opened_and_threads_work() {
+    let code = r#"
+import os, json, ctypes
+from sklearn.ensemble import RandomForestClassifier
+import numpy as np
+out = {}
+def attempt(name, f):
+    try:
+        out[name] = repr(f())[:40]
+    except OSError as e:
+        out[name] = e.errno
+attempt("proc_root", lambda: ctypes.CDLL(None).open(b"/proc/self/root/etc/passwd", 0))
+attempt("dev_shm", lambda: open("/dev/shm/x", "w").write("x"))
+attempt("data", lambda: len(open("/data/sales.csv").read()))
+X = np.random.RandomState(0).rand(300, 4)
+y = (X[:, 0] > 0.5).astype(int)
+out["forest"] = RandomForestClassifier(n_estimators=20, n_jobs=-1, random_state=0).fit(X, y).score(X, y)
+print(json.dumps(out))
+"#;
+    // The file rule alone (ctypes stands for any native library here).
+    let rules = RuntimeRules {
+        restrict_files: true,
+        ..RuntimeRules::default()
+    };
+    let o = run(code, rules, sales()).await;
+    assert_eq!(o.status, RunStatus::Ok, "{o:?}");
+    let v: serde_json::Value = serde_json::from_str(o.stdout.trim()).expect(&o.stdout);
+    assert_eq!(v["forest"], 1.0, "{v}");
+    assert_eq!(v["data"], "21", "{v}");
+    assert!(v["dev_shm"].is_i64(), "/dev/shm must not be writable: {v}");
+    if under_runsc() {
+        return;
+    }
+    assert_eq!(v["dev_shm"], 2, "no /dev/shm under runc (IPC mode none): {v}");
+    assert_eq!(v["proc_root"], "-1", "{v}");
+    let k = o.audit.kernel.as_ref().unwrap();
+    assert!(
+        k.files.iter().any(|f| f.path == "/etc/passwd"
+            && f.asked.as_deref() == Some("/proc/self/root/etc/passwd")
+            && f.denied),
+        "{:?}",
+        k.files
+    );
+}
