@@ -97,7 +97,12 @@ fn starts_row(s: &mut String, o: &Outcome, k: &KernelRecord, max: usize) {
                 items(&tried, max)
             );
         }
-        row(s, "Programs started", &happened, Source::KernelEnforced.label());
+        row(
+            s,
+            "Programs started",
+            &happened,
+            Source::KernelEnforced.label(),
+        );
         if !a.subprocess_attempts.is_empty() && tried.is_empty() {
             row(
                 s,
@@ -112,12 +117,7 @@ fn starts_row(s: &mut String, o: &Outcome, k: &KernelRecord, max: usize) {
         } else {
             items(&a.subprocess_attempts, max)
         };
-        row(
-            s,
-            "Program starts",
-            &happened,
-            Source::Interpreter.label(),
-        );
+        row(s, "Program starts", &happened, Source::Interpreter.label());
     }
 }
 
@@ -282,7 +282,10 @@ mod tests {
             md.contains("| Programs started | none: starting a program or a process is impossible · 1 attempt(s) refused: `execve /bin/sh [sh -c id]` | enforced by the kernel |"),
             "{md}"
         );
-        assert!(md.contains("| Imports | `pandas` | reported by the code's interpreter |"), "{md}");
+        assert!(
+            md.contains("| Imports | `pandas` | reported by the code's interpreter |"),
+            "{md}"
+        );
     }
 
     #[test]
@@ -298,7 +301,12 @@ mod tests {
         assert!(md.contains("| Files opened | `/data/forged.csv (r)` | reported by the code's interpreter (Python's opens only"), "{md}");
         // A record from before the second stage claims nothing of the kernel.
         let md = audit_md(&outcome(None), 10);
-        assert!(md.contains("| Program starts | `os.system 'id'` | reported by the code's interpreter |"), "{md}");
+        assert!(
+            md.contains(
+                "| Program starts | `os.system 'id'` | reported by the code's interpreter |"
+            ),
+            "{md}"
+        );
         assert!(!md.contains("impossible"), "{md}");
     }
 
@@ -306,9 +314,15 @@ mod tests {
     fn a_tampered_run_says_so_first() {
         let mut o = outcome(Some(notify()));
         o.status = RunStatus::Tampered;
-        o.tampered = vec!["the interpreter's record names an open of /data/forged.csv that the kernel never saw".into()];
+        o.tampered = vec![
+            "the interpreter's record names an open of /data/forged.csv that the kernel never saw"
+                .into(),
+        ];
         let md = audit_md(&o, 10);
-        assert!(md.starts_with("**🚫 The run's record was tampered with**"), "{md}");
+        assert!(
+            md.starts_with("**🚫 The run's record was tampered with**"),
+            "{md}"
+        );
         assert!(md.contains("never saw"), "{md}");
         let clean = audit_md(&outcome(Some(notify())), 10);
         assert!(!clean.contains("tampered"), "{clean}");

@@ -145,7 +145,9 @@ fn comment_has_every_part() {
     assert!(md.contains("peak memory 20.0 MiB"));
     assert!(md.contains("ok (exit 0)"));
     // No kernel record in this outcome: every row is the interpreter's word.
-    assert!(md.contains("| Files opened | `/data/sales.csv (r)` | reported by the code's interpreter"));
+    assert!(
+        md.contains("| Files opened | `/data/sales.csv (r)` | reported by the code's interpreter")
+    );
     assert!(md.contains("| Network attempts in Python | `socket.connect 10.0.0.1:80` |"));
     assert!(md.contains("| Program starts | none reported | reported by the code's interpreter |"));
     assert!(md.contains("[Workflow run](https://github.com/o/r/actions/runs/9)"));

@@ -314,14 +314,7 @@ impl Collector {
                 audit.kernel = r.kernel.clone();
                 self.tampered.extend(r.tampered.iter().cloned());
                 let duration_ms = self.checked_duration(r.duration_ms, ending);
-                (
-                    status,
-                    r.exit_code,
-                    r.signal,
-                    resources,
-                    audit,
-                    duration_ms,
-                )
+                (status, r.exit_code, r.signal, resources, audit, duration_ms)
             }
             None => {
                 let status = if ending.timed_out {
@@ -705,7 +698,11 @@ mod tests {
                 collect(&Limits::default(), RunStatus::Lost, |f| ok(build(f))).await;
             assert!(reported, "{why}");
             assert_eq!(o.status, RunStatus::Tampered, "{why}: {o:?}");
-            assert!(o.tampered.iter().any(|t| t.contains(why)), "{why}: {:?}", o.tampered);
+            assert!(
+                o.tampered.iter().any(|t| t.contains(why)),
+                "{why}: {:?}",
+                o.tampered
+            );
         }
     }
 
@@ -731,7 +728,11 @@ mod tests {
         assert_eq!(o.resources.container.peak_memory_bytes, Some(4096));
         // The same report without findings is an ordinary run.
         let (_, _, o) = collect(&Limits::default(), RunStatus::Lost, |f| {
-            ok(vec![frame(f, 'r', &report_with(serde_json::json!({"tampered": []})))])
+            ok(vec![frame(
+                f,
+                'r',
+                &report_with(serde_json::json!({"tampered": []})),
+            )])
         })
         .await;
         assert_eq!(o.status, RunStatus::Ok);
@@ -742,13 +743,19 @@ mod tests {
         let (_, _, o) = collect(&Limits::default(), RunStatus::Lost, |f| {
             ok(vec![
                 frame(f, 's', b""),
-                frame(f, 'r', &report_with(serde_json::json!({"duration_ms": 600000}))),
+                frame(
+                    f,
+                    'r',
+                    &report_with(serde_json::json!({"duration_ms": 600000})),
+                ),
             ])
         })
         .await;
         assert!(o.duration_ms < 600_000, "{}", o.duration_ms);
         assert!(
-            o.notes.iter().any(|n| n.contains("the bot's figure is shown")),
+            o.notes
+                .iter()
+                .any(|n| n.contains("the bot's figure is shown")),
             "{:?}",
             o.notes
         );

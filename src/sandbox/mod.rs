@@ -59,10 +59,10 @@ pub(crate) use input::InputChanged;
 pub use input::InputFile;
 pub use preload::{HEAVY_PACKAGES, preload_for, preload_while_writing};
 pub(crate) use session::Session;
-pub(crate) use types::BASE_ENV;
 pub use trust::{
     CgroupFacts, KernelOpen, KernelRecord, SocketCall, Source, StartAttempt, Supervision,
 };
+pub(crate) use types::BASE_ENV;
 pub use types::*;
 
 /// Connects to the backend this process uses: the Docker engine (or

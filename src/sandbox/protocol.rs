@@ -297,8 +297,13 @@ impl FrameReader {
             return None;
         }
         let mut parts = body.splitn(3, |&b| b == b':');
-        let seq = parts.next().and_then(|s| std::str::from_utf8(s).ok()?.parse::<u64>().ok());
-        let kind = parts.next().and_then(|k| k.first().copied()).unwrap_or(b'?');
+        let seq = parts
+            .next()
+            .and_then(|s| std::str::from_utf8(s).ok()?.parse::<u64>().ok());
+        let kind = parts
+            .next()
+            .and_then(|k| k.first().copied())
+            .unwrap_or(b'?');
         let rest = parts.next();
         match seq {
             Some(seq) if seq == self.next_seq => self.next_seq += 1,
@@ -421,7 +426,11 @@ mod tests {
                 r.push(&key().frame(seq, 'o', b"x"));
             }
             assert!(!r.tampered.is_empty(), "{order:?}");
-            assert!(r.tampered[0].contains("came where frame"), "{:?}", r.tampered);
+            assert!(
+                r.tampered[0].contains("came where frame"),
+                "{:?}",
+                r.tampered
+            );
         }
         let mut r = FrameReader::new(&key());
         for seq in 0..3 {

@@ -186,7 +186,10 @@ mod tests {
         }))
         .unwrap();
         assert!(r.sees_opens() && r.refuses_starts());
-        assert_eq!(r.files[0].asked.as_deref(), Some("/proc/self/root/etc/passwd"));
+        assert_eq!(
+            r.files[0].asked.as_deref(),
+            Some("/proc/self/root/etc/passwd")
+        );
         assert_eq!(r.starts[0].line(), "execve /bin/sh [sh -c id]");
         assert_eq!(r.starts[1].line(), "fork (clone without CLONE_THREAD)");
         // A record from before the second stage: nothing claimed.

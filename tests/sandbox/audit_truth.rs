@@ -29,7 +29,10 @@ async fn run(code: &str, rules: RuntimeRules, inputs: Vec<InputFile>) -> Outcome
 }
 
 fn sales() -> Vec<InputFile> {
-    vec![InputFile::new("sales.csv", b"day,amount\n1,10\n2,32\n".to_vec())]
+    vec![InputFile::new(
+        "sales.csv",
+        b"day,amount\n1,10\n2,32\n".to_vec(),
+    )]
 }
 
 /// Each route of the hostile search that started a program through an
@@ -149,7 +152,10 @@ print(41)
     if under_runsc() {
         // No kernel record of opens under gVisor: the forged line is the
         // interpreter's word, and the answer labels it so.
-        assert_eq!(o.audit.kernel.as_ref().map(|k| k.mode), Some(Supervision::Errno));
+        assert_eq!(
+            o.audit.kernel.as_ref().map(|k| k.mode),
+            Some(Supervision::Errno)
+        );
         return;
     }
     assert_eq!(o.status, RunStatus::Tampered, "{o:?}");
@@ -200,7 +206,14 @@ print(json.dumps(out))
     assert_eq!(o.status, RunStatus::Ok, "{o:?}");
     let v: serde_json::Value = serde_json::from_str(o.stdout.trim()).expect(&o.stdout);
     assert_eq!(v["n"], 2, "{v}");
-    for refused in ["passwd", "environ", "copy_out", "url", "install", "new_connection"] {
+    for refused in [
+        "passwd",
+        "environ",
+        "copy_out",
+        "url",
+        "install",
+        "new_connection",
+    ] {
         assert_ne!(v[refused], "ran", "{refused}: {v}");
     }
     if under_runsc() {
@@ -214,7 +227,10 @@ print(json.dumps(out))
         .unwrap_or_else(|| panic!("DuckDB's read is not in the record: {k:?}"));
     // The interpreter saw nothing of it: it was native code.
     assert!(
-        !o.audit.files_opened.iter().any(|f| f.path == "/data/sales.csv"),
+        !o.audit
+            .files_opened
+            .iter()
+            .any(|f| f.path == "/data/sales.csv"),
         "{:?}",
         o.audit.files_opened
     );
@@ -226,8 +242,15 @@ print(json.dumps(out))
     )
     .await;
     let k = o.audit.kernel.as_ref().expect("the kernel's record");
-    let python = k.files.iter().find(|f| f.path == "/data/sales.csv").unwrap();
-    assert_eq!((python.mode.as_str(), python.result.as_str()), (native.mode.as_str(), native.result.as_str()));
+    let python = k
+        .files
+        .iter()
+        .find(|f| f.path == "/data/sales.csv")
+        .unwrap();
+    assert_eq!(
+        (python.mode.as_str(), python.result.as_str()),
+        (native.mode.as_str(), native.result.as_str())
+    );
 }
 
 /// What the runtime file rules refuse, the runner refuses for native code
@@ -269,11 +292,17 @@ print(json.dumps(out))
     let v: serde_json::Value = serde_json::from_str(o.stdout.trim()).expect(&o.stdout);
     assert_eq!(v["forest"], 1.0, "{v}");
     assert_eq!(v["data"], "21", "{v}");
-    assert_eq!(v["dev_shm_write"], "refused", "/dev/shm must not be writable: {v}");
+    assert_eq!(
+        v["dev_shm_write"], "refused",
+        "/dev/shm must not be writable: {v}"
+    );
     if under_runsc() {
         return;
     }
-    assert_eq!(v["dev_shm"], 2, "no /dev/shm under runc (IPC mode none): {v}");
+    assert_eq!(
+        v["dev_shm"], 2,
+        "no /dev/shm under runc (IPC mode none): {v}"
+    );
     assert_eq!(v["proc_root"], "-1", "{v}");
     let k = o.audit.kernel.as_ref().unwrap();
     assert!(

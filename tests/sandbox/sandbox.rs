@@ -413,7 +413,9 @@ except OSError as e:
     assert!(k.refuses_starts(), "{k:?}");
     if !under_runsc() {
         assert!(
-            k.starts.iter().any(|t| t.call == "clone" || t.call == "fork"),
+            k.starts
+                .iter()
+                .any(|t| t.call == "clone" || t.call == "fork"),
             "{k:?}"
         );
     }
