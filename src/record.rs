@@ -90,6 +90,12 @@ pub struct Runtime {
     exit_code: Option<i64>,
     /// Milliseconds the code ran.
     pub(crate) duration_ms: u64,
+    /// How the kernel saw the code (`notify`: every open, socket and start;
+    /// `errno`: starts refused, opens only as the interpreter reported them):
+    /// who saw each fact follows from it ([`crate::sandbox::sources`]).
+    /// `None` in records written before the second seccomp stage.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) supervision: Option<crate::sandbox::Supervision>,
 }
 
 /// Everything that determines one run's result, and hashes of what came out.
@@ -229,6 +235,7 @@ impl RunRecord {
                 status: outcome.status.as_str().to_string(),
                 exit_code: outcome.exit_code,
                 duration_ms: outcome.duration_ms,
+                supervision: outcome.audit.kernel.as_ref().map(|k| k.mode),
             },
             limits: outcome.limits.clone(),
             rules: rules.clone(),

@@ -267,8 +267,9 @@ fn check_runtime(facts: &EngineFacts, wanted: Result<Runtime, String>) -> Check 
             },
         );
     }
+    let record = wanted.map(Runtime::audit_record).unwrap_or_default();
     Check::Ok(format!(
-        "runs use {runtime}; the engine's default is {default}; available: {available}"
+        "runs use {runtime}; the engine's default is {default}; available: {available}; audit: {record}"
     ))
 }
 

@@ -62,6 +62,7 @@ fn outcome(stdout: &str) -> Outcome {
         container: "compute-bot-run-1".into(),
         notes: vec![],
         tampered: vec![],
+        sources: Default::default(),
         environment: None,
     }
 }

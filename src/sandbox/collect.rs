@@ -349,9 +349,11 @@ impl Collector {
         if !tampered.is_empty() {
             status = RunStatus::Tampered;
         }
+        let sources = super::sources(audit.kernel.as_ref(), report.is_some());
         Outcome {
             status,
             tampered,
+            sources,
             exit_code,
             signal,
             duration_ms,

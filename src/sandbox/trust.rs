@@ -9,6 +9,8 @@
 //! cgroup, and what the engine and the bot see from outside are out of the
 //! code's reach; the answer names which of them each fact comes from.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 /// Where a fact in the answer comes from.
@@ -154,6 +156,55 @@ impl KernelRecord {
     }
 }
 
+/// Who saw each fact of an outcome, by its JSON field (`exit_code`,
+/// `resources.peak_memory_bytes`, `audit.kernel.files`, `audit.imports`, ...):
+/// the one table the JSON output and the run record carry. `reported`: the
+/// runner's report came (else the engine's and the bot's findings stand).
+pub fn sources(kernel: Option<&KernelRecord>, reported: bool) -> BTreeMap<String, Source> {
+    let mut m = BTreeMap::new();
+    let run = if reported {
+        Source::KernelObserved
+    } else {
+        Source::EngineObserved
+    };
+    for field in [
+        "exit_code",
+        "signal",
+        "duration_ms",
+        "resources.peak_memory_bytes",
+        "resources.cpu_time_ms",
+        "resources.container",
+    ] {
+        m.insert(field.to_string(), run);
+    }
+    for field in ["status", "image", "collected_ms"] {
+        m.insert(field.to_string(), Source::EngineObserved);
+    }
+    m.insert("limits".into(), Source::KernelEnforced);
+    m.insert("network".into(), Source::KernelEnforced);
+    if let Some(k) = kernel {
+        if k.refuses_starts() {
+            m.insert("audit.kernel.execs".into(), Source::KernelEnforced);
+        }
+        if k.sees_opens() {
+            m.insert("audit.kernel.files".into(), Source::KernelObserved);
+            m.insert("audit.kernel.sockets".into(), Source::KernelObserved);
+        }
+    }
+    for field in [
+        "audit.files_opened",
+        "audit.network_attempts",
+        "audit.subprocess_attempts",
+        "audit.imports",
+        "audit.refused",
+        "audit.preloaded",
+        "audit.preload_skipped",
+    ] {
+        m.insert(field.to_string(), Source::Interpreter);
+    }
+    m
+}
+
 /// The container's cgroup as the kernel kept it, read by the runner after
 /// the code ended: everything in the container (the runner, the preload and
 /// the code).
@@ -195,5 +246,32 @@ mod tests {
         // A record from before the second stage: nothing claimed.
         let old: KernelRecord = serde_json::from_value(serde_json::json!({})).unwrap();
         assert!(!old.sees_opens() && !old.refuses_starts());
+    }
+
+    #[test]
+    fn each_field_names_who_saw_it() {
+        let k = KernelRecord {
+            mode: Supervision::Notify,
+            ..KernelRecord::default()
+        };
+        let m = sources(Some(&k), true);
+        assert_eq!(m["audit.kernel.files"], Source::KernelObserved);
+        assert_eq!(m["audit.kernel.execs"], Source::KernelEnforced);
+        assert_eq!(m["audit.files_opened"], Source::Interpreter);
+        assert_eq!(m["exit_code"], Source::KernelObserved);
+        // gVisor: starts refused, opens not seen by the kernel.
+        let k = KernelRecord {
+            mode: Supervision::Errno,
+            ..KernelRecord::default()
+        };
+        let m = sources(Some(&k), true);
+        assert!(!m.contains_key("audit.kernel.files"));
+        assert_eq!(m["audit.kernel.execs"], Source::KernelEnforced);
+        // No report (a timeout, a kill): the engine's and the bot's findings.
+        let m = sources(None, false);
+        assert_eq!(m["exit_code"], Source::EngineObserved);
+        assert!(!m.contains_key("audit.kernel.execs"));
+        let json = serde_json::to_value(&m).unwrap();
+        assert_eq!(json["audit.imports"], "interpreter");
     }
 }

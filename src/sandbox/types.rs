@@ -145,6 +145,22 @@ impl Runtime {
         Ok(flag.or(policy).or(machine).unwrap_or_default())
     }
 
+    /// What the audit of a run under this runtime rests on (`doctor` says
+    /// it): under runc the kernel hands every file open, socket and program
+    /// start to the runner (seccomp user notification); gVisor implements
+    /// no user notification, so there the kernel refuses program starts and
+    /// the files are the code's interpreter's word.
+    pub fn audit_record(self) -> &'static str {
+        match self {
+            Runtime::Runc => {
+                "the full record: the kernel hands every file open, socket and program start to the runner, Python and native code alike"
+            }
+            Runtime::Runsc => {
+                "program starts refused by the kernel, but files opened only as the code's interpreter reports them (gVisor has no seccomp notification; runc gives the full record)"
+            }
+        }
+    }
+
     /// The name the engine knows the runtime by.
     pub(crate) fn as_str(self) -> &'static str {
         match self {
@@ -562,6 +578,9 @@ pub struct Outcome {
     /// [`RunStatus::Tampered`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tampered: Vec<String>,
+    /// Who saw each fact, by field ([`super::sources`]).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub sources: std::collections::BTreeMap<String, super::Source>,
     /// The execution environment that ran the code (the first or the
     /// policy's reserve) and why; set by [`super::Executor`]'s connection.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -100,7 +100,9 @@ async fn exact_code_importing_pandas_gets_pandas_preloaded() {
     assert_eq!(waiting_notes(&o), Vec::<String>::new(), "{o}");
     let body = &f.bot_comments(7)[0].body;
     assert!(
-        body.contains("preloaded before the code arrived (1): `pandas`"),
+        body.contains(
+            "| Preloaded before the code arrived | `pandas` | reported by the code's interpreter |"
+        ),
         "{body}"
     );
 }

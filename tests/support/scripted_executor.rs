@@ -275,6 +275,7 @@ async fn answer(
         container: "in-memory".into(),
         notes: Vec::new(),
         tampered: Vec::new(),
+        sources: Default::default(),
         environment: None,
     })
 }
