@@ -268,10 +268,12 @@ fn figures_of(m: &serde_json::Map<String, Value>, skip: Option<&str>) -> Vec<Str
 }
 
 /// A scalar, or a short list of scalars, as the template names it; `None`
-/// for anything else (tables, objects, long texts).
+/// for anything else (tables, objects, long texts, `/out/` file names).
 fn figure(v: &Value) -> Option<String> {
     match v {
+        // A long text, or a file the code saved (a chart): not a figure.
         _ if is_long_text(v) => None,
+        Value::String(s) if s.starts_with("/out/") => None,
         Value::Array(a)
             if !a.is_empty()
                 && a.len() <= 6
@@ -409,6 +411,8 @@ mod tests {
             )
         );
         assert!(!t.contains("a text of"), "{t}");
+        let chart = template_explanation(None, &json!({"total": 3, "chart": "/out/x.png"}));
+        assert_eq!(chart, "The code ran in the sandbox and returned total = 3.");
     }
 
     #[test]

@@ -178,7 +178,7 @@ pub(super) fn result_md(result: &Value, b: &Budget, images: &[ResultImage]) -> S
     match result {
         Value::Object(map) => layout.object(&[], map),
         Value::Array(items) if !items.is_empty() && items.iter().all(Value::is_object) => {
-            layout.records(items, b.rows)
+            layout.records(&[], items, b.rows)
         }
         Value::Array(items) if items.iter().all(is_scalar) => layout.values(items, b.rows),
         other => layout.out.push_str(&json_block(other, b.json)),
@@ -277,7 +277,7 @@ impl Layout<'_> {
             }
             Shape::Records(items) if as_table && rows > 0 => {
                 let _ = write!(self.out, "\n**{}**\n\n", path_text(path));
-                self.records(items, rows);
+                self.records(path, items, rows);
             }
             Shape::Values(items) if as_table && rows > 0 => {
                 let _ = write!(self.out, "\n**{}**\n\n", path_text(path));
@@ -303,9 +303,10 @@ impl Layout<'_> {
 
     /// A list of records as a table with a column per field (the first
     /// [`MAX_COLUMNS`] fields in the order they appear), at most `rows`
-    /// rows; rows whose cells cannot hold a value whole are followed by the
-    /// list as folded JSON.
-    fn records(&mut self, items: &[Value], rows: usize) {
+    /// rows. Texts are cut at [`CELL_TEXT`] (said under the table); when a
+    /// nested value is too long for its cell, the list follows as folded
+    /// JSON, so every value can be read in the comment.
+    fn records(&mut self, path: &[&str], items: &[Value], rows: usize) {
         let mut cols: Vec<&str> = Vec::new();
         for it in items {
             for k in it.as_object().into_iter().flat_map(|m| m.keys()) {
@@ -318,13 +319,16 @@ impl Layout<'_> {
         let header: Vec<String> = cols.iter().map(|c| key_text(c)).collect();
         let _ = writeln!(s, "| {} |", header.join(" | "));
         let _ = writeln!(s, "|{}", " --- |".repeat(cols.len()));
-        let mut cut = false;
+        let (mut texts_cut, mut nested_cut) = (false, false);
         for it in items.iter().take(rows) {
             let row: Vec<String> = cols
                 .iter()
                 .map(|c| match it.get(*c) {
                     Some(v) => {
-                        cut |= cell_is_cut(v);
+                        if cell_is_cut(v) {
+                            texts_cut |= v.is_string();
+                            nested_cut |= !v.is_string();
+                        }
                         cell_of(v)
                     }
                     None => String::new(),
@@ -351,11 +355,20 @@ impl Layout<'_> {
                 "\n_Only the first {MAX_COLUMNS} fields are columns; the JSON report has them all._"
             );
         }
-        if cut {
+        if texts_cut {
             let _ = writeln!(
                 s,
-                "\n_Texts over {CELL_TEXT} characters are cut in this table and nested values summarised; the JSON report has every value in full._"
+                "\n_Texts over {CELL_TEXT} characters are cut in this table; the JSON report has them in full._"
             );
+        }
+        if nested_cut {
+            let _ = writeln!(
+                s,
+                "\n_Nested values are summarised in this table; the rows in full follow as JSON._"
+            );
+            let list = Value::Array(items.to_vec());
+            let json = folded_json(path, &list, self.b.json);
+            self.out.push_str(&json);
         }
     }
 
@@ -409,11 +422,14 @@ fn folded_json(path: &[&str], v: &Value, max: usize) -> String {
         Value::Array(a) => items_text(a.len()),
         _ => "a value".into(),
     };
-    let title = path
-        .iter()
-        .map(|k| neutralize(&cut_chars(k, KEY_CHARS)))
-        .collect::<Vec<_>>()
-        .join(" › ");
+    let title = if path.is_empty() {
+        "result".to_string()
+    } else {
+        path.iter()
+            .map(|k| neutralize(&cut_chars(k, KEY_CHARS)))
+            .collect::<Vec<_>>()
+            .join(" › ")
+    };
     format!(
         "\n<details><summary><b>{title}</b> · {what} · JSON</summary>\n\n{}\n</details>\n",
         json_block(v, max)

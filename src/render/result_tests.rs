@@ -154,6 +154,18 @@ fn long_texts_are_paragraphs_in_full_and_escaped() {
     // A text that starts like a list does not become one; its line breaks stay.
     assert!(md.contains("**method**\n\n1\\. Dropped"), "{md}");
     insta::assert_snapshot!(md);
+    // In a table of records a long text is cut at the cell's 160
+    // characters, and the table says so.
+    let rows = json!([{"id": 1, "comment": "y".repeat(200)}]);
+    let table = result_part(rows, None, None);
+    assert!(
+        table.contains(&format!("| 1 | {}… |", "y".repeat(159))),
+        "{table}"
+    );
+    assert!(
+        table.contains("Texts over 160 characters are cut in this table"),
+        "{table}"
+    );
     // The JSON report keeps the exact value.
     let report = bare("g", result, None);
     let json = serde_json::to_value(&report).unwrap();
@@ -209,6 +221,15 @@ fn deep_levels_and_other_shapes_are_folded_pretty_json() {
     assert!(md.contains("<details><summary><b>matrix</b>"), "{md}");
     assert!(md.contains("\"e\": 1"), "pretty-printed: {md}");
     assert!(md.contains("| 1 | _2 fields_ |"), "{md}");
+    // A record's nested value too long for its cell: the rows follow in full.
+    assert!(
+        md.contains("<details><summary><b>cells</b> · 1 item · JSON"),
+        "{md}"
+    );
+    assert!(
+        md.contains("longer than a table cell holds as one line"),
+        "{md}"
+    );
     insta::assert_snapshot!(md);
 }
 
