@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use crate::explain;
 use crate::model::{ModelClient, ModelError, TokenUsage};
-use crate::policy::{Decision, Policy, Verdict, check_code};
+use crate::policy::{DataLevel, Decision, Policy, Verdict, check_code};
 use crate::prompt::{self, PromptContext, RepairNote};
 use crate::report::{Attempt, InputSummary, Report, ReportStatus};
 use crate::sandbox::{
@@ -813,12 +813,19 @@ impl Agent<'_> {
         (self.progress)(Stage::Explaining);
         let goal = run.goal.as_deref();
         let t = Instant::now();
-        let explanation = match (self.policy.explain, self.model) {
+        // At `model.data: none` nothing of the result leaves: the template.
+        let sends = self.policy.model.data != DataLevel::None;
+        let explanation = match (self.policy.explain.enabled && sends, self.model) {
             (true, Some(model)) => {
                 let called = Instant::now();
-                let reply =
-                    explain::explain(model, goal.unwrap_or(""), result, self.policy.model.data)
-                        .await;
+                let reply = explain::explain_within(
+                    model,
+                    goal.unwrap_or(""),
+                    result,
+                    self.policy.model.data,
+                    self.policy.explain.timeout,
+                )
+                .await;
                 run.clock.model += called.elapsed();
                 match reply {
                     Ok((text, usage)) => {
@@ -827,7 +834,7 @@ impl Agent<'_> {
                     }
                     Err(e) => {
                         tracing::warn!(error = %e, "explanation failed; using the template");
-                        explain::template_explanation(goal, result)
+                        explain::template_after(&e, goal, result)
                     }
                 }
             }

@@ -20,10 +20,12 @@ use crate::units::{ByteSize, format_duration};
 
 mod audit;
 mod chart;
+mod result;
 #[cfg(test)]
 use chart::chart;
 pub(crate) use chart::chart_for;
 use chart::has_rounded_numbers;
+use result::{images_shown_in, is_scalar, result_md};
 
 /// GitHub's limit on a comment body, in characters.
 pub const COMMENT_LIMIT: usize = 65_536;
@@ -59,6 +61,45 @@ pub struct FilesBlock {
     /// True when it shows at least one image: the mermaid chart rebuilt
     /// from the result is left out then.
     pub has_images: bool,
+    /// The images it can show, for the Result block to show one where the
+    /// result names it (`"chart": "/out/x.png"`).
+    pub images: Vec<ResultImage>,
+}
+
+impl FilesBlock {
+    /// The files block of a run whose `result` may name its images
+    /// (`"chart": "/out/x.png"`): `images` are (name in `/out`, link) of
+    /// those the front end can show; `markdown` writes the block given the
+    /// names the Result block shows already, which it links instead of
+    /// showing them twice.
+    pub(crate) fn new(
+        images: Vec<(String, String)>,
+        result: Option<&Value>,
+        markdown: impl FnOnce(&[String]) -> String,
+    ) -> FilesBlock {
+        let images: Vec<ResultImage> = images
+            .into_iter()
+            .map(|(name, url)| ResultImage { name, url })
+            .collect();
+        let in_result = result
+            .map(|r| images_shown_in(r, &images))
+            .unwrap_or_default();
+        FilesBlock {
+            markdown: markdown(&in_result),
+            has_images: !images.is_empty(),
+            images,
+        }
+    }
+}
+
+/// An image among the run's files, as the front end links it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ResultImage {
+    /// Its name in `/out` (`x.png`, `plots/y.png`).
+    pub name: String,
+    /// Where the front end serves it (a pinned link, or a path relative to
+    /// the `--artifacts` directory).
+    pub url: String,
 }
 
 // ---------------------------------------------------------------- escaping
@@ -107,6 +148,15 @@ struct Budget {
     code: usize,
     /// Characters of the explanation.
     prose: usize,
+    /// Rows of a table inside a nested section (`survival_by › sex`).
+    nested_rows: usize,
+    /// Levels of nested objects laid out as tables; deeper ones are folded
+    /// JSON (0 = every nested object is folded JSON).
+    depth: usize,
+    /// Sections of the Result block (nested objects, tables, long texts).
+    sections: usize,
+    /// Characters of each long text value of the result.
+    text: usize,
 }
 
 const fn budget(
@@ -124,28 +174,49 @@ const fn budget(
         json,
         code,
         prose,
+        nested_rows: 50,
+        depth: 3,
+        sections: 40,
+        text: 20_000,
+    }
+}
+
+impl Budget {
+    /// The budget of the Result block's nested sections and long texts.
+    const fn nested(self, nested_rows: usize, depth: usize, sections: usize, text: usize) -> Self {
+        Budget {
+            nested_rows,
+            depth,
+            sections,
+            text,
+            ..self
+        }
     }
 }
 
 const ALL: usize = usize::MAX;
 
-/// Comment budgets, loosest first: stdout/stderr go first, then the result
-/// table and lists, then the explanation, and the code last.
-const COMMENT_BUDGETS: [Budget; 9] = [
-    budget(3000, 50, 50, 20_000, ALL, 20_000),
-    budget(1000, 50, 30, 10_000, ALL, 20_000),
-    budget(0, 30, 20, 5_000, ALL, 20_000),
-    budget(0, 10, 10, 2_000, ALL, 10_000),
-    budget(0, 0, 5, 500, ALL, 4_000),
-    budget(0, 0, 3, 200, 30_000, 4_000),
-    budget(0, 0, 3, 200, 10_000, 2_000),
-    budget(0, 0, 1, 100, 2_000, 2_000),
-    budget(0, 0, 0, 100, 0, 1_000),
+/// Comment budgets, loosest first: stdout/stderr go first, then the deep
+/// parts of the result (nested tables shortened, then folded into JSON),
+/// then its top-level tables and the lists, then long texts and the
+/// explanation, and the code last. The result's headline figures (its
+/// top-level key/value table) keep at least 5 rows.
+const COMMENT_BUDGETS: [Budget; 10] = [
+    budget(3000, 50, 50, 20_000, ALL, 20_000).nested(50, 3, 200, 20_000),
+    budget(1000, 50, 30, 10_000, ALL, 20_000).nested(30, 3, 200, 20_000),
+    budget(0, 30, 20, 5_000, ALL, 20_000).nested(10, 3, 100, 20_000),
+    budget(0, 30, 20, 1_000, ALL, 20_000).nested(5, 2, 100, 20_000),
+    budget(0, 20, 10, 500, ALL, 10_000).nested(3, 1, 50, 20_000),
+    budget(0, 10, 5, 300, ALL, 4_000).nested(0, 0, 30, 4_000),
+    budget(0, 10, 3, 200, 30_000, 4_000).nested(0, 0, 20, 4_000),
+    budget(0, 10, 3, 200, 10_000, 2_000).nested(0, 0, 10, 2_000),
+    budget(0, 5, 1, 100, 2_000, 2_000).nested(0, 0, 5, 1_000),
+    budget(0, 5, 0, 100, 0, 1_000).nested(0, 0, 3, 1_000),
 ];
 
 const SUMMARY_BUDGETS: [Budget; 2] = [
-    budget(64 * 1024, 1000, 1000, 200_000, ALL, 100_000),
-    budget(8 * 1024, 200, 200, 50_000, ALL, 50_000),
+    budget(64 * 1024, 1000, 1000, 200_000, ALL, 100_000).nested(1000, 4, 1000, 100_000),
+    budget(8 * 1024, 200, 200, 50_000, ALL, 50_000).nested(200, 3, 500, 50_000),
 ];
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -202,12 +273,21 @@ fn cut_note(full: &Budget, b: &Budget, target: Target) -> String {
             "stdout/stderr shortened"
         });
     }
-    if b.rows < full.rows || b.json < full.json {
-        parts.push(if b.rows == 0 {
-            "result table left out (the result JSON is cut)"
+    if b.nested_rows < full.nested_rows || b.sections < full.sections {
+        parts.push("nested result tables shortened");
+    }
+    if b.depth < full.depth {
+        parts.push(if b.depth == 0 {
+            "nested result objects folded into JSON"
         } else {
-            "result table shortened"
+            "deeper result objects folded into JSON"
         });
+    }
+    if b.rows < full.rows || b.json < full.json {
+        parts.push("result table shortened");
+    }
+    if b.text < full.text {
+        parts.push("long result texts shortened");
     }
     if b.items < full.items {
         parts.push("audit lists shortened");
@@ -330,8 +410,9 @@ fn render_md(report: &Report, ctx: &RenderContext, b: &Budget, cut_note: Option<
         && !result.is_null()
         && !is_scalar(result)
     {
+        let images = ctx.files.as_ref().map_or(&[][..], |f| &f.images[..]);
         s.push_str("\n#### Result\n\n");
-        s.push_str(&result_md(result, b));
+        s.push_str(&result_md(result, b, images));
     }
     if report.result.as_ref().is_some_and(has_rounded_numbers) {
         let _ = writeln!(
@@ -460,10 +541,6 @@ fn status_line(report: &Report) -> String {
     }
 }
 
-fn is_scalar(v: &Value) -> bool {
-    !(v.is_object() || v.is_array())
-}
-
 fn scalar_inline(v: &Value) -> String {
     match v {
         Value::String(s) => escape_cell(&cut_chars(s, 2000)),
@@ -480,123 +557,6 @@ fn answer_of(result: &Value) -> Option<String> {
     }
     let a = result.get("answer")?;
     is_scalar(a).then(|| scalar_inline(a))
-}
-
-fn cell_of(v: &Value) -> String {
-    match v {
-        Value::String(s) => escape_cell(&cut_chars(s, 300)),
-        Value::Null => String::new(),
-        Value::Number(n) => readable_json_number(n),
-        Value::Bool(_) => v.to_string(),
-        other => format!(
-            "<code>{}</code>",
-            escape_cell(&cut_chars(&other.to_string(), 200))
-        ),
-    }
-}
-
-fn json_block(v: &Value, max: usize) -> String {
-    let pretty = serde_json::to_string_pretty(v).unwrap_or_default();
-    let n = pretty.chars().count();
-    if n <= max {
-        fenced("json", &pretty)
-    } else {
-        let cut: String = pretty.chars().take(max).collect();
-        format!(
-            "{}_The result JSON was cut at {max} of {n} characters._\n",
-            fenced("json", &cut)
-        )
-    }
-}
-
-fn result_md(result: &Value, b: &Budget) -> String {
-    let mut s = String::new();
-    match result {
-        Value::Object(map) => {
-            if b.rows == 0 {
-                return json_block(result, b.json);
-            }
-            // Lists of records get a table of their own below the key/value table.
-            let is_records = |v: &Value| {
-                v.as_array()
-                    .is_some_and(|a| !a.is_empty() && a.iter().all(Value::is_object))
-            };
-            let flat: Vec<(&String, &Value)> = map.iter().filter(|(_, v)| !is_records(v)).collect();
-            if !flat.is_empty() {
-                s.push_str("| Key | Value |\n| --- | --- |\n");
-                for (k, v) in flat.iter().take(b.rows) {
-                    let _ = writeln!(s, "| {} | {} |", escape_cell(k), cell_of(v));
-                }
-                if flat.len() > b.rows {
-                    let _ = writeln!(
-                        s,
-                        "\n_… {} more keys ({} in all)._",
-                        flat.len() - b.rows,
-                        flat.len()
-                    );
-                }
-            }
-            for (k, v) in map.iter().filter(|(_, v)| is_records(v)).take(4) {
-                let _ = write!(s, "\n**{}**\n\n{}", escape_cell(k), result_md(v, b));
-            }
-        }
-        Value::Array(items) if !items.is_empty() && items.iter().all(Value::is_object) => {
-            if b.rows == 0 {
-                return json_block(result, b.json);
-            }
-            let mut cols: Vec<&str> = Vec::new();
-            for it in items {
-                for k in it.as_object().into_iter().flat_map(|m| m.keys()) {
-                    if !cols.contains(&k.as_str()) && cols.len() < 12 {
-                        cols.push(k);
-                    }
-                }
-            }
-            let _ = writeln!(
-                s,
-                "| {} |",
-                cols.iter()
-                    .map(|c| escape_cell(c))
-                    .collect::<Vec<_>>()
-                    .join(" | ")
-            );
-            let _ = writeln!(s, "|{}", " --- |".repeat(cols.len()));
-            for it in items.iter().take(b.rows) {
-                let row: Vec<String> = cols
-                    .iter()
-                    .map(|c| it.get(*c).map(cell_of).unwrap_or_default())
-                    .collect();
-                let _ = writeln!(s, "| {} |", row.join(" | "));
-            }
-            if items.len() > b.rows {
-                let _ = writeln!(
-                    s,
-                    "\n_… {} more rows ({} in all)._",
-                    items.len() - b.rows,
-                    items.len()
-                );
-            }
-        }
-        Value::Array(items) if items.iter().all(is_scalar) => {
-            if b.rows == 0 {
-                return json_block(result, b.json);
-            }
-            s.push_str("| # | Value |\n| --- | --- |\n");
-            for (i, v) in items.iter().take(b.rows).enumerate() {
-                let _ = writeln!(s, "| {} | {} |", i + 1, cell_of(v));
-            }
-            if items.len() > b.rows {
-                let _ = writeln!(
-                    s,
-                    "\n_… {} more values ({} in all)._",
-                    items.len() - b.rows,
-                    items.len()
-                );
-            }
-        }
-        other => s.push_str(&json_block(other, b.json)),
-    }
-    s
 }
 
 // ---------------------------------------------------------------- code, sandbox, audit
@@ -963,3 +923,6 @@ pub(crate) fn text(report: &Report) -> String {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod result_tests;

@@ -96,7 +96,7 @@ fn model_client(args: &RunArgs) -> Result<Option<ModelClient>, String> {
 fn print_report(report: &crate::report::Report, args: &RunArgs) {
     let files = match (&args.artifacts, &report.outcome) {
         (Some(dir), Some(o)) if !o.artifacts.is_empty() => {
-            super::files::write_and_link(&o.artifacts, dir)
+            super::files::write_and_link(&o.artifacts, dir, report.result.as_ref())
                 .map_err(|e| eprintln!("error: {e}"))
                 .ok()
         }

@@ -40,7 +40,12 @@ fn link(dir: &Path, name: &str) -> String {
 
 /// Writes `files` into `dir`; returns the Markdown block linking them
 /// (images inline), or the error to print.
-pub(crate) fn write_and_link(files: &[Artifact], dir: &Path) -> Result<FilesBlock, String> {
+/// `result` is the run's result, which may name its images.
+pub(crate) fn write_and_link(
+    files: &[Artifact],
+    dir: &Path,
+    result: Option<&serde_json::Value>,
+) -> Result<FilesBlock, String> {
     let written = write_files(files, dir)
         .map_err(|e| format!("could not write artifacts to {}: {e}", dir.display()))?;
     let shown: Vec<ShownFile> = files
@@ -53,11 +58,11 @@ pub(crate) fn write_and_link(files: &[Artifact], dir: &Path) -> Result<FilesBloc
             url: Some(link(dir, &a.name)),
         })
         .collect();
-    let has_images = shown.iter().any(|f| f.image);
-    Ok(FilesBlock {
-        markdown: texts::files_md(&shown, &FilesHome::Local, &[], "", ""),
-        has_images,
-    })
+    Ok(FilesBlock::new(
+        texts::image_links(&shown),
+        result,
+        |in_result| texts::files_md(&shown, &FilesHome::Local, &[], "", "", in_result),
+    ))
 }
 
 #[cfg(test)]

@@ -154,11 +154,20 @@ pub(crate) async fn show(ctx: &Ctx<'_>, report: &Report, keep_dir: &Path) -> Opt
             (FilesHome::ArtifactOnly { reason }, shown)
         }
     };
-    let has_images = shown.iter().any(|f| f.image && f.url.is_some());
-    Some(FilesBlock {
-        markdown: texts::files_md(&shown, &home, &left_out, &caps_text, &env.run_url()),
-        has_images,
-    })
+    Some(FilesBlock::new(
+        texts::image_links(&shown),
+        report.result.as_ref(),
+        |in_result| {
+            texts::files_md(
+                &shown,
+                &home,
+                &left_out,
+                &caps_text,
+                &env.run_url(),
+                in_result,
+            )
+        },
+    ))
 }
 
 /// Where the data of a run's `github:` sources is kept, per file name

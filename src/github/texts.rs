@@ -652,16 +652,29 @@ fn show_name(name: &str) -> String {
         .collect()
 }
 
+/// The images of `files` that have a link: (name in `/out`, link), for
+/// [`crate::render::FilesBlock`] to show where a result names them.
+pub(crate) fn image_links(files: &[ShownFile]) -> Vec<(String, String)> {
+    files
+        .iter()
+        .filter(|f| f.image)
+        .filter_map(|f| Some((f.name.clone(), f.url.clone()?)))
+        .collect()
+}
+
 /// The files part of a result: the images inline and the other files as
 /// links when they were committed; else a note saying why not and where the
 /// files are (the run's artifact, `run_url`), with their names and no link.
 /// `left_out` are the files over the policy's caps (`caps` says which).
+/// The images named in `in_result` are linked, not shown: the Result block
+/// shows them where the result names them.
 pub(crate) fn files_md(
     files: &[ShownFile],
     home: &FilesHome,
     left_out: &[(String, u64)],
     caps: &str,
     run_url: &str,
+    in_result: &[String],
 ) -> String {
     let mut s = String::from(FILES_HEADING);
     if let FilesHome::ArtifactOnly { reason } = home {
@@ -670,7 +683,8 @@ pub(crate) fn files_md(
             "> [!NOTE]\n> The files were not committed to the repository: {reason}. They are kept with the [workflow run]({run_url}) as its artifact.\n"
         );
     }
-    for f in files.iter().filter(|f| f.image) {
+    let inline = |f: &ShownFile| f.image && f.url.is_some() && !in_result.contains(&f.name);
+    for f in files.iter().filter(|f| inline(f)) {
         if let Some(url) = &f.url {
             let _ = writeln!(
                 s,
@@ -681,18 +695,20 @@ pub(crate) fn files_md(
             );
         }
     }
-    let listed: Vec<&ShownFile> = files
-        .iter()
-        .filter(|f| !f.image || f.url.is_none())
-        .collect();
+    let listed: Vec<&ShownFile> = files.iter().filter(|f| !inline(f)).collect();
     for f in &listed {
         match &f.url {
             Some(url) => {
                 let _ = writeln!(
                     s,
-                    "- [{}]({url}) · {}",
+                    "- [{}]({url}) · {}{}",
                     name_code(&f.name),
-                    size_text(f.size)
+                    size_text(f.size),
+                    if in_result.contains(&f.name) {
+                        " · shown with the result"
+                    } else {
+                        ""
+                    }
                 );
             }
             None => {
@@ -773,7 +789,14 @@ mod tests {
             sha: "0123456789abcdef".into(),
             commit_url: "https://h/o/r/commit/0123456789abcdef".into(),
         };
-        let md = files_md(&files, &home, &[("big.bin".into(), 3 << 20)], "caps", "RUN");
+        let md = files_md(
+            &files,
+            &home,
+            &[("big.bin".into(), 3 << 20)],
+            "caps",
+            "RUN",
+            &[],
+        );
         assert!(
             md.contains(
                 "![a__x_ &lt;img src=y&gt;.png](https://h/o/r/blob/s/a.png?raw=true)\n\n<sub>"
@@ -797,7 +820,7 @@ mod tests {
         let home = FilesHome::ArtifactOnly {
             reason: FILES_NO_WRITE.into(),
         };
-        let md = files_md(&files, &home, &[], "caps", "RUN");
+        let md = files_md(&files, &home, &[], "caps", "RUN", &[]);
         assert!(!md.contains("!["), "{md}");
         assert!(!md.contains("](http"), "{md}");
         assert!(

@@ -281,7 +281,7 @@ async fn run_one(ctx: &Ctx<'_>, w: &Watch, workspace: &Path, stem: &str) -> Watc
     let mut policy = ctx.policy.clone();
     policy.output.checks = w.checks.clone();
     policy.output.on_check_failure = OnCheckFailure::Stop;
-    policy.explain = false;
+    policy.explain.enabled = false;
     let agent = Agent {
         policy: &policy,
         sandbox,

@@ -98,6 +98,20 @@ pub enum ModelError {
         url: String,
     },
 
+    /// No answer within a deadline the policy sets for an optional call
+    /// (`explain.timeout`), retries included; the caller goes on without it.
+    #[error(
+        "no reply within {:.1}s, the policy's `{setting}`; raise `{setting}` (reasoning models need more time) or check the endpoint at {url}", deadline.as_secs_f64()
+    )]
+    Deadline {
+        /// The deadline.
+        deadline: Duration,
+        /// The policy setting that sets it (`explain.timeout`).
+        setting: &'static str,
+        /// The URL requested.
+        url: String,
+    },
+
     /// The endpoint could not be reached.
     #[error(
         "could not reach the model endpoint {url} ({detail}) after {attempts} attempt(s); check {url_var} and the network"

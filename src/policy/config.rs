@@ -77,6 +77,84 @@ impl<'de> Deserialize<'de> for Attempts {
     }
 }
 
+/// The explanation's deadline when the policy names none.
+const EXPLAIN_TIMEOUT: Duration = Duration::from_secs(15);
+/// The range of `explain.timeout`.
+const EXPLAIN_TIMEOUTS: std::ops::RangeInclusive<Duration> =
+    Duration::from_secs(1)..=Duration::from_secs(600);
+
+/// `explain`: whether the bot asks the model to explain the result in
+/// words, and how long it waits for that explanation. `explain: true` /
+/// `explain: false` is short for `enabled` with the default timeout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Explain {
+    /// Ask the model (else the deterministic template explains).
+    pub enabled: bool,
+    /// How long the explanation may take, retries included (`15s` unless
+    /// set, 1s..=10m; reasoning models need more). After it the template
+    /// explains and the result is not held back.
+    #[serde(with = "crate::units::human_duration")]
+    pub timeout: Duration,
+}
+
+impl Default for Explain {
+    fn default() -> Self {
+        Explain {
+            enabled: true,
+            timeout: EXPLAIN_TIMEOUT,
+        }
+    }
+}
+
+/// The keys of the `explain` section.
+const EXPLAIN_KEYS: &[&str] = &["enabled", "timeout"];
+
+impl<'de> Deserialize<'de> for Explain {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Section;
+        impl<'de> de::Visitor<'de> for Section {
+            type Value = Explain;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("`true`, `false` or a section with `enabled` and `timeout` (e.g. `timeout: 60s`)")
+            }
+            fn visit_bool<E: de::Error>(self, enabled: bool) -> Result<Explain, E> {
+                Ok(Explain {
+                    enabled,
+                    ..Explain::default()
+                })
+            }
+            fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<Explain, A::Error> {
+                let mut e = Explain::default();
+                while let Some(key) = map.next_key::<String>()? {
+                    match key.as_str() {
+                        "enabled" => e.enabled = map.next_value()?,
+                        "timeout" => e.timeout = map.next_value::<ExplainTimeout>()?.0,
+                        other => return Err(de::Error::unknown_field(other, EXPLAIN_KEYS)),
+                    }
+                }
+                Ok(e)
+            }
+        }
+        d.deserialize_any(Section)
+    }
+}
+
+/// `explain.timeout`: a duration, 1s..=10m.
+struct ExplainTimeout(Duration);
+
+impl<'de> Deserialize<'de> for ExplainTimeout {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let t = crate::units::human_duration::deserialize(d)?;
+        if !EXPLAIN_TIMEOUTS.contains(&t) {
+            return Err(de::Error::custom(format!(
+                "explain.timeout `{}` is out of range; write a duration from 1s to 10m, e.g. `60s` for a reasoning model",
+                crate::units::format_duration(t)
+            )));
+        }
+        Ok(ExplainTimeout(t))
+    }
+}
+
 /// `model.data`: how much of the input data may leave for the model provider,
 /// in every request (generation, repairs, explanation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -149,8 +227,9 @@ pub struct Policy {
     pub attempts: Attempts,
     /// What results must look like.
     pub output: Output,
-    /// Whether the bot explains the result in words next to the numbers.
-    pub explain: bool,
+    /// Whether the bot explains the result in words next to the numbers,
+    /// and how long it waits for the model's explanation.
+    pub explain: Explain,
     /// Who may approve escalated code.
     pub escalation: Escalation,
     /// What the model provider may see of the data.
@@ -170,7 +249,7 @@ impl Default for Policy {
             code: CodePolicy::default(),
             attempts: Attempts::default(),
             output: Output::default(),
-            explain: true,
+            explain: Explain::default(),
             escalation: Escalation::default(),
             model: ModelPolicy::default(),
             origin: None,

@@ -76,7 +76,7 @@ pub use authorize::{
 };
 pub(crate) use check::allows;
 pub use check::check_code;
-pub use config::{DataLevel, Policy};
+pub use config::{DataLevel, Explain, Policy};
 pub(crate) use files::Files;
 pub(crate) use inputs::Inputs;
 pub(crate) use output::{OnCheckFailure, Repeat, VerifyMode};

@@ -224,7 +224,7 @@ fn largest_parts_are_cut_first_and_code_last() {
     let rows: Vec<_> = (0..50)
         .map(|i| json!({"k": format!("{i}{}", "z".repeat(280)), "v": i}))
         .collect();
-    let code = format!("# {}\nprint(1)\n", "c".repeat(50_000));
+    let code = format!("# {}\nprint(1)\n", "c".repeat(56_000));
     let mut r = report(json!(rows), &code);
     r.outcome = Some(outcome(&"o".repeat(100_000)));
     let md = markdown(&r, &ctx());
@@ -428,7 +428,7 @@ fn nested_record_lists_get_their_own_table_and_the_goal_picks_the_charted_field(
         ]
     });
     let mut b = String::new();
-    b.push_str(&result_md(&result, &COMMENT_BUDGETS[0]));
+    b.push_str(&result_md(&result, &COMMENT_BUDGETS[0], &[]));
     assert!(b.contains("| average | 0.5 |"), "{b}");
     assert!(b.contains("**by\\_day**"), "{b}");
     assert!(

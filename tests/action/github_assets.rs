@@ -267,3 +267,39 @@ async fn a_write_that_fails_still_posts_the_answer_with_the_reason_and_no_image(
     assert!(body.contains("2024-03-04"), "the result: {body}");
     assert_eq!(f.gh.branch_sha(REPO, BRANCH), None);
 }
+
+/// A result that names its chart (`"chart": "/out/conversion.png"`) shows
+/// the committed image where that key sits in the Result block, and the
+/// files part links it instead of showing it a second time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_result_naming_its_chart_shows_it_beside_its_numbers_once() {
+    let f = fixture().await;
+    let code = CHART.replace(
+        r#"print(json.dumps({"by_day""#,
+        r#"print(json.dumps({"chart": "/out/conversion.png", "by_day""#,
+    );
+    assert_ne!(code, CHART);
+    f.comment(
+        "alice",
+        &format!("/compute conversion by day\n{}", fenced(&code)),
+    );
+    let run = f.run(COMMENT, "7105").await;
+    assert_eq!(run.code, 0, "{}", run.log());
+    let body = f.bot_comments(7).last().unwrap().body.clone();
+
+    let imgs = images(&body);
+    assert_eq!(imgs.len(), 1, "the chart once\n{body}");
+    assert_eq!(imgs[0].0, "chart");
+    let (_, path) = pinned(&imgs[0].1);
+    assert_eq!(path, "runs/7105-1/conversion.png");
+    let result = body.find("#### Result").expect("a Result block");
+    let image = body.find("![chart](").unwrap();
+    let by_day = body.find("**by\\_day**").expect("the numbers' table");
+    let files = body.find("#### Files").expect("the files part");
+    assert!(result < image && image < by_day && by_day < files, "{body}");
+    assert!(
+        body.contains(&format!("[`conversion.png`]({}) ·", imgs[0].1))
+            && body.contains("· shown with the result"),
+        "the files part links it\n{body}"
+    );
+}

@@ -655,6 +655,44 @@ async fn rate_limited_then_success_honours_retry_after() {
     assert_eq!(reqs[0].body, reqs[1].body, "the same request is retried");
 }
 
+/// The explanation waits the policy's `explain.timeout`, not a fixed 15 s:
+/// past it the template explains, says why and names the setting, and the
+/// validated result is not held back; a longer setting gets the model's.
+#[tokio::test]
+async fn the_explanation_waits_the_policys_explain_timeout() {
+    let explain_policy = |timeout: &str| {
+        let yaml =
+            format!("version: 1\nexplain:\n  timeout: {timeout}\noutput:\n  schema:{SCHEMA}\n");
+        Policy::from_yaml_str(&yaml, "inline-test-policy").expect("inline policy")
+    };
+    let llm = LlmStandin::openai().await;
+    llm.push(Reply::code("Add.", GOOD));
+    // Later than the policy's 1s, sooner than the client's own 2s timeout.
+    llm.push(Reply::text("The total is 6.").with_delay(Duration::from_millis(1500)));
+    let model = client(&llm);
+    let policy = explain_policy("1s");
+    let executor = ScriptedExecutor::new(&policy, [Scripted::ok(SIX)]);
+    let run = answer_in(&executor, &policy, Some(&model), goal("Add 1, 2 and 3.")).await;
+    let r = &run.report;
+    assert_eq!(r.status, ReportStatus::Ok, "{r:#?}");
+    let text = r.explanation.as_deref().unwrap();
+    assert!(text.contains("total = 6"), "{text}");
+    assert!(
+        text.contains("within 1s (the policy's `explain.timeout`)"),
+        "{text}"
+    );
+
+    // The same reply within a longer setting is the explanation.
+    let llm = LlmStandin::openai().await;
+    llm.push(Reply::code("Add.", GOOD));
+    llm.push(Reply::text("The total is 6.").with_delay(Duration::from_millis(1500)));
+    let model = client(&llm);
+    let policy = explain_policy("20s");
+    let executor = ScriptedExecutor::new(&policy, [Scripted::ok(SIX)]);
+    let run = answer_in(&executor, &policy, Some(&model), goal("Add 1, 2 and 3.")).await;
+    assert_eq!(run.report.explanation.as_deref(), Some("The total is 6."));
+}
+
 #[tokio::test]
 async fn server_error_then_success() {
     let llm = LlmStandin::openai().await;

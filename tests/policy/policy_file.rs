@@ -54,6 +54,32 @@ fn wrong_type_reports_its_position() {
 }
 
 #[test]
+fn explain_is_a_switch_or_a_section_with_its_timeout() {
+    let p = Policy::from_yaml_str("explain: false\n", "test.yml").unwrap();
+    assert!(!p.explain.enabled);
+    assert_eq!(p.explain.timeout, Duration::from_secs(15));
+    let p = Policy::from_yaml_str("explain:\n  timeout: 90s\n", "test.yml").unwrap();
+    assert!(p.explain.enabled);
+    assert_eq!(p.explain.timeout, Duration::from_secs(90));
+    let p = Policy::from_yaml_str(
+        "explain:\n  enabled: false\n  timeout: 1500ms\n",
+        "test.yml",
+    )
+    .unwrap();
+    assert!(!p.explain.enabled);
+    assert_eq!(p.explain.timeout, Duration::from_millis(1500));
+    // The effective policy reads back the same.
+    let again = Policy::from_yaml_str(&p.to_effective_yaml(), "effective.yml").unwrap();
+    assert_eq!(again.explain, p.explain);
+    let e = err("explain:\n  timeout: 2h\n");
+    assert_at(&e, 2, 12, "explain.timeout `7200s` is out of range");
+    let e = err("explain:\n  timout: 20s\n");
+    assert_at(&e, 2, 3, "unknown field `timout`");
+    let e = err("explain: sometimes\n");
+    assert!(e.message.contains("`true`, `false` or a section"), "{e}");
+}
+
+#[test]
 fn bad_size_reports_its_position() {
     let e = err("sandbox:\n  memory: 12 parsecs\n");
     assert_at(&e, 2, 11, "unknown unit `parsecs`");
@@ -193,7 +219,8 @@ fn defaults_are_safe() {
     assert_eq!(p.image(), DEFAULT_IMAGE);
     assert_eq!(p.limits(), Limits::default());
     assert_eq!(p.attempts.get(), 3);
-    assert!(p.explain);
+    assert!(p.explain.enabled);
+    assert_eq!(p.explain.timeout, Duration::from_secs(15));
     assert_eq!(p.code.max_bytes, ByteSize::kib(64));
     assert_eq!(p.inputs.max_file_bytes, ByteSize::mib(16));
     assert_eq!(p.inputs.max_total_bytes, ByteSize::mib(64));
