@@ -715,6 +715,7 @@ fn sandbox_md(o: &Outcome, b: &Budget) -> String {
         let _ = writeln!(s, "| CPU time | {} |", fmt_ms(cpu));
     }
     let _ = writeln!(s, "| Exit | {} |", exit_text(o));
+    let _ = writeln!(s, "| Sources | {} |", audit::figures_source(o));
     if !o.artifacts.is_empty() {
         let arts: Vec<String> = o
             .artifacts

@@ -84,6 +84,24 @@ pub(super) fn audit_md(o: &Outcome, max: usize) -> String {
     s
 }
 
+/// Who saw the sandbox table's figures, in one cell.
+pub(super) fn figures_source(o: &Outcome) -> String {
+    let figures = match o.sources.get("exit_code") {
+        Some(Source::KernelObserved) => {
+            "exit, CPU time and peak memory: seen by the kernel (`wait4` to the runner, pid 1); the whole container's: its cgroup"
+        }
+        Some(Source::EngineObserved) => {
+            "exit and time: seen by the engine and the bot (no report from the runner)"
+        }
+        _ => "exit, CPU time and peak memory: as the runner reported them",
+    };
+    format!(
+        "{figures} · limits and network: {} · image: {}",
+        Source::KernelEnforced.label(),
+        Source::EngineObserved.label()
+    )
+}
+
 fn starts_row(s: &mut String, o: &Outcome, k: &KernelRecord, max: usize) {
     let a = &o.audit;
     if k.refuses_starts() {
@@ -308,6 +326,25 @@ mod tests {
             "{md}"
         );
         assert!(!md.contains("impossible"), "{md}");
+    }
+
+    #[test]
+    fn the_sandbox_figures_name_their_source() {
+        let mut o = outcome(Some(notify()));
+        o.sources = crate::sandbox::sources(o.audit.kernel.as_ref(), true);
+        assert!(
+            figures_source(&o).starts_with("exit, CPU time and peak memory: seen by the kernel")
+        );
+        o.sources = crate::sandbox::sources(None, false);
+        assert!(figures_source(&o).starts_with("exit and time: seen by the engine"));
+    }
+
+    #[test]
+    fn a_path_cannot_break_the_table() {
+        let mut k = notify();
+        k.files[0].path = "/tmp/a|b`c\nd".into();
+        let md = audit_md(&outcome(Some(k)), 10);
+        assert!(md.contains("`/tmp/a\\|b'c d (r)`"), "{md}");
     }
 
     #[test]
