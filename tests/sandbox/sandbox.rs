@@ -953,8 +953,8 @@ async fn audit_paths_survive_tabs_newlines_and_backslashes() {
 
 #[tokio::test]
 async fn the_code_cannot_reach_into_the_runner_through_proc() {
-    // The runner holds the frame nonce; it makes itself non-dumpable so the
-    // same-uid code can neither read its memory nor write to its stdout fd.
+    // The runner (pid 1) holds the frame key; it makes itself non-dumpable so
+    // the same-uid code can neither read its memory nor write to its stdout fd.
     let code = r#"
 import os
 ppid = os.getppid()
@@ -969,8 +969,8 @@ for what, mode in (("mem", "rb"), ("environ", "rb"), ("fd/1", "wb")):
     assert_eq!(o.status, RunStatus::Ok, "{o:?}");
     if under_runsc() {
         // This gVisor ignores PR_SET_DUMPABLE for /proc/<pid>/environ and fd:
-        // the memory (and so the nonce) stays unreadable; a write to the
-        // runner's stdout is noise without the nonce.
+        // the memory (and so the key) stays unreadable; a write to the
+        // runner's stdout has no valid tag (audit_truth tests it).
         assert!(o.stdout.contains("mem denied"), "{}", o.stdout);
         return;
     }
