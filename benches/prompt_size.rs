@@ -16,7 +16,8 @@
 //! seaborn) whose paragraph the system prompt lacks: "missing" must be 0.
 //!
 //! Run with: `cargo bench --bench prompt_size` (add `-- 10` for the first
-//! ten questions). Nothing of the held-out data is in the repository; the
+//! ten questions; `PROMPT_SIZE_SHOW=<id>` prints that question's whole
+//! request on stderr). Nothing of the held-out data is in the repository; the
 //! bench prints only sizes and question ids.
 
 #[path = "../tests/support/llm_standin.rs"]
@@ -131,6 +132,10 @@ async fn main() {
         assert_eq!(report.status, ReportStatus::Planned, "{report:#?}");
         let req = &llm.requests()[before];
         let system = req.system_prompt().unwrap_or_default();
+        // `PROMPT_SIZE_SHOW=<id>` prints that question's whole request.
+        if std::env::var("PROMPT_SIZE_SHOW").ok() == q["id"].as_u64().map(|i| i.to_string()) {
+            eprintln!("{system}\n----\n{:#?}", req.messages());
+        }
         let user: usize = req
             .messages()
             .iter()
@@ -161,7 +166,9 @@ async fn main() {
 }
 
 fn report(rows: &[Measured]) {
-    println!("id\tsystem chars\tuser chars\trequest body chars\t~tokens (system+user)/4\tanalysis\tmissing");
+    println!(
+        "id\tsystem chars\tuser chars\trequest body chars\t~tokens (system+user)/4\tanalysis\tmissing"
+    );
     for r in rows {
         println!(
             "{}\t{}\t{}\t{}\t{}\t{}\t{}",

@@ -354,8 +354,14 @@ mod tests {
                 .collect::<Vec<_>>()
         };
         assert!(paragraphs("What is the mean fare per class?").is_empty());
-        assert_eq!(paragraphs("Is the difference significant (t-test)?"), ["SciPy"]);
-        assert_eq!(paragraphs("R squared of an OLS regression"), ["statsmodels"]);
+        assert_eq!(
+            paragraphs("Is the difference significant (t-test)?"),
+            ["SciPy"]
+        );
+        assert_eq!(
+            paragraphs("R squared of an OLS regression"),
+            ["statsmodels"]
+        );
         assert_eq!(
             paragraphs("train a random forest and report the accuracy"),
             ["scikit-learn"]
@@ -372,8 +378,16 @@ mod tests {
 
     #[test]
     fn the_file_tools_come_with_the_inputs_kinds_and_sizes() {
-        let libs = [("pandas", "2.3.3"), ("duckdb", "2.0.1"), ("fastparquet", "2026.9.0"), ("openpyxl", "3.1.5")];
-        let mut c = ctx(&libs, &["pandas.*", "duckdb.*", "fastparquet.*", "openpyxl.*"]);
+        let libs = [
+            ("pandas", "2.3.3"),
+            ("duckdb", "2.0.1"),
+            ("fastparquet", "2026.9.0"),
+            ("openpyxl", "3.1.5"),
+        ];
+        let mut c = ctx(
+            &libs,
+            &["pandas.*", "duckdb.*", "fastparquet.*", "openpyxl.*"],
+        );
         let tools = |c: &PromptContext, hints: &str| {
             let s = file_tools_lines(c, hints);
             ["DuckDB", "Parquet", "Excel"]
