@@ -853,9 +853,13 @@ impl Agent<'_> {
         let explanation = match (self.policy.explain, self.model) {
             (true, Some(model)) => {
                 let called = Instant::now();
-                let reply =
-                    explain::explain(model, goal.unwrap_or(""), result, self.policy.model.data)
-                        .await;
+                let asked = explain::Asked {
+                    goal: goal.unwrap_or(""),
+                    plan: run.report.plan.as_deref(),
+                    code: run.report.code.as_deref(),
+                    earlier_result: run.request.follows.as_ref().and_then(|e| e.result.as_ref()),
+                };
+                let reply = explain::explain(model, asked, result, self.policy.model.data).await;
                 run.clock.model += called.elapsed();
                 match reply {
                     Ok((text, usage)) => {
