@@ -347,16 +347,14 @@ fn fact_lines(preview: &str) -> Vec<FactLine> {
         .map(|l| {
             let (name, rest) = l[1..].split_once("\": ").expect("name");
             let parts: Vec<&str> = rest.split("; ").collect();
-            let missing = parts[1]
-                .split(' ')
-                .next()
-                .unwrap()
-                .parse()
-                .unwrap_or_else(|e| panic!("{e}: {l}"));
+            let mut missing = 0;
             let mut range = None;
             let mut distinct = None;
-            for p in &parts[2..] {
-                if let Some(n) = p.strip_suffix(" distinct") {
+            for p in &parts[1..] {
+                if p.contains(" missing (") {
+                    let n = p.split(' ').next().unwrap();
+                    missing = n.parse().unwrap_or_else(|e| panic!("{e}: {l}"));
+                } else if let Some(n) = p.strip_suffix(" distinct") {
                     distinct = Some(n.parse().unwrap_or_else(|e| panic!("{e}: {l}")));
                 } else {
                     let p = p.trim_end_matches(" (dates as text)");

@@ -274,29 +274,27 @@ pub(crate) fn describe(
 ) -> String {
     let rows = facts.rows;
     let what = match said {
-        Said::Values => "dtype; missing; min to max, or distinct values",
-        Said::Shape => "dtype; missing",
+        Said::Values => "dtype; missing values, if any; min to max, or distinct values",
+        Said::Shape => "dtype; missing values, if any",
     };
     let mut out = if whole {
-        format!("\nColumn facts, all {rows} rows, as pandas reads them ({what}):")
+        format!("\nColumn facts, all {rows} rows as pandas reads them ({what}):")
     } else {
         format!(
-            "\nColumn facts over the first {rows} rows read (a later row may change a dtype; missing and distinct counts are lower bounds):"
+            "\nColumn facts over the first {rows} rows read ({what}; a later row may change a dtype; missing and distinct counts are lower bounds):"
         )
     };
     let columns = facts.columns();
     for (i, (name, c)) in names.iter().zip(&columns).enumerate() {
         let mut line = format!(
-            "\n{}: {}; ",
+            "\n{}: {}",
             serde_json::to_string(&super::excerpt(&super::strip_invisible(name), 60))
                 .unwrap_or_default(),
             c.dtype.name()
         );
-        if c.missing == 0 {
-            line.push_str("0 missing");
-        } else {
+        if c.missing > 0 {
             let share = c.missing as f64 * 100.0 / rows.max(1) as f64;
-            line.push_str(&format!("{} missing ({share:.1}%)", c.missing));
+            line.push_str(&format!("; {} missing ({share:.1}%)", c.missing));
         }
         if said == Said::Shape {
             if out.len() + line.len() > max {
@@ -403,11 +401,8 @@ mod tests {
             d.contains("\n\"Age\": float64; 2 missing (20.0%); 2.5 to 9.5"),
             "{d}"
         );
-        assert!(
-            d.contains("\n\"Name\": object; 0 missing; 3 distinct"),
-            "{d}"
-        );
-        let cut = describe(&names, &f, (false, Said::Values), 200);
+        assert!(d.contains("\n\"Name\": object; 3 distinct"), "{d}");
+        let cut = describe(&names, &f, (false, Said::Values), 250);
         assert!(
             cut.contains("lower bounds") && cut.contains("… +1 more columns"),
             "{cut}"
