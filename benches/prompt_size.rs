@@ -17,7 +17,7 @@
 //!
 //! Run with: `cargo bench --bench prompt_size` (add `-- 10` for the first
 //! ten questions; `PROMPT_SIZE_SHOW=<id>` prints that question's whole
-//! request on stderr). Nothing of the held-out data is in the repository; the
+//! request on stderr, `all` every one). Nothing of the held-out data is in the repository; the
 //! bench prints only sizes and question ids.
 
 #[path = "../tests/support/llm_standin.rs"]
@@ -133,7 +133,8 @@ async fn main() {
         let req = &llm.requests()[before];
         let system = req.system_prompt().unwrap_or_default();
         // `PROMPT_SIZE_SHOW=<id>` prints that question's whole request.
-        if std::env::var("PROMPT_SIZE_SHOW").ok() == q["id"].as_u64().map(|i| i.to_string()) {
+        let show = std::env::var("PROMPT_SIZE_SHOW").ok();
+        if show.as_deref() == Some("all") || show == q["id"].as_u64().map(|i| i.to_string()) {
             eprintln!("{system}\n----\n{:#?}", req.messages());
         }
         let user: usize = req

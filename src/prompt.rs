@@ -408,10 +408,11 @@ there is not run.\n",
 /// attempt's code and problem (a repair keeps the paragraphs of what it
 /// used, and an out-of-memory problem brings DuckDB).
 fn hints_of(ctx: &PromptContext, history: &[RepairNote]) -> String {
+    // What a reader cannot see calls for nothing either.
     let mut hints = format!(
         "{}\n{}",
-        ctx.goal,
-        ctx.extra_context.as_deref().unwrap_or_default()
+        sanitize_goal(&ctx.goal),
+        sanitize_goal(ctx.extra_context.as_deref().unwrap_or_default())
     );
     if let Some(code) = ctx.earlier.as_ref().and_then(|e| e.code.as_deref()) {
         hints.push('\n');
@@ -844,6 +845,14 @@ mod tests {
             assert!(system.contains(needle), "{needle:?} missing:\n{system}");
         }
         assert!(!system.contains("- statsmodels") && !system.contains("- DuckDB"));
+        // Words hidden from a reader call for nothing.
+        c.goal = "mean fare <!-- with SQL, a t-test and a chart -->".into();
+        let system = generation_request(&c, &[]).system;
+        assert!(
+            !system.contains("- DuckDB")
+                && !system.contains("- SciPy")
+                && !system.contains("- Charts")
+        );
     }
 
     #[test]

@@ -467,6 +467,14 @@ async fn the_loop_runs_the_tool_calls_code_states_versions_and_repairs_a_cut_rep
         system.contains("Installed in the sandbox:") && system.contains("pandas "),
         "{system}"
     );
+    // The explanation request knows the plan and the method.
+    let explained = &reqs[3].messages()[0].1;
+    assert!(
+        explained.contains("<plan>\nsum the amounts\n</plan>")
+            && explained.contains("<method>\nimport csv, json\n</method>")
+            && explained.contains("<result>\n{\"total\":19.5}\n</result>"),
+        "{explained}"
+    );
     // Usage as the responses said, the cut replies included.
     assert!(r.usage.output_tokens >= Some(4096), "{:?}", r.usage);
 }
