@@ -108,8 +108,7 @@ pub(crate) struct Facts {
 /// strings, `decimal` as the decimal mark.
 fn number(value: &str, decimal_comma: bool) -> Option<f64> {
     let v = value.trim_matches([' ', '\t']);
-    let lower = v.to_ascii_lowercase();
-    if lower.trim_start_matches(['+', '-']) == "nan" || v.contains('_') {
+    if v.trim_start_matches(['+', '-']).eq_ignore_ascii_case("nan") || v.contains('_') {
         return None;
     }
     if decimal_comma {
@@ -165,12 +164,15 @@ impl Facts {
                 continue;
             }
             c.present += 1;
-            c.all_int &= integer(v);
-            let truth = TRUE_VALUES.contains(&v);
-            c.all_bool &= truth || FALSE_VALUES.contains(&v);
-            c.truths[usize::from(truth)] = true;
-            c.all_iso_date &= iso_date(v);
-            match number(v, self.decimal_comma).filter(|_| c.all_float) {
+            // Each test only while it still holds: a column is read once.
+            c.all_int = c.all_int && integer(v);
+            if c.all_bool {
+                let truth = TRUE_VALUES.contains(&v);
+                c.all_bool = truth || FALSE_VALUES.contains(&v);
+                c.truths[usize::from(truth)] = true;
+            }
+            c.all_iso_date = c.all_iso_date && iso_date(v);
+            match c.all_float.then(|| number(v, self.decimal_comma)).flatten() {
                 Some(n) => {
                     if c.min.as_ref().is_none_or(|m| n < m.value) {
                         c.min = Some(Extreme {
