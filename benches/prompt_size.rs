@@ -15,6 +15,13 @@
 //! analysis libraries it imports (SciPy, statsmodels, scikit-learn,
 //! seaborn) whose paragraph the system prompt lacks: "missing" must be 0.
 //!
+//! Measured 2026-12-02 (debug build, the same requests before and after the
+//! prompt was sized to the question), medians of system + user characters:
+//! the 44 plain-pandas questions 7,413 → 5,193 (−29.8 % per question, −23 %
+//! to −36 %), the 41 that use SciPy, statsmodels, scikit-learn or seaborn
+//! 7,694 → 5,960 (−24.7 %), all 85 7,527 → 5,485 (−28.1 %); the system
+//! prompt alone 5,643 → 3,149 / 3,408. Missing paragraphs: 0.
+//!
 //! Run with: `cargo bench --bench prompt_size` (add `-- 10` for the first
 //! ten questions; `PROMPT_SIZE_SHOW=<id>` prints that question's whole
 //! request on stderr, `all` every one). Nothing of the held-out data is in the repository; the
