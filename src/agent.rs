@@ -858,6 +858,7 @@ impl Agent<'_> {
                     plan: run.report.plan.as_deref(),
                     code: run.report.code.as_deref(),
                     earlier_result: run.request.follows.as_ref().and_then(|e| e.result.as_ref()),
+                    inputs: &run.ctx.inputs,
                 };
                 let reply = explain::explain(model, asked, result, self.policy.model.data).await;
                 run.clock.model += called.elapsed();

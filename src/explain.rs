@@ -56,6 +56,9 @@ pub struct Asked<'a> {
     pub code: Option<&'a str>,
     /// For a follow-up: the earlier answer's result.
     pub earlier_result: Option<&'a Value>,
+    /// Each input as its preview's first line states it (name, size, rows
+    /// and columns), so the explanation can say how many rows there were.
+    pub inputs: &'a [String],
 }
 
 impl<'a> From<&'a str> for Asked<'a> {
@@ -160,6 +163,10 @@ fn explanation_request_at(asked: &Asked, result: &Value, level: DataLevel) -> Op
     if let Some(method) = asked.code.map(method_of).filter(|m| !m.is_empty()) {
         user.push_str(&section("method", &method));
     }
+    let inputs: Vec<String> = asked.inputs.iter().filter_map(|p| input_line(p)).collect();
+    if !inputs.is_empty() {
+        user.push_str(&section("inputs", &inputs.join("\n")));
+    }
     if let Some(earlier) = asked.earlier_result.and_then(|e| shown_at(e, level)) {
         user.push_str(&section(
             "earlier_result",
@@ -178,6 +185,16 @@ fn explanation_request_at(asked: &Asked, result: &Value, level: DataLevel) -> Op
         max_tokens: Some(EXPLAIN_MAX_TOKENS),
         tool: None,
     })
+}
+
+/// The part of an input preview that says what the file is — its path,
+/// size and shape (`/data/t.csv (59.8 KiB, 61194 bytes), CSV: 891 data
+/// row(s) × 12 column(s)`) — without how to read it or any value.
+fn input_line(preview: &str) -> Option<String> {
+    let first = preview.lines().next()?;
+    let shape = first.split("; ").next().unwrap_or(first);
+    let shape = shape.split(". Read it with").next().unwrap_or(shape);
+    (!shape.trim().is_empty()).then(|| excerpt(shape.trim(), 300))
 }
 
 /// What a program does to compute its figures, compactly: its import lines,
@@ -495,6 +512,7 @@ train, test = train_test_split(df, test_size=0.3, random_state=42)"
             plan: Some("drop rows without Age\nWelch t-test"),
             code: Some(CODE),
             earlier_result: Some(&earlier),
+            inputs: &["`/data/t.csv` (59.8 KiB, 61194 bytes), CSV: 891 data row(s) × 12 column(s); delimiter \",\", UTF-8. Read it with `pd.read_csv(\"/data/t.csv\")`\nColumns: [\"Age\"]".to_string()],
         };
         let result = json!({"p": 1.054383696257011e-19, "rows": 712});
         let req = explanation_request_at(&asked, &result, DataLevel::Preview).unwrap();
@@ -504,6 +522,7 @@ train, test = train_test_split(df, test_size=0.3, random_state=42)"
             &format!(
                 "<goal>\nIs the age difference significant?\n</goal>\n\n\
 <plan>\ndrop rows without Age\nWelch t-test\n</plan>\n\n<method>\n{}\n</method>\n\n\
+<inputs>\n`/data/t.csv` (59.8 KiB, 61194 bytes), CSV: 891 data row(s) × 12 column(s)\n</inputs>\n\n\
 <earlier_result>\n{{\"p\":0.04,\"rows\":714}}\n</earlier_result>\n\n\
 <result>\n{{\"p\":1.054383696257011e-19,\"rows\":712}}\n</result>\n\n\
 Explain the result in 2 to 4 sentences, and what changed against the earlier result.",
