@@ -17,9 +17,9 @@
 //!
 //! Measured 2026-12-02 (debug build, the same requests before and after the
 //! prompt was sized to the question), medians of system + user characters:
-//! the 44 plain-pandas questions 7,413 → 5,193 (−29.8 % per question, −23 %
+//! the 44 plain-pandas questions 7,413 → 5,179 (−29.9 % per question, −23 %
 //! to −36 %), the 41 that use SciPy, statsmodels, scikit-learn or seaborn
-//! 7,694 → 5,960 (−24.7 %), all 85 7,527 → 5,485 (−28.1 %); the system
+//! 7,694 → 5,946 (−24.9 %), all 85 7,527 → 5,471 (−28.3 %); the system
 //! prompt alone 5,643 → 3,149 / 3,408. Missing paragraphs: 0.
 //!
 //! Run with: `cargo bench --bench prompt_size` (add `-- 10` for the first

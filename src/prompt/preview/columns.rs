@@ -276,11 +276,11 @@ pub(crate) fn describe(
 ) -> String {
     let rows = facts.rows;
     let what = match said {
-        Said::Values => "dtype; missing values, if any; min to max, or distinct values",
-        Said::Shape => "dtype; missing values, if any",
+        Said::Values => "dtype; missing, if any; min to max or distinct values",
+        Said::Shape => "dtype; missing, if any",
     };
     let mut out = if whole {
-        format!("\nColumn facts, all {rows} rows as pandas reads them ({what}):")
+        format!("\nColumn facts as pandas reads all {rows} rows ({what}):")
     } else {
         format!(
             "\nColumn facts over the first {rows} rows read ({what}; a later row may change a dtype; missing and distinct counts are lower bounds):"
@@ -404,7 +404,7 @@ mod tests {
             "{d}"
         );
         assert!(d.contains("\n\"Name\": object; 3 distinct"), "{d}");
-        let cut = describe(&names, &f, (false, Said::Values), 250);
+        let cut = describe(&names, &f, (false, Said::Values), 230);
         assert!(
             cut.contains("lower bounds") && cut.contains("… +1 more columns"),
             "{cut}"

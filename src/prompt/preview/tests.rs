@@ -221,7 +221,7 @@ fn column_facts_state_dtypes_missing_values_and_ranges() {
     let csv = "id,age,cabin,when\n1,22,,2024-01-02\n2,,C85,2024-03-01\n3,35.5,,2023-12-31\n4,NA,E1,2024-01-05\n";
     let p = preview_input("t.csv", csv.as_bytes());
     for line in [
-        "\nColumn facts, all 4 rows as pandas reads them (dtype; missing values, if any; min to max, or distinct values):",
+        "\nColumn facts as pandas reads all 4 rows (dtype; missing, if any; min to max or distinct values):",
         "\n\"id\": int64; 1 to 4",
         "\n\"age\": float64; 2 missing (50.0%); 22 to 35.5",
         "\n\"cabin\": object; 2 missing (50.0%); 2 distinct",
