@@ -99,7 +99,8 @@ fn calls_for_duckdb(ctx: &PromptContext, hints: &str) -> bool {
     ctx.input_sizes.iter().any(|s| *s >= DUCKDB_FROM_BYTES)
         || has_input(ctx, &["parquet"])
         || named
-        || hints.contains("ran out of memory")
+        // The repair problem of an OOM-killed run (`problems::outcome_problem`).
+        || hints.contains("the code ran out of memory")
 }
 
 /// When the image has them, the policy allows them and the request calls
