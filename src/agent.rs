@@ -227,6 +227,33 @@ enum Next {
 /// A container being prepared in the background.
 type Pending = tokio::task::JoinHandle<Result<Box<dyn PreparedRun>, SandboxError>>;
 
+/// What an unusable reply leads to: a repair, except for the second reply
+/// cut at the completion budget (or leaving its code block open) — one
+/// repair asks for a shorter program, the next cut stops with a reason
+/// that says what to do.
+fn cut_or_repair(run: &mut Run, attempt: &mut Attempt, e: prompt::PromptError) -> Next {
+    let cut = match &e {
+        prompt::PromptError::Cut { budget } => Some(format!("{budget} tokens")),
+        prompt::PromptError::Unclosed => Some("its code block was never closed".to_string()),
+        _ => None,
+    };
+    match cut {
+        Some(how) if run.cut_once => {
+            attempt.failure = Some(e.to_string());
+            Next::Stop(format!(
+                "the model's reply was cut at its completion budget again ({how}) after a repair \
+asked for a shorter program, so no program ran; ask for less in one request (split the question), or \
+raise the budget (COMPUTE_BOT_MAX_TOKENS)"
+            ))
+        }
+        Some(_) => {
+            run.cut_once = true;
+            Next::Repair(e.to_string())
+        }
+        None => Next::Repair(e.to_string()),
+    }
+}
+
 /// Removes a container being prepared, once it is.
 async fn discard(handle: Pending) {
     if let Ok(Ok(p)) = handle.await {
@@ -271,6 +298,9 @@ struct Run {
     requests_before: u64,
     /// True once the model was asked for the chart the goal wants.
     chart_asked: bool,
+    /// True once a reply was cut at the completion budget (or left its code
+    /// block open): the next cut one stops the request.
+    cut_once: bool,
 }
 
 impl Run {
@@ -434,7 +464,11 @@ impl Agent<'_> {
             request.context.clone(),
         )
         .with_library_versions(versions)
-        .with_earlier(request.follows.clone());
+        .with_earlier(request.follows.clone())
+        .with_run_facts(
+            Some(chrono::Utc::now().format("%Y-%m-%d").to_string()),
+            self.model.map(ModelClient::completion_budget),
+        );
         // Start a container while the model writes code (generated code only:
         // exact code is checked before any container exists).
         // A plan starts none, nor does pinned code (the model's code may not
@@ -456,6 +490,7 @@ impl Agent<'_> {
             model_config_error: None,
             requests_before: self.model.map_or(0, ModelClient::requests_sent),
             chart_asked: false,
+            cut_once: false,
         })
     }
 
@@ -604,6 +639,8 @@ impl Agent<'_> {
             of: run.attempts_allowed,
         });
         let model = self.model.expect("checked in begin");
+        // The budget as it stands (a cut reply raised it for this call).
+        run.ctx.code_budget = Some(model.completion_budget());
         let request = prompt::generation_request(&run.ctx, &run.history);
         let t = Instant::now();
         let reply = model.complete(&request).await;
@@ -619,7 +656,7 @@ impl Agent<'_> {
                         attempt.plan = g.plan;
                         Ok(g.code)
                     }
-                    Err(e) => Err(Next::Repair(e.to_string())),
+                    Err(e) => Err(cut_or_repair(run, attempt, e)),
                 }
             }
             Err(e) => {
@@ -818,9 +855,16 @@ impl Agent<'_> {
         let explanation = match (self.policy.explain.enabled && sends, self.model) {
             (true, Some(model)) => {
                 let called = Instant::now();
+                let asked = explain::Asked {
+                    goal: goal.unwrap_or(""),
+                    plan: run.report.plan.as_deref(),
+                    code: run.report.code.as_deref(),
+                    earlier_result: run.request.follows.as_ref().and_then(|e| e.result.as_ref()),
+                    inputs: &run.ctx.inputs,
+                };
                 let reply = explain::explain_within(
                     model,
-                    goal.unwrap_or(""),
+                    asked,
                     result,
                     self.policy.model.data,
                     self.policy.explain.timeout,

@@ -72,6 +72,13 @@ impl ModelClient {
         self.current().url()
     }
 
+    /// The completion budget (tokens) the next request without its own
+    /// `max_tokens` gets from the endpoint that answers now: the generation
+    /// prompt states it, so the model sizes its program to it.
+    pub(crate) fn completion_budget(&self) -> u32 {
+        self.current().completion_budget()
+    }
+
     /// False once the endpoint that answers now said it does not do tools.
     pub fn tools_supported(&self) -> bool {
         self.current().tools_supported()

@@ -149,6 +149,12 @@ impl Endpoint {
         f(&mut self.learned.lock().unwrap_or_else(|e| e.into_inner()));
     }
 
+    /// The completion budget of the next request that sets none (the
+    /// configured `max_tokens`, or what a cut reply raised it to).
+    pub(crate) fn completion_budget(&self) -> u32 {
+        self.learned().budget.unwrap_or(self.cfg.max_tokens)
+    }
+
     /// The most a cut reply may raise the budget to.
     fn budget_cap(&self) -> u32 {
         self.cfg.max_tokens.saturating_mul(4)

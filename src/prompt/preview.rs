@@ -5,6 +5,7 @@
 //! its records, not lines ([`csv`]), the sheets of a workbook ([`xlsx`]),
 //! and how to read it (`pd.read_csv(..., sep=";", encoding="cp1252")`).
 
+mod columns;
 mod csv;
 mod text;
 mod xlsx;
@@ -20,7 +21,12 @@ use csv::CsvDialect;
 use text::Encoding;
 
 /// Most bytes of one input preview.
-pub(super) const PREVIEW_MAX_BYTES: usize = 2048;
+pub(super) const PREVIEW_MAX_BYTES: usize = 4096;
+/// Most bytes of a preview's column facts (one line per column).
+const FACTS_MAX_BYTES: usize = 1600;
+/// The column whose values are kinds of rows, each shown in the preview:
+/// `github:issues` lists pull requests as issues.
+const KIND_COLUMN: &str = "is_pull_request";
 /// The most of an input read for its preview (JSON up to this size is
 /// parsed whole; record counts of bigger files are "more than" the count in
 /// this much, with an estimate from the file's size).
@@ -29,8 +35,9 @@ pub(super) const PREVIEW_READ: usize = 32 * 1024 * 1024;
 const PREVIEW_LINE_CHARS: usize = 160;
 /// Most characters of one value shown.
 const VALUE_CHARS: usize = 60;
-/// Data rows of a delimited file shown at `preview`.
-const CSV_ROWS: usize = 5;
+/// Data rows of a delimited file shown at `preview` (the column facts say
+/// the types, gaps and ranges; the rows show how values are written).
+const CSV_ROWS: usize = 3;
 /// Data rows read for the column kinds at `schema`.
 const KIND_ROWS: usize = 50;
 
@@ -171,6 +178,40 @@ fn delimited(
         ));
     }
     out.push_str(&columns_and_rows(&names, &table.rows, level));
+    let kind = names.iter().position(|n| n == KIND_COLUMN);
+    let (facts, kinds) = csv::column_facts(text, &dialect, file.whole, names.len(), kind);
+    let said = if level == DataLevel::Preview {
+        out.push_str(&other_kinds(&names, &table.rows, &kinds));
+        columns::Said::Values
+    } else {
+        columns::Said::Shape
+    };
+    out.push_str(&columns::describe(
+        &names,
+        &facts,
+        (!table.cut, said),
+        FACTS_MAX_BYTES,
+    ));
+    out
+}
+
+/// The first row of each kind (a value of [`KIND_COLUMN`]) the first rows
+/// shown do not have, with its data row number.
+fn other_kinds(names: &[String], shown: &[Vec<String>], kinds: &[(usize, Vec<String>)]) -> String {
+    let Some(k) = names.iter().position(|n| n == KIND_COLUMN) else {
+        return String::new();
+    };
+    let mut out = String::new();
+    for (number, row) in kinds {
+        if shown.iter().any(|r| r.get(k) == row.get(k)) {
+            continue;
+        }
+        out.push_str(&format!(
+            "\nThe first row with {KIND_COLUMN} {} (data row {number}):\n{}",
+            json_list(&row[k..=k], 80),
+            json_list(row, 400)
+        ));
+    }
     out
 }
 

@@ -2,14 +2,17 @@
 //! versions (from the image's labels, libraries only), and when to use the
 //! file tools (DuckDB, Parquet, Excel) and the analyst's instruments (SciPy,
 //! statsmodels, scikit-learn, seaborn). A library is offered only when the
-//! image has it and the policy allows importing it.
+//! image has it and the policy allows importing it, and only when the
+//! request calls for it: the file tools by the inputs' kinds and sizes, the
+//! analysis libraries by the words of the goal, an earlier program or a
+//! repair (the preload table's words, [`crate::sandbox::preload_while_writing`]).
 
 use std::collections::BTreeMap;
 
 use super::PromptContext;
 use crate::model::excerpt;
 use crate::policy::allows;
-use crate::sandbox::{DataStack, Limits, STACK_LIBRARIES};
+use crate::sandbox::{DataStack, Limits, STACK_LIBRARIES, preload_while_writing};
 use crate::units::ByteSize;
 
 /// The library versions in an image's labels: `org.compute-bot.python=3.11.2`
@@ -67,13 +70,48 @@ fn offered<'a>(ctx: &'a PromptContext, lib: &str) -> Option<&'a String> {
     ctx.library_versions.get(lib).filter(|_| allowed)
 }
 
-/// When the image has them and the policy allows them: DuckDB for big files
-/// and SQL aggregations (with settings that keep it inside the container),
-/// Parquet and Excel through pandas. Nothing for an image or a policy
-/// without them.
-pub(super) fn file_tools_lines(ctx: &PromptContext) -> String {
+/// An input at least this big brings the DuckDB paragraph ("more than a
+/// few MB": pandas holds such a file several times over in memory).
+pub(super) const DUCKDB_FROM_BYTES: u64 = 8 << 20;
+
+/// The lowercase words of `text` (letters and digits).
+fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_ascii_lowercase)
+        .collect()
+}
+
+/// True when an input's name ends with one of `exts` (lowercase, no dot).
+fn has_input(ctx: &PromptContext, exts: &[&str]) -> bool {
+    ctx.input_names.iter().any(|n| {
+        let lower = n.to_ascii_lowercase();
+        exts.iter().any(|e| lower.ends_with(&format!(".{e}")))
+    })
+}
+
+/// True when the request calls for DuckDB: a big input, a Parquet input,
+/// SQL or DuckDB named in the hints, or a repair of a run out of memory.
+fn calls_for_duckdb(ctx: &PromptContext, hints: &str) -> bool {
+    let named = words(hints)
+        .iter()
+        .any(|w| matches!(w.as_str(), "duckdb" | "sql"));
+    ctx.input_sizes.iter().any(|s| *s >= DUCKDB_FROM_BYTES)
+        || has_input(ctx, &["parquet"])
+        || named
+        // The repair problem of an OOM-killed run (`problems::outcome_problem`).
+        || hints.contains("the code ran out of memory")
+}
+
+/// When the image has them, the policy allows them and the request calls
+/// for them: DuckDB for big files and SQL aggregations (with settings that
+/// keep it inside the container), Parquet and Excel through pandas (by the
+/// inputs' kinds, or the hints naming the format). Nothing otherwise.
+pub(super) fn file_tools_lines(ctx: &PromptContext, hints: &str) -> String {
     let mut out = String::new();
-    if let Some(v) = offered(ctx, "duckdb") {
+    let said = words(hints);
+    let says = |ws: &[&str]| said.iter().any(|w| ws.contains(&w.as_str()));
+    if let Some(v) = offered(ctx, "duckdb").filter(|_| calls_for_duckdb(ctx, hints)) {
         let l = &ctx.limits;
         out.push_str(&format!(
             "- DuckDB {v} is installed. For CSV, Parquet or JSON files of more than a few MB, or \
@@ -89,13 +127,17 @@ can be installed and no remote file read. Use pandas for small files, reshaping 
         ));
     }
     if ctx.allowed_modules.iter().any(|p| allows(p, "pandas")) {
-        if let Some(v) = offered(ctx, "fastparquet") {
+        if let Some(v) = offered(ctx, "fastparquet")
+            .filter(|_| has_input(ctx, &["parquet"]) || says(&["parquet", "fastparquet"]))
+        {
             out.push_str(&format!(
                 "- Parquet: pandas.read_parquet(path, columns=[...]) reads it with fastparquet {v} (pyarrow \
 is not installed); read only the columns you need.\n"
             ));
         }
-        if let Some(v) = offered(ctx, "openpyxl") {
+        if let Some(v) = offered(ctx, "openpyxl").filter(|_| {
+            has_input(ctx, &["xlsx", "xlsm", "xls"]) || says(&["excel", "xlsx", "openpyxl"])
+        }) {
             out.push_str(&format!(
                 "- Excel: pandas.read_excel(path, sheet_name=...) reads .xlsx with openpyxl {v} \
 (sheet_name=None gives every sheet as a dict of DataFrames); old binary .xls files cannot be read.\n"
@@ -105,21 +147,79 @@ is not installed); read only the columns you need.\n"
     out
 }
 
-/// When the image has them and the policy allows them: which library a
-/// reviewer expects for tests and p-values (SciPy), regression summaries
-/// (statsmodels), models and splits (scikit-learn) and statistical charts
-/// (seaborn), so the model calls them instead of re-implementing numerical
-/// algorithms from memory.
-pub(super) fn analysis_lines(ctx: &PromptContext) -> String {
+/// Words beyond the preload table's that call for a library's paragraph
+/// (each matched at the start of a word, hyphens read as spaces): methods a
+/// question names whose library call the paragraph gives — `zscore`,
+/// `skew`, `linregress` in scipy.stats, scalers and encoders in
+/// scikit-learn. Measured on the analysis benchmark's questions
+/// (`benches/prompt_size.rs`): without them, 4 of the 41 programs that
+/// import an analysis library would have had no paragraph for it.
+const MORE_WORDS: &[(&[&str], &str)] = &[
+    (
+        &[
+            "z score",
+            "zscore",
+            "skew",
+            "kurtosis",
+            "linear regression",
+            "linregress",
+            "normally distributed",
+            "normal distribution",
+        ],
+        "scipy",
+    ),
+    (
+        &[
+            "scaling",
+            "scaler",
+            "normaliz",
+            "standardiz",
+            "label encod",
+            "one hot",
+            "min max",
+        ],
+        "sklearn",
+    ),
+];
+
+/// The top-level packages the words of `hints` call for: by the preload
+/// table (which words call for SciPy, statsmodels, scikit-learn or
+/// seaborn; a program's `import sklearn` is such a word), then by
+/// [`MORE_WORDS`].
+fn called_for(hints: &str) -> Vec<String> {
+    // The preload rule lists the words' modules before the policy's fixed
+    // list; the one-entry list "" marks where they end.
+    let mut out: Vec<String> = preload_while_writing(hints, &[], &[String::new()], |_| true)
+        .into_iter()
+        .take_while(|m| !m.is_empty())
+        .map(|m| m.split('.').next().unwrap_or_default().to_string())
+        .collect();
+    let text = format!(" {} ", words(hints).join(" "));
+    for (patterns, lib) in MORE_WORDS {
+        if patterns.iter().any(|p| text.contains(&format!(" {p}"))) {
+            out.push(lib.to_string());
+        }
+    }
+    out
+}
+
+/// When the image has them, the policy allows them and the hints call for
+/// them: which library a reviewer expects for tests and p-values (SciPy),
+/// regression summaries (statsmodels), models and splits (scikit-learn) and
+/// statistical charts (seaborn), so the model calls them instead of
+/// re-implementing numerical algorithms from memory.
+pub(super) fn analysis_lines(ctx: &PromptContext, hints: &str) -> String {
+    let called = called_for(hints);
+    let offered = |lib: &str| offered(ctx, lib).filter(|_| called.iter().any(|c| c == lib));
     let mut out = String::new();
-    if let Some(v) = offered(ctx, "scipy") {
+    if let Some(v) = offered("scipy") {
         out.push_str(&format!(
             "- SciPy {v}: use scipy.stats for statistical tests and p-values (ttest_ind, ttest_rel, \
 mannwhitneyu, pearsonr, spearmanr, shapiro, chi2_contingency, f_oneway, linregress) and \
 scipy.optimize for fitting; never re-implement a distribution or a test by hand.\n"
         ));
     }
-    if let Some(v) = offered(ctx, "statsmodels") {
+    if let Some(v) = offered("statsmodels") {
         out.push_str(&format!(
             "- statsmodels {v}: use it for regressions whose coefficients, p-values or R² are asked \
 for (`import statsmodels.formula.api as smf; fit = smf.ols(\"y ~ x1 + C(group)\", data=df).fit()`, \
@@ -127,14 +227,14 @@ smf.logit for a 0/1 outcome) and take the numbers from fit.params, fit.pvalues, 
 fit.conf_int() instead of printing fit.summary().\n"
         ));
     }
-    if let Some(v) = offered(ctx, "sklearn") {
+    if let Some(v) = offered("sklearn") {
         out.push_str(&format!(
             "- scikit-learn {v} (import sklearn): use it for models, preprocessing, metrics and splits; \
 pass random_state (e.g. random_state=42) to train_test_split, KFold and every estimator that takes one, \
 so the answer is the same on every run. n_jobs changes nothing here: everything runs in one process.\n"
         ));
     }
-    if let Some(v) = offered(ctx, "seaborn") {
+    if let Some(v) = offered("seaborn") {
         out.push_str(&format!(
             "- seaborn {v}: use it for statistical charts (histplot, boxplot, violinplot, regplot, \
 heatmap of a correlation matrix); it draws on matplotlib, so save the figure as above \
@@ -154,17 +254,13 @@ mod tests {
         PromptContext {
             goal: "Is the mean of a different between groups?".into(),
             allowed_modules: allowed.iter().map(|s| s.to_string()).collect(),
-            limits: Limits::default(),
-            inputs: vec![],
             schema: json!({"type": "object"}),
-            extra_context: None,
             data: DataLevel::Preview,
-            input_names: vec![],
             library_versions: libs
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
-            earlier: None,
+            ..PromptContext::default()
         }
     }
 
@@ -218,7 +314,8 @@ mod tests {
             "sklearn.*",
             "seaborn.*",
         ];
-        let s = analysis_lines(&ctx(STACK, &all));
+        let every = "a t-test p-value, an OLS regression, a random forest classifier and a seaborn violin plot";
+        let s = analysis_lines(&ctx(STACK, &all), every);
         for needle in [
             "SciPy 1.17.1: use scipy.stats for statistical tests and p-values",
             "statsmodels 0.15.0: use it for regressions",
@@ -231,12 +328,86 @@ mod tests {
             assert!(s.contains(needle), "{needle:?} missing:\n{s}");
         }
         // A policy that allows only some of them gets advice for those only.
-        let s = analysis_lines(&ctx(STACK, &["pandas.*", "scipy.*"]));
+        let s = analysis_lines(&ctx(STACK, &["pandas.*", "scipy.*"]), every);
         assert!(s.contains("SciPy 1.17.1") && !s.contains("statsmodels") && !s.contains("seaborn"));
         // An image without them (an older lock) gets none, whatever the policy.
         let old = &STACK[..2];
-        assert_eq!(analysis_lines(&ctx(old, &all)), "");
+        assert_eq!(analysis_lines(&ctx(old, &all), every), "");
         // The standard-library-only policy gets none.
-        assert_eq!(analysis_lines(&ctx(STACK, &[])), "");
+        assert_eq!(analysis_lines(&ctx(STACK, &[]), every), "");
+    }
+
+    #[test]
+    fn each_analysis_paragraph_comes_only_with_the_words_that_call_for_it() {
+        let all = [
+            "pandas.*",
+            "scipy.*",
+            "statsmodels.*",
+            "sklearn.*",
+            "seaborn.*",
+        ];
+        let c = ctx(STACK, &all);
+        let paragraphs = |hints: &str| {
+            let s = analysis_lines(&c, hints);
+            ["SciPy", "statsmodels", "scikit-learn", "seaborn"]
+                .into_iter()
+                .filter(|lib| s.contains(&format!("- {lib} ")))
+                .collect::<Vec<_>>()
+        };
+        assert!(paragraphs("What is the mean fare per class?").is_empty());
+        assert_eq!(
+            paragraphs("Is the difference significant (t-test)?"),
+            ["SciPy"]
+        );
+        assert_eq!(
+            paragraphs("R squared of an OLS regression"),
+            ["statsmodels"]
+        );
+        assert_eq!(
+            paragraphs("train a random forest and report the accuracy"),
+            ["scikit-learn"]
+        );
+        assert_eq!(paragraphs("a heatmap of the correlations"), ["seaborn"]);
+        assert_eq!(paragraphs("outliers by their Z-score"), ["SciPy"]);
+        assert_eq!(paragraphs("Min-Max scaling of the fare"), ["scikit-learn"]);
+        // A repair keeps the paragraph of what the failed program used.
+        assert_eq!(
+            paragraphs("mean fare\nfrom sklearn.linear_model import LinearRegression\nValueError"),
+            ["scikit-learn"]
+        );
+    }
+
+    #[test]
+    fn the_file_tools_come_with_the_inputs_kinds_and_sizes() {
+        let libs = [
+            ("pandas", "2.3.3"),
+            ("duckdb", "2.0.1"),
+            ("fastparquet", "2026.9.0"),
+            ("openpyxl", "3.1.5"),
+        ];
+        let mut c = ctx(
+            &libs,
+            &["pandas.*", "duckdb.*", "fastparquet.*", "openpyxl.*"],
+        );
+        let tools = |c: &PromptContext, hints: &str| {
+            let s = file_tools_lines(c, hints);
+            ["DuckDB", "Parquet", "Excel"]
+                .into_iter()
+                .filter(|t| s.contains(&format!("- {t}")))
+                .collect::<Vec<_>>()
+        };
+        c.input_names = vec!["small.csv".into()];
+        c.input_sizes = vec![DUCKDB_FROM_BYTES - 1];
+        assert!(tools(&c, "mean").is_empty());
+        assert_eq!(tools(&c, "the mean, in SQL"), ["DuckDB"]);
+        assert_eq!(
+            tools(&c, "mean\nthe code ran out of memory (limit 512MiB)"),
+            ["DuckDB"]
+        );
+        c.input_sizes = vec![DUCKDB_FROM_BYTES];
+        assert_eq!(tools(&c, "mean"), ["DuckDB"]);
+        c.input_names = vec!["a.parquet".into(), "B.XLSX".into()];
+        c.input_sizes = vec![10, 10];
+        assert_eq!(tools(&c, "mean"), ["DuckDB", "Parquet", "Excel"]);
     }
 }

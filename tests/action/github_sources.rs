@@ -275,6 +275,51 @@ async fn a_source_the_policy_does_not_opt_into_is_refused_before_any_request() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn merged_by_comes_with_the_sizes_and_requested_reviewers_with_the_list() {
+    let f = ActionFixture::builder()
+        .policy(&policy("pulls", 100))
+        .start()
+        .await;
+    let data = generate(30, 0, 5);
+    f.gh.set_activity(REPO, data.clone());
+    let code = r#"import json
+import pandas as pd
+p = pd.read_csv("/data/github/pulls.csv", keep_default_na=False, dtype=str)
+print(json.dumps({"merged_by": dict(zip(p["number"], p["merged_by"])), "requested": dict(zip(p["number"], p["requested_reviewers"]))}))
+"#;
+    f.comment(
+        "alice",
+        &format!(
+            "/compute inputs=github:pulls?state=all who merged\n{}",
+            fenced(code)
+        ),
+    );
+    let run = f.run(COMMENT, "7010").await;
+    assert_eq!(run.code, 0, "{}", run.log());
+    let got = result_of(&run);
+    assert_eq!(
+        got["merged_by"].as_object().unwrap().len(),
+        data.pulls.len()
+    );
+    let mut merged = 0;
+    for p in &data.pulls {
+        let n = p.number.to_string();
+        assert_eq!(
+            got["merged_by"][&n],
+            p.merged_by.clone().unwrap_or_default().as_str(),
+            "#{n}"
+        );
+        assert_eq!(
+            got["requested"][&n],
+            p.requested_reviewers.join(";"),
+            "#{n}"
+        );
+        merged += usize::from(p.merged_by.is_some());
+    }
+    assert!(merged > 5 && merged < data.pulls.len(), "{merged}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issues_comments_and_runs_are_read_in_their_real_shapes() {
     let f = ActionFixture::builder()
         .policy(&policy("issues, comments, workflow_runs", 200))
@@ -608,6 +653,9 @@ async fn the_model_is_told_the_columns_and_sees_rows_only_at_the_policys_data_le
         "reviews_fetched",
         "submitted_at",
         "User or Bot",
+        "merged_by (login of who merged it",
+        "requested_reviewers",
+        "DISMISSED (an approval or change request a maintainer dismissed: it no longer counts)",
     ] {
         assert!(user.contains(needle), "the prompt lacks {needle}: {user}");
     }

@@ -467,8 +467,72 @@ async fn the_loop_runs_the_tool_calls_code_states_versions_and_repairs_a_cut_rep
         system.contains("Installed in the sandbox:") && system.contains("pandas "),
         "{system}"
     );
+    // The explanation request knows the plan and the method.
+    let explained = &reqs[3].messages()[0].1;
+    assert!(
+        explained.contains("<plan>\nsum the amounts\n</plan>")
+            && explained.contains("<method>\nimport csv, json\n</method>")
+            && explained.contains("<result>\n{\"total\":19.5}\n</result>"),
+        "{explained}"
+    );
     // Usage as the responses said, the cut replies included.
     assert!(r.usage.output_tokens >= Some(4096), "{:?}", r.usage);
+}
+
+#[tokio::test]
+async fn a_cut_reply_is_never_run_it_gets_one_shorter_code_repair_then_a_clear_stop() {
+    for provider in ["openai", "anthropic"] {
+        let llm = if provider == "openai" {
+            LlmStandin::openai().await
+        } else {
+            LlmStandin::anthropic().await
+        };
+        // A whole tool call and a closed block, both in replies cut at the budget.
+        llm.push(Reply::cut_tool_call("sum", SUM));
+        llm.push(Reply::cut(
+            &format!("Plan: sum\n```python\n{SUM}```\nThat is the"),
+            0,
+        ));
+        let r = run_loop(
+            "version: 1\nattempts: 3\n",
+            &llm,
+            "total amount",
+            b"name,amount\nA,1\n",
+        )
+        .await;
+        assert_eq!(r.result, None, "{provider}: {r:#?}");
+        assert!(
+            r.attempts.iter().all(|a| a.outcome.is_none()),
+            "{provider}: a cut reply ran: {r:#?}"
+        );
+        assert_eq!(r.attempts.len(), 2, "{provider}: {r:#?}");
+        let stop = r.stop_reason.as_deref().unwrap_or_default();
+        assert!(
+            stop.contains("cut at its completion budget again")
+                && stop.contains("COMPUTE_BOT_MAX_TOKENS"),
+            "{provider}: {stop}"
+        );
+        let reqs = llm.requests();
+        assert_eq!(reqs.len(), 2, "{provider}: no third request after the stop");
+        // The repair asks for shorter code, and the prompt stated the budget.
+        let repair = reqs[1].messages().last().unwrap().1.clone();
+        assert!(
+            repair.contains("shorter program") && repair.contains("not run"),
+            "{repair}"
+        );
+        let system = reqs[0].system_prompt().unwrap();
+        assert!(
+            system.contains("Your reply may use at most 4096 tokens"),
+            "{system}"
+        );
+        assert!(
+            reqs[1]
+                .system_prompt()
+                .unwrap()
+                .contains("at most 8192 tokens"),
+            "the raised budget is stated"
+        );
+    }
 }
 
 #[tokio::test]

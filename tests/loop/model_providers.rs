@@ -523,8 +523,7 @@ async fn generation_prompt_reaches_the_wire_with_constraints_and_no_secret() {
         extra_context: None,
         data: compute_bot::policy::DataLevel::Preview,
         input_names: vec![],
-        library_versions: Default::default(),
-        earlier: None,
+        ..PromptContext::default()
     };
     client(&llm)
         .complete(&generation_request(&ctx, &[]))

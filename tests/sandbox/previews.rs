@@ -298,3 +298,183 @@ async fn previews_state_what_pandas_reads_from_the_files_people_have() {
     assert!(book.contains("pass header=2"), "{book}");
     assert_eq!(expected.len(), files.len() - 1 + 4);
 }
+
+/// Files whose columns test pandas' inference: its NA strings (and strings
+/// that are not), spaces around numbers, infinities, exponents, signs,
+/// booleans with and without a gap, an empty column, integers with a gap
+/// (float64), ISO dates (text), and a decimal-comma file.
+fn facts_fixtures() -> Vec<InputFile> {
+    let mixed = "i,f,na_kinds,not_na,spaced,inf,b,b_gap,empty,int_gap,when,text\n\
+1,1.5,NA,NAN,\" 7\",inf,True,true,,1,2024-01-02,x\n\
+2,.5,#N/A,\" NA\",8 ,-Infinity,FALSE,,,,2023-12-31 10:00:00,y\n\
+-3,5.,null,n.a.,9,1e5,false,False,,3,2024-02-29,x\n\
++4,1e-3,None,-,10,+2,TRUE,TRUE,,4,2024-01-01,\n\
+0,-2E2,<NA>,?,11,3.25,true,false,,5,2025-06-30,NULL\n";
+    let comma = "name;price;n\nA;1,5;1\nB;;2\nC;-12,25;3\nD;3;4\n";
+    let mut long = String::from("id,group,score\n");
+    for i in 0..2000 {
+        let score = if i % 7 == 0 {
+            String::new()
+        } else {
+            format!("{}.{}", i % 97, i % 10)
+        };
+        long.push_str(&format!("{i},g{},{score}\n", i % 13));
+    }
+    vec![
+        InputFile::new("types.csv", mixed.as_bytes().to_vec()),
+        InputFile::new("comma.csv", comma.as_bytes().to_vec()),
+        InputFile::new("long.tsv", long.replace(',', "\t").into_bytes()),
+    ]
+}
+
+/// One column's facts as the preview states them.
+#[derive(Debug)]
+struct FactLine {
+    name: String,
+    dtype: String,
+    missing: u64,
+    range: Option<(String, String)>,
+    distinct: Option<u64>,
+}
+
+/// The `Column facts` lines of a preview.
+fn fact_lines(preview: &str) -> Vec<FactLine> {
+    preview
+        .lines()
+        .skip_while(|l| !l.starts_with("Column facts"))
+        .skip(1)
+        .take_while(|l| l.starts_with('"'))
+        .map(|l| {
+            let (name, rest) = l[1..].split_once("\": ").expect("name");
+            let parts: Vec<&str> = rest.split("; ").collect();
+            let mut missing = 0;
+            let mut range = None;
+            let mut distinct = None;
+            for p in &parts[1..] {
+                if p.contains(" missing (") {
+                    let n = p.split(' ').next().unwrap();
+                    missing = n.parse().unwrap_or_else(|e| panic!("{e}: {l}"));
+                } else if let Some(n) = p.strip_suffix(" distinct") {
+                    distinct = Some(n.parse().unwrap_or_else(|e| panic!("{e}: {l}")));
+                } else {
+                    let p = p.trim_end_matches(" (dates as text)");
+                    let (a, b) = p.split_once(" to ").expect("a range");
+                    range = Some((a.to_string(), b.to_string()));
+                }
+            }
+            FactLine {
+                name: name.to_string(),
+                dtype: parts[0].to_string(),
+                missing,
+                range,
+                distinct,
+            }
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn column_facts_are_what_pandas_infers() {
+    let files: Vec<InputFile> = facts_fixtures().into_iter().chain(csv_fixtures()).collect();
+    let mut code = String::from(
+        r#"import json
+import math
+import pandas as pd
+out = {}
+def facts(key, make):
+    try:
+        df = make()
+    except Exception as e:
+        out[key] = {"error": str(e)}
+        return
+    cols = []
+    for c in df.columns:
+        s = df[c]
+        numeric = pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s)
+        v = s.dropna()
+        col = {"name": str(c), "dtype": str(s.dtype), "missing": int(s.isna().sum()),
+               "nunique": int(s.nunique())}
+        if len(v) and numeric:
+            col["min"], col["max"] = [float(x) if math.isfinite(x) else str(x) for x in (v.min(), v.max())]
+        elif len(v) and s.dtype == object and all(isinstance(x, str) for x in v):
+            col["min"], col["max"] = min(v), max(v)
+        cols.append(col)
+    out[key] = cols
+"#,
+    );
+    let mut expected = Vec::new();
+    for (i, f) in files.iter().enumerate() {
+        let preview = preview_file(f, DataLevel::Preview);
+        if preview.contains("EmptyDataError") || !preview.contains("Column facts") {
+            continue;
+        }
+        let call = stated(&preview, "pd.read_csv(").call;
+        code.push_str(&format!("facts({:?}, lambda: {call})\n", i.to_string()));
+        expected.push((i.to_string(), fact_lines(&preview), preview));
+    }
+    code.push_str("print(json.dumps(out))\n");
+    let out = crate::run_allowed(&code, files.clone(), 1.0).await;
+    let got: Value = serde_json::from_str(out.stdout.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("{e}: {}", out.stdout));
+    let as_number = |t: &str| -> f64 {
+        let t = t.trim().replace(',', ".");
+        match t.to_ascii_lowercase().trim_start_matches('+') {
+            "inf" | "infinity" => f64::INFINITY,
+            "-inf" | "-infinity" => f64::NEG_INFINITY,
+            _ => t.parse().unwrap_or_else(|_| panic!("not a number: {t}")),
+        }
+    };
+    let mut checked = 0;
+    for (key, lines, preview) in &expected {
+        let cols = got[key]
+            .as_array()
+            .unwrap_or_else(|| panic!("{key}: {}", got[key]));
+        assert_eq!(cols.len(), lines.len(), "{key}: columns\n{preview}");
+        for (l, c) in lines.iter().zip(cols) {
+            let what = format!("{key} {:?}: pandas {c}\n{preview}", l.name);
+            assert_eq!(c["name"], l.name.as_str(), "{what}");
+            assert_eq!(c["dtype"], l.dtype.as_str(), "{what}");
+            assert_eq!(c["missing"], l.missing, "{what}");
+            if let Some(d) = l.distinct {
+                assert_eq!(c["nunique"], d, "{what}");
+            }
+            match (&l.range, l.dtype.as_str()) {
+                (Some((a, b)), "int64" | "float64") => {
+                    for (stated, theirs) in [(a, &c["min"]), (b, &c["max"])] {
+                        let ours = as_number(stated);
+                        let theirs = match theirs {
+                            Value::Number(n) => n.as_f64().unwrap(),
+                            Value::String(s) => as_number(s),
+                            _ => f64::NAN,
+                        };
+                        // pandas' own float parser may differ in the last bit.
+                        assert!(
+                            ours == theirs || (ours - theirs).abs() <= 1e-12 * ours.abs(),
+                            "{what}: {ours} vs {theirs}"
+                        );
+                    }
+                }
+                (Some((a, b)), _) => {
+                    assert_eq!(
+                        (&c["min"], &c["max"]),
+                        (&Value::from(a.as_str()), &Value::from(b.as_str())),
+                        "{what}"
+                    );
+                }
+                (None, _) => {}
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 30, "only {checked} columns checked");
+    // What the mixed file states, beyond matching pandas.
+    let mixed = preview_file(&files[0], DataLevel::Preview);
+    assert!(
+        mixed.contains("\"int_gap\": float64; 1 missing (20.0%); 1 to 5"),
+        "{mixed}"
+    );
+    assert!(
+        mixed.contains("\"empty\": float64; 5 missing (100.0%)"),
+        "{mixed}"
+    );
+}

@@ -3,8 +3,9 @@
 //!
 //! - `GET /repos/{o}/{r}/pulls` (`state` open/closed/all, default open;
 //!   `sort` created/updated, `direction`, default created desc),
-//!   `GET pulls/{n}` with `additions`, `deletions`, `changed_files` (only in
-//!   the single pull request, as GitHub), `GET pulls/{n}/reviews`;
+//!   `GET pulls/{n}` with `additions`, `deletions`, `changed_files` and
+//!   `merged_by` (only in the single pull request, as GitHub; the list has
+//!   `requested_reviewers` and `requested_teams`), `GET pulls/{n}/reviews`;
 //! - `GET /repos/{o}/{r}/issues` (pull requests included, with a
 //!   `pull_request` key; `state`, `labels` — all must match —, `since`:
 //!   updated at or after, `sort`, `direction`);
@@ -47,6 +48,10 @@ pub struct ActPull {
     pub additions: u64,
     pub deletions: u64,
     pub changed_files: u64,
+    /// Who merged it (`None` when not merged).
+    pub merged_by: Option<String>,
+    /// Logins asked to review.
+    pub requested_reviewers: Vec<String>,
 }
 
 /// A review.
@@ -218,6 +223,12 @@ pub fn generate(pulls: u64, runs: u64, seed: u64) -> Activity {
             additions: g.next(500),
             deletions: g.next(200),
             changed_files: 1 + g.next(20),
+            merged_by: merged_at.map(|_| people[(n % 7) as usize].to_string()),
+            requested_reviewers: if closed {
+                Vec::new()
+            } else {
+                vec![people[((n + 1) % 7) as usize].to_string()]
+            },
         });
         for _ in 0..g.next(3) {
             comment_id += 1;
@@ -286,9 +297,12 @@ fn pull_json(base: &str, repo: &str, p: &ActPull, detail: bool) -> Value {
         "draft": p.draft, "author_association": "MEMBER",
         "head": {"ref": format!("topic-{}", p.number), "sha": format!("{:040x}", p.number)},
         "base": {"ref": "main", "sha": format!("{:040x}", 1)},
+        "requested_reviewers": p.requested_reviewers.iter().map(|r| user(r)).collect::<Vec<_>>(),
+        "requested_teams": [],
     });
     if detail {
         v["merged"] = json!(p.merged_at.is_some());
+        v["merged_by"] = p.merged_by.as_deref().map_or(Value::Null, user);
         v["additions"] = json!(p.additions);
         v["deletions"] = json!(p.deletions);
         v["changed_files"] = json!(p.changed_files);

@@ -84,6 +84,14 @@ pub enum Script {
         /// Reasoning tokens reported.
         reasoning_tokens: u64,
     },
+    /// A whole `run_python` call in a reply cut at the budget
+    /// (`finish_reason: length` / `stop_reason: max_tokens`).
+    CutToolCall {
+        /// The `plan` argument.
+        plan: String,
+        /// The `code` argument.
+        code: String,
+    },
     /// A refusal (OpenAI `message.refusal`, Anthropic `stop_reason: refusal`).
     Refusal(String),
     /// Any status and body, sent as given.
@@ -205,6 +213,15 @@ impl Reply {
         Reply::new(Script::Cut {
             text: text.into(),
             reasoning_tokens: reasoning,
+        })
+    }
+
+    /// A `run_python` call with `plan` and `code` whose reply was cut at
+    /// the budget all the same.
+    pub fn cut_tool_call(plan: &str, code: &str) -> Self {
+        Reply::new(Script::CutToolCall {
+            plan: plan.into(),
+            code: code.into(),
         })
     }
 
@@ -899,6 +916,16 @@ impl Responder {
                     reasoning: *reasoning_tokens,
                     output: reasoning_tokens + (text.len() as u64 / 4),
                     ..Shape::text(text)
+                },
+                model,
+                n,
+                usage,
+            ),
+            Script::CutToolCall { plan, code } => self.reply_body(
+                Shape {
+                    tool: Some(("run_python".into(), json!({"plan": plan, "code": code}))),
+                    finish_cut: true,
+                    ..Shape::text("")
                 },
                 model,
                 n,

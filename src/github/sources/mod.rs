@@ -27,7 +27,7 @@ use crate::policy::Inputs;
 use crate::sandbox::GITHUB_DIR;
 use crate::sources::{GithubSource, Query};
 use fetch::{Budget, FetchError, Take, judge, list, need, one, route};
-use table::PullExtra;
+use table::{PullDetail, PullExtra};
 
 pub(crate) use crate::sources::split_inputs;
 
@@ -277,12 +277,13 @@ async fn reviews(
     Ok((rows, done))
 }
 
-/// Each pull request's size (one request each) while the budget lasts.
+/// Each pull request's size and merger (one request each: the single pull
+/// request's answer) while the budget lasts.
 async fn sizes(
     gh: &GitHub,
     b: &mut Budget,
     pulls: &[Value],
-) -> Result<Vec<Option<(u64, u64, u64)>>, FetchError> {
+) -> Result<Vec<Option<PullDetail>>, FetchError> {
     let mut out = vec![None; pulls.len()];
     for (i, p) in pulls.iter().enumerate() {
         let Some(n) = p.get("number").and_then(Value::as_u64) else {
@@ -299,12 +300,7 @@ async fn sizes(
             &route(gh, &format!("pulls/{n}")),
         )
         .await?;
-        let count = |f: &str| v.get(f).and_then(Value::as_u64).unwrap_or_default();
-        out[i] = Some((
-            count("additions"),
-            count("deletions"),
-            count("changed_files"),
-        ));
+        out[i] = Some(PullDetail::of(&v));
     }
     Ok(out)
 }
@@ -380,7 +376,7 @@ pub(crate) async fn fetch(
             .await
             .map_err(|e| vec![problem(q, e, &b)])?;
         for (x, s) in extras.iter_mut().zip(sizes) {
-            x.size = s;
+            x.detail = s;
         }
     }
     let own = b.etags[start..].iter().cloned();
@@ -410,7 +406,7 @@ fn assemble(
 ) -> Fetched {
     let n = pull_items.len();
     let reviewed = extras.iter().filter(|x| x.reviews_fetched).count();
-    let sized = extras.iter().filter(|x| x.size.is_some()).count();
+    let sized = extras.iter().filter(|x| x.detail.is_some()).count();
     let budget_note = format!(
         "the request budget (`inputs.github_max_requests`: {}) was used up",
         b.max
@@ -426,9 +422,9 @@ fn assemble(
                     .collect();
                 let mut notes = Vec::new();
                 if q.sizes && sized < n {
-                    notes.push(format!("sizes (additions, deletions, changed_files) fetched for {sized} of {n} pull requests, newest first; {budget_note}, so the others' size cells are empty"));
+                    notes.push(format!("sizes (additions, deletions, changed_files) and merged_by fetched for {sized} of {n} pull requests, newest first; {budget_note}, so the others' size and merged_by cells are empty"));
                 } else if !q.sizes {
-                    notes.push("sizes not fetched (`sizes=false`): additions, deletions, changed_files are empty".into());
+                    notes.push("sizes not fetched (`sizes=false`): additions, deletions, changed_files and merged_by are empty".into());
                 }
                 (rows, notes)
             }

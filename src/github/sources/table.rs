@@ -43,6 +43,14 @@ pub(crate) fn columns(source: GithubSource) -> &'static [(&'static str, &'static
                 "reviews_fetched",
                 "true when github:reviews holds this pull request's reviews",
             ),
+            (
+                "merged_by",
+                "login of who merged it; empty when not merged, or when its size was not fetched (the same request)",
+            ),
+            (
+                "requested_reviewers",
+                "logins asked to review and not yet reviewed, joined with ; (teams not included)",
+            ),
         ],
         GithubSource::Reviews => &[
             (
@@ -54,7 +62,7 @@ pub(crate) fn columns(source: GithubSource) -> &'static [(&'static str, &'static
             ("reviewer_type", "User or Bot"),
             (
                 "state",
-                "APPROVED, CHANGES_REQUESTED, COMMENTED, DISMISSED or PENDING",
+                "APPROVED; CHANGES_REQUESTED; COMMENTED (comments, no verdict); DISMISSED (an approval or change request a maintainer dismissed: it no longer counts); PENDING (started, not submitted)",
             ),
             (
                 "submitted_at",
@@ -75,7 +83,7 @@ pub(crate) fn columns(source: GithubSource) -> &'static [(&'static str, &'static
             ("closed_at", "closed (UTC), empty when open"),
             (
                 "is_pull_request",
-                "true for a pull request (GitHub lists them as issues)",
+                "true for a pull request: GitHub lists pull requests as issues, so keep is_pull_request == false for issues only",
             ),
         ],
         GithubSource::Comments => &[
@@ -93,7 +101,7 @@ pub(crate) fn columns(source: GithubSource) -> &'static [(&'static str, &'static
             ("status", "queued, in_progress, completed, ..."),
             (
                 "conclusion",
-                "success, failure, cancelled, skipped, timed_out, ...; empty while running",
+                "success; failure, timed_out and startup_failure are failures; cancelled, skipped, neutral, action_required and stale are not; empty while running",
             ),
             ("head_branch", "branch"),
             ("run_attempt", "attempt number (1 for the first)"),
@@ -159,11 +167,39 @@ pub(crate) fn labels_of(item: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// What the single pull request's answer (`GET pulls/{n}`, fetched for
+/// its size) adds to the list's fields.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct PullDetail {
+    /// Lines added, lines deleted, files changed.
+    pub(crate) size: (u64, u64, u64),
+    /// The login of who merged it (`merged_by`), when merged.
+    pub(crate) merged_by: Option<String>,
+}
+
+impl PullDetail {
+    /// The detail in a single pull request's answer.
+    pub(crate) fn of(v: &Value) -> PullDetail {
+        let count = |f: &str| v.get(f).and_then(Value::as_u64).unwrap_or_default();
+        PullDetail {
+            size: (
+                count("additions"),
+                count("deletions"),
+                count("changed_files"),
+            ),
+            merged_by: v
+                .get("merged_by")
+                .filter(|u| u.is_object())
+                .map(|u| text(u, "/login")),
+        }
+    }
+}
+
 /// What the bot adds to a pull request row beyond the list's fields.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct PullExtra {
-    /// (additions, deletions, changed_files), when fetched.
-    pub(crate) size: Option<(u64, u64, u64)>,
+    /// The single pull request's size and merger, when fetched.
+    pub(crate) detail: Option<PullDetail>,
     /// Whether its reviews were fetched.
     pub(crate) reviews_fetched: bool,
 }
@@ -171,10 +207,22 @@ pub(crate) struct PullExtra {
 /// One pull request row.
 pub(crate) fn pull_row(p: &Value, extra: &PullExtra) -> Vec<String> {
     let [author, author_type] = person(p, "user");
-    let (a, d, c) = match extra.size {
-        Some((a, d, c)) => (a.to_string(), d.to_string(), c.to_string()),
+    let (a, d, c) = match &extra.detail {
+        Some(PullDetail {
+            size: (a, d, c), ..
+        }) => (a.to_string(), d.to_string(), c.to_string()),
         None => Default::default(),
     };
+    let merged_by = extra
+        .detail
+        .as_ref()
+        .and_then(|x| x.merged_by.clone())
+        .unwrap_or_default();
+    let requested: Vec<String> = p
+        .get("requested_reviewers")
+        .and_then(Value::as_array)
+        .map(|rs| rs.iter().map(|r| text(r, "/login")).collect())
+        .unwrap_or_default();
     vec![
         text(p, "/number"),
         text(p, "/title"),
@@ -195,6 +243,8 @@ pub(crate) fn pull_row(p: &Value, extra: &PullExtra) -> Vec<String> {
         d,
         c,
         extra.reviews_fetched.to_string(),
+        merged_by,
+        requested.join(";"),
     ]
 }
 
@@ -295,6 +345,41 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn merged_by_and_requested_reviewers_are_read_from_the_rest_shapes() {
+        // Trimmed from GitHub's REST reference: "List pull requests" items
+        // carry requested_reviewers and requested_teams; "Get a pull
+        // request" adds merged_by (null when not merged) and the size.
+        let listed = json!({"number": 1347, "state": "closed", "user": {"login": "octocat", "type": "User"},
+            "requested_reviewers": [{"login": "other_user", "id": 1, "type": "User"}, {"login": "hubot", "type": "User"}],
+            "requested_teams": [{"id": 1, "name": "Justice League", "slug": "justice-league"}],
+            "labels": [], "base": {"ref": "main"}, "draft": false});
+        let single = json!({"number": 1347, "merged": true, "merged_by": {"login": "octocat", "type": "User"},
+            "additions": 100, "deletions": 3, "changed_files": 5});
+        let detail = PullDetail::of(&single);
+        assert_eq!(detail.size, (100, 3, 5));
+        assert_eq!(detail.merged_by.as_deref(), Some("octocat"));
+        assert_eq!(PullDetail::of(&json!({"merged_by": null})).merged_by, None);
+        let names: Vec<&str> = columns(GithubSource::Pulls)
+            .iter()
+            .map(|(n, _)| *n)
+            .collect();
+        let at = |c: &str| names.iter().position(|n| *n == c).unwrap();
+        let extra = PullExtra {
+            detail: Some(detail),
+            reviews_fetched: false,
+        };
+        let row = pull_row(&listed, &extra);
+        assert_eq!(row[at("merged_by")], "octocat");
+        assert_eq!(row[at("requested_reviewers")], "other_user;hubot");
+        assert_eq!(row[at("additions")], "100");
+        // Without the single answer (sizes not fetched) the cell is empty, not a guess.
+        assert_eq!(
+            pull_row(&listed, &PullExtra::default())[at("merged_by")],
+            ""
+        );
+    }
+
+    #[test]
     fn rows_match_their_columns_and_quote_what_they_must() {
         let p = json!({"number": 7, "title": "Fix \"a\", b", "user": {"login": "dependabot[bot]", "type": "Bot"},
             "state": "closed", "draft": false, "created_at": "2026-11-01T10:00:00Z",
@@ -306,7 +391,7 @@ mod tests {
         let line = text.lines().nth(1).unwrap();
         assert_eq!(
             line,
-            "7,\"Fix \"\"a\"\", b\",dependabot[bot],Bot,closed,false,2026-11-01T10:00:00Z,2026-11-02T10:00:00Z,,2026-11-02T10:00:00Z,bug;ui,main,,,,false"
+            "7,\"Fix \"\"a\"\", b\",dependabot[bot],Bot,closed,false,2026-11-01T10:00:00Z,2026-11-02T10:00:00Z,,2026-11-02T10:00:00Z,bug;ui,main,,,,false,,"
         );
         let i = json!({"number": 3, "user": null, "pull_request": {"url": "x"}, "labels": []});
         let row = issue_row(&i);

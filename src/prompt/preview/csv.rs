@@ -424,6 +424,42 @@ pub(crate) fn read_table(text: &str, dialect: &CsvDialect, whole: bool, keep: us
     table
 }
 
+/// The facts of every column of `text` read with `dialect` (every data
+/// record after the header, as pandas reads them; see [`super::columns`]),
+/// and for `kind_column` the first record of each of its values (at most
+/// four kinds), with its 1-based data row number: a file mixing kinds of
+/// rows (issues and pull requests) shows one of each.
+pub(crate) fn column_facts(
+    text: &str,
+    dialect: &CsvDialect,
+    whole: bool,
+    width: usize,
+    kind_column: Option<usize>,
+) -> (super::columns::Facts, Vec<(usize, Vec<String>)>) {
+    let mut records = Records::new(text.as_bytes(), dialect.delimiter, whole);
+    let mut facts = super::columns::Facts::new(width, dialect.decimal_comma);
+    let mut kinds: Vec<(usize, Vec<String>)> = Vec::new();
+    let mut fields = Vec::new();
+    let mut header = true;
+    while let Step::Record(_) = records.next(Some(&mut fields)) {
+        if std::mem::take(&mut header) {
+            continue;
+        }
+        facts.add(&fields);
+        if let Some(v) = kind_column.and_then(|k| fields.get(k))
+            && kinds.len() < 4
+            && !kinds
+                .iter()
+                .any(|(_, r)| r.get(kind_column.unwrap_or(0)) == Some(v))
+        {
+            let mut row = fields.clone();
+            row.resize(width, String::new());
+            kinds.push((facts.rows, row));
+        }
+    }
+    (facts, kinds)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
