@@ -591,3 +591,34 @@ pub(crate) fn snapshot_ref(at: &str) -> Option<(&str, &str)> {
     let (sha, path) = rest.split_once(':')?;
     (sha.len() == 40 && sha.chars().all(|c| c.is_ascii_hexdigit())).then_some((sha, path))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The policies' comments say where the code finds the data: the file
+    /// [`file_name`] gives, under `/data`.
+    #[test]
+    fn the_policy_comments_name_the_files_the_code_reads() {
+        let root = env!("CARGO_MANIFEST_DIR");
+        let said = format!("/data/{}", file_name(GithubSource::Pulls)).replace("pulls", "<source>");
+        for path in ["policies/default.yml", "examples/compute-bot.yml"] {
+            let text = std::fs::read_to_string(format!("{root}/{path}")).unwrap();
+            for (i, line) in text.lines().enumerate() {
+                if line.contains("/data/github") {
+                    assert!(
+                        line.contains(&said),
+                        "{path}:{}: `{}` names another file than `{said}`",
+                        i + 1,
+                        line.trim()
+                    );
+                }
+            }
+        }
+        assert!(
+            std::fs::read_to_string(format!("{root}/policies/default.yml"))
+                .unwrap()
+                .contains(&said)
+        );
+    }
+}
