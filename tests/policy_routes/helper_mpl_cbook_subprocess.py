@@ -1,3 +1,3 @@
-# expect: deny dangerous-attribute
+# expect: deny process
 import matplotlib.cbook as cbook
 cbook.subprocess.run(["id"])  # refused here

@@ -1,3 +1,3 @@
-# expect: deny dangerous-attribute
+# expect: deny unsafe-deserialization
 import numpy.lib.format as fmt
 obj = fmt.pickle.loads(b"")  # refused here
