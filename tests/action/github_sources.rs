@@ -929,3 +929,141 @@ async fn replay_fresh_of_300_unchanged_pull_requests_costs_no_rate_limit() {
         assert_eq!(units, requests);
     }
 }
+
+/// Counts the rows of `/data/github/issues.csv`.
+const COUNT_ISSUES: &str = "import json\nimport pandas as pd\nprint(json.dumps({'rows': len(pd.read_csv('/data/github/issues.csv'))}))\n";
+
+/// Requests to the issues list (not to one issue's comments, not the
+/// bot's own reactions and comments).
+fn issue_lists(f: &ActionFixture) -> Vec<String> {
+    f.gh.requests()
+        .into_iter()
+        .filter(|s| s.method == "GET" && s.path.contains("/issues?"))
+        .map(|s| s.path)
+        .collect()
+}
+
+/// Pagination follows `Link: rel="next"` only to the same API host, the
+/// same repository and the same endpoint: a link to another repository or
+/// another host stops the source there, with a note in the answer, and no
+/// request is sent to it (with the job's token or at all).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_next_page_link_elsewhere_is_not_followed_and_the_answer_says_so() {
+    let f = ActionFixture::builder()
+        .policy(&policy("issues", 100))
+        .start()
+        .await;
+    f.gh.set_activity(REPO, generate(260, 0, 5));
+    let ask = |f: &ActionFixture| {
+        f.comment(
+            "alice",
+            &format!(
+                "/compute inputs=github:issues?state=all count\n{}",
+                fenced(COUNT_ISSUES)
+            ),
+        )
+    };
+    // Followed through every page of this repository's list.
+    ask(&f);
+    let run = f.run(COMMENT, "7301").await;
+    assert_eq!(run.code, 0, "{}", run.log());
+    let all = result_of(&run)["rows"].as_u64().unwrap();
+    assert!(all > 200, "{all}");
+    assert_eq!(
+        issue_lists(&f).len() as u64,
+        all.div_ceil(100),
+        "{:?}",
+        issue_lists(&f)
+    );
+    let base = f.gh.uri();
+    let other_host = base.replace("127.0.0.1", "localhost");
+    for (n, (from, to)) in [
+        ("/repos/octo-org/data/", "/repos/evil-org/loot/"),
+        ("/repos/octo-org/data/issues", "/repos/octo-org/data/pulls"),
+        (base.as_str(), other_host.as_str()),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        f.gh.rewrite_links(from, to);
+        let before = issue_lists(&f).len();
+        let seen_before = f.gh.requests().len();
+        ask(&f);
+        let run = f.run(COMMENT, &format!("730{}", n + 2)).await;
+        assert_eq!(run.code, 0, "{to}: {}", run.log());
+        assert_eq!(result_of(&run)["rows"], 100, "{to}: the first page only");
+        assert_eq!(issue_lists(&f).len(), before + 1, "{to}: one list request");
+        let after = f.gh.requests();
+        assert!(
+            after[seen_before..]
+                .iter()
+                .all(|s| !s.path.contains("evil-org") && !s.path.contains("/pulls")),
+            "{to}: {:?}",
+            &after[seen_before..]
+        );
+        let answer = f.bot_comments(7).pop().unwrap();
+        assert!(
+            answer.body.contains("next-page link was not followed")
+                && answer.body.contains("no request was sent there"),
+            "{to}: {}",
+            answer.body
+        );
+    }
+}
+
+/// A watch file asking for one `github:` source (`spec`).
+fn source_watch(name: &str, spec: &str) -> String {
+    format!(
+        "name: {name}\ncode: |\n  import json\n  print(json.dumps({{\"ok\": 1}}))\ninputs:\n  - \"{spec}\"\n"
+    )
+}
+
+/// `inputs.github_max_requests` is one budget for the whole run: four
+/// watches asking four different sources together make at most that many
+/// requests (each with a budget of its own made three times as many), and
+/// the watches left without requests say which budget ran out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_request_budget_bounds_every_watch_of_the_run() {
+    let f = ActionFixture::builder()
+        .policy(&policy("pulls, issues, comments, workflow_runs", 4))
+        .file(
+            ".github/compute/a.yml",
+            source_watch("a", "github:issues?state=all"),
+        )
+        .file(
+            ".github/compute/b.yml",
+            source_watch("b", "github:comments"),
+        )
+        .file(
+            ".github/compute/c.yml",
+            source_watch("c", "github:workflow_runs"),
+        )
+        .file(
+            ".github/compute/d.yml",
+            source_watch("d", "github:pulls?state=all&sizes=false"),
+        )
+        .start()
+        .await;
+    f.gh.set_activity(REPO, generate(260, 260, 8));
+    f.gh.seed_branch(REPO, "main", &[("README.md", b"# data\n")]);
+    f.write_event(&serde_json::json!({"schedule": "0 6 * * 1"}));
+    let run = f.run("schedule", "7401").await;
+    let lists =
+        f.gh.requests()
+            .into_iter()
+            .filter(|s| {
+                s.method == "GET"
+                    && ["/issues", "/actions/runs", "/pulls"]
+                        .iter()
+                        .any(|p| s.path.contains(p))
+                    && !s.path.contains("/contents/")
+            })
+            .count();
+    assert_eq!(lists, 4, "one budget of 4 for the run\n{}", run.log());
+    let said = format!("{}{}", run.stdout, run.summary);
+    assert!(
+        said.contains("one budget for every watch and source of the run"),
+        "{}",
+        run.log()
+    );
+}
