@@ -1067,3 +1067,84 @@ async fn one_request_budget_bounds_every_watch_of_the_run() {
         run.log()
     );
 }
+
+/// `replay fresh` asks again only the kept URLs that belong to the recorded
+/// source (a kept `ETag` of another repository's or host's URL asks nothing
+/// and the data are fetched afresh, saying why), and its conditional
+/// requests take from the run's one request budget.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replay_fresh_asks_only_the_sources_own_urls_within_the_runs_budget() {
+    let f = ActionFixture::builder()
+        .policy(&policy("pulls", 10))
+        .start()
+        .await;
+    f.gh.seed_branch(REPO, "main", &[("README.md", b"# data\n")]);
+    f.gh.set_activity(REPO, generate(250, 0, 5));
+    let code = "import json\nimport pandas as pd\nprint(json.dumps({'n': len(pd.read_csv('/data/github/pulls.csv'))}))\n";
+    f.comment(
+        "alice",
+        &format!(
+            "/compute inputs=github:pulls?state=all&sizes=false count\n{}",
+            fenced(code)
+        ),
+    );
+    let run = f.run(COMMENT, "7501").await;
+    assert_eq!(run.code, 0, "{}", run.log());
+    let side = "runs/7501-1/github/pulls.etags.json";
+    let branch = f.gh.branch_sha(REPO, "compute-bot-assets").unwrap();
+    let kept: Vec<(String, String)> =
+        serde_json::from_slice(&f.gh.files_at(REPO, &branch)[side]).unwrap();
+    assert_eq!(kept.len(), 3, "three pages: {kept:?}");
+    let pulls_since = |start: usize| {
+        f.gh.requests()[start..]
+            .iter()
+            .filter(|s| s.path.contains("/pulls") && !s.path.contains("/contents/"))
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+
+    // A kept ETag of another repository's list and one of another host.
+    let other_host = format!("{}/repos/octo-org/data/pulls?page=9", f.gh.uri())
+        .replace("127.0.0.1", "localhost");
+    for foreign in [
+        "/repos/evil-org/loot/pulls?state=all".to_string(),
+        other_host,
+    ] {
+        let mut tampered = kept.clone();
+        tampered.insert(1, (foreign.clone(), "\"feed\"".into()));
+        f.gh.tamper_file(REPO, side, Some(&serde_json::to_vec(&tampered).unwrap()));
+        f.comment("alice", "/compute replay fresh");
+        let start = f.gh.requests().len();
+        let run = f.run(COMMENT, "7502").await;
+        let verdict = newest(&f);
+        assert_eq!(run.code, 0, "{verdict}\n{}", run.log());
+        assert!(
+            verdict.contains("not one of its requests") && verdict.contains("fetched afresh"),
+            "{verdict}"
+        );
+        let asked = pulls_since(start);
+        assert!(
+            asked
+                .iter()
+                .all(|s| s.if_none_match.is_none() && !s.path.contains("evil-org")),
+            "{foreign}: nothing conditional, nothing elsewhere: {asked:?}"
+        );
+    }
+    f.gh.tamper_file(REPO, side, None);
+
+    // With a budget of two, two of the three conditional requests are asked
+    // and the replay stops there: the budget is the run's.
+    f.policy(&policy("pulls", 2));
+    f.comment("alice", "/compute replay fresh");
+    let start = f.gh.requests().len();
+    let run = f.run(COMMENT, "7503").await;
+    let verdict = newest(&f);
+    let asked = pulls_since(start);
+    assert_eq!(asked.len(), 2, "{asked:?}\n{verdict}");
+    assert!(asked.iter().all(|s| s.if_none_match.is_some()), "{asked:?}");
+    assert!(
+        verdict.contains("github_max_requests"),
+        "{verdict}\n{}",
+        run.log()
+    );
+}
