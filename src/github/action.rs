@@ -187,6 +187,11 @@ async fn run(vars: &BTreeMap<String, String>, session: &Session) -> Exit {
         },
         Err(e) => return config_error(&env, &e.to_string()),
     };
+    // GitHub's next-page links may name the repository by its id.
+    let gh = match vars.get("GITHUB_REPOSITORY_ID").map(|i| i.trim().parse()) {
+        Some(Ok(id)) if gh.repo_ref() == &env.repository => gh.with_repo_id(id),
+        _ => gh,
+    };
     let fetched = crate::github::sources::Cache::default();
     let ctx = Ctx {
         env: &env,

@@ -378,6 +378,7 @@ pub struct GitHub {
     tries: u32,
     base_delay: Duration,
     bot_login: Option<String>,
+    repo_id: Option<u64>,
     limits: RateLimits,
     shared: Arc<Mutex<Shared>>,
 }
@@ -421,6 +422,7 @@ impl GitHub {
             tries: 3,
             base_delay: Duration::from_millis(500),
             bot_login: None,
+            repo_id: None,
             limits: RateLimits::from_env(),
             shared: Arc::default(),
         })
@@ -517,6 +519,23 @@ impl GitHub {
     /// The repository this client works on.
     pub(super) fn repo_ref(&self) -> &RepoRef {
         &self.repo
+    }
+
+    /// The repository's numeric id (`GITHUB_REPOSITORY_ID`): GitHub's
+    /// next-page links may name it as `/repositories/{id}/...`.
+    pub(crate) fn with_repo_id(mut self, id: u64) -> Self {
+        self.repo_id = Some(id);
+        self
+    }
+
+    /// The repository's numeric id, when known ([`GitHub::with_repo_id`]).
+    pub(super) fn repo_id(&self) -> Option<u64> {
+        self.repo_id
+    }
+
+    /// The API root this client asks (`GITHUB_API_URL`, no trailing `/`).
+    pub(super) fn api_url(&self) -> &str {
+        &self.api_url
     }
 
     /// Runs `call` with retries on 5xx and connection errors, and waits out

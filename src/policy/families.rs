@@ -47,6 +47,7 @@ pub(crate) const FAMILIES: &[Family] = &[
     EVAL_EXEC,
     DYNAMIC_IMPORT,
     REFLECTION,
+    DYNAMIC_ATTRIBUTE,
 ];
 
 /// The default `code.deny_modules`: each family's whole modules, then the
@@ -99,6 +100,13 @@ const PROCESS: Family = Family {
         "pandas.read_clipboard",
         "pandas.io.clipboard",
         "pandas.io.clipboards",
+        // Libraries' helpers that run programs: matplotlib's test helpers
+        // (`subprocess_run_for_testing`, `ipython_in_subprocess`), TeX and
+        // dvi tools, statsmodels' X-13 wrapper.
+        "matplotlib.testing",
+        "matplotlib.texmanager",
+        "matplotlib.dviread",
+        "statsmodels.tsa.x13",
     ],
     default_deny: &["fcntl", "resource"],
 };
@@ -168,6 +176,16 @@ const UNSAFE_DESERIALIZATION: Family = Family {
         "joblib.load",
         "pandas.read_pickle",
         "copyreg",
+        // The libraries' own loaders that unpickle.
+        "pandas.io.pickle",
+        "pandas.compat.pickle_compat",
+        "statsmodels.api.load",
+        "statsmodels.api.load_pickle",
+        "statsmodels.iolib.smpickle",
+        "statsmodels.iolib.load_pickle",
+        "statsmodels.iolib.api.load_pickle",
+        "statsmodels.*Results.load",
+        "statsmodels.*ResultsWrapper.load",
     ],
     default_deny: &["pickle", "marshal", "joblib"],
 };
@@ -243,6 +261,14 @@ const REFLECTION: Family = Family {
         "traceback.walk_tb",
     ],
     default_deny: &["builtins"],
+};
+
+const DYNAMIC_ATTRIBUTE: Family = Family {
+    rule: RuleId::DynamicAttribute,
+    why: "it reaches attributes by names written in strings (`get_field(\"0.system\", [os], {})`), which the check cannot follow; write the attribute (`obj.name`) or an f-string",
+    modules: &[],
+    names: &["string.Formatter"],
+    default_deny: &[],
 };
 
 #[cfg(test)]

@@ -88,7 +88,7 @@ rules! {
     SourceEncoding = "source-encoding", Deny, Never,
         "a `# coding:` declaration other than UTF-8/ASCII (Python would decode differently than checked), NUL bytes";
     ImportDenied = "import-denied", Deny, Yes,
-        "a module in `code.deny_modules` (and its submodules), imported or reached";
+        "a module in `code.deny_modules` (and its submodules), imported or reached, also as an attribute of a library that imported it (`sklearn.utils.parallel.joblib`, `pandas.io.common.mmap`: a module reached through attributes is the import it is; so is a re-export, resolved to its origin)";
     ImportNotAllowed = "import-not-allowed", Deny, AlsoBy("escalate_unknown_imports"),
         "an import outside `code.allow_imports`";
     RelativeImport = "relative-import", Deny, Yes,
@@ -104,19 +104,23 @@ rules! {
     DunderEscape = "dunder-escape", Deny, Yes,
         "dunder attributes outside a safe list (`__subclasses__`, `__globals__`, `__builtins__`, `__code__`, `__mro__`, `__bases__`, `__dict__`, `__self__`, ...), dunder names such as `__builtins__`/`__loader__`, and strings that mention them (`str.format` escapes, `getattr` names), also in `case C(attr=...)` patterns";
     DangerousAttribute = "dangerous-attribute", Deny, Yes,
-        "attributes named like process/import/frame/module handles on any object (`.system`, `.popen`, `.fork`, `.modules`, `.f_globals`, `.gi_frame`, `.os`, `.subprocess`, `.to_clipboard`, ...), because the receiver cannot always be resolved (`[os][0].system`)";
+        "attributes named like process/import/frame/module handles on any object (`.system`, `.popen`, `.fork`, `.modules`, `.f_globals`, `.gi_frame`, `.os`, `.subprocess`, `.to_clipboard`, threadpoolctl's `.dynlib`, `.get_field`, `.import_optional_dependency`, ...), because the receiver cannot always be resolved (`[os][0].system`)";
     DynamicAttribute = "dynamic-attribute", Deny, Yes,
-        "`getattr`/`setattr`/`delattr`/`attrgetter`/`methodcaller` with a name that does not fold to a constant, or these functions used as values";
+        "`getattr`/`setattr`/`delattr`/`attrgetter`/`methodcaller` with a name that does not fold to a constant, or these functions used as values; `string.Formatter`; `str.format`/`format_map` fields that read attributes (`\"{0.system}\".format(os)`), or a format string the checker cannot read given a module";
+    PrivateAttribute = "private-attribute", Deny, Yes,
+        "a private (`_name`) module or attribute of an imported module or of what it holds (`pandas._testing`, `from sklearn.utils._testing import ...`, `matplotlib._get_executable_info`, `getattr(pd, '_libs')`, `attrgetter('_x')`): libraries' internals (their test, subprocess and import helpers) are no API for analysis code";
+    Descriptor = "descriptor", Deny, Yes,
+        "`os.close`, `os.read`, `os.write(v)`, `os.dup2`, `os.lseek`, `os.fdopen`, ... (any `os` call on a file descriptor) unless each descriptor is `f.fileno()` of a file the code opened (not `sys.stdout`), `open(1)` on a descriptor number, and these functions used as values: the code's inherited descriptors are the sandbox's";
     InterpreterState = "interpreter-state", Deny, Yes,
         "`sys.modules`, `sys.path`, `sys.meta_path`, `sys._getframe`, `sys.settrace`/`setprofile`, `sys.addaudithook`";
     Process = "process", Deny, Yes,
-        "`subprocess`, `os.system/popen/exec*/spawn*/fork*/posix_spawn*/kill*`, `pty`, `multiprocessing`, `signal`, `platform.popen`, `pandas.read_clipboard`";
+        "`subprocess`, `os.system/popen/exec*/spawn*/fork*/posix_spawn*/kill*`, `pty`, `multiprocessing`, `signal`, `platform.popen`, `pandas.read_clipboard`, matplotlib's `testing`, `texmanager` and `dviread`, `statsmodels.tsa.x13`";
     Network = "network", Deny, Yes,
         "`socket`, `ssl`, `urllib.request`, `http.client`, `requests`, `httpx`, `aiohttp`, `ftplib`, `smtplib`, ...";
     NativeCode = "native-code", Deny, Yes,
         "`ctypes`, `cffi`, `numpy.ctypeslib`, `numpy.f2py`, `distutils`, `setuptools`";
     UnsafeDeserialization = "unsafe-deserialization", Deny, Yes,
-        "`pickle.load(s)`, `marshal.load(s)`, `shelve`, `dill`, `joblib.load`, `pandas.read_pickle`, any call with `allow_pickle=True`";
+        "`pickle.load(s)`, `marshal.load(s)`, `shelve`, `dill`, `joblib.load`, `pandas.read_pickle`, `pandas.compat.pickle_compat`, statsmodels' `load`/`load_pickle` and `Results.load`, any call with `allow_pickle=True`, also as a `**` dict (`**{'allow_pickle': True}`, a dict built by name), and `numpy.load(**kw)` with keywords the checker cannot read";
     CallDenied = "call-denied", Deny, Yes,
         "a resolved name matching `code.deny_calls` (`os.remove`, `os.exec*`)";
     OpenWriteOutsideOutput = "open-write-outside-output", Deny, Yes,

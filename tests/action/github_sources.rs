@@ -977,3 +977,222 @@ async fn replay_fresh_of_300_unchanged_pull_requests_costs_no_rate_limit() {
         assert_eq!(units, requests);
     }
 }
+
+/// Counts the rows of `/data/github/issues.csv`.
+const COUNT_ISSUES: &str = "import json\nimport pandas as pd\nprint(json.dumps({'rows': len(pd.read_csv('/data/github/issues.csv'))}))\n";
+
+/// Requests to the issues list (not to one issue's comments, not the
+/// bot's own reactions and comments).
+fn issue_lists(f: &ActionFixture) -> Vec<String> {
+    f.gh.requests()
+        .into_iter()
+        .filter(|s| s.method == "GET" && s.path.contains("/issues?"))
+        .map(|s| s.path)
+        .collect()
+}
+
+/// Pagination follows `Link: rel="next"` only to the same API host, the
+/// same repository and the same endpoint: a link to another repository or
+/// another host stops the source there, with a note in the answer, and no
+/// request is sent to it (with the job's token or at all).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_next_page_link_elsewhere_is_not_followed_and_the_answer_says_so() {
+    let f = ActionFixture::builder()
+        .policy(&policy("issues", 100))
+        .start()
+        .await;
+    f.gh.set_activity(REPO, generate(260, 0, 5));
+    let ask = |f: &ActionFixture| {
+        f.comment(
+            "alice",
+            &format!(
+                "/compute inputs=github:issues?state=all count\n{}",
+                fenced(COUNT_ISSUES)
+            ),
+        )
+    };
+    // Followed through every page of this repository's list.
+    ask(&f);
+    let run = f.run(COMMENT, "7301").await;
+    assert_eq!(run.code, 0, "{}", run.log());
+    let all = result_of(&run)["rows"].as_u64().unwrap();
+    assert!(all > 200, "{all}");
+    assert_eq!(
+        issue_lists(&f).len() as u64,
+        all.div_ceil(100),
+        "{:?}",
+        issue_lists(&f)
+    );
+    let base = f.gh.uri();
+    let other_host = base.replace("127.0.0.1", "localhost");
+    for (n, (from, to)) in [
+        ("/repos/octo-org/data/", "/repos/evil-org/loot/"),
+        ("/repos/octo-org/data/issues", "/repos/octo-org/data/pulls"),
+        (base.as_str(), other_host.as_str()),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        f.gh.rewrite_links(from, to);
+        let before = issue_lists(&f).len();
+        let seen_before = f.gh.requests().len();
+        ask(&f);
+        let run = f.run(COMMENT, &format!("730{}", n + 2)).await;
+        assert_eq!(run.code, 0, "{to}: {}", run.log());
+        assert_eq!(result_of(&run)["rows"], 100, "{to}: the first page only");
+        assert_eq!(issue_lists(&f).len(), before + 1, "{to}: one list request");
+        let after = f.gh.requests();
+        assert!(
+            after[seen_before..]
+                .iter()
+                .all(|s| !s.path.contains("evil-org") && !s.path.contains("/pulls")),
+            "{to}: {:?}",
+            &after[seen_before..]
+        );
+        let answer = f.bot_comments(7).pop().unwrap();
+        assert!(
+            answer.body.contains("next-page link was not followed")
+                && answer.body.contains("no request was sent there"),
+            "{to}: {}",
+            answer.body
+        );
+    }
+}
+
+/// A watch file asking for one `github:` source (`spec`).
+fn source_watch(name: &str, spec: &str) -> String {
+    format!(
+        "name: {name}\ncode: |\n  import json\n  print(json.dumps({{\"ok\": 1}}))\ninputs:\n  - \"{spec}\"\n"
+    )
+}
+
+/// `inputs.github_max_requests` is one budget for the whole run: four
+/// watches asking four different sources together make at most that many
+/// requests (each with a budget of its own made three times as many), and
+/// the watches left without requests say which budget ran out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_request_budget_bounds_every_watch_of_the_run() {
+    let f = ActionFixture::builder()
+        .policy(&policy("pulls, issues, comments, workflow_runs", 4))
+        .file(
+            ".github/compute/a.yml",
+            source_watch("a", "github:issues?state=all"),
+        )
+        .file(
+            ".github/compute/b.yml",
+            source_watch("b", "github:comments"),
+        )
+        .file(
+            ".github/compute/c.yml",
+            source_watch("c", "github:workflow_runs"),
+        )
+        .file(
+            ".github/compute/d.yml",
+            source_watch("d", "github:pulls?state=all&sizes=false"),
+        )
+        .start()
+        .await;
+    f.gh.set_activity(REPO, generate(260, 260, 8));
+    f.gh.seed_branch(REPO, "main", &[("README.md", b"# data\n")]);
+    f.write_event(&serde_json::json!({"schedule": "0 6 * * 1"}));
+    let run = f.run("schedule", "7401").await;
+    let lists =
+        f.gh.requests()
+            .into_iter()
+            .filter(|s| {
+                s.method == "GET"
+                    && ["/issues", "/actions/runs", "/pulls"]
+                        .iter()
+                        .any(|p| s.path.contains(p))
+                    && !s.path.contains("/contents/")
+            })
+            .count();
+    assert_eq!(lists, 4, "one budget of 4 for the run\n{}", run.log());
+    let said = format!("{}{}", run.stdout, run.summary);
+    assert!(
+        said.contains("one budget for every watch and source of the run"),
+        "{}",
+        run.log()
+    );
+}
+
+/// `replay fresh` asks again only the kept URLs that belong to the recorded
+/// source (a kept `ETag` of another repository's or host's URL asks nothing
+/// and the data are fetched afresh, saying why), and its conditional
+/// requests take from the run's one request budget.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replay_fresh_asks_only_the_sources_own_urls_within_the_runs_budget() {
+    let f = ActionFixture::builder()
+        .policy(&policy("pulls", 10))
+        .start()
+        .await;
+    f.gh.seed_branch(REPO, "main", &[("README.md", b"# data\n")]);
+    f.gh.set_activity(REPO, generate(250, 0, 5));
+    let code = "import json\nimport pandas as pd\nprint(json.dumps({'n': len(pd.read_csv('/data/github/pulls.csv'))}))\n";
+    f.comment(
+        "alice",
+        &format!(
+            "/compute inputs=github:pulls?state=all&sizes=false count\n{}",
+            fenced(code)
+        ),
+    );
+    let run = f.run(COMMENT, "7501").await;
+    assert_eq!(run.code, 0, "{}", run.log());
+    let side = "runs/7501-1/github/pulls.etags.json";
+    let branch = f.gh.branch_sha(REPO, "compute-bot-assets").unwrap();
+    let kept: Vec<(String, String)> =
+        serde_json::from_slice(&f.gh.files_at(REPO, &branch)[side]).unwrap();
+    assert_eq!(kept.len(), 3, "three pages: {kept:?}");
+    let pulls_since = |start: usize| {
+        f.gh.requests()[start..]
+            .iter()
+            .filter(|s| s.path.contains("/pulls") && !s.path.contains("/contents/"))
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+
+    // A kept ETag of another repository's list and one of another host.
+    let other_host = format!("{}/repos/octo-org/data/pulls?page=9", f.gh.uri())
+        .replace("127.0.0.1", "localhost");
+    for foreign in [
+        "/repos/evil-org/loot/pulls?state=all".to_string(),
+        other_host,
+    ] {
+        let mut tampered = kept.clone();
+        tampered.insert(1, (foreign.clone(), "\"feed\"".into()));
+        f.gh.tamper_file(REPO, side, Some(&serde_json::to_vec(&tampered).unwrap()));
+        f.comment("alice", "/compute replay fresh");
+        let start = f.gh.requests().len();
+        let run = f.run(COMMENT, "7502").await;
+        let verdict = newest(&f);
+        assert_eq!(run.code, 0, "{verdict}\n{}", run.log());
+        assert!(
+            verdict.contains("not one of its requests") && verdict.contains("fetched afresh"),
+            "{verdict}"
+        );
+        let asked = pulls_since(start);
+        assert!(
+            asked
+                .iter()
+                .all(|s| s.if_none_match.is_none() && !s.path.contains("evil-org")),
+            "{foreign}: nothing conditional, nothing elsewhere: {asked:?}"
+        );
+    }
+    f.gh.tamper_file(REPO, side, None);
+
+    // With a budget of two, two of the three conditional requests are asked
+    // and the replay stops there: the budget is the run's.
+    f.policy(&policy("pulls", 2));
+    f.comment("alice", "/compute replay fresh");
+    let start = f.gh.requests().len();
+    let run = f.run(COMMENT, "7503").await;
+    let verdict = newest(&f);
+    let asked = pulls_since(start);
+    assert_eq!(asked.len(), 2, "{asked:?}\n{verdict}");
+    assert!(asked.iter().all(|s| s.if_none_match.is_some()), "{asked:?}");
+    assert!(
+        verdict.contains("github_max_requests"),
+        "{verdict}\n{}",
+        run.log()
+    );
+}

@@ -183,3 +183,40 @@ async fn an_escalating_plan_shows_its_verdict_and_its_run_waits_for_an_approval(
     assert_eq!(run.out("status"), "ok", "{}", run.log());
     assert_eq!(run.out("code_sha256"), sha256(ESCALATING));
 }
+
+/// `/compute plan` with exact code (a fenced block) starts nothing: no
+/// container while GitHub answers the permission request, none after.
+/// Read back from the engine's event log by the bot process's label.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plan_of_exact_code_prepares_no_container() {
+    let f = ActionFixture::new().await;
+    let cid = f.comment(
+        "alice",
+        &format!(
+            "/compute plan inputs=data/sales.csv count the rows\n{}",
+            fenced(CODE)
+        ),
+    );
+    let run = f.run(COMMENT, "9210").await;
+    assert_eq!(run.code, 0, "{}", run.log());
+    assert_eq!(run.out("status"), "planned", "{}", run.log());
+    assert_eq!(run.out("code_sha256"), sha256(CODE));
+    assert_eq!(f.gh.reactions(cid), vec!["eyes"]);
+    assert_eq!(
+        run.containers_created(),
+        0,
+        "a plan runs nothing, not even a container prepared ahead\n{}",
+        run.log()
+    );
+    // The same comment as a run does start one: the count can see it.
+    f.comment(
+        "alice",
+        &format!(
+            "/compute inputs=data/sales.csv count the rows\n{}",
+            fenced(CODE)
+        ),
+    );
+    let run = f.run(COMMENT, "9211").await;
+    assert_eq!(run.out("status"), "ok", "{}", run.log());
+    assert_eq!(run.containers_created(), 1, "{}", run.log());
+}

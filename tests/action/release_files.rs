@@ -360,6 +360,72 @@ fn lock_versions() -> Vec<(String, String)> {
         .collect()
 }
 
+/// The guide's two sentences that name the image's data stack name every
+/// library the image labels (`sandbox/python/Dockerfile`'s
+/// `org.compute-bot.<import name>` labels, the comment's "Data stack" row),
+/// and each of those is in the lock at the labelled version.
+#[test]
+fn the_guides_stack_lines_name_every_library_the_image_labels() {
+    let guide = read("docs/github-action.md");
+    let docker = read("sandbox/python/Dockerfile");
+    let versions = lock_versions();
+    let sentence = |from: &str, to: &str| {
+        let start = guide
+            .find(from)
+            .unwrap_or_else(|| panic!("the guide lacks `{from}`"));
+        let end = guide[start..]
+            .find(to)
+            .unwrap_or_else(|| panic!("no `{to}` after `{from}`"));
+        guide[start..start + end]
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let lines = [
+        sentence("Its data stack", "is the same everywhere"),
+        sentence("The sandbox image's labels name", "versions"),
+    ];
+    // Import name (label key) → the lock's name and the name people know.
+    fn known(import: &str) -> (&str, &str) {
+        match import {
+            "sklearn" => ("scikit-learn", "scikit-learn"),
+            "scipy" => ("scipy", "SciPy"),
+            "duckdb" => ("duckdb", "DuckDB"),
+            other => (other, other),
+        }
+    }
+    let bookkeeping = [
+        "sandbox",
+        "recipe",
+        "python",
+        "lock-sha256",
+        "recipe-sha256",
+    ];
+    let mut labelled = 0;
+    for label in docker.split("org.compute-bot.").skip(1) {
+        let Some((key, value)) = label.split_once('=') else {
+            continue;
+        };
+        if bookkeeping.contains(&key) || key.contains(char::is_whitespace) {
+            continue;
+        }
+        labelled += 1;
+        let value = value.split_whitespace().next().unwrap_or_default();
+        let (locked, shown) = known(key);
+        assert!(
+            versions.iter().any(|(n, v)| n == locked && v == value),
+            "the image labels {key}={value}, the lock does not have {locked}=={value}"
+        );
+        for line in &lines {
+            assert!(
+                line.contains(shown),
+                "docs/github-action.md names the stack without {shown}: \"{line}\""
+            );
+        }
+    }
+    assert!(labelled >= 10, "only {labelled} libraries labelled");
+}
+
 /// Both sandbox recipes install the one lock with hashes, and the Dockerfile's
 /// labels name the lock's versions and the same Python as Debian bookworm's.
 #[test]

@@ -87,6 +87,8 @@ pub struct GitState {
     inline_max: usize,
     /// Blobs past this size are refused by the API (403 `too_large`).
     api_max: usize,
+    /// (repo, path) → what the contents API answers for it at any commit.
+    tampered: BTreeMap<(String, String), Vec<u8>>,
 }
 
 impl Default for GitState {
@@ -98,6 +100,7 @@ impl Default for GitState {
             pulls: BTreeMap::new(),
             pull_files_cap: 3000,
             tree_entries_cap: 100_000,
+            tampered: BTreeMap::new(),
             inline_max: 1024 * 1024,
             api_max: 100 * 1024 * 1024,
         }
@@ -687,7 +690,10 @@ fn contents_route(
             (200, Some(v), None)
         }
         mode => {
-            let bytes = store.blob(&entry.sha).cloned().unwrap_or_default();
+            let bytes = match git.tampered.get(&(repo.to_string(), path.clone())) {
+                Some(b) => b.clone(),
+                None => store.blob(&entry.sha).cloned().unwrap_or_default(),
+            };
             if bytes.len() > git.api_max {
                 return too_large(doc);
             }
@@ -801,6 +807,17 @@ impl GitHubStandIn {
     /// Caps the entries of a recursive tree (then `truncated: true`).
     pub fn set_tree_entries_cap(&self, n: usize) {
         self.st().git.tree_entries_cap = n;
+    }
+
+    /// From now on the contents API answers `bytes` for `path` at every
+    /// commit (a file changed behind the bot's back); `None` undoes it.
+    pub fn tamper_file(&self, repo: &str, path: &str, bytes: Option<&[u8]>) {
+        let key = (repo.to_string(), path.to_string());
+        let mut st = self.st();
+        match bytes {
+            Some(b) => st.git.tampered.insert(key, b.to_vec()),
+            None => st.git.tampered.remove(&key),
+        };
     }
 
     /// The contents API's limits: inline up to `inline_max` bytes (GitHub: 1

@@ -167,6 +167,9 @@ pub(super) struct State {
     pub(super) git: super::github_git::GitState,
     /// How long every answer takes (a real API's round trip).
     latency: Option<std::time::Duration>,
+    /// `(from, to)`: every `Link` header's text with `from` replaced by `to`
+    /// (a next-page link to another repository or host).
+    link_rewrite: Option<(String, String)>,
     /// Pull requests, reviews, issues, comments and runs as lists (`github_activity`).
     pub(super) activity: super::github_activity::ActivityState,
 }
@@ -215,7 +218,10 @@ impl Respond for Router {
         let mut t = t
             .insert_header("content-type", "application/json; charset=utf-8")
             .insert_header("x-github-api-version-selected", "2022-11-28");
-        if let Some(link) = link {
+        if let Some(mut link) = link {
+            if let Some((from, to)) = &st.link_rewrite {
+                link = link.replace(from.as_str(), to.as_str());
+            }
             t = t.insert_header("link", link.as_str());
         }
         for (k, v) in std::mem::take(&mut st.extra_headers) {
@@ -1107,6 +1113,13 @@ impl GitHubStandIn {
     /// Every request received so far.
     pub fn requests(&self) -> Vec<Seen> {
         self.st().seen.clone()
+    }
+
+    /// From now on every `Link` header names `to` where it named `from`
+    /// (`/repos/octo-org/data/` → `/repos/other/repo/`, or another host):
+    /// GitHub's pagination as a hostile or broken proxy would send it.
+    pub fn rewrite_links(&self, from: &str, to: &str) {
+        self.st().link_rewrite = Some((from.to_string(), to.to_string()));
     }
 
     /// How many requests had a path containing `path_contains` and method `method`.

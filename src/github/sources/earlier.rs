@@ -148,7 +148,8 @@ pub(crate) async fn data_for(
         Ok((admitted, fetched))
     };
     if how == Use::ReplayFresh {
-        let why = match unchanged_since(gh, specs, &matched, policy).await {
+        let mut budget = cache.budget(policy);
+        let why = match unchanged_since(gh, specs, &matched, policy, &mut budget).await {
             Ok(Some(n)) => {
                 let (admitted, mut fetched) = read_back(gh, specs, &matched, policy).await?;
                 if let Origin::Snapshot { runs, commits } = fetched.origin {
@@ -205,12 +206,17 @@ pub(crate) async fn data_for(
 /// with `If-None-Match`. `Ok(Some(n))`: all `n` answered 304 Not Modified
 /// (no primary rate limit spent); `Ok(None)`: no `ETag`s to ask with (no
 /// snapshot on the files branch, or one from before they were kept);
-/// `Err(why)`: changed, or GitHub failed — fetch afresh.
+/// `Err(why)`: changed, or GitHub failed — fetch afresh. Only URLs that
+/// belong to the recorded source are asked ([`fetch::belongs`]: the API
+/// host, this repository, the source's endpoints; a kept `ETag` of any
+/// other URL asks nothing and the data are fetched afresh), each within the
+/// run's request `budget`.
 async fn unchanged_since(
     gh: &GitHub,
     specs: &[String],
     matched: &[Option<&Earlier>],
     policy: &Inputs,
+    budget: &mut fetch::Budget,
 ) -> Result<Option<u32>, String> {
     let mut asked: Vec<(String, String)> = Vec::new();
     let mut todo = Vec::new();
@@ -230,6 +236,14 @@ async fn unchanged_since(
         if tags.is_empty() {
             return Ok(None);
         }
+        if let Some((uri, why)) = tags
+            .iter()
+            .find_map(|(uri, _)| Some((uri, fetch::belongs(gh, q.source, uri).err()?)))
+        {
+            return Err(format!(
+                "the `ETag`s kept beside the snapshot of `{spec}` name `{uri}`, which is not one of its requests ({why}); nothing was asked there"
+            ));
+        }
         let fresh: Vec<(String, String)> =
             tags.into_iter().filter(|t| !asked.contains(t)).collect();
         asked.extend(fresh.iter().cloned());
@@ -242,15 +256,21 @@ async fn unchanged_since(
             source.name(),
             gh.repo_ref()
         );
-        match fetch::unchanged(gh, (&action, fetch::need(source)), &tags).await {
+        match fetch::unchanged(gh, (&action, fetch::need(source)), &tags, budget).await {
             Ok(k) => n += k,
-            Err(None) => {
+            Err(fetch::NotUnchanged::Changed) => {
                 return Err(format!(
                     "GitHub's `github:{}` data changed since the earlier run (a conditional request was answered in full)",
                     source.name()
                 ));
             }
-            Err(Some(e)) => {
+            Err(fetch::NotUnchanged::Budget) => {
+                return Err(format!(
+                    "the run's request budget (`inputs.github_max_requests`: {}) ran out while asking whether they changed",
+                    budget.max
+                ));
+            }
+            Err(fetch::NotUnchanged::Failed(e)) => {
                 return Err(format!(
                     "could not ask GitHub whether the data changed: {e}"
                 ));

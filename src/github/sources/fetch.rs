@@ -7,6 +7,9 @@
 //! `304 Not Modified` with an empty body when the data have not changed,
 //! and such an answer to an authorised request costs no primary rate limit.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
 use octocrab::{FromResponse, Page};
 use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::Value;
@@ -19,26 +22,138 @@ use crate::sources::{GithubSource, Query};
 const PER_PAGE: &str = "100";
 
 /// The requests the sources of one run may make, and how many they made.
+/// The count is the run's ([`super::Cache`] holds it): every watch, every
+/// source, the base and head of a pull request and `replay fresh`'s
+/// conditional requests take from the one `inputs.github_max_requests`.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Budget {
     /// The most (the policy's `inputs.github_max_requests`).
     pub(crate) max: u32,
-    /// Made so far (each page and each per-item request is one; the
-    /// client's retries of a failed request are not counted again).
-    pub(crate) used: u32,
+    /// Made so far in the run (each page and each per-item request is one;
+    /// the client's retries of a failed request are not counted again).
+    spent: Arc<AtomicU32>,
     /// Each answer's `ETag`, by the URL asked (in the order asked).
     pub(crate) etags: Vec<(String, String)>,
+    /// Why a list stopped before its end without a request: its next-page
+    /// link led elsewhere ([`next_page`]); drained into the source's notes.
+    pub(crate) stopped: Vec<String>,
 }
 
 impl Budget {
+    /// A budget of `max` requests counted in the run's `spent`.
+    pub(crate) fn of_run(max: u32, spent: Arc<AtomicU32>) -> Self {
+        Budget {
+            max,
+            spent,
+            ..Budget::default()
+        }
+    }
+
     /// Takes one request; false when none is left.
     pub(crate) fn take(&mut self) -> bool {
-        if self.used < self.max {
-            self.used += 1;
-            true
-        } else {
-            false
-        }
+        let max = self.max;
+        self.spent
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |u| {
+                (u < max).then_some(u + 1)
+            })
+            .is_ok()
+    }
+
+    /// The requests the run made so far.
+    pub(crate) fn used(&self) -> u32 {
+        self.spent.load(Ordering::SeqCst)
+    }
+}
+
+/// The endpoints (path below `/repos/{owner}/{name}/`) whose answers a
+/// source is built from: its list, and per pull request its reviews or its
+/// size. `{n}` is a number.
+fn endpoints(source: GithubSource) -> &'static [&'static str] {
+    match source {
+        GithubSource::Pulls => &["pulls", "pulls/{n}"],
+        GithubSource::Reviews => &["pulls", "pulls/{n}/reviews"],
+        GithubSource::Issues => &["issues"],
+        GithubSource::Comments => &["issues/comments"],
+        GithubSource::WorkflowRuns => &["actions/runs"],
+    }
+}
+
+/// The endpoint of `uri` (a route, or an absolute URL at the client's API
+/// root): its path below `/repos/{owner}/{name}/` of the client's
+/// repository, or why it is not one of the repository's.
+fn endpoint_of(gh: &GitHub, uri: &str) -> Result<String, String> {
+    let root = reqwest::Url::parse(&format!("{}/", gh.api_url()))
+        .map_err(|e| format!("the API root `{}` is not a URL: {e}", gh.api_url()))?;
+    let url = root
+        .join(uri.trim_start_matches('/'))
+        .map_err(|e| format!("`{uri}` is not a URL: {e}"))?;
+    let same_host = url.scheme() == root.scheme()
+        && url.host_str() == root.host_str()
+        && url.port_or_known_default() == root.port_or_known_default();
+    if !same_host {
+        return Err(format!(
+            "it names another host than the API's (`{}`)",
+            root.origin().ascii_serialization()
+        ));
+    }
+    let repo = route(gh, "");
+    let by_id = gh.repo_id().map(|id| format!("/repositories/{id}/"));
+    let below = url
+        .path()
+        .strip_prefix(root.path().trim_end_matches('/'))
+        .and_then(|p| {
+            p.strip_prefix(repo.as_str())
+                .or_else(|| p.strip_prefix(by_id.as_deref()?))
+        });
+    match below {
+        Some(tail) => Ok(tail.to_string()),
+        None => Err(format!(
+            "it names another repository than {}",
+            gh.repo_ref()
+        )),
+    }
+}
+
+/// Whether `tail` is `pattern` with `{n}` standing for a number.
+fn endpoint_matches(pattern: &str, tail: &str) -> bool {
+    let (p, t): (Vec<&str>, Vec<&str>) = (pattern.split('/').collect(), tail.split('/').collect());
+    p.len() == t.len()
+        && p.iter().zip(&t).all(|(p, t)| {
+            *p == *t || (*p == "{n}" && !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()))
+        })
+}
+
+/// Whether `uri`, asked for `source` once (a kept `ETag`'s URL), is one of
+/// the source's own requests: the client's API host, its repository, one of
+/// the source's [`endpoints`]; else why not.
+pub(crate) fn belongs(gh: &GitHub, source: GithubSource, uri: &str) -> Result<(), String> {
+    let tail = endpoint_of(gh, uri)?;
+    if endpoints(source).iter().any(|e| endpoint_matches(e, &tail)) {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{tail}` is not an endpoint of `github:{}`",
+            source.name()
+        ))
+    }
+}
+
+/// The next page of the list at `route`: GitHub's `Link: rel="next"` is
+/// followed only when it names the same API host, the same repository and
+/// the same endpoint (only the query may differ); otherwise the list stops
+/// there and the note says why — no request is sent to it, with the job's
+/// token or otherwise.
+fn next_page(gh: &GitHub, route: &str, next: &str) -> Result<(), String> {
+    let path = route.split('?').next().unwrap_or(route);
+    let want = endpoint_of(gh, path)?;
+    let got = endpoint_of(gh, next).map_err(|why| format!("the link `{next}`: {why}"))?;
+    let got = got.split('?').next().unwrap_or(&got).to_string();
+    if got == want {
+        Ok(())
+    } else {
+        Err(format!(
+            "the link `{next}` names the endpoint `{got}`, not this list's `{want}`"
+        ))
     }
 }
 
@@ -124,6 +239,13 @@ pub(crate) async fn list(
         let Some(next) = page.next.clone() else {
             return Ok(kept);
         };
+        if let Err(why) = next_page(gh, route, &next.to_string()) {
+            tracing::warn!("a list of {} stopped: {why}", gh.repo_ref());
+            budget.stopped.push(format!(
+                "stopped after {pages} page(s): GitHub's next-page link was not followed ({why}); no request was sent there, so later rows were not fetched"
+            ));
+            return Ok(kept);
+        }
         if !budget.take() {
             return Err(FetchError::Budget { pages });
         }
@@ -217,21 +339,36 @@ pub(crate) async fn get<R: FromResponse>(
 /// Whether the answers kept as `etags` (URL, `ETag`) are all unchanged:
 /// each asked again with `If-None-Match`, stopping at the first that is
 /// not a 304. `Ok(n)`: all `n` were 304 (no primary rate limit spent);
-/// `Err(None)`: one was answered in full (one request spent);
-/// `Err(Some(e))`: GitHub failed.
+/// `Err(Changed)`: one was answered in full (one request spent);
+/// `Err(Budget)`: the run's `budget` ran out before all were asked;
+/// `Err(Failed(e))`: GitHub failed.
 pub(crate) async fn unchanged(
     gh: &GitHub,
     what: (&str, Need),
     etags: &[(String, String)],
-) -> Result<u32, Option<GitHubError>> {
+    budget: &mut Budget,
+) -> Result<u32, NotUnchanged> {
     for (uri, etag) in etags {
+        if !budget.take() {
+            return Err(NotUnchanged::Budget);
+        }
         match get::<Value>(gh, what, uri, Some(etag)).await {
             Ok(Answer::NotModified) => {}
-            Ok(Answer::Body(..)) => return Err(None),
-            Err(e) => return Err(Some(e)),
+            Ok(Answer::Body(..)) => return Err(NotUnchanged::Changed),
+            Err(e) => return Err(NotUnchanged::Failed(e)),
         }
     }
     Ok(etags.len() as u32)
+}
+
+/// Why [`unchanged`] could not say the data are unchanged.
+pub(crate) enum NotUnchanged {
+    /// A conditional request was answered in full.
+    Changed,
+    /// The run's request budget ran out.
+    Budget,
+    /// GitHub failed.
+    Failed(GitHubError),
 }
 
 /// How a query's `since`/`until`/`labels` judge an item by its `field`
@@ -265,6 +402,111 @@ pub(crate) fn iso(t: chrono::DateTime<chrono::Utc>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn client(api: &str) -> GitHub {
+        let repo = crate::github::event::RepoRef::parse("octo-org/data", "test").unwrap();
+        GitHub::new(api, &crate::secret::Secret::new("t"), repo).unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_next_page_stays_on_the_api_host_the_repository_and_the_endpoint() {
+        let gh = client("https://ghe.example/api/v3");
+        let list = "/repos/octo-org/data/issues?state=all&per_page=100";
+        let at = |u: &str| next_page(&gh, list, u);
+        assert!(at("https://ghe.example/api/v3/repos/octo-org/data/issues?page=2").is_ok());
+        let why = |u: &str| at(u).unwrap_err();
+        assert!(
+            why("https://ghe.example/api/v3/repos/evil/loot/issues?page=2")
+                .contains("another repository")
+        );
+        assert!(
+            why("https://evil.example/api/v3/repos/octo-org/data/issues?page=2")
+                .contains("another host")
+        );
+        assert!(
+            why("http://ghe.example/api/v3/repos/octo-org/data/issues?page=2")
+                .contains("another host")
+        );
+        assert!(
+            why("https://ghe.example:8443/api/v3/repos/octo-org/data/issues?page=2")
+                .contains("another host")
+        );
+        assert!(
+            why("https://ghe.example/repos/octo-org/data/issues?page=2")
+                .contains("another repository")
+        );
+        assert!(
+            why("https://ghe.example/api/v3/repos/octo-org/data/pulls?page=2")
+                .contains("endpoint `pulls`")
+        );
+        assert!(
+            why("https://ghe.example/api/v3/repos/octo-org/data/issues/comments?page=2")
+                .contains("endpoint")
+        );
+        // GitHub's links may name the repository by its id, when the run knows it.
+        let by_id = "https://ghe.example/api/v3/repositories/4242/issues?page=2";
+        assert!(why(by_id).contains("another repository"));
+        let gh = gh.with_repo_id(4242);
+        assert!(next_page(&gh, list, by_id).is_ok());
+        assert!(
+            next_page(
+                &gh,
+                list,
+                "https://ghe.example/api/v3/repositories/4243/issues?page=2"
+            )
+            .is_err()
+        );
+    }
+
+    #[tokio::test]
+    async fn a_kept_etag_belongs_to_its_source_only_at_its_endpoints() {
+        let gh = client("http://127.0.0.1:9");
+        let ok = |s: GithubSource, u: &str| belongs(&gh, s, u).is_ok();
+        assert!(ok(
+            GithubSource::Pulls,
+            "/repos/octo-org/data/pulls?state=all&per_page=100"
+        ));
+        assert!(ok(GithubSource::Pulls, "/repos/octo-org/data/pulls/17"));
+        assert!(ok(
+            GithubSource::Pulls,
+            "http://127.0.0.1:9/repos/octo-org/data/pulls?page=2"
+        ));
+        assert!(ok(
+            GithubSource::Reviews,
+            "/repos/octo-org/data/pulls/17/reviews"
+        ));
+        assert!(ok(
+            GithubSource::Reviews,
+            "/repos/octo-org/data/pulls?state=closed"
+        ));
+        assert!(ok(
+            GithubSource::Comments,
+            "/repos/octo-org/data/issues/comments?since=x"
+        ));
+        assert!(ok(
+            GithubSource::WorkflowRuns,
+            "/repos/octo-org/data/actions/runs"
+        ));
+        assert!(!ok(
+            GithubSource::Pulls,
+            "/repos/octo-org/data/pulls/17/reviews"
+        ));
+        assert!(!ok(GithubSource::Pulls, "/repos/octo-org/data/pulls/x"));
+        assert!(!ok(
+            GithubSource::Issues,
+            "/repos/octo-org/data/issues/comments"
+        ));
+        assert!(!ok(GithubSource::Issues, "/repos/other/data/issues"));
+        assert!(!ok(
+            GithubSource::Issues,
+            "http://127.0.0.2:9/repos/octo-org/data/issues"
+        ));
+        assert!(!ok(
+            GithubSource::Issues,
+            "https://api.github.com/repos/octo-org/data/issues"
+        ));
+        assert!(!ok(GithubSource::Issues, "/user"));
+    }
 
     #[test]
     fn the_first_page_is_asked_with_its_parameters_form_encoded() {

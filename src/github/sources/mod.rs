@@ -87,7 +87,8 @@ pub(crate) enum Origin {
 pub(crate) struct Fetched {
     /// In the order named.
     pub(crate) files: Vec<SourceFile>,
-    /// Requests made, of the budget.
+    /// Requests the run made so far (of the one budget every watch and
+    /// source of the run shares); for `replay fresh`'s 304s, those asked.
     pub(crate) requests: u32,
     /// The budget (`inputs.github_max_requests`).
     pub(crate) budget: u32,
@@ -146,8 +147,10 @@ fn problem(q: &Query, e: FetchError, budget: &Budget) -> String {
         ),
         FetchError::GitHub(e) => format!("`{}`: {e}", q.text),
         FetchError::Budget { pages } => format!(
-            "`{}` needs more than the {} requests the policy allows a run (`inputs.github_max_requests`; {pages} page(s) of this list were read, {} requests in all); narrow it with `since=` or `limit=`, or raise the policy's",
-            q.text, budget.max, budget.used
+            "`{}` needs more than the {} requests the policy allows a run (`inputs.github_max_requests`, one budget for every watch and source of the run; {pages} page(s) of this list were read, {} requests in all); narrow it with `since=` or `limit=`, or raise the policy's",
+            q.text,
+            budget.max,
+            budget.used()
         ),
     }
 }
@@ -306,17 +309,16 @@ async fn sizes(
 }
 
 /// Fetches the checked sources `queries` (see [`check`]) through `gh`
-/// within the policy's budget: every file, or every problem (the first
-/// failing source stops the rest).
+/// within the run's budget `b`: every file, or every problem (the first
+/// failing source stops the rest). A list whose next-page link leads
+/// elsewhere stops there, said in its file's notes.
 pub(crate) async fn fetch(
     gh: &GitHub,
     queries: &[Query],
     policy: &Inputs,
+    b: &mut Budget,
 ) -> Result<Fetched, Vec<String>> {
-    let mut b = Budget {
-        max: policy.github_max_requests,
-        ..Budget::default()
-    };
+    let mut stopped: Vec<(GithubSource, String)> = Vec::new();
     let max_items = policy.github_max_items as usize;
     let limit = |q: &Query| q.limit.map_or(max_items, |l| l as usize);
     let by = |s: GithubSource| queries.iter().find(|q| q.source == s);
@@ -327,9 +329,13 @@ pub(crate) async fn fetch(
     let pulls_query = by(GithubSource::Pulls).or(by(GithubSource::Reviews));
     let mut pull_items = Vec::new();
     if let Some(q) = pulls_query {
-        pull_items = pulls(gh, &mut b, q, limit(q))
+        pull_items = pulls(gh, b, q, limit(q))
             .await
-            .map_err(|e| vec![problem(q, e, &b)])?;
+            .map_err(|e| vec![problem(q, e, b)])?;
+        for why in b.stopped.drain(..) {
+            stopped.push((GithubSource::Pulls, why.clone()));
+            stopped.push((GithubSource::Reviews, why));
+        }
     }
     let pull_tags = b.etags.clone();
     for q in queries
@@ -337,10 +343,10 @@ pub(crate) async fn fetch(
         .filter(|q| !matches!(q.source, GithubSource::Pulls | GithubSource::Reviews))
     {
         let start = b.etags.len();
-        let rows = listed(gh, &mut b, q, limit(q))
+        let rows = listed(gh, b, q, limit(q))
             .await
-            .map_err(|e| vec![problem(q, e, &b)])?;
-        let mut notes = Vec::new();
+            .map_err(|e| vec![problem(q, e, b)])?;
+        let mut notes: Vec<String> = b.stopped.drain(..).collect();
         if rows.len() >= limit(q) {
             notes.push(format!(
                 "stopped at its limit of {} rows (newest first); older rows were not fetched",
@@ -357,9 +363,12 @@ pub(crate) async fn fetch(
     let mut review_rows = Vec::new();
     if let Some(q) = by(GithubSource::Reviews) {
         let start = b.etags.len();
-        let (rows, done) = reviews(gh, &mut b, &pull_items)
+        let (rows, done) = reviews(gh, b, &pull_items)
             .await
-            .map_err(|e| vec![problem(q, e, &b)])?;
+            .map_err(|e| vec![problem(q, e, b)])?;
+        for why in b.stopped.drain(..) {
+            stopped.push((GithubSource::Reviews, why));
+        }
         for (x, d) in extras.iter_mut().zip(done) {
             x.reviews_fetched = d;
         }
@@ -372,9 +381,9 @@ pub(crate) async fn fetch(
     }
     let start = b.etags.len();
     if let Some(q) = by(GithubSource::Pulls).filter(|q| q.sizes) {
-        let sizes = sizes(gh, &mut b, &pull_items)
+        let sizes = sizes(gh, b, &pull_items)
             .await
-            .map_err(|e| vec![problem(q, e, &b)])?;
+            .map_err(|e| vec![problem(q, e, b)])?;
         for (x, s) in extras.iter_mut().zip(sizes) {
             x.detail = s;
         }
@@ -384,13 +393,14 @@ pub(crate) async fn fetch(
         GithubSource::Pulls,
         pull_tags.iter().cloned().chain(own).collect(),
     ));
-    Ok(assemble(
-        queries,
-        (&pull_items, &extras, review_rows),
-        lists,
-        tags,
-        b,
-    ))
+    let mut fetched = assemble(queries, (&pull_items, &extras, review_rows), lists, tags, b);
+    for (source, why) in stopped {
+        let files = fetched.files.iter_mut();
+        for f in files.filter(|f| f.query.source == source) {
+            f.notes.push(why.clone());
+        }
+    }
+    Ok(fetched)
 }
 
 /// `(URL, ETag)` of the answers a source was built from.
@@ -402,7 +412,7 @@ fn assemble(
     (pull_items, extras, review_rows): (&[Value], &[PullExtra], Vec<Vec<String>>),
     mut lists: Vec<(Query, Vec<Vec<String>>, Vec<String>)>,
     tags: Vec<(GithubSource, Tags)>,
-    b: Budget,
+    b: &Budget,
 ) -> Fetched {
     let n = pull_items.len();
     let reviewed = extras.iter().filter(|x| x.reviews_fetched).count();
@@ -468,7 +478,7 @@ fn assemble(
     }
     Fetched {
         files,
-        requests: b.used,
+        requests: b.used(),
         budget: b.max,
         fetched_at: Some(chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
         origin: Origin::Fetched,
@@ -500,11 +510,14 @@ pub(crate) fn describe(f: &Fetched) -> String {
 
 /// What one run fetched, by the list of sources asked for: a second watch
 /// or the base and head runs of a pull request's watches asking the same
-/// list reuse it, so each is fetched once per run; and where each file
-/// fetched was kept, so it is committed once per run.
+/// list reuse it, so each is fetched once per run; the requests the run
+/// made, so that `inputs.github_max_requests` is one budget for the whole
+/// run (every watch, every source, base and head, `replay fresh`); and
+/// where each file fetched was kept, so it is committed once per run.
 #[derive(Debug, Default)]
 pub(crate) struct Cache {
     done: tokio::sync::Mutex<Vec<(Vec<String>, Resolved)>>,
+    spent: std::sync::Arc<std::sync::atomic::AtomicU32>,
     kept: std::sync::Mutex<Vec<((String, String), String)>>,
 }
 
@@ -518,9 +531,15 @@ impl Cache {
         if let Some((_, r)) = done.iter().find(|(s, _)| s.as_slice() == specs) {
             return r.clone();
         }
-        let r = resolve(gh, specs, policy).await;
+        let r = resolve(gh, specs, policy, &mut self.budget(policy)).await;
         done.push((specs.to_vec(), r.clone()));
         r
+    }
+
+    /// The run's request budget: `inputs.github_max_requests`, less what
+    /// the run's sources asked so far.
+    pub(crate) fn budget(&self, policy: &Inputs) -> Budget {
+        Budget::of_run(policy.github_max_requests, self.spent.clone())
     }
 
     /// Where this run kept the file `name` with hex SHA-256 `sha256`, if it did.
@@ -547,12 +566,13 @@ pub(crate) async fn resolve(
     gh: &GitHub,
     specs: &[String],
     policy: &Inputs,
+    budget: &mut Budget,
 ) -> Result<(Vec<crate::admit::Admitted>, Fetched), Vec<String>> {
     if specs.is_empty() {
         return Ok((Vec::new(), Fetched::default()));
     }
     let queries = check(specs, policy)?;
-    let fetched = fetch(gh, &queries, policy).await?;
+    let fetched = fetch(gh, &queries, policy, budget).await?;
     tracing::info!(
         "github sources: {} file(s), {} of {} requests",
         fetched.files.len(),
@@ -586,4 +606,35 @@ pub(crate) fn snapshot_ref(at: &str) -> Option<(&str, &str)> {
     let (_, rest) = at.split_once('@')?;
     let (sha, path) = rest.split_once(':')?;
     (sha.len() == 40 && sha.chars().all(|c| c.is_ascii_hexdigit())).then_some((sha, path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The policies' comments say where the code finds the data: the file
+    /// [`file_name`] gives, under `/data`.
+    #[test]
+    fn the_policy_comments_name_the_files_the_code_reads() {
+        let root = env!("CARGO_MANIFEST_DIR");
+        let said = format!("/data/{}", file_name(GithubSource::Pulls)).replace("pulls", "<source>");
+        for path in ["policies/default.yml", "examples/compute-bot.yml"] {
+            let text = std::fs::read_to_string(format!("{root}/{path}")).unwrap();
+            for (i, line) in text.lines().enumerate() {
+                if line.contains("/data/github") {
+                    assert!(
+                        line.contains(&said),
+                        "{path}:{}: `{}` names another file than `{said}`",
+                        i + 1,
+                        line.trim()
+                    );
+                }
+            }
+        }
+        assert!(
+            std::fs::read_to_string(format!("{root}/policies/default.yml"))
+                .unwrap()
+                .contains(&said)
+        );
+    }
 }

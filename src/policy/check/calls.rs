@@ -5,6 +5,7 @@ use ruff_python_ast::{self as ast, Expr};
 use ruff_text_size::{Ranged, TextSize};
 
 use super::checker::Checker;
+use super::names::{descriptor_args, is_private};
 use super::paths::{
     CODE_SUFFIXES, PathVerdict, READ_DIRS, dir_verdict, has_dotdot, literal_suffix, path_verdict,
 };
@@ -70,8 +71,11 @@ impl Checker<'_, '_> {
                     Some(name) => {
                         let mut reported = false;
                         for q in self.env.resolve(&args[0], 0) {
-                            reported |=
-                                self.check_qualified(&format!("{q}.{name}"), name_expr.start());
+                            let full = format!("{q}.{name}");
+                            reported |= self.check_qualified(&full, name_expr.start());
+                            if !reported && is_private(&name) {
+                                reported |= self.check_private(&full, name_expr.start());
+                            }
                         }
                         self.check_attr_name(&name, name_expr.start(), reported);
                     }
@@ -106,6 +110,15 @@ impl Checker<'_, '_> {
                     Some(s) => {
                         for part in s.split('.') {
                             self.check_attr_name(part, n.start(), false);
+                            if is_private(part) {
+                                self.report(
+                                    RuleId::PrivateAttribute,
+                                    n.start(),
+                                    format!(
+                                        "attrgetter/methodcaller of `{part}`, a private (`_`) name: libraries' internals are no API for analysis code; use the public attribute"
+                                    ),
+                                );
+                            }
                         }
                     }
                     None => self.report(
@@ -134,20 +147,11 @@ impl Checker<'_, '_> {
             let what = f.rsplit('.').next().unwrap_or(f).to_string();
             self.check_read(path, &what);
         }
-        let pickle = c.arguments.keywords.iter().find(|k| {
-            k.arg
-                .as_ref()
-                .is_some_and(|a| a.id.as_str() == "allow_pickle")
-        });
-        if let Some(k) = pickle
-            && !matches!(&k.value, Expr::BooleanLiteral(b) if !b.value)
-        {
-            self.report(
-                RuleId::UnsafeDeserialization,
-                k.start(),
-                "`allow_pickle=True` lets the file run arbitrary code when loaded; save arrays with numpy.save and load them without allow_pickle".to_string(),
-            );
+        self.check_keywords(c, &funcs);
+        if let Some(n) = funcs.iter().find_map(|f| descriptor_args(f)) {
+            self.check_descriptors(c, n);
         }
+        self.check_format(c, &funcs);
         if let Expr::Attribute(a) = &*c.func {
             let method = a.attr.id.as_str();
             if WRITER_METHODS.contains(&method) {
@@ -268,6 +272,10 @@ impl Checker<'_, '_> {
         let Some(path) = args.first().or_else(|| kw("file")) else {
             return;
         };
+        if matches!(path, Expr::NumberLiteral(_) | Expr::UnaryOp(_)) {
+            self.report_descriptor(path.start(), "a descriptor number given to `open`");
+            return;
+        }
         let mode = args.get(1).or_else(|| kw("mode"));
         let writes = match mode {
             None => false,

@@ -11,9 +11,10 @@ use ruff_text_size::{Ranged, TextRange, TextSize};
 
 use super::names::{
     ATTRIBUTE_FUNCTIONS, DANGEROUS_ATTRIBUTES, SAFE_DUNDER_NAMES, SAFE_DUNDERS, dunders_in,
-    is_dunder,
+    is_descriptor_function, is_dunder, is_private,
 };
 use super::patterns::{Patterns, Source, allows};
+use super::reach;
 use super::resolve::Env;
 use super::{MAX_NESTING, RawFinding, raw};
 use crate::policy::config::Policy;
@@ -69,47 +70,93 @@ impl Checker<'_, '_> {
 
     /// Checks one resolved dotted name against the built-in families, the
     /// denied modules and the denied calls. Returns true when it reported.
+    ///
+    /// A name the patterns do not cover may still reach a denied one: a
+    /// re-export is checked as its origin, and each tail of the name as the
+    /// module a library imported ([`reach`]), named in the message as what
+    /// `q` reaches.
     pub(super) fn check_qualified(&mut self, q: &str, offset: TextSize) -> bool {
-        let Some((src, p)) = self.patterns.find(q) else {
+        if let Some(origin) = reach::origin(q) {
+            return self.check_reexport(q, &origin, offset);
+        }
+        let found = std::iter::once(q)
+            .chain(reach::suffixes(q))
+            .find_map(|name| Some((name, self.patterns.find(name)?)));
+        let Some((matched, (src, p))) = found else {
             return false;
         };
         let p = p.to_string();
-        let shown = q.strip_prefix("builtins.").unwrap_or(q);
-        match src {
-            Source::Family(family) => {
-                self.report(
-                    family.rule,
-                    offset,
-                    format!(
-                        "`{shown}` is denied: {} (matches built-in rule `{p}`)",
-                        family.why
-                    ),
-                );
-            }
-            Source::DenyModule => {
-                let msg = if q == p.trim_end_matches(".*") {
-                    format!(
-                        "module `{q}` is denied by the policy (code.deny_modules); use an allowed module instead"
-                    )
-                } else {
-                    format!(
-                        "`{q}` belongs to module `{p}`, which the policy denies (code.deny_modules); use an allowed module instead"
-                    )
-                };
-                self.report(RuleId::ImportDenied, offset, msg);
-            }
-            Source::DenyCall => {
-                self.report(
-                    RuleId::CallDenied,
-                    offset,
-                    format!(
-                        "`{shown}` is denied by the policy (code.deny_calls: `{}`)",
-                        p.strip_prefix("builtins.").unwrap_or(&p)
-                    ),
-                );
-            }
-        }
+        self.report_pattern(q, matched, src, &p, offset);
         true
+    }
+
+    /// A re-export `q` of `origin`: the import of origin's module, which the
+    /// policy must allow like `import` of it.
+    fn check_reexport(&mut self, q: &str, origin: &str, offset: TextSize) -> bool {
+        if let Some((src, p)) = self.patterns.find(origin) {
+            let p = p.to_string();
+            self.report_pattern(q, origin, src, &p, offset);
+            return true;
+        }
+        let module = origin.split('.').next().unwrap_or(origin);
+        if self
+            .policy
+            .code
+            .allow_imports
+            .iter()
+            .any(|p| allows(p, module))
+        {
+            return false;
+        }
+        self.report(
+            RuleId::ImportNotAllowed,
+            offset,
+            format!(
+                "`{q}` is `{origin}`, re-exported: module `{module}` is not in the policy's allowlist (code.allow_imports); use the library's documented API instead"
+            ),
+        );
+        true
+    }
+
+    /// Reports `q`, which is (or reaches) `matched`, covered by pattern `p`.
+    fn report_pattern(&mut self, q: &str, matched: &str, src: Source, p: &str, offset: TextSize) {
+        let shown = matched.strip_prefix("builtins.").unwrap_or(matched);
+        let through = if q == matched {
+            String::new()
+        } else {
+            format!(
+                "; `{q}` reaches it (a module or name a library imported or re-exports is what it is)"
+            )
+        };
+        let (rule, msg) = match src {
+            Source::Family(family) => (
+                family.rule,
+                format!(
+                    "`{shown}` is denied: {} (matches built-in rule `{p}`){through}",
+                    family.why
+                ),
+            ),
+            Source::DenyModule if matched == p.trim_end_matches(".*") => (
+                RuleId::ImportDenied,
+                format!(
+                    "module `{matched}` is denied by the policy (code.deny_modules){through}; use an allowed module instead"
+                ),
+            ),
+            Source::DenyModule => (
+                RuleId::ImportDenied,
+                format!(
+                    "`{matched}` belongs to module `{p}`, which the policy denies (code.deny_modules){through}; use an allowed module instead"
+                ),
+            ),
+            Source::DenyCall => (
+                RuleId::CallDenied,
+                format!(
+                    "`{shown}` is denied by the policy (code.deny_calls: `{}`){through}",
+                    p.strip_prefix("builtins.").unwrap_or(p)
+                ),
+            ),
+        };
+        self.report(rule, offset, msg);
     }
 
     /// Checks a module being imported (statement, `__import__('x')`).
@@ -125,7 +172,7 @@ impl Checker<'_, '_> {
         if !self.imports.iter().any(|m| m == module) {
             self.imports.push(module.to_string());
         }
-        if self.check_qualified(module, offset) {
+        if self.check_qualified(module, offset) || self.check_private(module, offset) {
             return;
         }
         let allowed = self
@@ -224,7 +271,9 @@ impl Checker<'_, '_> {
                     if !self.from_names.contains(&full) {
                         self.from_names.push(full.clone());
                     }
-                    if self.check_qualified(&full, a.range.start()) {
+                    if self.check_qualified(&full, a.range.start())
+                        || self.check_private(&full, a.range.start())
+                    {
                         continue;
                     }
                     if !module_ok && some_sub_ok {
@@ -235,6 +284,27 @@ impl Checker<'_, '_> {
             }
             _ => {}
         }
+    }
+
+    /// Reports the resolved dotted name `q` (a module, or a member reached
+    /// from one) when a segment after its first is private (`_name`, not a
+    /// dunder): `pandas._testing`, `matplotlib._get_executable_info`.
+    /// Returns true when it reported.
+    pub(super) fn check_private(&mut self, q: &str, offset: TextSize) -> bool {
+        if q.starts_with("builtins.") {
+            return false;
+        }
+        let Some(private) = q.split('.').skip(1).find(|s| is_private(s)) else {
+            return false;
+        };
+        self.report(
+            RuleId::PrivateAttribute,
+            offset,
+            format!(
+                "`{q}` uses `{private}`, private to its library (a leading `_`): libraries' internals (their test, subprocess and import helpers) are no API for analysis code; use the documented public name (`pandas.testing`, `pandas.api`, `sklearn.utils`)"
+            ),
+        );
+        true
     }
 
     /// Checks an attribute name (from `x.name`, `getattr(x, 'name')`,
@@ -276,6 +346,10 @@ impl Checker<'_, '_> {
                     self.report_attr_function_value(&q, offset);
                     reported = true;
                 }
+                if !is_callee && is_descriptor_function(&q) {
+                    self.report_descriptor_value(&q, offset);
+                    reported = true;
+                }
             }
         }
         if !reported && is_dunder(id) && !SAFE_DUNDER_NAMES.contains(&id) {
@@ -300,6 +374,16 @@ impl Checker<'_, '_> {
         );
     }
 
+    fn report_descriptor_value(&mut self, q: &str, offset: TextSize) {
+        self.report(
+            RuleId::Descriptor,
+            offset,
+            format!(
+                "`{q}` acts on a file descriptor and is used as a value, so the descriptors it gets cannot be checked; call it directly on `f.fileno()` of a file the code opened"
+            ),
+        );
+    }
+
     fn check_attribute(&mut self, a: &ast::ExprAttribute) {
         let offset = a.attr.range.start();
         let mut reported = false;
@@ -309,6 +393,13 @@ impl Checker<'_, '_> {
             if !is_callee && ATTRIBUTE_FUNCTIONS.contains(&q.as_str()) {
                 self.report_attr_function_value(&q, offset);
                 reported = true;
+            }
+            if !is_callee && is_descriptor_function(&q) {
+                self.report_descriptor_value(&q, offset);
+                reported = true;
+            }
+            if !reported && is_private(a.attr.id.as_str()) {
+                reported |= self.check_private(&q, offset);
             }
         }
         self.check_attr_name(a.attr.id.as_str(), offset, reported);

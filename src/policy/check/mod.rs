@@ -8,10 +8,12 @@
 
 mod calls;
 mod checker;
+mod indirect;
 mod names;
 mod paths;
 mod patterns;
 pub(crate) use patterns::allows;
+mod reach;
 mod resolve;
 mod source;
 
@@ -196,6 +198,7 @@ fn analyze(policy: &Policy, code: &str) -> Analysis {
         env: Env {
             bindings: &binder.bindings,
             consts: &binder.consts,
+            dicts: &binder.dicts,
         },
         findings: Vec::new(),
         imports: Vec::new(),

@@ -12,6 +12,54 @@ pub(super) const ATTRIBUTE_FUNCTIONS: &[&str] = &[
     "operator.methodcaller",
 ];
 
+/// `os` functions that act on file descriptors, with how many leading
+/// arguments are descriptors: each must be `f.fileno()` of a file the code
+/// opened (see `calls`).
+pub(super) const DESCRIPTOR_FUNCTIONS: &[(&str, usize)] = &[
+    ("os.close", 1),
+    ("os.closerange", 2),
+    ("os.dup", 1),
+    ("os.dup2", 2),
+    ("os.read", 1),
+    ("os.readv", 1),
+    ("os.pread", 1),
+    ("os.preadv", 1),
+    ("os.write", 1),
+    ("os.writev", 1),
+    ("os.pwrite", 1),
+    ("os.pwritev", 1),
+    ("os.sendfile", 2),
+    ("os.splice", 2),
+    ("os.copy_file_range", 2),
+    ("os.lseek", 1),
+    ("os.fsync", 1),
+    ("os.fdatasync", 1),
+    ("os.ftruncate", 1),
+    ("os.fchmod", 1),
+    ("os.fchown", 1),
+    ("os.fchdir", 1),
+    ("os.fstat", 1),
+    ("os.fstatvfs", 1),
+    ("os.fpathconf", 1),
+    ("os.lockf", 1),
+    ("os.posix_fallocate", 1),
+    ("os.posix_fadvise", 1),
+    ("os.set_blocking", 1),
+    ("os.get_blocking", 1),
+    ("os.set_inheritable", 1),
+    ("os.get_inheritable", 1),
+    ("os.tcgetpgrp", 1),
+    ("os.tcsetpgrp", 1),
+    ("os.ttyname", 1),
+    ("os.isatty", 1),
+    ("os.device_encoding", 1),
+    ("os.login_tty", 1),
+    ("os.fdopen", 1),
+    ("os.get_terminal_size", 1),
+    ("os.eventfd_read", 1),
+    ("os.eventfd_write", 1),
+];
+
 /// Attribute names denied on any object, because the receiver often cannot
 /// be resolved statically (`[os][0].system`).
 pub(super) const DANGEROUS_ATTRIBUTES: &[&str] = &[
@@ -82,6 +130,11 @@ pub(super) const DANGEROUS_ATTRIBUTES: &[&str] = &[
     "_get_executable_info",
     "subprocess_run_for_testing",
     "subprocess_run_helper",
+    // a native library handle (threadpoolctl's controllers), a field walk
+    // by name (`string.Formatter`), pandas' importer of optional modules
+    "dynlib",
+    "get_field",
+    "import_optional_dependency",
     // modules reachable as attributes of other modules (`pd.io.common.os`)
     "os",
     "sys",
@@ -234,6 +287,26 @@ pub(super) const SAFE_DUNDER_NAMES: &[&str] = &[
 
 pub(super) fn is_dunder(name: &str) -> bool {
     name.len() > 4 && name.starts_with("__") && name.ends_with("__")
+}
+
+/// A private name: a leading `_`, not a dunder (`_libs`, `__x` mangled).
+pub(super) fn is_private(name: &str) -> bool {
+    name.starts_with('_') && name.len() > 1 && !is_dunder(name)
+}
+
+/// Whether the resolved name `q` is one of [`DESCRIPTOR_FUNCTIONS`].
+pub(super) fn is_descriptor_function(q: &str) -> bool {
+    descriptor_args(q).is_some()
+}
+
+/// How many leading arguments of `q` are descriptors, when `q` is one of
+/// [`DESCRIPTOR_FUNCTIONS`] (also as `posix.x`).
+pub(super) fn descriptor_args(q: &str) -> Option<usize> {
+    let name = q.strip_prefix("os.").or_else(|| q.strip_prefix("posix."))?;
+    DESCRIPTOR_FUNCTIONS
+        .iter()
+        .find(|(f, _)| f.strip_prefix("os.") == Some(name))
+        .map(|(_, n)| *n)
 }
 
 /// Every `__word__` inside a string.

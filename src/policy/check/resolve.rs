@@ -58,9 +58,74 @@ pub(super) struct Env<'b> {
     pub(super) bindings: &'b HashMap<String, Vec<String>>,
     /// Name → constant strings assigned to it.
     pub(super) consts: &'b HashMap<String, Vec<String>>,
+    /// Name → the keys of the dict it holds (see [`Binder::dicts`]).
+    pub(super) dicts: &'b HashMap<String, Keys>,
+}
+
+/// The keys a dict may hold, when every one is known; `None` when one is not.
+pub(super) type Keys = Option<Vec<String>>;
+
+/// The union of two key sets (unknown when either is).
+fn merge_keys(a: Keys, b: Keys) -> Keys {
+    let (mut a, b) = (a?, b?);
+    for k in b {
+        if !a.contains(&k) {
+            a.push(k);
+        }
+    }
+    Some(a)
 }
 
 impl Env<'_> {
+    /// The keys of the dict `expr` evaluates to, when all are known: a dict
+    /// display (with `**` parts), `dict(...)` with keywords and mappings,
+    /// `a | b`, a name bound only to such dicts (and its items set, its
+    /// `update`s). `None` for anything else: the keys cannot be read.
+    pub(super) fn dict_keys(&self, expr: &Expr, depth: usize) -> Keys {
+        if depth > MAX_RESOLVE_DEPTH {
+            return None;
+        }
+        match expr {
+            Expr::Dict(d) => {
+                let mut keys = Some(Vec::new());
+                for item in &d.items {
+                    let k = match &item.key {
+                        Some(k) => Some(vec![self.fold(k, depth + 1)?]),
+                        None => self.dict_keys(&item.value, depth + 1),
+                    };
+                    keys = merge_keys(keys, k);
+                }
+                keys
+            }
+            Expr::Call(c)
+                if self
+                    .resolve(&c.func, depth + 1)
+                    .iter()
+                    .any(|f| f == "builtins.dict") =>
+            {
+                let mut keys = Some(Vec::new());
+                for a in &c.arguments.args {
+                    keys = merge_keys(keys, self.dict_keys(a, depth + 1));
+                }
+                for k in &c.arguments.keywords {
+                    let more = match &k.arg {
+                        Some(name) => Some(vec![name.id.to_string()]),
+                        None => self.dict_keys(&k.value, depth + 1),
+                    };
+                    keys = merge_keys(keys, more);
+                }
+                keys
+            }
+            Expr::BinOp(b) if matches!(b.op, ast::Operator::BitOr) => merge_keys(
+                self.dict_keys(&b.left, depth + 1),
+                self.dict_keys(&b.right, depth + 1),
+            ),
+            Expr::Name(n) => self.dicts.get(n.id.as_str()).cloned().flatten(),
+            Expr::Named(n) => self.dict_keys(&n.value, depth + 1),
+            _ => None,
+        }
+    }
+
     /// Dotted names a bare name may refer to; unbound names are builtins.
     pub(super) fn resolve_name(&self, id: &str) -> Vec<String> {
         let mut out = Vec::new();
@@ -333,21 +398,50 @@ pub(super) struct Binder {
     pub(super) bindings: HashMap<String, Vec<String>>,
     /// Name → constant strings assigned to it.
     pub(super) consts: HashMap<String, Vec<String>>,
+    /// Name → the keys of the dicts assigned to it, its items set and its
+    /// `update`s; `None` once anything else is bound to it (a parameter, a
+    /// loop variable, a call's result): then its keys cannot be read.
+    pub(super) dicts: HashMap<String, Keys>,
     depth: usize,
 }
 
 impl Binder {
+    fn env(&self) -> Env<'_> {
+        Env {
+            bindings: &self.bindings,
+            consts: &self.consts,
+            dicts: &self.dicts,
+        }
+    }
+
+    /// Adds `keys` to what `name`'s dict may hold.
+    fn add_keys(&mut self, name: &str, keys: Keys) {
+        match self.dicts.get_mut(name) {
+            Some(have) => *have = merge_keys(have.take(), keys),
+            None => {
+                self.dicts.insert(name.to_string(), keys);
+            }
+        }
+    }
+
+    /// `d[k] = v`, `d.update(...)`, `d.setdefault(k, v)`, `d |= {...}` on a
+    /// name already bound to a dict: its keys grow (an unknown key makes
+    /// them unknown). Names not known as dicts stay unknown.
+    fn mutate_dict(&mut self, name: &str, keys: Keys) {
+        if self.dicts.contains_key(name) {
+            self.add_keys(name, keys);
+        }
+    }
+
     fn bind_value(&mut self, target: &Expr, value: &Expr) {
         match (target, value) {
             (Expr::Name(n), v) => {
-                let (qs, cs) = {
-                    let env = Env {
-                        bindings: &self.bindings,
-                        consts: &self.consts,
-                    };
-                    (env.resolve(v, 0), env.fold(v, 0))
+                let (qs, cs, ks) = {
+                    let env = self.env();
+                    (env.resolve(v, 0), env.fold(v, 0), env.dict_keys(v, 0))
                 };
                 let id = n.id.to_string();
+                self.add_keys(&id, ks);
                 if !qs.is_empty() {
                     let e = self.bindings.entry(id.clone()).or_default();
                     for q in qs {
@@ -382,6 +476,7 @@ impl Binder {
     fn bind_opaque(&mut self, target: &Expr) {
         match target {
             Expr::Name(n) => {
+                self.add_keys(n.id.as_str(), None);
                 self.bindings.entry(n.id.to_string()).or_default();
                 let e = self.consts.entry(n.id.to_string()).or_default();
                 push_capped(e, String::new());
@@ -413,6 +508,7 @@ impl Binder {
     }
 
     fn bind(&mut self, name: &str, qualified: String) {
+        self.add_keys(name, None);
         push_capped(
             self.bindings.entry(name.to_string()).or_default(),
             qualified,
@@ -420,6 +516,9 @@ impl Binder {
     }
 
     fn bind_parameters(&mut self, params: &ast::Parameters) {
+        for p in params.iter() {
+            self.add_keys(p.name().id.as_str(), None);
+        }
         for p in params.iter_non_variadic_params() {
             if let Some(d) = &p.default {
                 let target = Expr::Name(ast::ExprName {
@@ -492,6 +591,12 @@ impl Binder {
             }
             Stmt::Assign(a) => {
                 for t in &a.targets {
+                    if let Expr::Subscript(sub) = t
+                        && let Expr::Name(d) = &*sub.value
+                    {
+                        let key = self.env().fold(&sub.slice, 0).map(|k| vec![k]);
+                        self.mutate_dict(d.id.as_str(), key);
+                    }
                     self.bind_value(t, &a.value);
                 }
             }
@@ -499,7 +604,13 @@ impl Binder {
                 Some(v) => self.bind_value(&a.target, v),
                 None => self.bind_opaque(&a.target),
             },
-            Stmt::AugAssign(a) => self.bind_opaque(&a.target),
+            Stmt::AugAssign(a) => match &*a.target {
+                Expr::Name(n) if matches!(a.op, ast::Operator::BitOr) => {
+                    let keys = self.env().dict_keys(&a.value, 0);
+                    self.mutate_dict(n.id.as_str(), keys);
+                }
+                _ => self.bind_opaque(&a.target),
+            },
             Stmt::For(f) => self.bind_iter(&f.target, &f.iter),
             Stmt::With(w) => {
                 for item in &w.items {
@@ -525,6 +636,35 @@ impl Binder {
     fn bind_expr(&mut self, expr: &Expr) {
         match expr {
             Expr::Named(n) => self.bind_value(&n.target, &n.value),
+            Expr::Call(c) => {
+                if let Expr::Attribute(a) = &*c.func
+                    && let Expr::Name(d) = &*a.value
+                    && matches!(a.attr.id.as_str(), "update" | "setdefault")
+                {
+                    let env = self.env();
+                    let keys = if a.attr.id.as_str() == "setdefault" {
+                        c.arguments
+                            .args
+                            .first()
+                            .and_then(|k| env.fold(k, 0))
+                            .map(|k| vec![k])
+                    } else {
+                        let mut keys = Some(Vec::new());
+                        for arg in &c.arguments.args {
+                            keys = merge_keys(keys, env.dict_keys(arg, 0));
+                        }
+                        for k in &c.arguments.keywords {
+                            let more = match &k.arg {
+                                Some(name) => Some(vec![name.id.to_string()]),
+                                None => env.dict_keys(&k.value, 0),
+                            };
+                            keys = merge_keys(keys, more);
+                        }
+                        keys
+                    };
+                    self.mutate_dict(d.id.as_str(), keys);
+                }
+            }
             Expr::Lambda(l) => {
                 if let Some(p) = &l.parameters {
                     self.bind_parameters(p);

@@ -1,0 +1,4 @@
+# expect: deny dynamic-attribute
+import os
+template = "{m.environ}"
+print(template.format(m=os))  # refused here

@@ -1,0 +1,3 @@
+# expect: deny descriptor
+import os
+os.close(3)  # refused here

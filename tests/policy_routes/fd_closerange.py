@@ -1,0 +1,3 @@
+# expect: deny descriptor
+import os
+os.closerange(0, 1024)  # refused here

@@ -1,0 +1,3 @@
+# expect: deny descriptor
+import os
+out = os.fdopen(2, "w")  # refused here

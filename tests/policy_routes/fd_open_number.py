@@ -1,0 +1,3 @@
+# expect: deny descriptor
+f = open(1, "wb")  # refused here
+f.write(b"forged\n")

@@ -1,0 +1,4 @@
+# expect: deny descriptor
+import os
+for fd in range(3, 10):
+    os.read(fd, 100)  # refused here

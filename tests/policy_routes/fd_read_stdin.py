@@ -1,0 +1,3 @@
+# expect: deny descriptor
+import os
+data = os.read(0, 4096)  # refused here

@@ -1,0 +1,3 @@
+# expect: deny process
+import matplotlib.cbook as cbook
+cbook.subprocess.run(["id"])  # refused here

@@ -1,0 +1,3 @@
+# expect: deny process
+import matplotlib.testing as mt  # refused here
+mt.ipython_in_subprocess("agg", {})

@@ -1,0 +1,3 @@
+# expect: deny import-not-allowed
+from sklearn.utils.parallel import ThreadpoolController  # refused here
+info = ThreadpoolController().info()

@@ -1,0 +1,3 @@
+# expect: deny unsafe-deserialization
+import joblib
+model = joblib.load("/data/model.joblib")  # refused here

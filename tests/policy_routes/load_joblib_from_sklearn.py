@@ -1,0 +1,3 @@
+# expect: deny import-denied
+from sklearn.utils.validation import joblib  # refused here
+model = joblib.load("/data/model.joblib")

@@ -1,0 +1,3 @@
+# expect: deny reflection
+import matplotlib.colors as colors
+frame = colors.inspect.currentframe()  # refused here

@@ -1,0 +1,3 @@
+# expect: deny private-attribute
+import scipy
+t = scipy._lib._testutils  # refused here

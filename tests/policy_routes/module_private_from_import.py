@@ -1,0 +1,2 @@
+# expect: deny private-attribute
+from numpy._core import multiarray  # refused here

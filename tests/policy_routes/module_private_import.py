@@ -1,0 +1,3 @@
+# expect: deny private-attribute
+import pandas._testing as tm  # refused here
+tm.makeDataFrame()
