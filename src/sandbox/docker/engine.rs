@@ -235,6 +235,31 @@ pub(crate) fn container_body(
     }
 }
 
+/// The engine's warnings when it created the container: each one is a
+/// limit or setting it could not apply (a pids, memory, swap or CPU limit
+/// the kernel does not support, ...). The code must not run under weaker
+/// limits than the answer states, so any warning stops the run before the
+/// code starts (the container is removed; a policy's reserve is tried).
+pub(crate) fn refuse_warnings(warnings: &[String]) -> Result<(), SandboxError> {
+    let said: Vec<&str> = warnings
+        .iter()
+        .map(|w| w.trim())
+        .filter(|w| !w.is_empty())
+        .collect();
+    if said.is_empty() {
+        return Ok(());
+    }
+    Err(SandboxError::Engine {
+        action: "creating the container",
+        detail: format!(
+            "the engine could not apply every limit of the sandbox ({}); the run was stopped \
+             before the code started. Enable what it names on the engine's host (for swap: \
+             `swapaccount=1`, cgroup v2), or name a `sandbox.reserve` in the policy that applies them",
+            said.join("; ")
+        ),
+    })
+}
+
 /// RLIMIT_NPROC set under Podman (see [`container_body`]).
 const PODMAN_NPROC: i64 = 16384;
 
@@ -422,4 +447,24 @@ pub(crate) async fn container_facts(
             .map(|t| t.timestamp().max(0) as u64);
     }
     Some(facts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_limit_the_engine_could_not_apply_stops_the_run() {
+        assert!(refuse_warnings(&[]).is_ok());
+        assert!(refuse_warnings(&[" ".into()]).is_ok());
+        let e = refuse_warnings(&[
+            "Your kernel does not support swap limit capabilities or the cgroup is not mounted. Memory limited without swap.".into(),
+        ])
+        .unwrap_err();
+        let text = e.to_string();
+        assert!(text.contains("Memory limited without swap"), "{text}");
+        assert!(text.contains("before the code started"), "{text}");
+        // A reserve may apply them: the first environment cannot prepare.
+        assert!(super::super::super::environment::cannot_prepare(&e));
+    }
 }

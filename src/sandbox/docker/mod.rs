@@ -386,7 +386,8 @@ impl Sandbox {
             )
             .await;
         guard.created = true;
-        created.map_err(|e| engine::engine_error("creating the container", e))?;
+        let created = created.map_err(|e| engine::engine_error("creating the container", e))?;
+        engine::refuse_warnings(&created.warnings)?;
         let attach = self
             .docker
             .attach_container(
