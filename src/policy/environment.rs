@@ -21,11 +21,14 @@ impl<'de> Deserialize<'de> for EngineAddress {
             .find_map(|scheme| s.strip_prefix(scheme));
         match rest {
             Some(rest) if !rest.is_empty() && !s.chars().any(char::is_whitespace) => {
-                Ok(EngineAddress(s))
+                match crate::sandbox::plain_remote(&s) {
+                    Some(why) => Err(de::Error::custom(why)),
+                    None => Ok(EngineAddress(s)),
+                }
             }
             _ => Err(de::Error::custom(format!(
                 "engine `{s}` is not an engine address; write `unix:///var/run/docker.sock`, \
-                 `unix:///run/podman/podman.sock` or `tcp://host:2375`"
+                 `unix:///run/podman/podman.sock` or `tcp://127.0.0.1:2375`"
             ))),
         }
     }
@@ -126,12 +129,17 @@ mod tests {
         );
         let e = read("  reserve: {}\n").unwrap_err();
         assert!(e.contains("names no environment"), "{e}");
-        let e = read("  reserve:\n    engine: tcp://h:2375\n    image: x\n").unwrap_err();
+        let e = read("  reserve:\n    engine: tcp://127.0.0.1:2375\n    image: x\n").unwrap_err();
         assert!(e.contains("image"), "{e}");
         let e = read("  runtime: runsc\n  reserve:\n    runtime: runsc\n").unwrap_err();
         assert!(e.contains("the first environment again"), "{e}");
-        let e = read("  engine: tcp://h:2375\n  reserve:\n    engine: tcp://h:2375\n").unwrap_err();
+        let e =
+            read("  engine: tcp://127.0.0.1:2375\n  reserve:\n    engine: tcp://127.0.0.1:2375\n")
+                .unwrap_err();
         assert!(e.contains("the first environment again"), "{e}");
+        // Plain TCP to another machine: refused where the policy names it.
+        let e = read("  reserve:\n    engine: tcp://10.0.0.5:2375\n").unwrap_err();
+        assert!(e.contains("p.yml:") && e.contains("over SSH"), "{e}");
         // Another runtime on the same engine is a reserve.
         assert!(read("  runtime: runsc\n  reserve:\n    runtime: runc\n").is_ok());
     }

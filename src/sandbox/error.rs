@@ -8,7 +8,7 @@ pub enum SandboxError {
         "cannot reach the Docker engine at {host}: {detail}\n\
          compute-bot runs code only inside Docker containers. Start Docker \
          (`sudo systemctl start docker`, or run `dockerd` as root), or set DOCKER_HOST \
-         to a running engine (e.g. DOCKER_HOST=unix:///var/run/docker.sock or tcp://host:2375)."
+         to a running engine (e.g. DOCKER_HOST=unix:///var/run/docker.sock, or a remote engine's socket forwarded over SSH)."
     )]
     Unreachable {
         /// The engine address tried.

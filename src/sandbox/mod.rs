@@ -55,6 +55,7 @@ pub use error::SandboxError;
 pub use executor::{EngineFacts, Executor, PreparedRun};
 pub use files::{FileKind, write_files};
 pub(crate) use host::docker_host;
+pub use host::plain_remote;
 pub(crate) use input::InputChanged;
 pub use input::InputFile;
 pub use preload::{HEAVY_PACKAGES, preload_for, preload_while_writing};

@@ -74,6 +74,12 @@ pub(crate) async fn connect(host: &str) -> Result<Docker, SandboxError> {
         host: host.to_string(),
         detail: e.to_string(),
     };
+    if let Some(why) = super::super::host::plain_remote(host) {
+        return Err(SandboxError::Unreachable {
+            host: host.to_string(),
+            detail: why,
+        });
+    }
     let docker = Docker::connect_with_host(host).map_err(unreachable)?;
     docker.negotiate_version().await.map_err(unreachable)
 }
