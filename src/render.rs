@@ -704,6 +704,9 @@ fn sandbox_md(o: &Outcome, b: &Budget) -> String {
         l.pids,
         l.tmpfs
     );
+    if let Some(row) = cpu_quota_row(&o.resources.container) {
+        let _ = writeln!(s, "| CPU quota | {row} |");
+    }
     let _ = writeln!(s, "| Network | none (network mode `none`) |");
     let _ = writeln!(s, "| Duration | {} |", fmt_ms(o.duration_ms));
     let mut peak = mem(o.resources.peak_memory_bytes);
@@ -762,6 +765,24 @@ fn sandbox_md(o: &Outcome, b: &Budget) -> String {
     }
     s.push_str("\n</details>\n");
     s
+}
+
+/// The CPU quota the code ran under, and the one its modules loaded under
+/// when that was another, as the runner read them from the cgroup.
+fn cpu_quota_row(c: &crate::sandbox::CgroupFacts) -> Option<String> {
+    let at = c.cpu_at_code_start?;
+    let mut row = format!(
+        "{} while the code ran (the container's cgroup, read by the runner as the code started)",
+        at.words()
+    );
+    if let Some(before) = c.cpu_before_code.filter(|b| *b != at) {
+        let _ = write!(
+            row,
+            " · {} while the modules loaded before it",
+            before.words()
+        );
+    }
+    Some(row)
 }
 
 fn escape_pipes(s: &str) -> String {

@@ -304,6 +304,8 @@ impl Policy {
             timeout: pick!(timeout, dur),
             memory: pick!(memory, size),
             cpus: pick!(cpus, |c: &f64| num(c)),
+            // The preload's cap is the policy's alone (no flag asks for it).
+            preload_cpus: p.preload_cpus,
             pids: pick!(pids, |c: &i64| num(c)),
             stdout_cap: pick!(stdout_cap, size),
             stderr_cap: pick!(stderr_cap, size),

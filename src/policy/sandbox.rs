@@ -100,6 +100,7 @@ const SANDBOX_KEYS: &[&str] = &[
     "timeout",
     "memory",
     "cpus",
+    "preload_cpus",
     "pids",
     "stdout_cap",
     "stderr_cap",
@@ -124,6 +125,10 @@ impl Serialize for SandboxPolicy {
         m.serialize_field("timeout", &crate::units::format_duration(l.timeout))?;
         m.serialize_field("memory", &l.memory)?;
         m.serialize_field("cpus", &l.cpus)?;
+        match l.preload_cpus {
+            Some(c) => m.serialize_field("preload_cpus", &c)?,
+            None => m.serialize_field("preload_cpus", "host")?,
+        }
         m.serialize_field("pids", &l.pids)?;
         m.serialize_field("stdout_cap", &l.stdout_cap)?;
         m.serialize_field("stderr_cap", &l.stderr_cap)?;
@@ -174,6 +179,7 @@ impl<'de> Deserialize<'de> for SandboxPolicy {
                         "timeout" => l.timeout = map.next_value::<Timeout>()?.0,
                         "memory" => l.memory = map.next_value::<Memory>()?.0,
                         "cpus" => l.cpus = map.next_value::<Cpus>()?.0,
+                        "preload_cpus" => l.preload_cpus = map.next_value::<PreloadCpus>()?.0,
                         "pids" => l.pids = map.next_value::<Pids>()?.0,
                         "stdout_cap" => l.stdout_cap = map.next_value()?,
                         "stderr_cap" => l.stderr_cap = map.next_value()?,
@@ -272,6 +278,33 @@ impl<'de> Deserialize<'de> for Cpus {
             )));
         }
         Ok(Cpus(v))
+    }
+}
+
+/// `sandbox.preload_cpus`: `host` (every CPU of the host, the default) or
+/// cores as for `cpus`: the quota while modules load, before any code runs.
+struct PreloadCpus(Option<f64>);
+
+impl<'de> Deserialize<'de> for PreloadCpus {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Cores(f64),
+            Word(String),
+        }
+        let advice = "write `host` (every CPU of the host while modules load; the default) or a number \
+                      of cores greater than 0 and at most 64, e.g. `2`";
+        match Raw::deserialize(d)? {
+            Raw::Word(w) if w == "host" => Ok(PreloadCpus(None)),
+            Raw::Cores(v) if v > 0.0 && v <= 64.0 => Ok(PreloadCpus(Some(v))),
+            Raw::Word(w) => Err(de::Error::custom(format!(
+                "preload_cpus `{w}` is not understood; {advice}"
+            ))),
+            Raw::Cores(v) => Err(de::Error::custom(format!(
+                "preload_cpus `{v}` is out of range; {advice}"
+            ))),
+        }
     }
 }
 

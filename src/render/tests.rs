@@ -597,3 +597,61 @@ fn chart_axis_starts_at_zero_and_many_labels_are_thinned() {
     let c = chart(&json!([0, 0])).unwrap();
     assert!(c.contains("0 --> 1"), "{c}");
 }
+
+#[test]
+fn the_cpu_quota_row_shows_the_limit_the_code_ran_under_and_the_preloads() {
+    use crate::sandbox::CpuQuota;
+    let mut r = report(json!({"answer": 3}), "print(3)\n");
+    let md = markdown(&r, &ctx());
+    assert!(
+        !md.contains("| CPU quota |"),
+        "no row without the runner's reading"
+    );
+    let o = r.outcome.as_mut().unwrap();
+    let one = CpuQuota {
+        quota: Some(100_000),
+        period: 100_000,
+    };
+    o.resources.container.cpu_at_code_start = Some(one);
+    o.resources.container.cpu_before_code = Some(CpuQuota {
+        quota: None,
+        period: 100_000,
+    });
+    let md = markdown(&r, &ctx());
+    assert!(
+        md.contains(
+            "| CPU quota | 1 CPU while the code ran (the container's cgroup, read by the runner as \
+             the code started) · every host CPU while the modules loaded before it |"
+        ),
+        "{md}"
+    );
+    let o = r.outcome.as_mut().unwrap();
+    o.resources.container.cpu_before_code = Some(one);
+    o.resources.container.cpu_at_code_start = Some(CpuQuota {
+        quota: Some(50_000),
+        period: 100_000,
+    });
+    let md = markdown(&r, &ctx());
+    assert!(
+        md.contains("| CPU quota | 0.5 CPU while the code ran"),
+        "{md}"
+    );
+    assert!(
+        md.contains(" · 1 CPU while the modules loaded before it |"),
+        "{md}"
+    );
+    r.outcome
+        .as_mut()
+        .unwrap()
+        .resources
+        .container
+        .cpu_before_code = Some(CpuQuota {
+        quota: Some(50_000),
+        period: 100_000,
+    });
+    let md = markdown(&r, &ctx());
+    assert!(
+        !md.contains("while the modules loaded"),
+        "one quota throughout: {md}"
+    );
+}

@@ -12,7 +12,7 @@ use futures_util::{Stream, StreamExt};
 
 use super::protocol::{self, CappedBuffer, Frame, FrameKey, FrameReader, RunnerReport};
 use super::types::{Artifact, Audit, ImageInfo, Job, Limits, Outcome, Resources, RunStatus};
-use super::{SandboxError, sha256_hex};
+use super::{CpuQuota, SandboxError, sha256_hex};
 
 /// One item of a container's output, as any backend delivers it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,6 +77,10 @@ pub(crate) struct Collector {
     unreadable_report: bool,
     /// What the collector itself found tampered with.
     tampered: Vec<String>,
+    /// A held run: told once when its modules are loaded ([`Frame::Ready`]).
+    ready: Option<tokio::sync::oneshot::Sender<()>>,
+    /// The run was held (the runner sends one [`Frame::Ready`]).
+    hold: bool,
 }
 
 impl Collector {
@@ -85,15 +89,17 @@ impl Collector {
     /// and code; the backend streams the inputs after them).
     /// `preload`: what the child imports first, so the deadline allows for
     /// that wait until the code starts (and a preload that overruns is
-    /// named as such).
+    /// named as such). `hold`: the code waits, once its modules are loaded,
+    /// for the backend's [`protocol::GO`] ([`Collector::ready_signal`]).
     pub(crate) fn new(
         job: &Job,
         limits: &Limits,
         preload: &[String],
+        hold: bool,
     ) -> Result<(Collector, Vec<u8>), SandboxError> {
         job.check(limits)?;
         let key = FrameKey::random();
-        let stdin = protocol::encode_job(&key, job, limits);
+        let stdin = protocol::encode_job(&key, job, limits, hold);
         let collector = Collector {
             reader: FrameReader::new(&key),
             limits: limits.clone(),
@@ -109,8 +115,18 @@ impl Collector {
             started: None,
             unreadable_report: false,
             tampered: Vec::new(),
+            ready: None,
+            hold,
         };
         Ok((collector, stdin))
+    }
+
+    /// Resolves when a held run's modules are loaded and its code waits for
+    /// the backend's [`protocol::GO`] (never for a run that is not held).
+    pub(crate) fn ready_signal(&mut self) -> tokio::sync::oneshot::Receiver<()> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.ready = Some(tx);
+        rx
     }
 
     /// Reads `output` until the report arrives, the stream ends (an error
@@ -212,6 +228,18 @@ impl Collector {
                 self.finish_artifact();
                 self.report = Some(*r);
             }
+            Frame::Ready => match self.ready.take() {
+                Some(tx) if self.hold && self.started.is_none() => {
+                    let _ = tx.send(());
+                }
+                _ if !self.hold => self
+                    .tampered
+                    .push("a run that was not held reported its modules loaded".into()),
+                _ => self.tampered.push(
+                    "the runner reported the modules loaded twice, or after the code started"
+                        .into(),
+                ),
+            },
             Frame::Started if self.started.is_some() => self
                 .tampered
                 .push("the code's start was reported twice".into()),
@@ -241,6 +269,19 @@ impl Collector {
         }
     }
 
+    /// A note when the code started under more CPU than the policy allows
+    /// (the cgroup's quota as the runner read it before the code started).
+    fn check_cpu_quota(&mut self, at_start: Option<CpuQuota>) {
+        let Some(q) = at_start else { return };
+        let allowed = self.limits.cpus;
+        if q.cores().is_none_or(|c| c > allowed + 0.005) {
+            self.notes.push(format!(
+                "the code started under {} (the container's cgroup), above the policy's {allowed} CPU",
+                q.words()
+            ));
+        }
+    }
+
     /// Status, exit code, signal, resources, audit and duration from the runner's report.
     fn read_report(&mut self, r: &RunnerReport) -> (RunStatus, Resources) {
         for a in &r.artifacts {
@@ -266,6 +307,7 @@ impl Collector {
                 unused.join(", ")
             ));
         }
+        self.check_cpu_quota(r.cgroup.cpu_at_code_start);
         let oom = r.oom_kills.unwrap_or(0) > 0 && r.signal == Some(9);
         let stdout_over = r.stdout_bytes > self.limits.stdout_cap.bytes();
         let stderr_over = r.stderr_bytes > self.limits.stderr_cap.bytes();
@@ -391,7 +433,12 @@ mod tests {
 
     /// A collector for `job` and a framer with the key its stdin header carries.
     fn collector(limits: &Limits) -> (Collector, Framer) {
-        let (c, stdin) = Collector::new(&Job::default(), limits, &[]).unwrap();
+        held(limits, false)
+    }
+
+    /// A collector for a run that is held (`hold`) or not.
+    fn held(limits: &Limits, hold: bool) -> (Collector, Framer) {
+        let (c, stdin) = Collector::new(&Job::default(), limits, &[], hold).unwrap();
         let header = stdin.split(|b| *b == b'\n').next().unwrap();
         let header: serde_json::Value = serde_json::from_slice(header).unwrap();
         let key: [u8; 32] = hex::decode(header["key"].as_str().unwrap())
@@ -570,7 +617,7 @@ mod tests {
     /// own time (`None`: it never started), `preload` being preloaded.
     fn timed_out(preload: &[&str], code_ran: Option<Duration>) -> Outcome {
         let preload: Vec<String> = preload.iter().map(|m| m.to_string()).collect();
-        let (c, _) = Collector::new(&Job::default(), &Limits::default(), &preload).unwrap();
+        let (c, _) = Collector::new(&Job::default(), &Limits::default(), &preload, false).unwrap();
         let ending = Ending {
             timed_out: true,
             duration: Duration::from_secs(40),
@@ -738,6 +785,69 @@ mod tests {
         })
         .await;
         assert_eq!(o.status, RunStatus::Ok);
+    }
+
+    #[tokio::test]
+    async fn a_held_run_signals_once_when_its_modules_are_loaded() {
+        let (mut c, f) = held(&Limits::default(), true);
+        let mut ready = c.ready_signal();
+        let first = frame(&f, 'q', b"");
+        c.read(&mut ok(vec![first])).await;
+        assert!(ready.try_recv().is_ok(), "the backend is told to release");
+        assert!(c.tampered.is_empty(), "{:?}", c.tampered);
+        // Again (or after the start): tampering, with no second release.
+        let again = frame(&f, 'q', b"");
+        c.read(&mut ok(vec![again, frame(&f, 'r', &report(0, None))]))
+            .await;
+        assert!(c.tampered[0].contains("loaded twice"), "{:?}", c.tampered);
+        // A run that was not held never sends it.
+        let (_, _, o) = collect(&Limits::default(), RunStatus::Lost, |f| {
+            ok(vec![frame(f, 'q', b""), frame(f, 'r', &report(0, None))])
+        })
+        .await;
+        assert_eq!(o.status, RunStatus::Tampered);
+        assert!(o.tampered[0].contains("not held"), "{:?}", o.tampered);
+    }
+
+    #[tokio::test]
+    async fn a_code_start_above_the_policys_cpu_is_noted() {
+        let at = |quota: serde_json::Value| {
+            report_with(serde_json::json!({"cgroup": {
+                "cpu_before_code": {"quota": null, "period": 100000},
+                "cpu_at_code_start": {"quota": quota, "period": 100000}}}))
+        };
+        let limits = Limits {
+            cpus: 0.5,
+            ..Limits::default()
+        };
+        for (quota, noted) in [
+            (serde_json::json!(50000), None),
+            (
+                serde_json::json!(100000),
+                Some("the code started under 1 CPU"),
+            ),
+            (serde_json::Value::Null, Some("under every host CPU")),
+        ] {
+            let r = at(quota.clone());
+            let (_, _, o) =
+                collect(&limits, RunStatus::Lost, |f| ok(vec![frame(f, 'r', &r)])).await;
+            let note = o
+                .notes
+                .iter()
+                .find(|n| n.contains("above the policy's 0.5 CPU"));
+            match noted {
+                None => assert!(note.is_none(), "{quota}: {:?}", o.notes),
+                Some(text) => assert!(
+                    note.is_some_and(|n| n.contains(text)),
+                    "{quota}: {:?}",
+                    o.notes
+                ),
+            }
+            assert_eq!(
+                o.resources.container.cpu_at_code_start.map(|q| q.quota),
+                Some(quota.as_u64())
+            );
+        }
     }
 
     #[tokio::test]

@@ -61,7 +61,8 @@ pub use input::InputFile;
 pub use preload::{HEAVY_PACKAGES, preload_for, preload_while_writing};
 pub(crate) use session::Session;
 pub use trust::{
-    CgroupFacts, KernelOpen, KernelRecord, SocketCall, Source, StartAttempt, Supervision, sources,
+    CgroupFacts, CpuQuota, KernelOpen, KernelRecord, SocketCall, Source, StartAttempt, Supervision,
+    sources,
 };
 pub(crate) use types::BASE_ENV;
 pub use types::*;

@@ -1,8 +1,11 @@
 //! The wire protocol between the bot and the in-container runner.
 //!
 //! Bot → runner (container stdin): one JSON header line, the code, then each
-//! input file's bytes. Runner → bot (container stdout): lines
-//! `<seq>:<kind>:<base64>:<tag>` where kind is `s` (the code started), `o`
+//! input file's bytes; for a held run (the header's `hold`), later the line
+//! [`GO`] once the bot has lowered the container's CPU quota. Runner → bot
+//! (container stdout): lines `<seq>:<kind>:<base64>:<tag>` where kind is `q`
+//! (a held run's modules are loaded: the code waits for [`GO`]), `s` (the
+//! code started), `o`
 //! (stdout chunk), `e` (stderr chunk), `a` (artifact header), `c` (artifact
 //! chunk) or `r` (final report), `seq` counts the frames from 0 and `tag` is
 //! the first 16 bytes (hex) of HMAC-SHA256 over `<seq>:<kind>:<base64>` with
@@ -34,7 +37,13 @@ struct Header<'a> {
     inputs: Vec<InputHeader<'a>>,
     caps: Caps,
     rules: &'a RuntimeRules,
+    /// The code waits, once its modules are loaded, for [`GO`] on stdin.
+    hold: bool,
 }
+
+/// What the bot writes on a held run's stdin when the code may start (its
+/// CPU quota is the code's).
+pub(crate) const GO: &[u8] = b"go\n";
 
 #[derive(Serialize)]
 struct InputHeader<'a> {
@@ -56,7 +65,8 @@ struct Caps {
 /// Encodes the start of the job written to the runner's stdin: the header
 /// and the code. Each input's bytes follow in order, streamed by the
 /// backend from [`InputFile::chunks`], so no input is held whole here.
-pub(crate) fn encode_job(key: &FrameKey, job: &Job, limits: &Limits) -> Vec<u8> {
+/// `hold`: the code waits for [`GO`] once its modules are loaded.
+pub(crate) fn encode_job(key: &FrameKey, job: &Job, limits: &Limits, hold: bool) -> Vec<u8> {
     let key = hex::encode(key.0);
     let header = Header {
         key: &key,
@@ -77,6 +87,7 @@ pub(crate) fn encode_job(key: &FrameKey, job: &Job, limits: &Limits) -> Vec<u8> 
             timeout_ms: limits.timeout.as_millis() as u64,
         },
         rules: &job.rules,
+        hold,
     };
     let mut out = serde_json::to_vec(&header).expect("header serializes");
     out.push(b'\n');
@@ -202,6 +213,8 @@ pub(crate) enum Frame {
     Artifact(ArtifactHeader),
     /// A chunk of the current artifact.
     ArtifactChunk(Vec<u8>),
+    /// A held run's modules are loaded; its code waits for [`GO`].
+    Ready,
     /// The code has started (the child finished preloading); the deadline
     /// counts from here.
     Started,
@@ -333,6 +346,7 @@ impl FrameReader {
                 Err(e) => unreadable(e.to_string()),
             },
             b'c' => Frame::ArtifactChunk(payload),
+            b'q' => Frame::Ready,
             b's' => Frame::Started,
             b'r' => match serde_json::from_slice(&payload) {
                 Ok(r) => Frame::Report(Box::new(r)),
@@ -497,7 +511,7 @@ mod tests {
             inputs: vec![InputFile::new("a.csv", b"x\n1\n".to_vec())],
             rules: RuntimeRules::default(),
         };
-        let bytes = encode_job(&FrameKey([1; 32]), &job, &Limits::default());
+        let bytes = encode_job(&FrameKey([1; 32]), &job, &Limits::default(), false);
         let nl = bytes.iter().position(|&b| b == b'\n').unwrap();
         let header: serde_json::Value = serde_json::from_slice(&bytes[..nl]).unwrap();
         assert_eq!(header["code_len"], 8);

@@ -65,6 +65,11 @@ for _m in (sys.argv[3].split(",") if len(sys.argv) > 3 else []):
         pass
 if src is None:
     _arrived()
+# Loaded: say so, and start only when the runner lets the code start (for a
+# held run, once the bot has lowered the CPU quota to the code's).
+os.write(int(sys.argv[2]), b"ready\n")
+if rd.read(1) != b"g":
+    os._exit(70)
 rd.close()
 try:
     with open("/proc/self/oom_score_adj", "w") as f:
@@ -854,15 +859,34 @@ def spawn_child():
     return pid, code_w, aud_r, out_r, err_r, aud_w, sup_parent
 
 
+def read_text(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def cpu_quota():
+    # The container cgroup's CPU bandwidth limit as the kernel keeps it (v2
+    # cpu.max, else v1's cfs files); quota None: no limit.
+    v2 = read_text("/sys/fs/cgroup/cpu.max")
+    if v2:
+        q, _, p = v2.strip().partition(" ")
+        if p.isdigit() and (q == "max" or q.isdigit()):
+            return {"quota": None if q == "max" else int(q), "period": int(p)}
+        return None
+    for d in ("/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct"):
+        q, p = read_text(d + "/cpu.cfs_quota_us"), read_text(d + "/cpu.cfs_period_us")
+        if q and p and p.strip().isdigit() and q.strip().lstrip("-").isdigit():
+            return {"quota": None if int(q) < 0 else int(q), "period": int(p)}
+    return None
+
+
 def cgroup_facts():
     # The container's cgroup, as the kernel keeps it (v2, else v1): peak
     # memory and CPU time of everything in the container.
-    def read(path):
-        try:
-            with open(path) as f:
-                return f.read()
-        except OSError:
-            return None
+    read = read_text
     facts = {}
     peak = read("/sys/fs/cgroup/memory.peak") or read("/sys/fs/cgroup/memory/memory.max_usage_in_bytes")
     if peak and peak.strip().isdigit():
@@ -893,6 +917,7 @@ def reap_orphans():
 
 def main():
     nondumpable()
+    cpu_before = cpu_quota()
     # pid 1 gets only the signals it handles: none from inside, but for
     # SIGINT Python installs a handler; the code must not end the runner.
     import signal
@@ -993,6 +1018,25 @@ def main():
 
     code_started = [None]
     unchecked = set()
+    hold = bool(header.get("hold"))
+    released = []
+
+    def release():
+        # The child has its modules; for a held run the bot lowers the CPU
+        # quota first and says so with GO on stdin (anything else: the bot is
+        # gone, and the code never starts). The quota the code starts under
+        # is read here, by pid 1, before the code can run.
+        if hold:
+            frame(b"q", b"")
+            if stdin.readline() != b"go\n":
+                os.kill(pid, 9)
+                return
+        released.append(cpu_quota())
+        try:
+            os.write(code_w, b"g")
+            os.close(code_w)
+        except OSError:
+            pass
 
     def pump_audit():
         lists = {"net": "network_attempts", "sub": "subprocess_attempts", "import": "imports", "refused": "refused", "preloaded": "preloaded", "preload_skipped": "preload_skipped"}
@@ -1000,7 +1044,11 @@ def main():
             for line in f:
                 parts = [unesc(x) for x in line.decode("utf-8", "replace").rstrip("\n").split("\t")]
                 k = parts[0]
-                if k == "start" and code_started[0] is not None:
+                if k == "ready" and (released or code_started[0] is not None):
+                    sup.keep(sup.tampered, "a second ready on the interpreter's audit channel: something else wrote to it")
+                elif k == "ready":
+                    release()
+                elif k == "start" and code_started[0] is not None:
                     sup.keep(sup.tampered, "a second start on the interpreter's audit channel: something else wrote to it")
                 elif k == "start":
                     code_started[0] = time.monotonic()
@@ -1066,7 +1114,8 @@ def main():
     for t in threads + [threading.Thread(target=backstop, daemon=True)]:
         t.start()
     os.write(code_w, ("%d\t%s\t%s\n" % (len(src), flags, denied)).encode())
-    # The pipe holds 64 KiB; write the rest from a thread so a huge script cannot block us.
+    # The pipe holds 64 KiB; write the rest from a thread so a huge script
+    # cannot block us. The pipe stays open for the release (`g`).
     def feed():
         try:
             view = memoryview(src)
@@ -1075,8 +1124,6 @@ def main():
                 view = view[n:]
         except OSError:
             pass
-        finally:
-            os.close(code_w)
     threading.Thread(target=feed, daemon=True).start()
     _, status, ru = os.wait4(pid, 0)
     exited.set()
@@ -1103,7 +1150,7 @@ def main():
         "artifacts": [],
         "notes": [],
         "kernel": sup.record(),
-        "cgroup": cgroup_facts(),
+        "cgroup": dict(cgroup_facts(), cpu_before_code=cpu_before, cpu_at_code_start=released[0] if released else None),
         "tampered": sup.tampered + sup.unseen([f for f in audit["files_opened"] if f["path"] not in unchecked]),
     }
     reap_orphans()

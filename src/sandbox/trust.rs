@@ -217,6 +217,41 @@ pub struct CgroupFacts {
     /// The cgroup's CPU time (milliseconds).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cpu_time_ms: Option<u64>,
+    /// The cgroup's CPU quota while the runner started and modules loaded,
+    /// read by the runner when it started.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_before_code: Option<CpuQuota>,
+    /// The cgroup's CPU quota the code started under, read by the runner
+    /// (pid 1, out of the code's reach) just before it let the code start.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_at_code_start: Option<CpuQuota>,
+}
+
+/// A cgroup's CPU bandwidth limit (`cpu.max`, or v1's `cpu.cfs_quota_us`
+/// and `cpu.cfs_period_us`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CpuQuota {
+    /// Microseconds of CPU per period; `None`: no limit (`max`, `-1`).
+    pub quota: Option<u64>,
+    /// The period in microseconds.
+    pub period: u64,
+}
+
+impl CpuQuota {
+    /// The limit in cores; `None` when there is none.
+    pub fn cores(&self) -> Option<f64> {
+        self.quota
+            .filter(|_| self.period > 0)
+            .map(|q| q as f64 / self.period as f64)
+    }
+
+    /// In words: "1 CPU", "0.5 CPU", "every host CPU".
+    pub fn words(&self) -> String {
+        match self.cores() {
+            Some(c) => format!("{} CPU", (c * 100.0).round() / 100.0),
+            None => "every host CPU".into(),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -22,8 +22,15 @@ pub struct Limits {
     pub timeout: Duration,
     /// Memory limit of the container; swap is set equal, so there is no swap.
     pub memory: ByteSize,
-    /// CPU quota in cores (`0.5` = half a core).
+    /// CPU quota in cores (`0.5` = half a core) while the code runs.
     pub cpus: f64,
+    /// CPU quota in cores while the runner loads modules and no code has
+    /// started: `None` means every CPU of the host. It is lowered to
+    /// [`Limits::cpus`] before the code starts, where the engine can change
+    /// a running container's quota ([`CpuBoost`]); elsewhere `cpus` holds
+    /// from the start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preload_cpus: Option<f64>,
     /// Maximum number of processes and threads in the container.
     pub pids: i64,
     /// Bytes of stdout kept; the rest is counted and dropped.
@@ -62,6 +69,40 @@ impl Limits {
     }
 }
 
+/// The CFS period of every container's CPU quota (100 ms, the kernel's default).
+pub const CPU_PERIOD_US: i64 = 100_000;
+
+/// A CPU quota in cores as the cgroup's microseconds per [`CPU_PERIOD_US`].
+pub fn cpu_quota(cores: f64) -> i64 {
+    (cores.max(0.01) * CPU_PERIOD_US as f64).round() as i64
+}
+
+/// The CPU quota of a container whose modules load above the code's limit:
+/// created with `preload` (0: none, every host CPU), lowered to `code` by a
+/// live update of the container before the code starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CpuBoost {
+    /// The quota while modules load (µs per period; 0: no quota).
+    pub preload: i64,
+    /// The quota the code runs under (µs per period).
+    pub code: i64,
+}
+
+impl CpuBoost {
+    /// The boost of a run with these limits, or `None` when it would not
+    /// be one: nothing is preloaded, or the preload's cap is not above the
+    /// code's limit.
+    pub fn for_run(limits: &Limits, preloads: bool) -> Option<CpuBoost> {
+        let code = cpu_quota(limits.cpus);
+        let preload = match limits.preload_cpus {
+            None => 0,
+            Some(c) if cpu_quota(c) > code => cpu_quota(c),
+            Some(_) => return None,
+        };
+        preloads.then_some(CpuBoost { preload, code })
+    }
+}
+
 impl Default for Limits {
     fn default() -> Self {
         Limits {
@@ -72,6 +113,7 @@ impl Default for Limits {
             // 256 MiB no room for real data.
             memory: ByteSize::mib(512),
             cpus: 1.0,
+            preload_cpus: None,
             pids: 64,
             stdout_cap: ByteSize::kib(64),
             stderr_cap: ByteSize::kib(64),
@@ -590,6 +632,42 @@ pub struct Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_boost_only_where_modules_load_and_the_cap_is_above_the_codes_limit() {
+        let l = Limits::default();
+        assert_eq!(
+            CpuBoost::for_run(&l, true),
+            Some(CpuBoost {
+                preload: 0,
+                code: 100_000
+            }),
+            "every host CPU while modules load"
+        );
+        assert_eq!(CpuBoost::for_run(&l, false), None, "nothing to load");
+        let capped = Limits {
+            cpus: 0.5,
+            preload_cpus: Some(2.0),
+            ..Limits::default()
+        };
+        assert_eq!(
+            CpuBoost::for_run(&capped, true),
+            Some(CpuBoost {
+                preload: 200_000,
+                code: 50_000
+            })
+        );
+        let same = Limits {
+            preload_cpus: Some(1.0),
+            ..Limits::default()
+        };
+        assert_eq!(
+            CpuBoost::for_run(&same, true),
+            None,
+            "no boost at the code's limit"
+        );
+        assert_eq!(cpu_quota(0.0), 1_000, "never 0: that would be no quota");
+    }
 
     #[test]
     fn the_runtime_is_the_flag_else_the_policy_else_the_machine_else_runc() {

@@ -422,3 +422,25 @@ fn an_unknown_github_source_is_named_at_its_position() {
     .unwrap();
     assert!(ok.to_effective_yaml().contains("workflow_runs"));
 }
+
+#[test]
+fn preload_cpus_is_host_or_cores_and_reads_back() {
+    let p = Policy::from_yaml_str("sandbox:\n  cpus: 1\n", "test.yml").unwrap();
+    assert_eq!(p.limits().preload_cpus, None, "every host CPU by default");
+    let p = Policy::from_yaml_str("sandbox:\n  preload_cpus: 3\n", "test.yml").unwrap();
+    assert_eq!(p.limits().preload_cpus, Some(3.0));
+    let again = Policy::from_yaml_str(&p.to_effective_yaml(), "effective.yml").unwrap();
+    assert_eq!(again.limits().preload_cpus, Some(3.0));
+    let p = Policy::from_yaml_str("sandbox:\n  preload_cpus: host\n", "test.yml").unwrap();
+    assert_eq!(p.limits().preload_cpus, None);
+    assert!(p.to_effective_yaml().contains("preload_cpus: host"));
+    let e = err("sandbox:\n  preload_cpus: all\n");
+    assert_at(
+        &e,
+        2,
+        17,
+        "preload_cpus `all` is not understood; write `host`",
+    );
+    let e = err("sandbox:\n  preload_cpus: 0\n");
+    assert_at(&e, 2, 17, "preload_cpus `0` is out of range");
+}

@@ -77,6 +77,10 @@ async fn prepared_container_has_every_hardening_setting() {
         ..Default::default()
     });
     config.env = BTreeMap::from([("ALLOWED_VAR".to_string(), "yes".to_string())]);
+    // A preload: under Docker with runc the modules load at every host CPU
+    // and the quota is lowered to the code's before it starts.
+    config.preload = vec!["json".into()];
+    let boosted = !sb.is_podman() && !under_runsc();
     let prepared = sb.prepare(&config).await.expect("prepare");
     let name = prepared.name().to_string();
     let info = sb.docker().inspect_container(&name, None).await.unwrap();
@@ -142,7 +146,7 @@ async fn prepared_container_has_every_hardening_setting() {
     assert_eq!(hc.memory, Some(128 << 20));
     assert_eq!(hc.memory_swap, Some(128 << 20), "swap must equal memory");
     assert_eq!(hc.cpu_period, Some(100_000));
-    assert_eq!(hc.cpu_quota, Some(50_000));
+    assert_eq!(hc.cpu_quota, Some(if boosted { 0 } else { 50_000 }));
     let tmpfs = hc.tmpfs.clone().unwrap();
     let t = &tmpfs["/tmp"];
     for opt in ["noexec", "nosuid", "nodev", "size="] {
@@ -219,16 +223,52 @@ async fn prepared_container_has_every_hardening_setting() {
     assert_eq!(labels[LABEL_MANAGED], "true");
     assert_eq!(labels[LABEL_RUN], name);
     // The prepared container runs the code it is handed, then is removed.
-    // /dev/shm: absent under runc and Podman, read-only under runsc.
-    let outcome = prepared
-        .execute(&job(
-            "import os\nprint(6 * 7, os.path.isdir('/dev/shm') and os.access('/dev/shm', os.W_OK))",
-        ))
-        .await
-        .unwrap();
-    assert_eq!(outcome.stdout.trim(), "42 False", "{}", outcome.stderr);
+    // /dev/shm: absent under runc and Podman, read-only under runsc. The
+    // code reads its own cgroup's CPU quota: the policy's, however the
+    // modules loaded.
+    let outcome = prepared.execute(&job(QUOTA_AND_SHM)).await.unwrap();
+    let printed: Vec<&str> = outcome.stdout.split_whitespace().collect();
+    assert_eq!(printed[..2], ["42", "False"], "{}", outcome.stderr);
+    let container = &outcome.resources.container;
+    if under_runsc() {
+        // gVisor's cgroupfs inside the sandbox is its own: no reading.
+        assert_eq!(container.cpu_at_code_start, None, "{container:?}");
+    } else {
+        assert_eq!(printed[2], "50000", "the code's own read of its quota");
+        let at = container.cpu_at_code_start.expect("the runner's reading");
+        assert_eq!((at.quota, at.period), (Some(50_000), 100_000));
+        let before = container
+            .cpu_before_code
+            .expect("the runner's first reading");
+        assert_eq!(
+            before.quota,
+            if boosted { None } else { Some(50_000) },
+            "{container:?}"
+        );
+    }
+    assert!(
+        !outcome.notes.iter().any(|n| n.contains("CPU")),
+        "{:?}",
+        outcome.notes
+    );
     assert_gone(&sb, &name).await;
 }
+
+/// Prints 42, whether /dev/shm is writable, and the cgroup's CPU quota.
+const QUOTA_AND_SHM: &str = r#"import os
+def quota():
+    try:
+        return open("/sys/fs/cgroup/cpu.max").read().split()[0]
+    except OSError:
+        pass
+    for d in ("/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct"):
+        try:
+            return open(d + "/cpu.cfs_quota_us").read().strip()
+        except OSError:
+            pass
+    return "none"
+print(6 * 7, os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK), quota())
+"#;
 
 #[tokio::test]
 async fn a_real_pandas_script_returns_the_right_numbers() {

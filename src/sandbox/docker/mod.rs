@@ -364,6 +364,7 @@ impl Sandbox {
             attach,
             guard,
             preload: cfg.preload.clone(),
+            boost: engine::cpu_boost(cfg, self.engine),
         })
     }
 

@@ -12,7 +12,8 @@ use tokio::io::AsyncWriteExt;
 
 use super::super::collect::{Chunk, Collector};
 use super::super::executor::PreparedRun;
-use super::super::types::{ImageInfo, Job, Limits, Outcome, RunStatus};
+use super::super::protocol::GO;
+use super::super::types::{CPU_PERIOD_US, CpuBoost, ImageInfo, Job, Limits, Outcome, RunStatus};
 use super::super::{InputChanged, InputFile, SandboxError};
 use super::{Guard, data_volume};
 
@@ -25,6 +26,9 @@ pub struct Prepared {
     pub(super) guard: Guard,
     /// What the child imports before the code starts.
     pub(super) preload: Vec<String>,
+    /// The modules load above the code's CPU limit, lowered before the
+    /// code starts ([`super::engine::cpu_boost`]).
+    pub(super) boost: Option<CpuBoost>,
 }
 
 impl std::fmt::Debug for Prepared {
@@ -76,9 +80,17 @@ impl Prepared {
             attach,
             guard,
             preload,
+            boost,
         } = self;
         let docker = guard.sandbox.docker.clone();
-        let result = execute_in(&docker, &name, image, &limits, attach, &preload, job).await;
+        let run = Run {
+            docker: &docker,
+            name: &name,
+            limits: &limits,
+            preload: &preload,
+            boost,
+        };
+        let result = run.execute(image, attach, job).await;
         (result, guard)
     }
 }
@@ -107,68 +119,131 @@ fn chunk(item: Result<LogOutput, bollard::errors::Error>) -> Result<Chunk, Strin
     }
 }
 
-async fn execute_in(
-    docker: &Docker,
-    name: &str,
-    image: ImageInfo,
-    limits: &Limits,
-    attach: AttachContainerResults,
-    preload: &[String],
-    job: &Job,
-) -> Result<Outcome, SandboxError> {
-    let (mut collector, start, streamed) = if limits.data_on_disk() && !job.inputs.is_empty() {
-        // The engine copies the inputs into the /data volume; the runner
-        // gets the code only.
-        job.check(limits)?;
-        data_volume::upload(docker, name, &job.inputs).await?;
-        let code_only = Job {
-            inputs: Vec::new(),
-            ..job.clone()
+/// One run's fixed facts, for the steps of [`Run::execute`].
+struct Run<'a> {
+    docker: &'a Docker,
+    name: &'a str,
+    limits: &'a Limits,
+    preload: &'a [String],
+    boost: Option<CpuBoost>,
+}
+
+/// The container's stdin, as the attach stream gives it.
+type Stdin = std::pin::Pin<Box<dyn tokio::io::AsyncWrite + Send>>;
+
+impl Run<'_> {
+    async fn execute(
+        &self,
+        image: ImageInfo,
+        attach: AttachContainerResults,
+        job: &Job,
+    ) -> Result<Outcome, SandboxError> {
+        let (docker, name, limits, preload) = (self.docker, self.name, self.limits, self.preload);
+        let hold = self.boost.is_some();
+        let (mut collector, start, streamed) = if limits.data_on_disk() && !job.inputs.is_empty() {
+            // The engine copies the inputs into the /data volume; the runner
+            // gets the code only.
+            job.check(limits)?;
+            data_volume::upload(docker, name, &job.inputs).await?;
+            let code_only = Job {
+                inputs: Vec::new(),
+                ..job.clone()
+            };
+            let (collector, start) = Collector::new(&code_only, limits, preload, hold)?;
+            (collector, start, Vec::new())
+        } else {
+            let (collector, start) = Collector::new(job, limits, preload, hold)?;
+            (collector, start, job.inputs.clone())
         };
-        let (collector, start) = Collector::new(&code_only, limits, preload)?;
-        (collector, start, Vec::new())
-    } else {
-        let (collector, start) = Collector::new(job, limits, preload)?;
-        (collector, start, job.inputs.clone())
-    };
-    let AttachContainerResults { output, input } = attach;
-    let mut writer = tokio::spawn(write_job(input, start, streamed));
-    let mut output = output.map(chunk);
-    let mut written = false;
-    let ending = {
-        let read = collector.read(&mut output);
-        tokio::pin!(read);
-        loop {
-            tokio::select! {
-                ending = &mut read => break ending,
-                w = &mut writer, if !written => {
-                    written = true;
-                    if let Ok(Err(changed)) = w {
-                        // The input is incomplete in the container and the
-                        // code has not started on it; the caller removes
-                        // the container.
-                        return Err(SandboxError::BadInput {
-                            name: changed.name,
-                            problem: changed.problem,
-                        });
+        let mut ready = hold.then(|| collector.ready_signal());
+        let AttachContainerResults { output, input } = attach;
+        let mut writer = tokio::spawn(write_job(input, start, streamed));
+        let mut output = output.map(chunk);
+        let mut stdin: Option<Option<Stdin>> = None;
+        let ending = {
+            let read = collector.read(&mut output);
+            tokio::pin!(read);
+            loop {
+                tokio::select! {
+                    ending = &mut read => break ending,
+                    // Kept for a held run's GO only.
+                    w = &mut writer, if stdin.is_none() => stdin = Some(written(w)?.filter(|_| hold)),
+                    r = async { ready.as_mut().expect("held").await }, if ready.is_some() => {
+                        ready = None;
+                        if r.is_ok() {
+                            if stdin.is_none() {
+                                stdin = Some(written((&mut writer).await)?);
+                            }
+                            self.release(stdin.as_mut().and_then(Option::as_mut)).await?;
+                            stdin = Some(None);
+                        }
                     }
                 }
             }
+        };
+        if stdin.is_none() {
+            writer.abort();
         }
-    };
-    if !written {
-        writer.abort();
+        let mut no_report = RunStatus::Killed;
+        if ending.timed_out {
+            kill_at_deadline(docker, name, collector.notes()).await;
+        } else if !collector.has_report() {
+            let unreadable = collector.report_unreadable();
+            no_report = explain_missing_report(docker, name, unreadable, collector.notes()).await;
+        }
+        let outcome = collector.finish(&ending, no_report, image, job, name);
+        tracing::debug!(container = %name, status = outcome.status.as_str(), ms = outcome.duration_ms, "run finished");
+        Ok(outcome)
     }
-    let mut no_report = RunStatus::Killed;
-    if ending.timed_out {
-        kill_at_deadline(docker, name, collector.notes()).await;
-    } else if !collector.has_report() {
-        let unreadable = collector.report_unreadable();
-        no_report = explain_missing_report(docker, name, unreadable, collector.notes()).await;
+
+    /// A held run's modules are loaded: lower the container's CPU quota to
+    /// the code's by a live update, then let the code start. When the engine
+    /// refuses the update the code never starts (the caller removes the
+    /// container); a lost stdin means the runner is gone, which its output
+    /// shows.
+    async fn release(&self, stdin: Option<&mut Stdin>) -> Result<(), SandboxError> {
+        let boost = self.boost.expect("a held run has a boost");
+        self.docker
+            .update_container(
+                self.name,
+                bollard::models::ContainerUpdateBody {
+                    cpu_period: Some(CPU_PERIOD_US),
+                    cpu_quota: Some(boost.code),
+                    ..Default::default()
+                },
+            )
+            .await
+            .map_err(|e| SandboxError::Engine {
+                action: "lowering the CPU quota before the code starts",
+                detail: format!(
+                    "{e}; the code was not started. Set `sandbox.preload_cpus` to the value of \
+                     `cpus` in the policy to keep one quota from the container's start"
+                ),
+            })?;
+        tracing::debug!(container = %self.name, quota = boost.code, "CPU quota lowered; the code may start");
+        if let Some(stdin) = stdin
+            && stdin.write_all(GO).await.is_ok()
+        {
+            let _ = stdin.flush().await;
+        }
+        Ok(())
     }
-    let outcome = collector.finish(&ending, no_report, image, job, name);
-    tracing::debug!(container = %name, status = outcome.status.as_str(), ms = outcome.duration_ms, "run finished");
-    Ok(outcome)
+}
+
+/// The writer's end: the stdin back (`None`: the runner is gone), or the
+/// input that changed since admission, which ends the run at once (the
+/// code has not started on it; the caller removes the container).
+fn written(
+    w: Result<Result<Option<Stdin>, InputChanged>, tokio::task::JoinError>,
+) -> Result<Option<Stdin>, SandboxError> {
+    match w {
+        Ok(Ok(stdin)) => Ok(stdin),
+        Ok(Err(changed)) => Err(SandboxError::BadInput {
+            name: changed.name,
+            problem: changed.problem,
+        }),
+        Err(_) => Ok(None),
+    }
 }
 
 /// Writes the job to the runner's stdin: its start (header and code), then
@@ -176,25 +251,25 @@ async fn execute_in(
 /// never held whole. An input that changed since admission ends the write
 /// before its last chunk (so the code never starts on it) and is returned,
 /// which ends the run at once; a write error means the runner is gone,
-/// which the output stream shows.
+/// which the output stream shows. The stdin comes back for a held run's
+/// [`GO`].
 async fn write_job(
-    mut stdin: std::pin::Pin<Box<dyn tokio::io::AsyncWrite + Send>>,
+    mut stdin: Stdin,
     start: Vec<u8>,
     inputs: Vec<InputFile>,
-) -> Result<(), InputChanged> {
+) -> Result<Option<Stdin>, InputChanged> {
     if stdin.write_all(&start).await.is_err() {
-        return Ok(());
+        return Ok(None);
     }
     for f in &inputs {
         let mut chunks = std::pin::pin!(f.chunks());
         while let Some(c) = chunks.next().await {
             if stdin.write_all(&c?).await.is_err() {
-                return Ok(());
+                return Ok(None);
             }
         }
     }
-    let _ = stdin.flush().await;
-    Ok(())
+    Ok(stdin.flush().await.ok().map(|_| stdin))
 }
 
 /// After the deadline: kill the container (unpausing it first when someone
