@@ -390,7 +390,7 @@ fn workbook(path: &str, bytes: &[u8], whole: bool, level: DataLevel) -> String {
         2 | 3 => 3,
         _ => 2,
     };
-    for s in &sheets {
+    for (i, s) in sheets.iter().enumerate() {
         let call = format!(
             "pd.read_excel({path}, sheet_name={})",
             serde_json::to_string(&s.name).unwrap_or_default()
@@ -435,13 +435,58 @@ fn workbook(path: &str, bytes: &[u8], whole: bool, level: DataLevel) -> String {
         } else {
             keep
         })];
-        out.push_str(&columns_and_rows(
-            &csv::pandas_names(&s.header),
-            rows,
-            level,
-        ));
+        let names = csv::pandas_names(&s.header);
+        out.push_str(&columns_and_rows(&names, rows, level));
+        // The first sheet (pandas' default) gets the whole budget.
+        let budget = if i == 0 {
+            FACTS_MAX_BYTES
+        } else {
+            FACTS_MAX_BYTES / 4
+        };
+        out.push_str(&sheet_facts(&names, s, level, budget));
     }
     out
+}
+
+/// One line per column of a sheet (as [`columns::describe`] for CSV), at
+/// most `max` bytes.
+fn sheet_facts(names: &[String], s: &xlsx::Sheet, level: DataLevel, max: usize) -> String {
+    let what = if level == DataLevel::Schema {
+        "dtype; missing, if any"
+    } else {
+        "dtype; missing, if any; min to max or distinct values"
+    };
+    let header = if s.partial {
+        format!(
+            "\nColumn facts over the first {} rows read ({what}; a later row may change a dtype; missing and distinct counts are lower bounds):",
+            s.count
+        )
+    } else {
+        format!(
+            "\nColumn facts as pandas reads all {} rows ({what}):",
+            s.count
+        )
+    };
+    let lines = names.iter().zip(&s.facts).map(|(name, c)| {
+        let mut line = format!("\n{}: {}", columns::quoted_name(name), c.dtype);
+        if c.missing > 0 {
+            line.push_str(&columns::missing_share(c.missing as u64, s.count as u64));
+        }
+        if level == DataLevel::Schema {
+            return line;
+        }
+        if let Some((lo, hi)) = &c.range {
+            let shown = |t: &str| excerpt(&strip_invisible(t), 30);
+            line.push_str(&format!("; {} to {}", shown(lo), shown(hi)));
+        }
+        if let Some(n) = c.distinct {
+            line.push_str(&format!("; {n} distinct"));
+        } else if c.dtype == "object" {
+            line.push_str(&format!("; more than {} distinct", columns::DISTINCT_MAX));
+        }
+        line
+    });
+    columns::budgeted(header, lines, names.len(), max)
 }
 
 /// A text file that is not delimited: JSON's shape, or the line count and

@@ -11,18 +11,18 @@ use std::collections::HashSet;
 
 /// pandas' default missing-value strings (`pandas._libs.parsers.STR_NA_VALUES`
 /// in pandas 2, with the empty field), matched exactly, without trimming.
-const NA_VALUES: [&str; 19] = [
+pub(crate) const NA_VALUES: [&str; 19] = [
     "", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
     "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null",
 ];
 
 /// The values pandas' C parser reads as booleans (`true_values` /
 /// `false_values` defaults).
-const TRUE_VALUES: [&str; 3] = ["True", "TRUE", "true"];
-const FALSE_VALUES: [&str; 3] = ["False", "FALSE", "false"];
+pub(crate) const TRUE_VALUES: [&str; 3] = ["True", "TRUE", "true"];
+pub(crate) const FALSE_VALUES: [&str; 3] = ["False", "FALSE", "false"];
 
 /// Distinct values counted per column; past this many the count is "more than".
-const DISTINCT_MAX: usize = 10_000;
+pub(crate) const DISTINCT_MAX: usize = 10_000;
 
 /// A column's dtype as pandas infers it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,7 +106,7 @@ pub(crate) struct Facts {
 /// `value` as pandas' C parser reads a number: surrounding spaces and tabs
 /// allowed, `inf`/`infinity` in any case, no `nan` spelling beyond the NA
 /// strings, `decimal` as the decimal mark.
-fn number(value: &str, decimal_comma: bool) -> Option<f64> {
+pub(crate) fn number(value: &str, decimal_comma: bool) -> Option<f64> {
     let v = value.trim_matches([' ', '\t']);
     if v.trim_start_matches(['+', '-']).eq_ignore_ascii_case("nan") || v.contains('_') {
         return None;
@@ -121,7 +121,7 @@ fn number(value: &str, decimal_comma: bool) -> Option<f64> {
 }
 
 /// True for an integer as pandas reads one into int64.
-fn integer(value: &str) -> bool {
+pub(crate) fn integer(value: &str) -> bool {
     value.trim_matches([' ', '\t']).parse::<i64>().is_ok()
 }
 
