@@ -7,6 +7,7 @@
 
 mod columns;
 mod csv;
+mod parquet;
 mod text;
 mod xlsx;
 mod zip;
@@ -48,7 +49,16 @@ const KIND_ROWS: usize = 50;
 /// rows as pandas reads them; for a workbook its sheets; for JSON its top-level shape;
 /// for other text its first lines; for a binary file its kind.
 pub fn preview_file(file: &InputFile, level: DataLevel) -> String {
-    preview_input_at(&file.name, &file.head(PREVIEW_READ), file.size(), level)
+    let head = file.head(PREVIEW_READ);
+    if head.starts_with(b"PAR1") && (head.len() as u64) < file.size() {
+        // A big Parquet file: its footer is at its end, past the head.
+        let tail = parquet::footer_len(&file.tail(8))
+            .filter(|n| *n <= parquet::MAX_FOOTER)
+            .map(|n| file.tail(n + 8))
+            .unwrap_or_default();
+        return parquet_preview(&file.name, &tail, file.size(), level);
+    }
+    preview_input_at(&file.name, &head, file.size(), level)
 }
 
 /// [`preview_input_at`] of a whole file at `preview` (tests).
@@ -74,6 +84,9 @@ pub(super) fn preview_input_at(name: &str, bytes: &[u8], size: u64, level: DataL
     if matches!(ext, "xlsx" | "xlsm") && bytes.starts_with(b"PK\x03\x04") {
         return cap_preview(out + &workbook(&path, bytes, whole, level));
     }
+    if bytes.starts_with(b"PAR1") && whole {
+        return parquet_preview(name, bytes, size, level);
+    }
     if let Some(kind) = magic_kind(bytes) {
         out.push_str(&format!(", binary: {kind}; contents not shown"));
         return cap_preview(out);
@@ -98,6 +111,74 @@ pub(super) fn preview_input_at(name: &str, bytes: &[u8], size: u64, level: DataL
     }
     out.push_str(&plain_text(&text, enc, ext, whole, level));
     cap_preview(out)
+}
+
+/// The preview of a Parquet file from its last bytes (`tail`: at least
+/// its footer) — the facts of its footer, no value at `schema`.
+fn parquet_preview(name: &str, tail: &[u8], size: u64, level: DataLevel) -> String {
+    let mut out = format!("`/data/{}` ({})", shown_name(name), human_size(size));
+    if level == DataLevel::None {
+        out.push_str("; contents not shown (policy model.data: none)");
+        return out;
+    }
+    let path = serde_json::to_string(&format!("/data/{}", shown_name(name))).unwrap_or_default();
+    let table = match parquet::footer(tail).and_then(|m| parquet::table(&m)) {
+        Ok(t) => t,
+        Err(e) => {
+            out.push_str(&format!(
+                ", Parquet file whose footer this preview cannot read ({e})"
+            ));
+            return cap_preview(out);
+        }
+    };
+    out.push_str(&parquet_facts(&path, &table, level));
+    cap_preview(out)
+}
+
+/// The shape, the call and the column facts of a Parquet file's footer.
+fn parquet_facts(path: &str, t: &parquet::Table, level: DataLevel) -> String {
+    let names: Vec<String> = t.columns.iter().map(|c| c.name.clone()).collect();
+    let mut out = format!(
+        ", Parquet: {} row(s) × {} column(s) in {} row group(s), written by {}. Read it with `pd.read_parquet({path})` (fastparquet)",
+        t.rows,
+        names.len(),
+        t.row_groups,
+        serde_json::to_string(&excerpt(&strip_invisible(&t.created_by), 60)).unwrap_or_default()
+    );
+    if !t.index.is_empty() {
+        out.push_str(&format!(
+            "; pandas makes {} the DataFrame's index",
+            json_list(&t.index, 200)
+        ));
+    }
+    out.push_str(&format!("\nColumns: {}", json_list(&names, 1200)));
+    let what = if level == DataLevel::Schema {
+        "dtype; missing, if any"
+    } else {
+        "dtype; missing, if any; min to max from the row groups' statistics"
+    };
+    let header = format!(
+        "\nColumn facts from the file's footer, over all {} rows ({what}; the data pages are not read, so no row is shown and distinct counts are not known):",
+        t.rows
+    );
+    let lines = t.columns.iter().map(|c| {
+        let mut line = format!("\n{}: {}", columns::quoted_name(&c.name), c.dtype);
+        match c.missing {
+            parquet::Missing::Exactly(0) => {}
+            parquet::Missing::Exactly(n) => line.push_str(&columns::missing_share(n, t.rows)),
+            parquet::Missing::AtLeast(n) => line.push_str(&format!(
+                "{} or more: NaN values, missing to pandas too, are not counted in this footer",
+                columns::missing_share(n, t.rows)
+            )),
+            parquet::Missing::Unknown => line.push_str("; missing values not stated in the footer"),
+        }
+        if let (Some((lo, hi)), DataLevel::Preview) = (&c.range, level) {
+            let shown = |s: &str| excerpt(&strip_invisible(s), 40);
+            line.push_str(&format!("; {} to {}", shown(lo), shown(hi)));
+        }
+        line
+    });
+    out + &columns::budgeted(header, lines, names.len(), FACTS_MAX_BYTES)
 }
 
 /// A file name as the prompt shows it: invisible characters dropped, no
@@ -309,7 +390,7 @@ fn workbook(path: &str, bytes: &[u8], whole: bool, level: DataLevel) -> String {
         2 | 3 => 3,
         _ => 2,
     };
-    for s in &sheets {
+    for (i, s) in sheets.iter().enumerate() {
         let call = format!(
             "pd.read_excel({path}, sheet_name={})",
             serde_json::to_string(&s.name).unwrap_or_default()
@@ -354,13 +435,58 @@ fn workbook(path: &str, bytes: &[u8], whole: bool, level: DataLevel) -> String {
         } else {
             keep
         })];
-        out.push_str(&columns_and_rows(
-            &csv::pandas_names(&s.header),
-            rows,
-            level,
-        ));
+        let names = csv::pandas_names(&s.header);
+        out.push_str(&columns_and_rows(&names, rows, level));
+        // The first sheet (pandas' default) gets the whole budget.
+        let budget = if i == 0 {
+            FACTS_MAX_BYTES
+        } else {
+            FACTS_MAX_BYTES / 4
+        };
+        out.push_str(&sheet_facts(&names, s, level, budget));
     }
     out
+}
+
+/// One line per column of a sheet (as [`columns::describe`] for CSV), at
+/// most `max` bytes.
+fn sheet_facts(names: &[String], s: &xlsx::Sheet, level: DataLevel, max: usize) -> String {
+    let what = if level == DataLevel::Schema {
+        "dtype; missing, if any"
+    } else {
+        "dtype; missing, if any; min to max or distinct values"
+    };
+    let header = if s.partial {
+        format!(
+            "\nColumn facts over the first {} rows read ({what}; a later row may change a dtype; missing and distinct counts are lower bounds):",
+            s.count
+        )
+    } else {
+        format!(
+            "\nColumn facts as pandas reads all {} rows ({what}):",
+            s.count
+        )
+    };
+    let lines = names.iter().zip(&s.facts).map(|(name, c)| {
+        let mut line = format!("\n{}: {}", columns::quoted_name(name), c.dtype);
+        if c.missing > 0 {
+            line.push_str(&columns::missing_share(c.missing as u64, s.count as u64));
+        }
+        if level == DataLevel::Schema {
+            return line;
+        }
+        if let Some((lo, hi)) = &c.range {
+            let shown = |t: &str| excerpt(&strip_invisible(t), 30);
+            line.push_str(&format!("; {} to {}", shown(lo), shown(hi)));
+        }
+        if let Some(n) = c.distinct {
+            line.push_str(&format!("; {n} distinct"));
+        } else if c.dtype == "object" {
+            line.push_str(&format!("; more than {} distinct", columns::DISTINCT_MAX));
+        }
+        line
+    });
+    columns::budgeted(header, lines, names.len(), max)
 }
 
 /// A text file that is not delimited: JSON's shape, or the line count and

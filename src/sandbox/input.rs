@@ -121,6 +121,25 @@ impl InputFile {
         }
     }
 
+    /// At most the last `max` bytes (a Parquet footer); empty when the file
+    /// can no longer be read.
+    pub fn tail(&self, max: usize) -> Vec<u8> {
+        match &self.contents {
+            Contents::Memory(b) => b[b.len().saturating_sub(max)..].to_vec(),
+            Contents::File { path, size, .. } => {
+                use std::io::{Read, Seek, SeekFrom};
+                let mut out = Vec::new();
+                if let Ok(mut f) = std::fs::File::open(path)
+                    && f.seek(SeekFrom::Start(size.saturating_sub(max as u64)))
+                        .is_ok()
+                {
+                    let _ = f.take(max as u64).read_to_end(&mut out);
+                }
+                out
+            }
+        }
+    }
+
     /// The contents as one buffer (reads a file whole: for tests and small
     /// files only).
     pub fn read_all(&self) -> std::io::Result<Vec<u8>> {

@@ -285,7 +285,7 @@ async fn merged_by_comes_with_the_sizes_and_requested_reviewers_with_the_list() 
     let code = r#"import json
 import pandas as pd
 p = pd.read_csv("/data/github/pulls.csv", keep_default_na=False, dtype=str)
-print(json.dumps({"merged_by": dict(zip(p["number"], p["merged_by"])), "requested": dict(zip(p["number"], p["requested_reviewers"]))}))
+print(json.dumps({"merged_by": dict(zip(p["number"], p["merged_by"])), "requested": dict(zip(p["number"], p["requested_reviewers"])), "ready": dict(zip(p["number"], p["ready_for_review"]))}))
 "#;
     f.comment(
         "alice",
@@ -301,7 +301,7 @@ print(json.dumps({"merged_by": dict(zip(p["number"], p["merged_by"])), "requeste
         got["merged_by"].as_object().unwrap().len(),
         data.pulls.len()
     );
-    let mut merged = 0;
+    let (mut merged, mut drafts) = (0, 0);
     for p in &data.pulls {
         let n = p.number.to_string();
         assert_eq!(
@@ -314,9 +314,12 @@ print(json.dumps({"merged_by": dict(zip(p["number"], p["merged_by"])), "requeste
             p.requested_reviewers.join(";"),
             "#{n}"
         );
+        assert_eq!(got["ready"][&n], (!p.draft).to_string().as_str(), "#{n}");
         merged += usize::from(p.merged_by.is_some());
+        drafts += usize::from(p.draft);
     }
     assert!(merged > 5 && merged < data.pulls.len(), "{merged}");
+    assert!(drafts > 0 && drafts < data.pulls.len(), "{drafts} drafts");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -655,6 +658,8 @@ async fn the_model_is_told_the_columns_and_sees_rows_only_at_the_policys_data_le
         "User or Bot",
         "merged_by (login of who merged it",
         "requested_reviewers",
+        "ready_for_review (true when it is not a draft",
+        "ready_for_review event in each pull request's own events",
         "DISMISSED (an approval or change request a maintainer dismissed: it no longer counts)",
     ] {
         assert!(user.contains(needle), "the prompt lacks {needle}: {user}");

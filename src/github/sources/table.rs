@@ -51,6 +51,10 @@ pub(crate) fn columns(source: GithubSource) -> &'static [(&'static str, &'static
                 "requested_reviewers",
                 "logins asked to review and not yet reviewed, joined with ; (teams not included)",
             ),
+            (
+                "ready_for_review",
+                "true when it is not a draft (the list's draft flag; a closed draft stays false); when it was marked ready is not known: GitHub states that only as a ready_for_review event in each pull request's own events, one request per pull request",
+            ),
         ],
         GithubSource::Reviews => &[
             (
@@ -218,6 +222,7 @@ pub(crate) fn pull_row(p: &Value, extra: &PullExtra) -> Vec<String> {
         .as_ref()
         .and_then(|x| x.merged_by.clone())
         .unwrap_or_default();
+    let draft = p.get("draft").and_then(Value::as_bool).unwrap_or(false);
     let requested: Vec<String> = p
         .get("requested_reviewers")
         .and_then(Value::as_array)
@@ -229,10 +234,7 @@ pub(crate) fn pull_row(p: &Value, extra: &PullExtra) -> Vec<String> {
         author,
         author_type,
         text(p, "/state"),
-        p.get("draft")
-            .and_then(Value::as_bool)
-            .unwrap_or(false)
-            .to_string(),
+        draft.to_string(),
         utc(p.get("created_at")),
         utc(p.get("updated_at")),
         utc(p.get("closed_at")),
@@ -245,6 +247,7 @@ pub(crate) fn pull_row(p: &Value, extra: &PullExtra) -> Vec<String> {
         extra.reviews_fetched.to_string(),
         merged_by,
         requested.join(";"),
+        (!draft).to_string(),
     ]
 }
 
@@ -371,6 +374,16 @@ mod tests {
         let row = pull_row(&listed, &extra);
         assert_eq!(row[at("merged_by")], "octocat");
         assert_eq!(row[at("requested_reviewers")], "other_user;hubot");
+        assert_eq!(row[at("ready_for_review")], "true");
+        let draft = json!({"number": 2, "draft": true, "user": null});
+        let drafted = pull_row(&draft, &PullExtra::default());
+        assert_eq!(
+            (
+                drafted[at("draft")].as_str(),
+                drafted[at("ready_for_review")].as_str()
+            ),
+            ("true", "false")
+        );
         assert_eq!(row[at("additions")], "100");
         // Without the single answer (sizes not fetched) the cell is empty, not a guess.
         assert_eq!(
@@ -391,7 +404,7 @@ mod tests {
         let line = text.lines().nth(1).unwrap();
         assert_eq!(
             line,
-            "7,\"Fix \"\"a\"\", b\",dependabot[bot],Bot,closed,false,2026-11-01T10:00:00Z,2026-11-02T10:00:00Z,,2026-11-02T10:00:00Z,bug;ui,main,,,,false,,"
+            "7,\"Fix \"\"a\"\", b\",dependabot[bot],Bot,closed,false,2026-11-01T10:00:00Z,2026-11-02T10:00:00Z,,2026-11-02T10:00:00Z,bug;ui,main,,,,false,,,true"
         );
         let i = json!({"number": 3, "user": null, "pull_request": {"url": "x"}, "labels": []});
         let row = issue_row(&i);

@@ -11,18 +11,18 @@ use std::collections::HashSet;
 
 /// pandas' default missing-value strings (`pandas._libs.parsers.STR_NA_VALUES`
 /// in pandas 2, with the empty field), matched exactly, without trimming.
-const NA_VALUES: [&str; 19] = [
+pub(crate) const NA_VALUES: [&str; 19] = [
     "", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
     "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null",
 ];
 
 /// The values pandas' C parser reads as booleans (`true_values` /
 /// `false_values` defaults).
-const TRUE_VALUES: [&str; 3] = ["True", "TRUE", "true"];
-const FALSE_VALUES: [&str; 3] = ["False", "FALSE", "false"];
+pub(crate) const TRUE_VALUES: [&str; 3] = ["True", "TRUE", "true"];
+pub(crate) const FALSE_VALUES: [&str; 3] = ["False", "FALSE", "false"];
 
 /// Distinct values counted per column; past this many the count is "more than".
-const DISTINCT_MAX: usize = 10_000;
+pub(crate) const DISTINCT_MAX: usize = 10_000;
 
 /// A column's dtype as pandas infers it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,7 +106,7 @@ pub(crate) struct Facts {
 /// `value` as pandas' C parser reads a number: surrounding spaces and tabs
 /// allowed, `inf`/`infinity` in any case, no `nan` spelling beyond the NA
 /// strings, `decimal` as the decimal mark.
-fn number(value: &str, decimal_comma: bool) -> Option<f64> {
+pub(crate) fn number(value: &str, decimal_comma: bool) -> Option<f64> {
     let v = value.trim_matches([' ', '\t']);
     if v.trim_start_matches(['+', '-']).eq_ignore_ascii_case("nan") || v.contains('_') {
         return None;
@@ -121,7 +121,7 @@ fn number(value: &str, decimal_comma: bool) -> Option<f64> {
 }
 
 /// True for an integer as pandas reads one into int64.
-fn integer(value: &str) -> bool {
+pub(crate) fn integer(value: &str) -> bool {
     value.trim_matches([' ', '\t']).parse::<i64>().is_ok()
 }
 
@@ -279,7 +279,7 @@ pub(crate) fn describe(
         Said::Values => "dtype; missing, if any; min to max or distinct values",
         Said::Shape => "dtype; missing, if any",
     };
-    let mut out = if whole {
+    let out = if whole {
         format!("\nColumn facts as pandas reads all {rows} rows ({what}):")
     } else {
         format!(
@@ -287,24 +287,13 @@ pub(crate) fn describe(
         )
     };
     let columns = facts.columns();
-    for (i, (name, c)) in names.iter().zip(&columns).enumerate() {
-        let mut line = format!(
-            "\n{}: {}",
-            serde_json::to_string(&super::excerpt(&super::strip_invisible(name), 60))
-                .unwrap_or_default(),
-            c.dtype.name()
-        );
+    let lines = names.iter().zip(&columns).map(|(name, c)| {
+        let mut line = format!("\n{}: {}", quoted_name(name), c.dtype.name());
         if c.missing > 0 {
-            let share = c.missing as f64 * 100.0 / rows.max(1) as f64;
-            line.push_str(&format!("; {} missing ({share:.1}%)", c.missing));
+            line.push_str(&missing_share(c.missing as u64, rows as u64));
         }
         if said == Said::Shape {
-            if out.len() + line.len() > max {
-                out.push_str(&format!("\n… +{} more columns", names.len() - i));
-                break;
-            }
-            out.push_str(&line);
-            continue;
+            return line;
         }
         let shown = |t: &str| super::excerpt(&super::strip_invisible(t), 30);
         if let Some((lo, hi)) = &c.range {
@@ -318,8 +307,33 @@ pub(crate) fn describe(
                 None => line.push_str(&format!("; more than {DISTINCT_MAX} distinct")),
             }
         }
+        line
+    });
+    budgeted(out, lines, names.len(), max)
+}
+
+/// A column name as a fact line starts: JSON-quoted, cut to 60 characters.
+pub(crate) fn quoted_name(name: &str) -> String {
+    serde_json::to_string(&super::excerpt(&super::strip_invisible(name), 60)).unwrap_or_default()
+}
+
+/// `; 177 missing (19.9%)` of `rows`.
+pub(crate) fn missing_share(missing: u64, rows: u64) -> String {
+    let share = missing as f64 * 100.0 / rows.max(1) as f64;
+    format!("; {missing} missing ({share:.1}%)")
+}
+
+/// `out` and then each of `lines` (`total` in all) while they fit in `max`
+/// bytes; then `… +N more columns`.
+pub(crate) fn budgeted(
+    mut out: String,
+    lines: impl Iterator<Item = String>,
+    total: usize,
+    max: usize,
+) -> String {
+    for (i, line) in lines.enumerate() {
         if out.len() + line.len() > max {
-            out.push_str(&format!("\n… +{} more columns", names.len() - i));
+            out.push_str(&format!("\n… +{} more columns", total - i));
             break;
         }
         out.push_str(&line);

@@ -9,6 +9,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::zip::{self, Budget, Entry, Streamed};
 
+mod facts;
+pub(crate) use facts::SheetColumn;
+
 /// Decompressed bytes one workbook's preview may read in all.
 const WORKBOOK_BUDGET: usize = 64 * 1024 * 1024;
 /// Decompressed bytes of a small part (workbook, relationships, styles).
@@ -17,6 +20,8 @@ const PART_BUDGET: usize = 4 * 1024 * 1024;
 pub(crate) const MAX_SHEETS: usize = 8;
 /// Grid rows kept per sheet: the header and 5 rows.
 const KEEP_ROWS: usize = 6;
+/// Excel's most columns (XFD): cells past it are not counted.
+const MAX_COLUMNS: usize = 16_384;
 /// Most unprocessed XML kept between chunks.
 const MAX_CARRY: usize = 4 * 1024 * 1024;
 
@@ -43,6 +48,8 @@ pub(crate) struct Sheet {
     pub partial: bool,
     /// Why the sheet could not be read, if so.
     pub error: Option<String>,
+    /// Each column's facts over the data rows read ([`facts`]).
+    pub facts: Vec<SheetColumn>,
 }
 
 /// The sheets of a workbook (up to [`MAX_SHEETS`] read in detail) and the
@@ -104,7 +111,10 @@ pub(crate) fn read_workbook(bytes: &[u8], whole: bool) -> Result<(Vec<Sheet>, us
     let wanted: BTreeSet<usize> = scans
         .iter()
         .filter_map(|(_, _, s)| s.as_ref().ok())
-        .flat_map(|s| s.kept.iter().flatten().filter_map(|(_, c)| c.shared()))
+        .flat_map(|s| {
+            let kept = s.kept.iter().flatten().filter_map(|(_, c)| c.shared());
+            kept.chain(s.cells.iter().flat_map(facts::ColumnCells::wanted))
+        })
         .collect();
     let strings = match entries.iter().find(|e| e.name == "xl/sharedStrings.xml") {
         Some(e) if !wanted.is_empty() => shared_strings(bytes, e, &mut budget, &wanted),
@@ -287,6 +297,8 @@ struct Scan {
     width: usize,
     dimension: Option<String>,
     partial: bool,
+    /// Each column's data cells (rows 2 on), by column.
+    cells: Vec<facts::ColumnCells>,
 }
 
 fn scan_sheet(
@@ -381,6 +393,12 @@ impl Scan {
             self.first_row = self.row;
         }
         self.width = self.width.max(p.col + 1);
+        if self.row >= 2 && p.col < MAX_COLUMNS {
+            if self.cells.len() <= p.col {
+                self.cells.resize(p.col + 1, facts::ColumnCells::default());
+            }
+            self.cells[p.col].add(&cell);
+        }
         if (1..=KEEP_ROWS).contains(&self.row) {
             self.kept[self.row - 1].push((p.col, cell));
         }
@@ -403,6 +421,11 @@ impl Scan {
             row
         };
         let rows_kept = self.last_row.min(KEEP_ROWS);
+        let count = self.last_row.saturating_sub(1);
+        let none = facts::ColumnCells::default();
+        let facts = (0..self.width)
+            .map(|i| facts::column(self.cells.get(i).unwrap_or(&none), count, strings, date1904))
+            .collect();
         Sheet {
             name,
             hidden,
@@ -416,11 +439,12 @@ impl Scan {
                 .iter()
                 .map(grid_row)
                 .collect(),
-            count: self.last_row.saturating_sub(1),
+            count,
             width: self.width,
             first_row: self.first_row,
             partial: self.partial,
             error: None,
+            facts,
         }
     }
 }

@@ -127,3 +127,95 @@ fn the_workbook_preview_names_sheets_calls_and_hides_values_at_schema() {
     assert!(s.contains("id (integer), name (text)"), "{s}");
     assert!(!s.contains("x <1>") && !s.contains("2024"), "{s}");
 }
+
+/// The sheet facts against what pandas 2.3 + openpyxl 3.1 reported for a
+/// workbook openpyxl wrote (`scripts/xlsx-fixtures.py` wrote
+/// `tests/fixtures/xlsx/facts.xlsx` and pandas' facts in `expected.json`).
+#[test]
+fn sheet_facts_are_what_pandas_reports() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/xlsx");
+    let book = std::fs::read(format!("{dir}/facts.xlsx")).unwrap();
+    let expected: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(format!("{dir}/expected.json")).unwrap()).unwrap();
+    let (sheets, _) = read_workbook(&book, true).unwrap();
+    let (mut checked, mut ranges, mut distinct) = (0, 0, 0);
+    for s in &sheets {
+        let want = &expected[&s.name];
+        assert_eq!(s.count as u64, want["rows"].as_u64().unwrap(), "{}", s.name);
+        let cols = want["columns"].as_array().unwrap();
+        assert_eq!(s.facts.len(), cols.len(), "{}", s.name);
+        for (ours, theirs) in s.facts.iter().zip(cols) {
+            let what = format!("{} {ours:?} vs pandas {theirs}", s.name);
+            assert_eq!(ours.dtype, theirs["dtype"].as_str().unwrap(), "{what}");
+            assert_eq!(
+                ours.missing as u64,
+                theirs["missing"].as_u64().unwrap(),
+                "{what}"
+            );
+            if let Some(n) = ours.distinct {
+                assert_eq!(n as u64, theirs["nunique"].as_u64().unwrap(), "{what}");
+                distinct += 1;
+            }
+            match (&ours.range, theirs.get("min")) {
+                (Some((lo, hi)), Some(min)) if ours.dtype.starts_with("datetime") => {
+                    assert_eq!(
+                        (lo.as_str(), hi.as_str()),
+                        (min.as_str().unwrap(), theirs["max"].as_str().unwrap()),
+                        "{what}"
+                    );
+                    ranges += 1;
+                }
+                (Some((lo, hi)), Some(min)) => {
+                    let num = |t: &str| t.parse::<f64>().unwrap();
+                    assert_eq!(
+                        (num(lo), num(hi)),
+                        (
+                            num(min.as_str().unwrap()),
+                            num(theirs["max"].as_str().unwrap())
+                        ),
+                        "{what}"
+                    );
+                    ranges += 1;
+                }
+                (None, None) => {}
+                (ours, theirs) => panic!("{what}: range {ours:?} vs {theirs:?}"),
+            }
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 17 + 2);
+    assert!(
+        ranges >= 12 && distinct >= 6,
+        "{ranges} ranges, {distinct} distinct"
+    );
+}
+
+#[test]
+fn the_workbook_preview_states_each_sheets_facts() {
+    use crate::policy::DataLevel;
+    use crate::prompt::preview::preview_input_at;
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/xlsx");
+    let book = std::fs::read(format!("{dir}/facts.xlsx")).unwrap();
+    let p = preview_input_at("f.xlsx", &book, book.len() as u64, DataLevel::Preview);
+    for part in [
+        "\nColumn facts as pandas reads all 8 rows (dtype; missing, if any; min to max or distinct values):",
+        "\n\"int_gap\": float64; 3 missing (37.5%); -5 to 6",
+        "\n\"date_gap\": datetime64[ns]; 4 missing (50.0%); 2023-05-01 00:00:00 to 2025-01-01 00:00:00",
+        "\n\"na_text\": object; 5 missing (62.5%); 2 distinct",
+        "\nColumn facts as pandas reads all 30 rows",
+        "\n\"city\": object; 2 distinct",
+    ] {
+        assert!(p.contains(part), "{part:?} missing:\n{p}");
+    }
+    assert!(
+        p.len() <= crate::prompt::preview::PREVIEW_MAX_BYTES,
+        "{}",
+        p.len()
+    );
+    let s = preview_input_at("f.xlsx", &book, book.len() as u64, DataLevel::Schema);
+    assert!(
+        s.contains("\n\"int_gap\": float64; 3 missing (37.5%)\n"),
+        "{s}"
+    );
+    assert!(!s.contains("2025") && !s.contains("distinct"), "{s}");
+}

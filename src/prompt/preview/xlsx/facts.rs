@@ -1,0 +1,201 @@
+//! What each column of a sheet holds as `pandas.read_excel` (openpyxl)
+//! infers it: every data cell is classed as openpyxl and pandas' reader
+//! give it (an integral number is an int, a date-styled number a datetime,
+//! an error cell NaN, text through pandas' NA strings and its number and
+//! boolean parsing), then the dtype follows from the classes seen. Checked
+//! against pandas itself in `tests/sandbox/previews.rs`.
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::Cell;
+use crate::prompt::preview::columns::{self, DISTINCT_MAX};
+
+/// One column's cells, accumulated as the sheet streams.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct ColumnCells {
+    /// Cells with a stored value (the others are blank: missing).
+    present: usize,
+    /// Error cells (NaN to pandas).
+    errors: usize,
+    ints: usize,
+    floats: usize,
+    bools: [bool; 2],
+    bool_cells: usize,
+    dates: usize,
+    min: Option<f64>,
+    max: Option<f64>,
+    date_min: Option<f64>,
+    date_max: Option<f64>,
+    /// Text cells by shared-string index or inline text, with their counts.
+    shared: HashMap<usize, usize>,
+    inline: HashMap<String, usize>,
+    /// Distinct numbers and dates seen (their bits).
+    numbers: std::collections::HashSet<u64>,
+    dates_seen: std::collections::HashSet<u64>,
+    /// More distinct texts than [`DISTINCT_MAX`]: counts are lower bounds.
+    overflow: bool,
+}
+
+impl ColumnCells {
+    pub(crate) fn add(&mut self, cell: &Cell) {
+        self.present += 1;
+        match cell {
+            Cell::Error(_) => self.errors += 1,
+            Cell::Bool(b) => {
+                self.bool_cells += 1;
+                self.bools[usize::from(*b)] = true;
+                // In a number column a boolean is 0 or 1.
+                let v = f64::from(u8::from(*b));
+                self.min = Some(self.min.map_or(v, |m| m.min(v)));
+                self.max = Some(self.max.map_or(v, |m| m.max(v)));
+            }
+            Cell::Number { raw, date } => match raw.trim().parse::<f64>() {
+                Ok(v) if *date => {
+                    self.dates += 1;
+                    if self.dates_seen.len() < DISTINCT_MAX {
+                        self.dates_seen.insert(v.to_bits());
+                    }
+                    self.date_min = Some(self.date_min.map_or(v, |m| m.min(v)));
+                    self.date_max = Some(self.date_max.map_or(v, |m| m.max(v)));
+                }
+                Ok(v) => self.number(v),
+                Err(_) => self.text_cell(None, raw),
+            },
+            Cell::Shared(i) => self.text_cell(Some(*i), ""),
+            Cell::Text(s) => self.text_cell(None, s),
+        }
+    }
+
+    fn number(&mut self, v: f64) {
+        self.number_as(v, v.fract() == 0.0 && v.abs() < 9.2e18);
+    }
+
+    /// A number, read by pandas as an int (`int`) or a float.
+    fn number_as(&mut self, v: f64, int: bool) {
+        if int {
+            self.ints += 1;
+        } else {
+            self.floats += 1;
+        }
+        self.min = Some(self.min.map_or(v, |m| m.min(v)));
+        self.max = Some(self.max.map_or(v, |m| m.max(v)));
+        if self.numbers.len() < DISTINCT_MAX {
+            self.numbers.insert(v.to_bits());
+        }
+    }
+
+    fn text_cell(&mut self, shared: Option<usize>, text: &str) {
+        if self.shared.len() + self.inline.len() >= DISTINCT_MAX {
+            self.overflow = true;
+        }
+        match shared {
+            Some(i) if !self.overflow || self.shared.contains_key(&i) => {
+                *self.shared.entry(i).or_default() += 1
+            }
+            None if !self.overflow || self.inline.contains_key(text) => {
+                *self.inline.entry(text.to_string()).or_default() += 1
+            }
+            _ => {}
+        }
+    }
+
+    /// The shared strings this column's facts need.
+    pub(crate) fn wanted(&self) -> impl Iterator<Item = usize> + '_ {
+        self.shared.keys().copied()
+    }
+}
+
+/// A column's facts, as the preview states them.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct SheetColumn {
+    pub dtype: &'static str,
+    pub missing: usize,
+    /// Smallest and largest value as pandas prints it.
+    pub range: Option<(String, String)>,
+    pub distinct: Option<usize>,
+}
+
+/// The facts of a column of `rows` data rows, its text resolved with
+/// `strings` (the shared strings read).
+pub(crate) fn column(
+    c: &ColumnCells,
+    rows: usize,
+    strings: &BTreeMap<usize, String>,
+    date1904: bool,
+) -> SheetColumn {
+    let mut c = c.clone();
+    let mut na = 0;
+    let (mut bool_texts, mut texts) = (0, 0);
+    let mut distinct_texts = std::collections::HashSet::new();
+    let resolved: Vec<(String, usize)> = c
+        .shared
+        .iter()
+        .map(|(i, n)| (strings.get(i).cloned().unwrap_or_default(), *n))
+        .chain(c.inline.iter().map(|(s, n)| (s.clone(), *n)))
+        .collect();
+    for (text, n) in resolved {
+        if columns::NA_VALUES.contains(&text.as_str()) {
+            na += n;
+        } else if let Some(v) = columns::number(&text, false) {
+            // Text pandas parses: "12" an int, "12.0" a float.
+            for _ in 0..n {
+                c.number_as(v, columns::integer(&text));
+            }
+        } else if columns::TRUE_VALUES.contains(&text.as_str())
+            || columns::FALSE_VALUES.contains(&text.as_str())
+        {
+            bool_texts += n;
+            c.bools[usize::from(columns::TRUE_VALUES.contains(&text.as_str()))] = true;
+        } else {
+            texts += n;
+            distinct_texts.insert(text);
+        }
+    }
+    let missing = rows - c.present.min(rows) + c.errors + na;
+    let numbers = c.ints + c.floats;
+    let bools = c.bool_cells + bool_texts;
+    let dtype = if rows == 0 {
+        "object"
+    } else if missing >= rows {
+        "float64"
+    } else if texts > 0 || (c.dates > 0 && numbers + bools > 0) || (bool_texts > 0 && numbers > 0) {
+        "object"
+    } else if c.dates > 0 {
+        "datetime64[ns]"
+    } else if numbers == 0 && missing == 0 {
+        "bool"
+    } else if numbers == 0 && bool_texts > 0 {
+        "object"
+    } else if c.floats > 0 || missing > 0 {
+        "float64"
+    } else {
+        "int64"
+    };
+    let shown = |v: f64| super::python_number(v);
+    let range = match dtype {
+        "int64" | "float64" => c.min.zip(c.max).map(|(a, b)| (shown(a), shown(b))),
+        "datetime64[ns]" => c.date_min.zip(c.date_max).and_then(|(a, b)| {
+            Some((
+                super::excel_date(a, date1904)?,
+                super::excel_date(b, date1904)?,
+            ))
+        }),
+        _ => None,
+    };
+    let distinct = match dtype {
+        "bool" => Some(c.bools.iter().filter(|b| **b).count()),
+        "object" if !c.overflow => Some(
+            distinct_texts.len()
+                + c.numbers.len()
+                + c.dates_seen.len()
+                + c.bools.iter().filter(|b| **b).count(),
+        ),
+        _ => None,
+    };
+    SheetColumn {
+        dtype,
+        missing,
+        range,
+        distinct,
+    }
+}
