@@ -704,6 +704,9 @@ fn sandbox_md(o: &Outcome, b: &Budget) -> String {
         l.pids,
         l.tmpfs
     );
+    if let Some(p) = o.seccomp {
+        let _ = writeln!(s, "| System calls | {} |", p.words());
+    }
     if let Some(row) = cpu_quota_row(&o.resources.container) {
         let _ = writeln!(s, "| CPU quota | {row} |");
     }

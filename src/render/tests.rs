@@ -64,6 +64,7 @@ fn outcome(stdout: &str) -> Outcome {
         tampered: vec![],
         sources: Default::default(),
         environment: None,
+        seccomp: None,
     }
 }
 
@@ -654,4 +655,29 @@ fn the_cpu_quota_row_shows_the_limit_the_code_ran_under_and_the_preloads() {
         !md.contains("while the modules loaded"),
         "one quota throughout: {md}"
     );
+}
+
+#[test]
+fn the_answer_names_the_system_call_filter_that_held() {
+    use crate::sandbox::SeccompProfile;
+    let mut r = report(json!({"answer": 3}), "print(3)\n");
+    assert!(!markdown(&r, &ctx()).contains("| System calls |"));
+    for (p, words) in [
+        (
+            SeccompProfile::Own,
+            "compute-bot's allowlist (`sandbox/seccomp.json`)",
+        ),
+        (
+            SeccompProfile::EngineDefault,
+            "the engine's default profile",
+        ),
+        (
+            SeccompProfile::Sentry,
+            "none sent: gVisor's Sentry implements the system calls",
+        ),
+    ] {
+        r.outcome.as_mut().unwrap().seccomp = Some(p);
+        let md = markdown(&r, &ctx());
+        assert!(md.contains(&format!("| System calls | {words}")), "{md}");
+    }
 }

@@ -415,6 +415,7 @@ impl Collector {
             container: container.to_string(),
             notes: self.notes,
             environment: None,
+            seccomp: None,
         }
     }
 }

@@ -181,6 +181,7 @@ pub fn sources(kernel: Option<&KernelRecord>, reported: bool) -> BTreeMap<String
         m.insert(field.to_string(), Source::EngineObserved);
     }
     m.insert("limits".into(), Source::KernelEnforced);
+    m.insert("seccomp".into(), Source::KernelEnforced);
     m.insert("network".into(), Source::KernelEnforced);
     if let Some(k) = kernel {
         if k.refuses_starts() {

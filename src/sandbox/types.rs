@@ -212,6 +212,34 @@ impl Runtime {
     }
 }
 
+/// The system-call filter a run's container started with, as the backend
+/// asked the engine for it (the engine's inspect shows it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SeccompProfile {
+    /// compute-bot's allowlist (`sandbox/seccomp.json`).
+    Own,
+    /// The engine's default profile (a Podman on another host).
+    EngineDefault,
+    /// None: gVisor's Sentry implements the system calls.
+    Sentry,
+}
+
+impl SeccompProfile {
+    /// In words, for the answer.
+    pub fn words(self) -> &'static str {
+        match self {
+            SeccompProfile::Own => "compute-bot's allowlist (`sandbox/seccomp.json`)",
+            SeccompProfile::EngineDefault => {
+                "the engine's default profile: compute-bot's allowlist cannot be handed to a Podman on another host"
+            }
+            SeccompProfile::Sentry => {
+                "none sent: gVisor's Sentry implements the system calls, the host's kernel never sees the code's"
+            }
+        }
+    }
+}
+
 /// The fixed environment every sandbox gets (before what the run names).
 /// `PYTHONHASHSEED`, `TZ` and the locale make runs repeatable: set ordering,
 /// `time.localtime` and locale-dependent formatting do not vary by run or host.
@@ -627,6 +655,10 @@ pub struct Outcome {
     /// policy's reserve) and why; set by [`super::Executor`]'s connection.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub environment: Option<super::Environment>,
+    /// The system-call filter the container started with; `None` where the
+    /// backend does not say (older records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seccomp: Option<SeccompProfile>,
 }
 
 #[cfg(test)]

@@ -115,10 +115,16 @@ async fn prepared_container_has_every_hardening_setting() {
         "{secopt:?}"
     );
     if sb.is_podman() {
-        // Podman's API reads `seccomp=` as a path: its default profile applies.
-        assert!(
-            !secopt.iter().any(|s| s.contains("unconfined")),
-            "{secopt:?}"
+        // Podman's API reads `seccomp=` as a path: the bot's own file of
+        // its allowlist (the engine is on this machine).
+        let path = secopt
+            .iter()
+            .find_map(|s| s.strip_prefix("seccomp="))
+            .unwrap_or_else(|| panic!("no seccomp profile named: {secopt:?}"));
+        assert_eq!(
+            std::fs::read_to_string(path).unwrap(),
+            compute_bot::sandbox::SECCOMP_PROFILE,
+            "{path}"
         );
     } else if hc.runtime.as_deref() == Some("runsc") {
         // gVisor: the Sentry implements the system calls; no profile is sent.
@@ -251,7 +257,39 @@ async fn prepared_container_has_every_hardening_setting() {
         "{:?}",
         outcome.notes
     );
+    use compute_bot::sandbox::SeccompProfile;
+    let profile = if under_runsc() {
+        SeccompProfile::Sentry
+    } else {
+        SeccompProfile::Own
+    };
+    assert_eq!(outcome.seccomp, Some(profile));
     assert_gone(&sb, &name).await;
+}
+
+/// System calls the engines' default profiles allow (Docker's and Podman's
+/// let `name_to_handle_at` through; Podman answers `personality` with
+/// ENOSYS) and compute-bot's allowlist refuses with EPERM: the filter in
+/// force is the bot's, on Docker and on Podman alike.
+#[tokio::test]
+async fn the_system_call_filter_is_compute_bots_own_on_every_engine() {
+    if under_runsc() {
+        // No OCI profile under gVisor (the Sentry implements the calls).
+        return;
+    }
+    let code = r#"import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+for nr in (303, 135):  # name_to_handle_at, personality (x86_64)
+    libc.syscall(nr, -1, 0, 0, 0xffffffff, 0)
+    print(ctypes.get_errno())
+"#;
+    let o = run(code, quick()).await;
+    assert_eq!(o.status, RunStatus::Ok, "{}", o.stderr);
+    assert_eq!(
+        o.stdout.split_whitespace().collect::<Vec<_>>(),
+        ["1", "1"],
+        "EPERM from the allowlist"
+    );
 }
 
 /// Prints 42, whether /dev/shm is writable, and the cgroup's CPU quota.

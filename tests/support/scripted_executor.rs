@@ -277,6 +277,7 @@ async fn answer(
         tampered: Vec::new(),
         sources: Default::default(),
         environment: None,
+        seccomp: None,
     })
 }
 

@@ -332,7 +332,9 @@ impl Sandbox {
             }
         }
         let name = format!("compute-bot-{}", random_hex(6));
-        let body = engine::container_body(cfg, engine::run_labels(&name, cfg), self.engine);
+        let seccomp = engine::seccomp_for(cfg.runtime, self.engine, &self.address)?;
+        let body =
+            engine::container_body(cfg, engine::run_labels(&name, cfg), self.engine, &seccomp);
         let mut guard = Guard::new(self, &name)?;
         // What the run record asks of the engine after the run, asked while
         // the container starts (once per connection).
@@ -365,6 +367,7 @@ impl Sandbox {
             guard,
             preload: cfg.preload.clone(),
             boost: engine::cpu_boost(cfg, self.engine),
+            seccomp: seccomp.profile(),
         })
     }
 

@@ -13,7 +13,9 @@ use tokio::io::AsyncWriteExt;
 use super::super::collect::{Chunk, Collector};
 use super::super::executor::PreparedRun;
 use super::super::protocol::GO;
-use super::super::types::{CPU_PERIOD_US, CpuBoost, ImageInfo, Job, Limits, Outcome, RunStatus};
+use super::super::types::{
+    CPU_PERIOD_US, CpuBoost, ImageInfo, Job, Limits, Outcome, RunStatus, SeccompProfile,
+};
 use super::super::{InputChanged, InputFile, SandboxError};
 use super::{Guard, data_volume};
 
@@ -29,6 +31,8 @@ pub struct Prepared {
     /// The modules load above the code's CPU limit, lowered before the
     /// code starts ([`super::engine::cpu_boost`]).
     pub(super) boost: Option<CpuBoost>,
+    /// The system-call filter it was created with.
+    pub(super) seccomp: SeccompProfile,
 }
 
 impl std::fmt::Debug for Prepared {
@@ -81,6 +85,7 @@ impl Prepared {
             guard,
             preload,
             boost,
+            seccomp,
         } = self;
         let docker = guard.sandbox.docker.clone();
         let run = Run {
@@ -90,7 +95,10 @@ impl Prepared {
             preload: &preload,
             boost,
         };
-        let result = run.execute(image, attach, job).await;
+        let result = run.execute(image, attach, job).await.map(|mut o| {
+            o.seccomp = Some(seccomp);
+            o
+        });
         (result, guard)
     }
 }
