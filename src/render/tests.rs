@@ -668,10 +668,6 @@ fn the_answer_names_the_system_call_filter_that_held() {
             "compute-bot's allowlist (`sandbox/seccomp.json`)",
         ),
         (
-            SeccompProfile::EngineDefault,
-            "the engine's default profile",
-        ),
-        (
             SeccompProfile::Sentry,
             "none sent: gVisor's Sentry implements the system calls",
         ),

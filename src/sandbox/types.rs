@@ -219,8 +219,6 @@ impl Runtime {
 pub enum SeccompProfile {
     /// compute-bot's allowlist (`sandbox/seccomp.json`).
     Own,
-    /// The engine's default profile (a Podman on another host).
-    EngineDefault,
     /// None: gVisor's Sentry implements the system calls.
     Sentry,
 }
@@ -230,9 +228,6 @@ impl SeccompProfile {
     pub fn words(self) -> &'static str {
         match self {
             SeccompProfile::Own => "compute-bot's allowlist (`sandbox/seccomp.json`)",
-            SeccompProfile::EngineDefault => {
-                "the engine's default profile: compute-bot's allowlist cannot be handed to a Podman on another host"
-            }
             SeccompProfile::Sentry => {
                 "none sent: gVisor's Sentry implements the system calls, the host's kernel never sees the code's"
             }

@@ -311,9 +311,6 @@ pub(crate) enum Seccomp {
     /// compute-bot's allowlist, as a file on the engine's host (a local
     /// Podman: its API reads `seccomp=` as a path).
     File(std::path::PathBuf),
-    /// The engine's default profile: a Podman on another host, where no
-    /// file of ours can be named.
-    EngineDefault,
     /// None sent: gVisor's Sentry implements the system calls itself (this
     /// runsc does not apply OCI seccomp profiles), so none is sent rather
     /// than one that would be silently ignored.
@@ -325,7 +322,6 @@ impl Seccomp {
     pub(crate) fn profile(&self) -> SeccompProfile {
         match self {
             Seccomp::Inline | Seccomp::File(_) => SeccompProfile::Own,
-            Seccomp::EngineDefault => SeccompProfile::EngineDefault,
             Seccomp::Sentry => SeccompProfile::Sentry,
         }
     }
@@ -333,8 +329,9 @@ impl Seccomp {
 
 /// The filter for a container under `runtime` on `engine` at `address`.
 /// A local Podman (`unix://`) gets compute-bot's allowlist as a file the
-/// bot writes once ([`profile_file`]); a file that cannot be written stops
-/// the run rather than let the engine's default apply unasked.
+/// bot writes once ([`profile_file`]). A Podman on another host could only
+/// apply its own default, which is weaker: that is refused, as is a file
+/// that cannot be written, rather than let another filter hold unasked.
 pub(crate) fn seccomp_for(
     runtime: Runtime,
     engine: Engine,
@@ -346,7 +343,18 @@ pub(crate) fn seccomp_for(
         (Runtime::Runc, Engine::Podman) if address.starts_with("unix://") => {
             Seccomp::File(profile_file()?)
         }
-        (Runtime::Runc, Engine::Podman) => Seccomp::EngineDefault,
+        (Runtime::Runc, Engine::Podman) => {
+            return Err(SandboxError::Engine {
+                action: "choosing the container's system-call filter",
+                detail: format!(
+                    "the Podman at {address} is on another host, where compute-bot's seccomp \
+                     allowlist cannot be handed over (Podman's API reads `seccomp=` as a path on \
+                     its own host), and its default profile is weaker; run that Podman with \
+                     `runtime: runsc`, use a Docker engine there, or run Podman on this machine \
+                     (`unix://`)"
+                ),
+            });
+        }
     })
 }
 
@@ -399,7 +407,7 @@ fn security_opt(seccomp: &Seccomp) -> Vec<String> {
     match seccomp {
         Seccomp::Inline => v.push(format!("seccomp={SECCOMP_PROFILE}")),
         Seccomp::File(path) => v.push(format!("seccomp={}", path.display())),
-        Seccomp::EngineDefault | Seccomp::Sentry => {}
+        Seccomp::Sentry => {}
     }
     v
 }
@@ -589,9 +597,16 @@ mod tests {
             security_opt(&local)[1],
             format!("seccomp={}", path.display())
         );
-        let remote = f(Runtime::Runc, Engine::Podman, "ssh://ci@build-host");
-        assert_eq!(remote.profile(), SeccompProfile::EngineDefault);
-        assert_eq!(security_opt(&remote), ["no-new-privileges:true"]);
+        let remote = seccomp_for(Runtime::Runc, Engine::Podman, "ssh://ci@build-host")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            remote.contains("ssh://ci@build-host is on another host"),
+            "{remote}"
+        );
+        assert!(remote.contains("`runtime: runsc`"), "{remote}");
+        let gvisor_there = f(Runtime::Runsc, Engine::Podman, "ssh://ci@build-host");
+        assert_eq!(gvisor_there, Seccomp::Sentry);
         let gvisor = f(
             Runtime::Runsc,
             Engine::Docker,
