@@ -23,16 +23,7 @@ pub fn plain_remote(address: &str) -> Option<String> {
     let rest = ["tcp://", "http://"]
         .iter()
         .find_map(|scheme| address.strip_prefix(scheme))?;
-    let authority = rest.split('/').next().unwrap_or_default();
-    let host = match authority.strip_prefix('[') {
-        Some(v6) => v6.split(']').next().unwrap_or_default(),
-        None => authority.rsplit_once(':').map_or(authority, |(h, _)| h),
-    };
-    let loopback = host == "localhost"
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback());
-    (!loopback).then(|| {
+    (!loopback(rest)).then(|| {
         format!(
             "the engine `{address}` is plain TCP to another machine: the code, the inputs and the \
              engine's whole API would cross the network unencrypted and unauthenticated. Reach a \
@@ -42,9 +33,56 @@ pub fn plain_remote(address: &str) -> Option<String> {
     })
 }
 
+/// Whether the host of `authority` (`host:port/...`) is this machine's loopback.
+fn loopback(authority: &str) -> bool {
+    let authority = authority.split('/').next().unwrap_or_default();
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or_default(),
+        None => authority.rsplit_once(':').map_or(authority, |(h, _)| h),
+    };
+    host == "localhost"
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// Whether the engine at `address` runs on this machine, so a path the bot
+/// writes names the same file there: a Unix socket or TCP to loopback. (A
+/// socket forwarded from another host looks local; a file named to that
+/// engine is then missing there, and the engine refuses the container.)
+pub fn on_this_machine(address: &str) -> bool {
+    if address.starts_with("unix://") {
+        return true;
+    }
+    ["tcp://", "http://", "https://"]
+        .iter()
+        .find_map(|scheme| address.strip_prefix(scheme))
+        .is_some_and(loopback)
+}
+
 #[cfg(test)]
 mod tests {
-    use super::plain_remote;
+    use super::{on_this_machine, plain_remote};
+
+    #[test]
+    fn an_engine_on_this_machine_is_a_unix_socket_or_loopback() {
+        for local in [
+            "unix:///run/podman/podman.sock",
+            "tcp://127.0.0.1:2375",
+            "http://localhost:8080",
+            "tcp://[::1]:2375",
+        ] {
+            assert!(on_this_machine(local), "{local}");
+        }
+        for remote in [
+            "ssh://ci@build-host",
+            "tcp://10.0.0.2:2376",
+            "https://build-host:2376",
+            "tcp://127.0.0.1.example.com:2375",
+        ] {
+            assert!(!on_this_machine(remote), "{remote}");
+        }
+    }
 
     #[test]
     fn plain_tcp_only_to_this_machine() {

@@ -9,7 +9,7 @@ use bollard::models::{ContainerCreateBody, HostConfig, HostConfigLogConfig, Reso
 use bollard::query_parameters::{ListContainersOptions, RemoveContainerOptions};
 
 use super::super::SandboxError;
-use super::super::host::{docker_host, hostname};
+use super::super::host::{docker_host, hostname, on_this_machine};
 use super::super::protocol::RUNNER;
 use super::super::types::{
     BASE_ENV, CPU_PERIOD_US, CpuBoost, ImageInfo, Runtime, SandboxConfig, SeccompProfile, cpu_quota,
@@ -328,7 +328,7 @@ impl Seccomp {
 }
 
 /// The filter for a container under `runtime` on `engine` at `address`.
-/// A local Podman (`unix://`) gets compute-bot's allowlist as a file the
+/// A Podman on this machine ([`on_this_machine`]) gets compute-bot's allowlist as a file the
 /// bot writes once ([`profile_file`]). A Podman on another host could only
 /// apply its own default, which is weaker: that is refused, as is a file
 /// that cannot be written, rather than let another filter hold unasked.
@@ -340,7 +340,7 @@ pub(crate) fn seccomp_for(
     Ok(match (runtime, engine) {
         (Runtime::Runsc, _) => Seccomp::Sentry,
         (Runtime::Runc, Engine::Docker) => Seccomp::Inline,
-        (Runtime::Runc, Engine::Podman) if address.starts_with("unix://") => {
+        (Runtime::Runc, Engine::Podman) if on_this_machine(address) => {
             Seccomp::File(profile_file()?)
         }
         (Runtime::Runc, Engine::Podman) => {
@@ -350,8 +350,7 @@ pub(crate) fn seccomp_for(
                     "the Podman at {address} is on another host, where compute-bot's seccomp \
                      allowlist cannot be handed over (Podman's API reads `seccomp=` as a path on \
                      its own host), and its default profile is weaker; run that Podman with \
-                     `runtime: runsc`, use a Docker engine there, or run Podman on this machine \
-                     (`unix://`)"
+                     `runtime: runsc`, use a Docker engine there, or run Podman on this machine"
                 ),
             });
         }
