@@ -387,6 +387,12 @@ mod tests {
             image: "x".into(),
             host: "h".into()
         }));
+        // A pull that failed there (registry down, digest refused).
+        assert!(cannot_prepare(&SandboxError::ImagePull {
+            image: "x@sha256:00".into(),
+            host: "h".into(),
+            problem: "the registry cannot be reached".into()
+        }));
         assert!(!cannot_prepare(&SandboxError::Closed));
         assert!(!cannot_prepare(&SandboxError::BadInput {
             name: "a".into(),
