@@ -68,7 +68,24 @@ fn repo(test: &str) -> String {
 fn push_and_forget(local: &str, repo: &str) -> String {
     let tagged = format!("{repo}:pushed");
     docker_ok(&["tag", local, &tagged]);
-    docker_ok(&["push", "-q", &tagged]);
+    // One push at a time across the test processes: the first uploads the
+    // layers (about 35 s for the sandbox image into an empty registry), the
+    // others mount them from the repository that has them.
+    let pushed = Command::new("flock")
+        .args([
+            "/var/tmp/compute-bot-registry/push.lock",
+            "docker",
+            "push",
+            "-q",
+            &tagged,
+        ])
+        .output()
+        .expect("flock docker push");
+    assert!(
+        pushed.status.success(),
+        "docker push {tagged}: {}",
+        String::from_utf8_lossy(&pushed.stderr)
+    );
     let digests = docker_ok(&[
         "image",
         "inspect",
