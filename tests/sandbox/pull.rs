@@ -14,170 +14,16 @@
 //! which is also what the interrupted pull and the pulls at once use.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
 
 use compute_bot::sandbox::{PullPhase, PullProgress, Sandbox};
 
 use super::cli_run::{json, run_counting};
-
-/// The registry's address (`host:port`), from `scripts/start-registry`.
-fn registry() -> &'static str {
-    static ADDR: OnceLock<String> = OnceLock::new();
-    ADDR.get_or_init(|| {
-        let out = Command::new(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/scripts/start-registry"
-        ))
-        .stderr(std::process::Stdio::inherit())
-        .output()
-        .expect("scripts/start-registry");
-        assert!(out.status.success(), "scripts/start-registry failed");
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
-    })
-}
-
-fn docker(args: &[&str]) -> Output {
-    Command::new("docker").args(args).output().expect("docker")
-}
-
-fn docker_ok(args: &[&str]) -> String {
-    let out = docker(args);
-    assert!(
-        out.status.success(),
-        "docker {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
-
-/// True when the engine resolves `reference`.
-fn engine_has(reference: &str) -> bool {
-    docker(&["image", "inspect", reference]).status.success()
-}
-
-/// A repository of this test and process in the registry.
-fn repo(test: &str) -> String {
-    format!("{}/cbs-{test}-{}", registry(), std::process::id())
-}
-
-/// Pushes `local` as `repo:pushed` and returns `repo@sha256:…`; then
-/// removes the repository's references from the engine (the image itself
-/// stays while another tag holds it), so the engine lacks `repo@digest`.
-fn push_and_forget(local: &str, repo: &str) -> String {
-    let tagged = format!("{repo}:pushed");
-    docker_ok(&["tag", local, &tagged]);
-    // One push at a time across the test processes: the first uploads the
-    // layers (about 35 s for the sandbox image into an empty registry), the
-    // others mount them from the repository that has them.
-    let pushed = Command::new("flock")
-        .args([
-            "/var/tmp/compute-bot-registry/push.lock",
-            "docker",
-            "push",
-            "-q",
-            &tagged,
-        ])
-        .output()
-        .expect("flock docker push");
-    assert!(
-        pushed.status.success(),
-        "docker push {tagged}: {}",
-        String::from_utf8_lossy(&pushed.stderr)
-    );
-    let digests = docker_ok(&[
-        "image",
-        "inspect",
-        "--format",
-        "{{range .RepoDigests}}{{println .}}{{end}}",
-        &tagged,
-    ]);
-    let pinned = digests
-        .lines()
-        .find(|d| d.starts_with(&format!("{repo}@sha256:")))
-        .unwrap_or_else(|| panic!("no digest of {repo} in {digests}"))
-        .to_string();
-    forget(repo);
-    assert!(!engine_has(&pinned), "{pinned} still on the engine");
-    pinned
-}
-
-/// Removes every reference of `repo` from the engine (untags; an image no
-/// other reference holds goes with its last one).
-fn forget(repo: &str) {
-    let refs = docker_ok(&[
-        "image",
-        "ls",
-        "--digests",
-        "--format",
-        "{{.Repository}} {{.Tag}} {{.Digest}}",
-        repo,
-    ]);
-    for line in refs.lines() {
-        let mut f = line.split(' ');
-        let (r, t, d) = (f.next().unwrap(), f.next().unwrap(), f.next().unwrap());
-        if t != "<none>" {
-            let _ = docker(&["rmi", &format!("{r}:{t}")]);
-        }
-        if d != "<none>" {
-            let _ = docker(&["rmi", &format!("{r}@{d}")]);
-        }
-    }
-}
-
-/// Removes the repository's references when the test ends, passed or not.
-struct Forget(String);
-
-impl Drop for Forget {
-    fn drop(&mut self) {
-        forget(&self.0);
-    }
-}
-
-/// A small image of fresh random content (so its one layer is in no store),
-/// under the local name `cbs-small-<test>-<pid>:local`, about 6 MB
-/// compressed.
-fn small_image(test: &str) -> String {
-    let name = format!("cbs-small-{test}-{}:local", std::process::id());
-    let d = tempfile::tempdir().unwrap();
-    let root = d.path().join("root");
-    std::fs::create_dir(&root).unwrap();
-    let mut bytes = vec![0u8; 6_000_000];
-    let mut x: u64 =
-        std::process::id() as u64 ^ chrono::Utc::now().timestamp_nanos_opt().unwrap() as u64;
-    for b in bytes.iter_mut() {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        *b = x as u8;
-    }
-    std::fs::write(root.join("noise"), &bytes).unwrap();
-    let tar = d.path().join("root.tar");
-    let ok = Command::new("tar")
-        .args([
-            "-C",
-            root.to_str().unwrap(),
-            "-cf",
-            tar.to_str().unwrap(),
-            ".",
-        ])
-        .status()
-        .unwrap();
-    assert!(ok.success());
-    docker_ok(&["import", tar.to_str().unwrap(), &name]);
-    name
-}
-
-/// Pushes a fresh small image to `repo` and removes it from the engine
-/// entirely (it has no other reference): its layer must be downloaded.
-fn small_pushed(test: &str, repo: &str) -> String {
-    let local = small_image(test);
-    let pinned = push_and_forget(&local, repo);
-    let _ = docker(&["rmi", &local]);
-    assert!(!engine_has(&local));
-    pinned
-}
+use crate::support::registry::{
+    Forget, docker_ok, engine_has, pulls_of, push_and_forget, registry, repo, small_pushed,
+};
 
 fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     let p = dir.join(name);
@@ -257,29 +103,6 @@ async fn the_policys_image_pinned_by_digest_is_pulled_and_the_code_runs() {
     let (again, _) = run(&policy, &code).await;
     assert_eq!(again.status.code(), Some(0), "{}", text(&again));
     assert_eq!(pulls_of(&repo, since), 0, "pulled again although present");
-}
-
-/// How many pulls of `repo` the engine's event log shows since `since`
-/// (Unix seconds).
-fn pulls_of(repo: &str, since: i64) -> usize {
-    let until = chrono::Utc::now().timestamp() + 1;
-    let events = docker_ok(&[
-        "events",
-        "--since",
-        &(since - 1).to_string(),
-        "--until",
-        &until.to_string(),
-        "--filter",
-        "type=image",
-        "--filter",
-        "event=pull",
-        "--format",
-        "{{.Actor.ID}}",
-    ]);
-    events
-        .lines()
-        .filter(|l| l.starts_with(&format!("{repo}@")) || l.starts_with(&format!("{repo}:")))
-        .count()
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -71,8 +71,9 @@ impl Pulls {
             };
             let last = tx.borrow().clone();
             match &phase {
+                // The run's error says it (or the reserve's warning).
                 PullPhase::Failed(problem) => {
-                    tracing::warn!(image = %image, problem = %problem, "could not pull the sandbox image")
+                    tracing::info!(image = %image, problem = %problem, "could not pull the sandbox image")
                 }
                 _ => tracing::info!(
                     image = %image,
