@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use crate::support::action_fixture::{ActionFixture, COMMENT, fenced};
 use crate::support::llm_standin::{CANARY_KEY, LlmStandin, Reply};
-use crate::support::registry::{Forget, engine_has, pulls_of, push_and_forget, repo};
+use crate::support::registry::{Forget, HeldRegistry, engine_has, pulls_of, push_and_forget, repo};
 
 fn pinned_policy(image: &str) -> String {
     format!("version: 1\nsandbox:\n  image: {image}\n  preload: []\n")
@@ -94,4 +94,46 @@ async fn a_pinned_digest_the_registry_lacks_stops_the_run_with_the_reason() {
     assert!(body.contains("could not be pulled"), "{body}");
     assert!(body.contains("`sandbox.image`"), "{body}");
     assert!(body.contains("has no image"), "{body}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tracking_comment_shows_the_pull_while_the_image_comes() {
+    let repo = repo("action-held");
+    let _forget = Forget(repo.clone());
+    let pinned = push_and_forget("compute-bot-sandbox:python", &repo);
+    // The registry answers only once the comment has shown the pull.
+    let held = HeldRegistry::start().await;
+    let through = held.through(&pinned);
+    let _forget_through = Forget(through.split_once('@').unwrap().0.to_string());
+    let f = ActionFixture::builder()
+        .policy(&pinned_policy(&through))
+        .start()
+        .await;
+    let code = "import json\nprint(json.dumps({\"answer\": 6 * 7}))\n";
+    f.comment("alice", &format!("/compute the answer\n{}", fenced(code)));
+    let watch = async {
+        let until = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
+        let mut seen = None;
+        while seen.is_none() && tokio::time::Instant::now() < until {
+            seen = f
+                .bot_comments(7)
+                .into_iter()
+                .map(|c| c.body)
+                .find(|b| b.contains("preparing the sandbox image"));
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        held.release();
+        seen
+    };
+    let (run, seen) = tokio::join!(f.run(COMMENT, "9804"), watch);
+    let seen = seen.unwrap_or_else(|| panic!("the comment never showed the pull\n{}", run.log()));
+    assert!(
+        seen.contains("**→** running in the sandbox (preparing the sandbox image"),
+        "{seen}"
+    );
+    assert_eq!(run.code, 0, "{}", run.log());
+    let body = &f.bot_comments(7)[0].body;
+    assert!(body.contains("✅ compute-bot: result"), "{body}");
+    assert!(!body.contains("preparing the sandbox image"), "{body}");
+    assert!(engine_has(&through));
 }

@@ -187,3 +187,52 @@ pub fn pulls_of(repo: &str, since: i64) -> usize {
         .filter(|l| l.starts_with(&format!("{repo}@")) || l.starts_with(&format!("{repo}:")))
         .count()
 }
+
+/// A loopback TCP proxy to the registry that holds every answer towards
+/// the engine until [`HeldRegistry::release`]: a pull through it cannot end
+/// before the test lets it (requests pass at once; answers wait).
+pub struct HeldRegistry {
+    /// The loopback port it listens on.
+    pub port: u16,
+    release: tokio::sync::watch::Sender<bool>,
+}
+
+impl HeldRegistry {
+    /// Listens on a free loopback port, forwarding to [`registry`].
+    pub async fn start() -> HeldRegistry {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let (release, released) = tokio::sync::watch::channel(false);
+        let upstream = registry().to_string();
+        tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                let (upstream, mut released) = (upstream.clone(), released.clone());
+                tokio::spawn(async move {
+                    let Ok(server) = tokio::net::TcpStream::connect(&upstream).await else {
+                        return;
+                    };
+                    let (mut cr, mut cw) = client.into_split();
+                    let (mut sr, mut sw) = server.into_split();
+                    let up = tokio::spawn(async move {
+                        let _ = tokio::io::copy(&mut cr, &mut sw).await;
+                    });
+                    if released.wait_for(|r| *r).await.is_ok() {
+                        let _ = tokio::io::copy(&mut sr, &mut cw).await;
+                    }
+                    up.abort();
+                });
+            }
+        });
+        HeldRegistry { port, release }
+    }
+
+    /// `reference` (in [`registry`]) as seen through this proxy.
+    pub fn through(&self, reference: &str) -> String {
+        reference.replacen(registry(), &format!("127.0.0.1:{}", self.port), 1)
+    }
+
+    /// Lets every answer through, now and later.
+    pub fn release(&self) {
+        let _ = self.release.send(true);
+    }
+}
