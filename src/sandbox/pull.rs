@@ -286,6 +286,11 @@ pub fn pull_problem(reference: &str, said: &str) -> String {
             "the registry {registry} has no image `{reference}` ({said}). Check the name and the \
              digest in the policy's `sandbox.image`, or push that image"
         )
+    } else if lower.contains("unknown blob") || lower.contains("blob unknown") {
+        format!(
+            "the registry {registry} has the image `{reference}` only in part ({said}): a layer \
+             or its configuration is missing there. Push the image to the registry again"
+        )
     } else if lower.contains("unauthorized")
         || lower.contains("denied")
         || lower.contains("authentication required")
@@ -543,6 +548,14 @@ mod tests {
         assert!(
             unknown.contains("has no image") && unknown.contains("`sandbox.image`"),
             "{unknown}"
+        );
+        let part = pull_problem(
+            &r,
+            "error pulling image configuration: download failed after attempts=1: unknown blob",
+        );
+        assert!(
+            part.contains("only in part") && part.contains("again"),
+            "{part}"
         );
         let denied = pull_problem(&r, "unauthorized: authentication required");
         assert!(

@@ -11,10 +11,13 @@
 //! every layer "Already exists"; that path is the one that runs code. The
 //! bytes of a real download are covered by a small image of fresh random
 //! content made here (`docker import`, about 6 MB, in no store before),
-//! which is also what the interrupted pull and the pulls at once use.
+//! which is also what the interrupted pull, the pulls at once and the error
+//! inside the engine's streamed answer (a config blob deleted from the
+//! registry through its API) use. A pull cut for good (every retry cut)
+//! is not here: the engine retries a layer 5 times over about 50 s.
 
 use std::path::{Path, PathBuf};
-use std::process::Output;
+use std::process::{Command, Output};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -22,7 +25,8 @@ use compute_bot::sandbox::{PullPhase, PullProgress, Sandbox};
 
 use super::cli_run::{json, run_counting};
 use crate::support::registry::{
-    Forget, docker_ok, engine_has, pulls_of, push_and_forget, registry, repo, small_pushed,
+    Forget, docker, docker_ok, engine_has, pulls_of, push_and_forget, registry, repo, small_image,
+    small_pushed,
 };
 
 fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
@@ -292,4 +296,44 @@ async fn a_pull_cut_halfway_is_resumed_and_the_image_is_the_pinned_one() {
     assert!(engine_has(&through));
     let size = docker_ok(&["image", "inspect", "--format", "{{.Size}}", &through]);
     assert!(size.parse::<u64>().unwrap() >= 6_000_000, "{size}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_error_inside_the_engines_streamed_answer_fails_the_pull() {
+    let repo = repo("stream");
+    let _forget = Forget(repo.clone());
+    let local = small_image("stream");
+    // The image's config blob (its id) is taken from the repository after
+    // the push: the registry still serves the manifest, so the engine
+    // answers 200, starts streaming, and then reports the missing blob
+    // inside the stream.
+    let config = docker_ok(&["image", "inspect", "--format", "{{.Id}}", &local]);
+    let pinned = push_and_forget(&local, &repo);
+    let _ = docker(&["rmi", &local]);
+    let path = repo.split_once('/').unwrap().1;
+    let deleted = Command::new("python3")
+        .args([
+            "-c",
+            "import sys, urllib.request\nr = urllib.request.Request(sys.argv[1], method='DELETE')\nprint(urllib.request.urlopen(r).status)",
+            &format!("http://{}/v2/{path}/blobs/{config}", registry()),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&deleted.stdout).trim(),
+        "202",
+        "{deleted:?}"
+    );
+    let sandbox = Sandbox::connect().await.unwrap();
+    let end = ended(sandbox.pull_ahead(&pinned).await.expect("a pull")).await;
+    let PullPhase::Failed(problem) = &end.phase else {
+        panic!("the pull did not fail: {end:?}");
+    };
+    assert!(
+        problem.contains("unknown blob") && problem.contains("only in part"),
+        "{problem}"
+    );
+    // From inside the streamed answer, not an HTTP error status.
+    assert!(!problem.contains("status code"), "{problem}");
+    assert!(!engine_has(&pinned));
 }
