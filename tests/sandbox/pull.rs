@@ -13,8 +13,9 @@
 //! content made here (`docker import`, about 6 MB, in no store before),
 //! which is also what the interrupted pull, the pulls at once and the error
 //! inside the engine's streamed answer (a config blob deleted from the
-//! registry through its API) use. A pull cut for good (every retry cut)
-//! is not here: the engine retries a layer 5 times over about 50 s.
+//! registry through its API) use. A pull cut for good (every retry cut
+//! too) is not here: the engine retries a cut layer after a delay (5 s
+//! here) several times before it gives up, too slow for the suite.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
