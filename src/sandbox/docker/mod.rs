@@ -336,8 +336,10 @@ impl Sandbox {
     /// under way, and again after pulling the image when the engine lacks
     /// it and the policy names one the bot pulls (`sandbox/pull.rs`).
     async fn prepare_here(&self, cfg: &SandboxConfig) -> Result<Prepared, SandboxError> {
+        // A pull under way ends first; one that failed is said again below
+        // only if the image is still missing (someone may have put it there).
         if let Some(pulling) = self.pulls.get(&cfg.image) {
-            pull::finished(pulling, &self.address).await?;
+            let _ = pull::finished(pulling, &self.address).await;
         }
         match self.prepare_once(cfg).await {
             Err(SandboxError::ImageMissing { .. }) if pulls(&cfg.image) => {
