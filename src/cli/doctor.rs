@@ -205,6 +205,14 @@ fn no_engine(out: &mut Vec<(&'static str, Check)>, place: &Place<'_>, error: &st
 async fn check_image(executor: &dyn Executor, image: &str) -> Check {
     let info = match executor.image(image).await {
         Ok(i) => i,
+        // Pinned by digest or naming its registry: a run pulls it.
+        Err(crate::sandbox::SandboxError::ImageMissing { .. })
+            if crate::sandbox::ImageRef::parse(image).is_some_and(|r| r.pulls()) =>
+        {
+            return Check::Skip(format!(
+                "{image} is not on the engine yet; a run pulls it when it needs it (by digest when pinned; a private registry needs `docker login` first)"
+            ));
+        }
         Err(e) => {
             return Check::Fail(
                 format!(
@@ -212,7 +220,7 @@ async fn check_image(executor: &dyn Executor, image: &str) -> Check {
                     e.to_string().lines().next().unwrap_or("")
                 ),
                 format!(
-                    "build it without a registry: sandbox/build-debian.sh {image} (or scripts/ensure-sandbox-image); on GitHub, pull the release's sandbox image by digest and tag it {image}"
+                    "build it without a registry: sandbox/build-debian.sh {image} (or scripts/ensure-sandbox-image); on GitHub, name the release's sandbox image by digest in the policy's `sandbox.image` (the bot pulls it)"
                 ),
             );
         }

@@ -162,7 +162,7 @@ fn init(dir: &Path, args: &InitArgs) -> Result<String, String> {
     let chosen = sources(args)?;
     let workflow = with_permissions(&workflow_text(WORKFLOW, args)?, &chosen);
     let watches = with_permissions(&workflow_text(WATCHES_WORKFLOW, args)?, &chosen);
-    let policy = policy_text(&chosen);
+    let policy = with_sandbox_image(policy_text(&chosen), args)?;
     let mut targets = vec![
         (WORKFLOW_PATH, workflow.as_str()),
         (WATCHES_WORKFLOW_PATH, watches.as_str()),
@@ -201,7 +201,24 @@ fn init(dir: &Path, args: &InitArgs) -> Result<String, String> {
     Ok(next_steps(&root, args))
 }
 
-/// The workflow with the pinned action and sandbox image filled in, when given.
+/// The policy with the sandbox image `--sandbox-image` pins (its
+/// `sandbox.image`: the bot pulls it when the runner's engine lacks it).
+fn with_sandbox_image(policy: String, args: &InitArgs) -> Result<String, String> {
+    let Some(image) = &args.sandbox_image else {
+        return Ok(policy);
+    };
+    let ok = image.split_once("@sha256:").is_some_and(|(name, d)| {
+        !name.is_empty() && d.len() == 64 && d.chars().all(|c| c.is_ascii_hexdigit())
+    });
+    if !ok {
+        return Err(format!(
+            "--sandbox-image {image:?}: expected REGISTRY/NAME@sha256:<64 hex digits>"
+        ));
+    }
+    Ok(policy.replace(SANDBOX_PLACEHOLDER, image))
+}
+
+/// The workflow with the pinned action filled in, when given.
 fn workflow_text(workflow: &str, args: &InitArgs) -> Result<String, String> {
     let mut w = workflow.to_string();
     if let Some(action) = &args.action {
@@ -217,17 +234,6 @@ fn workflow_text(workflow: &str, args: &InitArgs) -> Result<String, String> {
             ));
         }
         w = w.replace(ACTION_PLACEHOLDER, &format!("{reference} # {version}"));
-    }
-    if let Some(image) = &args.sandbox_image {
-        let ok = image.split_once("@sha256:").is_some_and(|(name, d)| {
-            !name.is_empty() && d.len() == 64 && d.chars().all(|c| c.is_ascii_hexdigit())
-        });
-        if !ok {
-            return Err(format!(
-                "--sandbox-image {image:?}: expected REGISTRY/NAME@sha256:<64 hex digits>"
-            ));
-        }
-        w = w.replace(SANDBOX_PLACEHOLDER, image);
     }
     if args.charts {
         w = w.replace(CONTENTS_READ, CONTENTS_WRITE);
@@ -247,7 +253,7 @@ fn next_steps(root: &Path, args: &InitArgs) -> String {
     };
     if args.action.is_none() || args.sandbox_image.is_none() {
         step(format!(
-            "Pin the release you use in {WORKFLOW_PATH} and {WATCHES_WORKFLOW_PATH}: replace `OWNER/compute-bot@000…` and `ghcr.io/OWNER/compute-bot-sandbox@sha256:000…` with the two lines of the release notes (or rerun with --force --action … --sandbox-image …)."
+            "Pin the release you use: replace `OWNER/compute-bot@000…` in {WORKFLOW_PATH} and {WATCHES_WORKFLOW_PATH} and `ghcr.io/OWNER/compute-bot-sandbox@sha256:000…` in {POLICY_PATH} (`sandbox.image`; the bot pulls it) with the two lines of the release notes (or rerun with --force --action … --sandbox-image …)."
         ));
     }
     step(format!(

@@ -284,36 +284,38 @@ pub(crate) async fn execute_ahead(
         progress: &|_| {},
     };
     let progress = show_progress.then_some(max_attempts);
-    let report = match answer_with_progress(agent, request, ahead, thread, progress).await {
-        Ok(report) => report,
-        // The provider refused the key, model or quota mid-run: the report
-        // so far is published, and the run's status is `error`.
-        Err(AgentError::ModelConfiguration { report, .. }) => {
-            let report = action_key_hint(*report, &key_hints);
-            let shown = shown_inputs(&resolved, &fetched, &[]);
-            return Ok(publish(
-                ctx,
-                &job,
-                (&resolved, inherited, &shown),
-                &marker,
-                report,
-                None,
-            ));
-        }
-        Err(e) => {
-            let status = match e {
-                AgentError::NoModel(_) | AgentError::Empty => Status::Failed,
-                AgentError::Schema(_)
-                | AgentError::Sandbox(_)
-                | AgentError::ModelConfiguration { .. } => Status::Error,
-            };
-            return Err(Stop::new(
-                status,
-                "the request could not start",
-                render::neutralize(&e.to_string()),
-            ));
-        }
-    };
+    let pulling = sandbox.pull_ahead(ctx.policy.image()).await;
+    let report =
+        match answer_with_progress(agent, request, ahead, thread, (progress, pulling)).await {
+            Ok(report) => report,
+            // The provider refused the key, model or quota mid-run: the report
+            // so far is published, and the run's status is `error`.
+            Err(AgentError::ModelConfiguration { report, .. }) => {
+                let report = action_key_hint(*report, &key_hints);
+                let shown = shown_inputs(&resolved, &fetched, &[]);
+                return Ok(publish(
+                    ctx,
+                    &job,
+                    (&resolved, inherited, &shown),
+                    &marker,
+                    report,
+                    None,
+                ));
+            }
+            Err(e) => {
+                let status = match e {
+                    AgentError::NoModel(_) | AgentError::Empty => Status::Failed,
+                    AgentError::Schema(_)
+                    | AgentError::Sandbox(_)
+                    | AgentError::ModelConfiguration { .. } => Status::Error,
+                };
+                return Err(Stop::new(
+                    status,
+                    "the request could not start",
+                    render::neutralize(&e.to_string()),
+                ));
+            }
+        };
     let report = action_key_hint(report, &key_hints);
     let files = assets::show(ctx, &report, &env.workspace.join(REPORT_DIR)).await;
     let mut report = report;
@@ -461,12 +463,15 @@ pub(crate) async fn prepare_ahead(ctx: &Ctx<'_>, job: &Job) -> Option<Ahead> {
         approved_sha256: job.approval.as_ref().map(|a| a.sha256.clone()),
         ..Request::default()
     };
-    request.exact_code()?;
     let sandbox = ctx
         .session
         .sandbox(&ctx.policy.sandbox.environments())
         .await
         .ok()?;
+    // The policy's image, when the engine lacks it, arrives while GitHub
+    // says who asked and the model writes (the container waits for it).
+    let _ = sandbox.pull_ahead(ctx.policy.image()).await;
+    request.exact_code()?;
     let agent = Agent {
         policy: ctx.policy,
         sandbox,
@@ -636,14 +641,22 @@ pub(crate) fn model_for(
     Ok((model, has_code, key_hints))
 }
 
+/// How often the tracking comment shows a pull's progress at most.
+const PULL_SHOWN_EVERY: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// Runs the agent; with `progress` (the attempts shown), its stages are
-/// shown in the tracking comment while it works (coalesced: only the newest).
+/// shown in the tracking comment while it works (coalesced: only the newest),
+/// and while the sandbox image is pulled (`pulling`), its progress after the
+/// current stage, at most every [`PULL_SHOWN_EVERY`].
 async fn answer_with_progress(
     agent: Agent<'_>,
     request: Request,
     ahead: Option<Ahead>,
     thread: &mut Thread<'_>,
-    progress: Option<u32>,
+    (progress, pulling): (
+        Option<u32>,
+        Option<tokio::sync::watch::Receiver<crate::sandbox::PullProgress>>,
+    ),
 ) -> Result<Report, AgentError> {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<AgentStage>();
     let send = move |s: AgentStage| {
@@ -657,18 +670,45 @@ async fn answer_with_progress(
         agent.answer_ahead(request, ahead).await
     };
     let updater = async {
-        while let Some(mut stage) = rx.recv().await {
-            while let Ok(next) = rx.try_recv() {
-                stage = next;
+        let mut pulling = pulling;
+        let mut current: Option<AgentStage> = None;
+        let mut shown = tokio::time::Instant::now() - PULL_SHOWN_EVERY;
+        loop {
+            let pull_changed = async {
+                match pulling.as_mut() {
+                    Some(rx) => rx.changed().await.is_ok(),
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                stage = rx.recv() => {
+                    let Some(mut stage) = stage else { break };
+                    while let Ok(next) = rx.try_recv() {
+                        stage = next;
+                    }
+                    current = Some(stage);
+                }
+                alive = pull_changed => {
+                    let ended = !alive
+                        || pulling.as_ref().is_some_and(|p| p.borrow().phase != crate::sandbox::PullPhase::Pulling);
+                    if ended {
+                        pulling = None;
+                    } else if shown.elapsed() < PULL_SHOWN_EVERY {
+                        continue;
+                    }
+                }
             }
-            let Some(max_attempts) = progress else {
+            let (Some(max_attempts), Some(stage)) = (progress, current) else {
                 continue;
             };
+            let note = pulling.as_ref().map(|p| p.borrow().line());
             if let (Some(t), Some((s, attempt, of))) =
                 (thread.tracker(), map_stage(stage, max_attempts))
-                && let Err(e) = t.stage(s, attempt, of).await
             {
-                tracing::warn!("cannot show the stage in the tracking comment: {e}");
+                shown = tokio::time::Instant::now();
+                if let Err(e) = t.stage_noted(s, attempt, of, note.as_deref()).await {
+                    tracing::warn!("cannot show the stage in the tracking comment: {e}");
+                }
             }
         }
     };

@@ -356,11 +356,14 @@ fn footer(run_url: Option<&str>) -> String {
 
 /// The tracking comment while work goes on: a checklist with the current stage.
 /// `attempt` is 1-based; `max_attempts` the policy's limit.
+/// With `note` after the current stage (the sandbox image's pull:
+/// "preparing the sandbox image, 120 of 180 MB").
 pub(crate) fn progress(
     marker: &str,
     stage: Stage,
     attempt: u32,
     max_attempts: u32,
+    note: Option<&str>,
     run_url: Option<&str>,
 ) -> String {
     let mut s = format!("{marker}\n⏳ **compute-bot is working on it**");
@@ -376,7 +379,14 @@ pub(crate) fn progress(
         } else {
             "- [ ]"
         };
-        let _ = writeln!(s, "{mark} {}", st.name());
+        match note {
+            Some(note) if st == stage => {
+                let _ = writeln!(s, "{mark} {} ({note})", st.name());
+            }
+            _ => {
+                let _ = writeln!(s, "{mark} {}", st.name());
+            }
+        }
     }
     s.push_str(&footer(run_url));
     s
@@ -919,13 +929,33 @@ mod tests {
 
     #[test]
     fn progress_marks_done_and_current_stages() {
-        let p = progress("<!-- m -->", Stage::Running, 2, 3, Some("https://x/run"));
+        let p = progress(
+            "<!-- m -->",
+            Stage::Running,
+            2,
+            3,
+            None,
+            Some("https://x/run"),
+        );
         assert!(p.starts_with("<!-- m -->"));
         assert!(p.contains("- [x] checking against the policy"));
         assert!(p.contains("- [ ] **→** running in the sandbox"));
         assert!(p.contains("- [ ] validating the result"));
         assert!(p.contains("attempt 2 of 3"));
         assert!(p.contains("(https://x/run)"));
+    }
+
+    #[test]
+    fn progress_may_note_the_image_pull_at_the_current_stage() {
+        let note = "preparing the sandbox image, 120 of 180 MB";
+        let p = progress("<!-- m -->", Stage::Running, 1, 1, Some(note), None);
+        assert!(
+            p.contains(
+                "- [ ] **→** running in the sandbox (preparing the sandbox image, 120 of 180 MB)"
+            ),
+            "{p}"
+        );
+        assert_eq!(p.matches(note).count(), 1, "{p}");
     }
 
     #[test]

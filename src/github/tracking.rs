@@ -86,11 +86,24 @@ impl<'a> Tracker<'a> {
         attempt: u32,
         max_attempts: u32,
     ) -> Result<u64, GitHubError> {
+        self.stage_noted(stage, attempt, max_attempts, None).await
+    }
+
+    /// Shows the current stage with a note after it (the sandbox image's
+    /// pull progress).
+    pub async fn stage_noted(
+        &mut self,
+        stage: Stage,
+        attempt: u32,
+        max_attempts: u32,
+        note: Option<&str>,
+    ) -> Result<u64, GitHubError> {
         let body = texts::progress(
             &self.marker,
             stage,
             attempt,
             max_attempts,
+            note,
             self.run_url.as_deref(),
         );
         self.write(&body).await

@@ -120,7 +120,8 @@ impl Environments {
 
 /// True when `e`, from preparing a container (before any code was handed
 /// over), means this environment cannot run it, so the reserve may: the
-/// engine unreachable, the image missing there, or the engine refusing to
+/// engine unreachable, the image missing there (or not pullable there:
+/// registry down, digest refused), or the engine refusing to
 /// create, attach to or start the container (e.g. `Unknown runtime
 /// specified runsc`). Not a bad input (the same everywhere) and not an
 /// interrupted run.
@@ -128,6 +129,7 @@ pub(crate) fn cannot_prepare(e: &SandboxError) -> bool {
     match e {
         SandboxError::Unreachable { .. }
         | SandboxError::ImageMissing { .. }
+        | SandboxError::ImagePull { .. }
         | SandboxError::Engine { .. } => true,
         SandboxError::BadInput { .. }
         | SandboxError::Closed
@@ -319,6 +321,15 @@ impl Executor for Fallback {
         Box::pin(async move { inner.prepare(cfg).await })
     }
 
+    fn pull_ahead<'a>(
+        &'a self,
+        image: &'a str,
+    ) -> BoxFuture<'a, Option<tokio::sync::watch::Receiver<super::PullProgress>>> {
+        // In the environment that prepares next; a reserve that takes over
+        // pulls in its own preparation.
+        Box::pin(async move { self.current().await.ok()?.pull_ahead(image).await })
+    }
+
     fn sweep_leftovers(&self) -> BoxFuture<'_, Result<usize, SandboxError>> {
         // Each connection sweeps its engine when it is made (`Slot::get`).
         Box::pin(async { Ok(0) })
@@ -375,6 +386,12 @@ mod tests {
         assert!(cannot_prepare(&SandboxError::ImageMissing {
             image: "x".into(),
             host: "h".into()
+        }));
+        // A pull that failed there (registry down, digest refused).
+        assert!(cannot_prepare(&SandboxError::ImagePull {
+            image: "x@sha256:00".into(),
+            host: "h".into(),
+            problem: "the registry cannot be reached".into()
         }));
         assert!(!cannot_prepare(&SandboxError::Closed));
         assert!(!cannot_prepare(&SandboxError::BadInput {

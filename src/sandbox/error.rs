@@ -28,6 +28,21 @@ pub enum SandboxError {
         /// The engine address.
         host: String,
     },
+    /// The sandbox image is not on the engine and the bot could not pull
+    /// it (registry unreachable, no such image or digest, access refused,
+    /// the engine's copy not holding the pinned digest).
+    #[error(
+        "the sandbox image `{image}` (the policy's `sandbox.image`) is not on the Docker engine \
+         at {host} and could not be pulled: {problem}"
+    )]
+    ImagePull {
+        /// The image reference.
+        image: String,
+        /// The engine address.
+        host: String,
+        /// What went wrong and what to do ([`super::pull::pull_problem`]).
+        problem: String,
+    },
     /// An input file is unusable.
     #[error("input file `{name}`: {problem}")]
     BadInput {
@@ -72,6 +87,7 @@ impl SandboxError {
             self,
             SandboxError::Unreachable { .. }
                 | SandboxError::ImageMissing { .. }
+                | SandboxError::ImagePull { .. }
                 | SandboxError::BadInput { .. }
                 | SandboxError::NoEnvironment { .. }
         )

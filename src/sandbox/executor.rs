@@ -8,9 +8,10 @@
 //! executor where Docker is not what is under test.
 
 use futures_util::future::BoxFuture;
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use super::{ImageInfo, Job, Outcome, SandboxConfig, SandboxError};
+use super::{ImageInfo, Job, Outcome, PullProgress, SandboxConfig, SandboxError};
 
 /// What a backend is and what it offers, for `compute-bot doctor` and the
 /// run record.
@@ -65,6 +66,19 @@ pub trait Executor: Send + Sync {
     /// removals under way, and refuses new runs
     /// ([`SandboxError::Closed`]). Called once at the end of a command.
     fn close(&self) -> BoxFuture<'_, ()>;
+
+    /// Starts getting `image` onto the engine when it lacks it and the
+    /// backend pulls it (the Docker backend: pinned by digest or naming
+    /// its registry), so it arrives beside the run's other work; a later
+    /// [`Executor::prepare`] waits for it. Returns the pull's progress;
+    /// `None` when nothing is pulled (the default).
+    fn pull_ahead<'a>(
+        &'a self,
+        image: &'a str,
+    ) -> BoxFuture<'a, Option<watch::Receiver<PullProgress>>> {
+        let _ = image;
+        Box::pin(async { None })
+    }
 
     /// Starts [`Executor::prepare`] on the runtime, so it can happen while
     /// the model writes code.

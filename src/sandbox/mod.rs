@@ -17,6 +17,8 @@
 //!   place that knows an engine;
 //! - `environment.rs`: the first execution environment and the policy's
 //!   reserve, and the one place that decides which prepares a container;
+//! - `pull.rs` (and `docker/pull.rs`): the policy's image pulled when the
+//!   engine lacks it, beside the run's other work, with its progress;
 //! - `session.rs`: the connection of one process run; [`connect`] picks the
 //!   backend.
 //!
@@ -37,6 +39,7 @@ mod host;
 mod input;
 mod preload;
 mod protocol;
+mod pull;
 mod session;
 mod trust;
 mod types;
@@ -59,6 +62,7 @@ pub use host::plain_remote;
 pub(crate) use input::InputChanged;
 pub use input::InputFile;
 pub use preload::{HEAVY_PACKAGES, preload_for, preload_while_writing};
+pub use pull::{ImageRef, PullPhase, PullProgress};
 pub(crate) use session::Session;
 pub use trust::{
     CgroupFacts, CpuQuota, KernelOpen, KernelRecord, SocketCall, Source, StartAttempt, Supervision,

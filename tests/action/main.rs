@@ -1,4 +1,4 @@
-//! The GitHub Action front end against the GitHub stand-in: events, commands, handlers, rate limits, approval, workflows and release files, init and doctor, the policy's reserve.
+//! The GitHub Action front end against the GitHub stand-in: events, commands, handlers, rate limits, approval, workflows and release files, init and doctor, the policy's reserve, the sandbox image pulled by the bot.
 //!
 //! One test crate per area (each links the library once); each file is a module.
 
@@ -18,6 +18,7 @@ mod github_sources;
 mod init_doctor;
 mod plan_action;
 mod preload_by_need;
+mod pull_action;
 mod release_files;
 mod replay_action;
 mod reserve_action;

@@ -1,4 +1,4 @@
-//! The sandbox against the real Docker engine: the audit the code cannot lie in (hostile programs against the kernel's record), hardening, limits, removal, the boundary (seccomp, leftovers, runtimes), the bot's `/data/github/` folder and the job check of input names, the data files the image reads (DuckDB, Parquet, Excel), the analysis stack (SciPy, statsmodels, scikit-learn, seaborn, joblib), input previews against what pandas reads, the `run` command (also `--unchecked`), the policy's reserve environment and output validation, and the bot image as a container action.
+//! The sandbox against the real Docker engine: the audit the code cannot lie in (hostile programs against the kernel's record), hardening, limits, removal, the boundary (seccomp, leftovers, runtimes), the bot's `/data/github/` folder and the job check of input names, the data files the image reads (DuckDB, Parquet, Excel), the analysis stack (SciPy, statsmodels, scikit-learn, seaborn, joblib), input previews against what pandas reads, the `run` command (also `--unchecked`), the policy's reserve environment, the image pulled from a loopback registry when the engine lacks it, and output validation, and the bot image as a container action.
 //!
 //! One test crate per area (each links the library once); each file is a module.
 
@@ -13,6 +13,7 @@ mod data_files;
 mod engine_lost;
 mod github_data;
 mod previews;
+mod pull;
 mod reserve;
 mod runner_simulation;
 mod sandbox;

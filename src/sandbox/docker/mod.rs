@@ -16,6 +16,7 @@
 
 mod data_volume;
 mod engine;
+mod pull;
 mod run;
 
 use std::collections::HashMap;
@@ -26,7 +27,7 @@ use std::time::{Duration, Instant};
 use bollard::Docker;
 use bollard::query_parameters::{AttachContainerOptions, CreateContainerOptions};
 use futures_util::future::BoxFuture;
-use tokio::sync::OnceCell;
+use tokio::sync::{OnceCell, watch};
 use tokio::task::JoinHandle;
 
 pub use engine::{
@@ -37,8 +38,14 @@ pub use run::Prepared;
 
 use super::executor::{EngineFacts, Executor, PreparedRun};
 use super::host::docker_host;
+use super::pull::{ImageRef, PullProgress};
 use super::types::{ImageInfo, Job, Outcome, SandboxConfig};
 use super::{SandboxError, random_hex};
+
+/// True when the bot pulls `image` when the engine lacks it.
+fn pulls(image: &str) -> bool {
+    ImageRef::parse(image).is_some_and(|r| r.pulls())
+}
 
 /// A connection to the Docker engine plus the containers made through it
 /// that are not removed yet, so that [`Sandbox::close`] can finish them.
@@ -51,6 +58,8 @@ pub struct Sandbox {
     live: Arc<Live>,
     images: Arc<Mutex<HashMap<String, ImageInfo>>>,
     facts: Arc<OnceCell<EngineFacts>>,
+    /// Images being pulled (or pulled) through this connection.
+    pulls: Arc<pull::Pulls>,
     /// A run's removal goes on beside what follows its outcome (see
     /// [`Sandbox::removing_beside_the_answer`]); else it is done before the
     /// outcome returns.
@@ -110,6 +119,7 @@ impl Sandbox {
             live: Arc::default(),
             images: Arc::default(),
             facts: Arc::default(),
+            pulls: Arc::default(),
             removal_beside: false,
         })
     }
@@ -322,7 +332,45 @@ impl Sandbox {
         self.prepare_here(cfg).await.map_err(|e| self.here(e))
     }
 
+    /// [`Sandbox::prepare_once`], after the pull of its image when one is
+    /// under way, and again after pulling the image when the engine lacks
+    /// it and the policy names one the bot pulls (`sandbox/pull.rs`).
     async fn prepare_here(&self, cfg: &SandboxConfig) -> Result<Prepared, SandboxError> {
+        // A pull under way ends first; one that failed is said again below
+        // only if the image is still missing (someone may have put it there).
+        if let Some(pulling) = self.pulls.get(&cfg.image) {
+            let _ = pull::finished(pulling, &self.address).await;
+        }
+        match self.prepare_once(cfg).await {
+            Err(SandboxError::ImageMissing { .. }) if pulls(&cfg.image) => {
+                let Some(pulling) = self.pulls.start(&self.docker, &cfg.image) else {
+                    return self.prepare_once(cfg).await;
+                };
+                pull::finished(pulling, &self.address).await?;
+                self.prepare_once(cfg).await
+            }
+            prepared => prepared,
+        }
+    }
+
+    /// Starts pulling `image` when the engine lacks it and it is one the
+    /// bot pulls, so it arrives while the run does other work (the
+    /// permission check, the model writing code); the run's preparation
+    /// waits for it. The progress of the pull, `None` when there is none.
+    pub async fn pull_ahead(&self, image: &str) -> Option<watch::Receiver<PullProgress>> {
+        if let Some(pulling) = self.pulls.get(image) {
+            return Some(pulling);
+        }
+        if !pulls(image) {
+            return None;
+        }
+        match self.image_info(image).await {
+            Err(SandboxError::ImageMissing { .. }) => self.pulls.start(&self.docker, image),
+            _ => None,
+        }
+    }
+
+    async fn prepare_once(&self, cfg: &SandboxConfig) -> Result<Prepared, SandboxError> {
         for key in cfg.env.keys() {
             if key.is_empty() || key.contains('=') || key.contains('\0') {
                 return Err(SandboxError::BadInput {
@@ -443,6 +491,13 @@ impl Executor for Sandbox {
 
     fn sweep_leftovers(&self) -> BoxFuture<'_, Result<usize, SandboxError>> {
         Box::pin(self.cleanup_leftovers())
+    }
+
+    fn pull_ahead<'a>(
+        &'a self,
+        image: &'a str,
+    ) -> BoxFuture<'a, Option<watch::Receiver<PullProgress>>> {
+        Box::pin(Sandbox::pull_ahead(self, image))
     }
 
     fn close(&self) -> BoxFuture<'_, ()> {
