@@ -41,7 +41,7 @@
 #      --force-remove-essential): perl-base (2.3 MB) and util-linux (1.8 MB);
 #      the code may not start programs at all (the runner's seccomp filter
 #      refuses execve), the image has no apt, and the bot only runs python3;
-#    - OpenSSL (libssl3, 2.2 MB): the sandbox has no network, so `ssl` cannot
+#    - OpenSSL (libssl3, 2.3 MB): the sandbox has no network, so `ssl` cannot
 #      be imported (urllib, http.client and asyncio import it guarded) and
 #      hashlib uses Python's built-in md5, sha1, sha2, sha3 and blake2;
 #    - the Python sources, after step 4 compiled them (14.5 MB for the wheels,
