@@ -5,8 +5,9 @@
 # the Python packages of sandbox/requirements.lock installed by pip inside it
 # (`--require-hashes --no-deps`, from PyPI), pip removed again, finished by
 # sandbox/finish-rootfs.sh (test suites, build sources, type stubs and duplicated
-# shared libraries pruned,
-# matplotlib's font cache, bytecode for everything without timestamps), then
+# shared libraries pruned, shared objects stripped, packages no run can use
+# purged (binutils, installed here for the strip, with them), matplotlib's font
+# cache, bytecode for everything without timestamps in place of the sources), then
 # `docker import` of a tar sorted by name with every mtime clamped to
 # SOURCE_DATE_EPOCH, so two builds from the same lock (and the same Debian
 # mirror state) give the same layer. sandbox/python/Dockerfile builds the same
@@ -62,7 +63,7 @@ command -v pip3 >/dev/null || pip_cmd=(python3 -m pip)
 
 mmdebstrap --variant=essential --mode=root \
   --aptopt='APT::Install-Recommends "false"' \
-  --include=python3,python3-pip,libstdc++6,tzdata \
+  --include=python3,python3-pip,libstdc++6,tzdata,binutils \
   --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
   --dpkgopt='path-exclude=/usr/share/man/*' \
   --dpkgopt='path-exclude=/usr/share/doc/*' \
