@@ -886,19 +886,18 @@ def cpu_quota():
 def cgroup_facts():
     # The container's cgroup, as the kernel keeps it (v2, else v1): peak
     # memory and CPU time of everything in the container.
-    read = read_text
     facts = {}
-    peak = read("/sys/fs/cgroup/memory.peak") or read("/sys/fs/cgroup/memory/memory.max_usage_in_bytes")
+    peak = read_text("/sys/fs/cgroup/memory.peak") or read_text("/sys/fs/cgroup/memory/memory.max_usage_in_bytes")
     if peak and peak.strip().isdigit():
         facts["peak_memory_bytes"] = int(peak)
-    stat = read("/sys/fs/cgroup/cpu.stat")
+    stat = read_text("/sys/fs/cgroup/cpu.stat")
     if stat:
         for line in stat.splitlines():
             k, _, v = line.partition(" ")
             if k == "usage_usec" and v.strip().isdigit():
                 facts["cpu_time_ms"] = int(v) // 1000
     else:
-        usage = read("/sys/fs/cgroup/cpuacct/cpuacct.usage") or read("/sys/fs/cgroup/cpu,cpuacct/cpuacct.usage")
+        usage = read_text("/sys/fs/cgroup/cpuacct/cpuacct.usage") or read_text("/sys/fs/cgroup/cpu,cpuacct/cpuacct.usage")
         if usage and usage.strip().isdigit():
             facts["cpu_time_ms"] = int(usage) // 1000000
     return facts
