@@ -897,9 +897,13 @@ pub(crate) fn text(report: &Report) -> String {
         let a = &o.audit;
         match a.kernel.as_ref() {
             Some(k) if k.sees_opens() => {
+                let seen = match k.witness() {
+                    Some(crate::sandbox::Witness::Sentry) => "seen by gVisor's kernel",
+                    _ => "seen by the kernel",
+                };
                 let _ = writeln!(
                     s,
-                    "audit (seen by the kernel): {} file(s) opened, {} program start(s) refused, {} socket call(s)",
+                    "audit ({seen}): {} file(s) opened, {} program start(s) refused, {} socket call(s)",
                     k.files.len(),
                     k.starts.len(),
                     k.sockets.len()

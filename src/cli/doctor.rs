@@ -275,7 +275,26 @@ fn check_runtime(facts: &EngineFacts, wanted: Result<Runtime, String>) -> Check 
             },
         );
     }
-    let record = wanted.map(Runtime::audit_record).unwrap_or_default();
+    let record = match (wanted, &facts.gvisor_log) {
+        (Ok(Runtime::Runsc), Some(log)) => match log.unusable_from_here(&facts.address) {
+            None => format!(
+                "the full record: runs use `{}` (gVisor with its kernel's log of each open, socket and the code's start, in {}), which the bot reads outside the sandbox, Python and native code alike",
+                log.name,
+                log.dir.display()
+            ),
+            Some(why) => format!(
+                "{} (`{}` is offered, but {why})",
+                Runtime::Runsc.audit_record(),
+                log.name
+            ),
+        },
+        (Ok(Runtime::Runsc), None) => format!(
+            "{}; for the full record under gVisor register `{}`: scripts/install-gvisor",
+            Runtime::Runsc.audit_record(),
+            crate::sandbox::RECORD_RUNTIME
+        ),
+        (w, _) => w.map(Runtime::audit_record).unwrap_or_default().to_string(),
+    };
     Check::Ok(format!(
         "runs use {runtime}; the engine's default is {default}; available: {available}; audit: {record}"
     ))

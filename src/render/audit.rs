@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use crate::sandbox::{KernelRecord, Outcome, RunStatus, Source};
+use crate::sandbox::{KernelRecord, Outcome, RunStatus, Source, Witness};
 
 use super::{cut_chars, escape_cell, show_bidi};
 
@@ -170,12 +170,7 @@ fn files_row(s: &mut String, o: &Outcome, k: &KernelRecord, max: usize) {
                 k.library_reads
             );
         }
-        row(
-            s,
-            "Files opened",
-            &happened,
-            "seen by the kernel (each open handed to the runner, Python and native code alike)",
-        );
+        row(s, "Files opened", &happened, opens_seen_by(k));
     } else {
         let files: Vec<String> = a
             .files_opened
@@ -203,23 +198,43 @@ fn files_row(s: &mut String, o: &Outcome, k: &KernelRecord, max: usize) {
     }
 }
 
+/// Who saw the file opens and socket calls, in the answer's words.
+fn opens_seen_by(k: &KernelRecord) -> &'static str {
+    match k.witness() {
+        Some(Witness::Sentry) => {
+            "seen by gVisor's kernel (its log of each call it carried out, read by the bot outside the sandbox; Python and native code alike)"
+        }
+        _ => "seen by the kernel (each open handed to the runner, Python and native code alike)",
+    }
+}
+
 fn network_row(s: &mut String, o: &Outcome, k: &KernelRecord, max: usize) {
     let a = &o.audit;
     let calls: Vec<String> = k
         .sockets
         .iter()
         .map(|c| {
+            let result = match c.result.as_deref() {
+                Some("ok") | None => "",
+                Some(r) => r,
+            };
             format!(
-                "{} {}{}",
+                "{} {}{}{}{result}",
                 c.call,
                 c.target,
-                if c.denied { " refused" } else { "" }
+                if c.denied { " refused" } else { "" },
+                if result.is_empty() { "" } else { " " }
             )
         })
         .collect();
     let mut happened = "none: the container's network is `none` (loopback only)".to_string();
     if !calls.is_empty() {
-        let _ = write!(happened, " · Unix socket calls: {}", items(&calls, max));
+        let _ = write!(
+            happened,
+            " · socket calls ({}): {}",
+            opens_seen_by(k).split(" (").next().unwrap_or_default(),
+            items(&calls, max)
+        );
     }
     row(s, "Network", &happened, Source::KernelEnforced.label());
     if !a.network_attempts.is_empty() {
@@ -275,6 +290,7 @@ mod tests {
                 },
             ],
             library_reads: 40,
+            witness: None,
             starts: vec![StartAttempt {
                 call: "execve".into(),
                 path: Some("/bin/sh".into()),
@@ -302,6 +318,33 @@ mod tests {
         );
         assert!(
             md.contains("| Imports | `pandas` | reported by the code's interpreter |"),
+            "{md}"
+        );
+    }
+
+    #[test]
+    fn under_gvisor_with_its_log_files_and_sockets_come_from_its_kernel() {
+        let k = KernelRecord {
+            mode: Supervision::Errno,
+            witness: Some(Witness::Sentry),
+            sockets: vec![crate::sandbox::SocketCall {
+                call: "connect".into(),
+                target: "AF_INET 10.0.0.1:80".into(),
+                denied: false,
+                result: Some("EHOSTUNREACH".into()),
+            }],
+            ..notify()
+        };
+        let md = audit_md(&outcome(Some(k)), 10);
+        assert!(
+            md.contains("| Files opened | `/data/sales.csv (r)`, `/etc/passwd (r) as /proc/self/root/etc/passwd refused` · 40 read(s) of the image's own libraries | seen by gVisor's kernel (its log"),
+            "{md}"
+        );
+        assert!(!md.contains("forged.csv"), "{md}");
+        assert!(
+            md.contains(
+                "socket calls (seen by gVisor's kernel): `connect AF_INET 10.0.0.1:80 EHOSTUNREACH`"
+            ),
             "{md}"
         );
     }

@@ -29,6 +29,10 @@ pub struct EngineFacts {
     pub default_runtime: Option<String>,
     /// The OCI runtimes (or runtime classes) it offers, sorted.
     pub runtimes: Vec<String>,
+    /// A runtime it offers that runs gVisor with the Sentry's strace log
+    /// on: under `runtime: runsc` the bot runs the container with it and
+    /// reads the code's file opens and socket calls from that log.
+    pub gvisor_log: Option<super::LogRuntime>,
 }
 
 impl EngineFacts {

@@ -40,6 +40,7 @@ mod input;
 mod preload;
 mod protocol;
 mod pull;
+mod sentry_log;
 mod session;
 mod trust;
 mod types;
@@ -63,10 +64,11 @@ pub(crate) use input::InputChanged;
 pub use input::InputFile;
 pub use preload::{HEAVY_PACKAGES, preload_for, preload_while_writing};
 pub use pull::{ImageRef, PullPhase, PullProgress};
+pub use sentry_log::{LogRuntime, RECORD_RUNTIME, TRACED};
 pub(crate) use session::Session;
 pub use trust::{
-    CgroupFacts, CpuQuota, KernelOpen, KernelRecord, SocketCall, Source, StartAttempt, Supervision,
-    sources,
+    CgroupFacts, CpuQuota, KernelOpen, KernelRecord, LIBRARY_PATHS, SocketCall, Source,
+    StartAttempt, Supervision, Witness, sources,
 };
 pub(crate) use types::BASE_ENV;
 pub use types::*;

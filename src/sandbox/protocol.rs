@@ -39,6 +39,9 @@ struct Header<'a> {
     rules: &'a RuntimeRules,
     /// The code waits, once its modules are loaded, for [`GO`] on stdin.
     hold: bool,
+    /// The image's own libraries: their reads are counted, not listed
+    /// ([`super::LIBRARY_PATHS`]).
+    library: &'static [&'static str],
 }
 
 /// What the bot writes on a held run's stdin when the code may start (its
@@ -88,6 +91,7 @@ pub(crate) fn encode_job(key: &FrameKey, job: &Job, limits: &Limits, hold: bool)
         },
         rules: &job.rules,
         hold,
+        library: super::LIBRARY_PATHS,
     };
     let mut out = serde_json::to_vec(&header).expect("header serializes");
     out.push(b'\n');

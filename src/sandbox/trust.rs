@@ -121,6 +121,34 @@ pub struct SocketCall {
     /// True when the runtime network rule refused it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub denied: bool,
+    /// What the call returned (`ok`, `EHOSTUNREACH`, ...), when the record
+    /// saw its end (gVisor's log does; the runner lets a call go on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<String>,
+}
+
+/// The paths whose plain reads are the image's own libraries: counted in
+/// [`KernelRecord::library_reads`], not listed. The one list: the runner
+/// gets it in the job's header, gVisor's log is read with it.
+pub const LIBRARY_PATHS: &[&str] = &[
+    "/usr/",
+    "/opt/compute-bot/",
+    "/etc/ld.so.cache",
+    "/etc/localtime",
+    "/etc/matplotlibrc",
+];
+
+/// Who recorded [`KernelRecord::files`] and [`KernelRecord::sockets`],
+/// outside the code's process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Witness {
+    /// The runner (pid 1), to which the kernel handed each call (runc:
+    /// seccomp user notification).
+    Runner,
+    /// gVisor's kernel (the Sentry), in its strace log, read by the bot
+    /// outside the sandbox after the run.
+    Sentry,
 }
 
 /// What the kernel saw of the code's process while it ran, as the runner
@@ -142,12 +170,23 @@ pub struct KernelRecord {
     pub sockets: Vec<SocketCall>,
     /// True when more happened than was kept.
     pub truncated: bool,
+    /// Who recorded the files and sockets; unset in the runner's own record
+    /// (then [`Supervision::Notify`] means the runner).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub witness: Option<Witness>,
 }
 
 impl KernelRecord {
-    /// True when the kernel handed the file opens to the runner.
+    /// Who saw the file opens and socket calls outside the code's process,
+    /// `None` when nobody did.
+    pub fn witness(&self) -> Option<Witness> {
+        self.witness
+            .or((self.mode == Supervision::Notify).then_some(Witness::Runner))
+    }
+
+    /// True when the file opens were seen outside the code's process.
     pub fn sees_opens(&self) -> bool {
-        self.mode == Supervision::Notify
+        self.witness().is_some()
     }
 
     /// True when program and process starts were refused by the kernel.
@@ -183,15 +222,7 @@ pub fn sources(kernel: Option<&KernelRecord>, reported: bool) -> BTreeMap<String
     m.insert("limits".into(), Source::KernelEnforced);
     m.insert("seccomp".into(), Source::KernelEnforced);
     m.insert("network".into(), Source::KernelEnforced);
-    if let Some(k) = kernel {
-        if k.refuses_starts() {
-            m.insert("audit.kernel.execs".into(), Source::KernelEnforced);
-        }
-        if k.sees_opens() {
-            m.insert("audit.kernel.files".into(), Source::KernelObserved);
-            m.insert("audit.kernel.sockets".into(), Source::KernelObserved);
-        }
-    }
+    kernel_sources(&mut m, kernel);
     for field in [
         "audit.files_opened",
         "audit.network_attempts",
@@ -204,6 +235,23 @@ pub fn sources(kernel: Option<&KernelRecord>, reported: bool) -> BTreeMap<String
         m.insert(field.to_string(), Source::Interpreter);
     }
     m
+}
+
+/// The `audit.kernel.*` entries of [`sources`] for `kernel`, replacing any
+/// there (the bot adds gVisor's record after the runner's report).
+pub(crate) fn kernel_sources(m: &mut BTreeMap<String, Source>, kernel: Option<&KernelRecord>) {
+    m.retain(|field, _| !field.starts_with("audit.kernel."));
+    let Some(k) = kernel else { return };
+    if k.refuses_starts() {
+        m.insert("audit.kernel.execs".into(), Source::KernelEnforced);
+    }
+    let seen = match k.witness() {
+        Some(Witness::Runner) => Source::KernelObserved,
+        Some(Witness::Sentry) => Source::SandboxKernelObserved,
+        None => return,
+    };
+    m.insert("audit.kernel.files".into(), seen);
+    m.insert("audit.kernel.sockets".into(), seen);
 }
 
 /// The container's cgroup as the kernel kept it, read by the runner after
@@ -300,9 +348,19 @@ mod tests {
             mode: Supervision::Errno,
             ..KernelRecord::default()
         };
-        let m = sources(Some(&k), true);
+        let mut m = sources(Some(&k), true);
         assert!(!m.contains_key("audit.kernel.files"));
         assert_eq!(m["audit.kernel.execs"], Source::KernelEnforced);
+        // ... and gVisor's own log, read by the bot, added after the report.
+        let k = KernelRecord {
+            witness: Some(Witness::Sentry),
+            ..k
+        };
+        kernel_sources(&mut m, Some(&k));
+        assert_eq!(m["audit.kernel.files"], Source::SandboxKernelObserved);
+        assert_eq!(m["audit.kernel.sockets"], Source::SandboxKernelObserved);
+        assert_eq!(m["audit.kernel.execs"], Source::KernelEnforced);
+        assert_eq!(m["exit_code"], Source::KernelObserved);
         // No report (a timeout, a kill): the engine's and the bot's findings.
         let m = sources(None, false);
         assert_eq!(m["exit_code"], Source::EngineObserved);

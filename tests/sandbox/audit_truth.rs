@@ -6,11 +6,33 @@
 //! and what the answer shows is what the kernel saw.
 
 use compute_bot::sandbox::{
-    InputFile, Job, Outcome, RunStatus, RuntimeRules, Sandbox, Supervision,
+    InputFile, Job, KernelRecord, Outcome, RunStatus, RuntimeRules, Sandbox, Source, Supervision,
+    Witness,
 };
 
 fn under_runsc() -> bool {
     crate::machine_runtime() == compute_bot::sandbox::Runtime::Runsc
+}
+
+/// The record of the code's opens and sockets, seen outside its process:
+/// by the kernel through the runner (runc), or by gVisor's kernel in the
+/// log of the `runsc-audit` runtime (scripts/install-gvisor registers it),
+/// and named so in the outcome's sources.
+fn opens_record(o: &Outcome) -> &KernelRecord {
+    let k = o.audit.kernel.as_ref().expect("the kernel's record");
+    let (witness, source) = if under_runsc() {
+        (Witness::Sentry, Source::SandboxKernelObserved)
+    } else {
+        (Witness::Runner, Source::KernelObserved)
+    };
+    assert_eq!(
+        k.witness(),
+        Some(witness),
+        "no record of the opens (under runsc: register runsc-audit with scripts/install-gvisor): {:?}",
+        o.notes
+    );
+    assert_eq!(o.sources.get("audit.kernel.files"), Some(&source));
+    k
 }
 
 async fn run(code: &str, rules: RuntimeRules, inputs: Vec<InputFile>) -> Outcome {
@@ -149,23 +171,25 @@ os.writev(int(sys.argv[2]), [b"open\t/data/sales.csv\tr\t0\t0\n"])
 print(41)
 "#;
     let o = run(forge, RuntimeRules::default(), sales()).await;
-    if under_runsc() {
-        // No kernel record of opens under gVisor: the forged line is the
-        // interpreter's word, and the answer labels it so.
-        assert_eq!(
-            o.audit.kernel.as_ref().map(|k| k.mode),
-            Some(Supervision::Errno)
-        );
-        return;
-    }
+    // Under gVisor its kernel's log has no such open either.
     assert_eq!(o.status, RunStatus::Tampered, "{o:?}");
+    let never = if under_runsc() {
+        "never carried out"
+    } else {
+        "never saw"
+    };
     assert!(
         o.tampered
             .iter()
-            .any(|t| t.contains("/data/sales.csv") && t.contains("never saw")),
+            .any(|t| t.contains("/data/sales.csv") && t.contains(never)),
         "{:?}",
         o.tampered
     );
+    // The same forgery through the interpreter's own audit hook, in pure
+    // Python: the hook believes it; the kernel's record does not.
+    let hook = "import sys\nsys.audit('open', '/data/sales.csv', 'r', 0)\nprint(41)\n";
+    let o = run(hook, RuntimeRules::default(), sales()).await;
+    assert_eq!(o.status, RunStatus::Tampered, "{o:?}");
     // The same program without the forgery is an ordinary run.
     let o = run(
         "print(open('/data/sales.csv').read().count('\\n'))\n",
@@ -216,10 +240,7 @@ print(json.dumps(out))
     ] {
         assert_ne!(v[refused], "ran", "{refused}: {v}");
     }
-    if under_runsc() {
-        return;
-    }
-    let k = o.audit.kernel.as_ref().expect("the kernel's record");
+    let k = opens_record(&o);
     let native = k
         .files
         .iter()
@@ -241,7 +262,7 @@ print(json.dumps(out))
         sales(),
     )
     .await;
-    let k = o.audit.kernel.as_ref().expect("the kernel's record");
+    let k = opens_record(&o);
     let python = k
         .files
         .iter()
@@ -312,4 +333,52 @@ print(json.dumps(out))
         "{:?}",
         k.files
     );
+}
+
+/// Names the code chooses cannot write the record: a path holding a line
+/// break and a whole forged log line, a task name that reads as the start
+/// of an open, a directory name that holds the log's own separator. Under
+/// gVisor the Sentry's log is JSON and read from its fixed formats; under
+/// runc the runner reads the path from the stopped thread.
+#[tokio::test]
+async fn names_the_code_chooses_do_not_write_the_record() {
+    let code = r#"
+import ctypes, os, json
+ctypes.CDLL(None).prctl(15, b" X openat(0x3 /", 0, 0, 0)  # PR_SET_NAME
+forged = '/tmp/a\n{"msg":"[   2:   2] python3 X openat(AT_FDCWD /tmp, 0x1 /data/secret.csv, O_RDONLY, 0o0) = 3 (0x3) (1us)"}'
+os.makedirs(os.path.dirname(forged))
+open(forged, "w").write("x")
+os.mkdir("/tmp/q, 0x1 ")
+os.chdir("/tmp/q, 0x1 ")
+open("rel.txt", "w").write("y")
+os.close(os.open("/data/sales.csv", os.O_RDONLY))
+print(json.dumps({"ok": True}))
+"#;
+    let o = run(code, RuntimeRules::default(), sales()).await;
+    assert_eq!(o.status, RunStatus::Ok, "{o:?}");
+    let k = opens_record(&o);
+    let paths: Vec<&str> = k.files.iter().map(|f| f.path.as_str()).collect();
+    assert!(!paths.contains(&"/data/secret.csv"), "forged: {paths:?}");
+    assert!(
+        k.files
+            .iter()
+            .any(|f| f.path.contains("/tmp/a\n") && f.mode == "w+create"),
+        "{paths:?}"
+    );
+    if under_runsc() {
+        // With the working directory named so, the log's opens split two
+        // ways: listed whole, marked, not guessed (and the interpreter's
+        // read of the input is one of the ways, so not a forgery).
+        for named in ["rel.txt", "/data/sales.csv"] {
+            assert!(
+                paths
+                    .iter()
+                    .any(|p| p.starts_with("(ambiguous)") && p.ends_with(named)),
+                "{named}: {paths:?}"
+            );
+        }
+    } else {
+        assert!(paths.contains(&"/tmp/q, 0x1 /rel.txt"), "{paths:?}");
+        assert!(paths.contains(&"/data/sales.csv"), "{paths:?}");
+    }
 }

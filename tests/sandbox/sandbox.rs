@@ -126,8 +126,12 @@ async fn prepared_container_has_every_hardening_setting() {
             compute_bot::sandbox::SECCOMP_PROFILE,
             "{path}"
         );
-    } else if hc.runtime.as_deref() == Some("runsc") {
-        // gVisor: the Sentry implements the system calls; no profile is sent.
+    } else if matches!(
+        hc.runtime.as_deref(),
+        Some("runsc" | compute_bot::sandbox::RECORD_RUNTIME)
+    ) {
+        // gVisor (with its log of the code's calls where the engine offers
+        // it): the Sentry implements the system calls; no profile is sent.
         assert!(!secopt.iter().any(|s| s.contains("seccomp")), "{secopt:?}");
     } else {
         assert_eq!(hc.runtime.as_deref(), Some("runc"));
@@ -143,7 +147,10 @@ async fn prepared_container_has_every_hardening_setting() {
         "{secopt:?}"
     );
     assert_eq!(hc.privileged, Some(false));
-    let sentry = if hc.runtime.as_deref() == Some("runsc") {
+    let sentry = if matches!(
+        hc.runtime.as_deref(),
+        Some("runsc" | compute_bot::sandbox::RECORD_RUNTIME)
+    ) {
         compute_bot::sandbox::RUNSC_PIDS_OVERHEAD
     } else {
         0

@@ -147,6 +147,7 @@ pub(crate) fn container_body(
     labels: HashMap<String, String>,
     engine: Engine,
     seccomp: &Seccomp,
+    runtime: &str,
 ) -> ContainerCreateBody {
     let l = &cfg.limits;
     let mem = l.memory.bytes() as i64;
@@ -225,7 +226,7 @@ pub(crate) fn container_body(
             readonly_rootfs: Some(true),
             cap_drop: Some(vec!["ALL".into()]),
             security_opt: Some(security_opt(seccomp)),
-            runtime: Some(cfg.runtime.as_str().into()),
+            runtime: Some(runtime.into()),
             privileged: Some(false),
             pids_limit: Some(host_pids(l.pids, cfg.runtime)),
             memory: Some(mem),

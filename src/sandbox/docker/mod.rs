@@ -171,7 +171,15 @@ impl Sandbox {
                 Default::default()
             }
         };
-        let mut runtimes: Vec<String> = info.runtimes.unwrap_or_default().into_keys().collect();
+        let offered = info.runtimes.unwrap_or_default();
+        let gvisor_log = super::LogRuntime::find(offered.iter().map(|(name, r)| {
+            (
+                name.as_str(),
+                r.path.as_deref().unwrap_or_default(),
+                r.runtime_args.as_deref().unwrap_or_default(),
+            )
+        }));
+        let mut runtimes: Vec<String> = offered.into_keys().collect();
         runtimes.sort();
         Ok(EngineFacts {
             kind: match self.engine {
@@ -184,6 +192,7 @@ impl Sandbox {
             api_version: version.api_version,
             default_runtime: info.default_runtime,
             runtimes,
+            gvisor_log,
         })
     }
 
@@ -381,8 +390,19 @@ impl Sandbox {
         }
         let name = format!("compute-bot-{}", random_hex(6));
         let seccomp = engine::seccomp_for(cfg.runtime, self.engine, &self.address)?;
-        let body =
-            engine::container_body(cfg, engine::run_labels(&name, cfg), self.engine, &seccomp);
+        let gvisor = self.gvisor_log(cfg.runtime).await;
+        let runtime = match &gvisor {
+            run::GvisorLog::Reading(log) => log.name.clone(),
+            _ => cfg.runtime.as_str().to_string(),
+        };
+        let body = engine::container_body(
+            cfg,
+            engine::run_labels(&name, cfg),
+            self.engine,
+            &seccomp,
+            &runtime,
+        );
+        let began = std::time::SystemTime::now();
         let mut guard = Guard::new(self, &name)?;
         // What the run record asks of the engine after the run, asked while
         // the container starts (once per connection).
@@ -400,7 +420,7 @@ impl Sandbox {
             self.image_info(&cfg.image),
             self.create_and_start(&name, body, &mut guard)
         );
-        let (image, attach) = match (image, attach) {
+        let (image, (attach, id)) = match (image, attach) {
             (Ok(image), Ok(attach)) => (image, attach),
             (Err(e), _) | (_, Err(e)) => {
                 let _ = guard.remove().await;
@@ -416,7 +436,33 @@ impl Sandbox {
             preload: cfg.preload.clone(),
             boost: engine::cpu_boost(cfg, self.engine),
             seccomp: seccomp.profile(),
+            gvisor: gvisor.with_container(id, began),
         })
+    }
+
+    /// Whether a run under `runtime` gets gVisor's record: only runsc on
+    /// Docker, when the engine offers a runtime with the Sentry's log on
+    /// ([`super::LogRuntime::find`]) and its directory is readable here.
+    async fn gvisor_log(&self, runtime: super::Runtime) -> run::GvisorLog {
+        if runtime != super::Runtime::Runsc || self.engine != engine::Engine::Docker {
+            return run::GvisorLog::Off;
+        }
+        let Ok(facts) = self.engine_facts().await else {
+            return run::GvisorLog::Off;
+        };
+        match facts.gvisor_log {
+            None => run::GvisorLog::Off,
+            Some(log) => match log.unusable_from_here(&self.address) {
+                None => run::GvisorLog::Reading(log),
+                Some(why) => {
+                    tracing::warn!(runtime = %log.name, %why, "gVisor's record cannot be read");
+                    run::GvisorLog::Unusable(format!(
+                        "the engine offers `{}` (gVisor with its log of the code's calls), but {why}: the files are as the code's interpreter reports them",
+                        log.name
+                    ))
+                }
+            },
+        }
     }
 
     /// Creates, attaches to and starts the container `name`; `guard` learns
@@ -426,7 +472,7 @@ impl Sandbox {
         name: &str,
         body: bollard::models::ContainerCreateBody,
         guard: &mut Guard,
-    ) -> Result<bollard::container::AttachContainerResults, SandboxError> {
+    ) -> Result<(bollard::container::AttachContainerResults, String), SandboxError> {
         let created = self
             .docker
             .create_container(
@@ -459,7 +505,7 @@ impl Sandbox {
             .start_container(name, None)
             .await
             .map_err(|e| engine::engine_error("starting the container", e))?;
-        Ok(attach)
+        Ok((attach, created.id))
     }
 
     /// Prepares a container, executes the job in it and removes it before

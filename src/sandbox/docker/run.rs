@@ -33,6 +33,59 @@ pub struct Prepared {
     pub(super) boost: Option<CpuBoost>,
     /// The system-call filter it was created with.
     pub(super) seccomp: SeccompProfile,
+    /// Where gVisor's record of the code's calls comes from, if anywhere.
+    pub(super) gvisor: GvisorLog,
+}
+
+/// gVisor's log of a run's system calls ([`crate::sandbox::LogRuntime`]).
+#[derive(Debug)]
+pub(super) enum GvisorLog {
+    /// Not gVisor on Docker, or no runtime with the log on.
+    Off,
+    /// One is offered, but its log cannot be read from here (why).
+    Unusable(String),
+    /// The container runs under it; its log is read after the run.
+    Reading(crate::sandbox::LogRuntime),
+    /// ... the container's id and when it was created, for finding it.
+    Container {
+        log: crate::sandbox::LogRuntime,
+        id: String,
+        began: std::time::SystemTime,
+    },
+}
+
+impl GvisorLog {
+    /// With the container that runs under it.
+    pub(super) fn with_container(self, id: String, began: std::time::SystemTime) -> GvisorLog {
+        match self {
+            GvisorLog::Reading(log) => GvisorLog::Container { log, id, began },
+            other => other,
+        }
+    }
+
+    /// Adds what the log holds (or why it could not) to the outcome of a
+    /// run that has ended: every call of the code's is in the log by then
+    /// (the Sentry writes each as it returns, and the runner reports after
+    /// the code's process is gone; a killed container's Sentry is gone).
+    async fn add_to(self, outcome: &mut Outcome) {
+        match self {
+            GvisorLog::Off | GvisorLog::Reading(_) => {}
+            GvisorLog::Unusable(why) => outcome.notes.push(why),
+            GvisorLog::Container { log, id, began } => {
+                let read = tokio::task::spawn_blocking(move || {
+                    crate::sandbox::sentry_log::read(&log.dir, &id, began)
+                })
+                .await
+                .unwrap_or_else(|e| Err(format!("reading gVisor's log failed: {e}")));
+                match read {
+                    Ok(rec) => crate::sandbox::sentry_log::attach(outcome, rec),
+                    Err(e) => outcome.notes.push(format!(
+                        "{e}: the files are as the code's interpreter reports them"
+                    )),
+                }
+            }
+        }
+    }
 }
 
 impl std::fmt::Debug for Prepared {
@@ -51,7 +104,14 @@ impl Prepared {
 
     /// Removes the container without running anything in it.
     async fn discard(self) -> Result<(), SandboxError> {
-        self.guard.remove().await
+        let removed = self.guard.remove().await;
+        if let GvisorLog::Container { log, id, began } = self.gvisor {
+            let _ = tokio::task::spawn_blocking(move || {
+                crate::sandbox::sentry_log::discard(&log.dir, &id, began)
+            })
+            .await;
+        }
+        removed
     }
 
     /// Hands over the job, collects the outcome and removes the container
@@ -86,6 +146,7 @@ impl Prepared {
             preload,
             boost,
             seccomp,
+            gvisor,
         } = self;
         let docker = guard.sandbox.docker.clone();
         let run = Run {
@@ -95,10 +156,13 @@ impl Prepared {
             preload: &preload,
             boost,
         };
-        let result = run.execute(image, attach, job).await.map(|mut o| {
+        let mut result = run.execute(image, attach, job).await.map(|mut o| {
             o.seccomp = Some(seccomp);
             o
         });
+        if let Ok(o) = &mut result {
+            gvisor.add_to(o).await;
+        }
         (result, guard)
     }
 }
