@@ -202,10 +202,19 @@ async fn make_absent(d: &Docker, img: &Pushed) -> Vec<String> {
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
-    let deadline = Instant::now() + Duration::from_secs(30);
+    let asked = Instant::now();
+    let deadline = asked + Duration::from_secs(30);
     loop {
         match untag(d, IMAGE).await {
-            Ok(()) => break,
+            Ok(()) => {
+                if asked.elapsed() > Duration::from_secs(1) {
+                    notes.push(format!(
+                        "waited {:.1} s for a container of others to end before removing {IMAGE}",
+                        asked.elapsed().as_secs_f64()
+                    ));
+                }
+                break;
+            }
             Err(_) if Instant::now() < deadline => {
                 tokio::time::sleep(Duration::from_millis(500)).await
             }
