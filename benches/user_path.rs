@@ -36,9 +36,28 @@
 //! run also prints its timeline: the GitHub requests (ms from the event)
 //! and the bot's own log at `compute_bot=trace,bollard=debug`, engine
 //! requests included.
+//!
+//! The fresh-runner mode, `cargo bench --bench user_path -- fresh` (3
+//! rounds unless a number says more; cases `ac` unless letters say
+//! others), is the path of a GitHub-hosted runner, whose engine starts
+//! without the sandbox image: the policy pins the image by digest in the
+//! loopback registry (`scripts/start-registry`, Debian's `docker-registry`;
+//! the image is pushed there once), and the image is **removed from the
+//! engine** before each fresh run, `compute-bot-sandbox:python` included,
+//! so its layer is really gone. Side by side in each round: the bot pulling
+//! it itself, beside the rest of its work, against today's order (a timed
+//! `docker pull` step, then the bot with the image present) and `docker
+//! run --rm`; a goal runs with the model taking 2 s and 8 s. Every GitHub
+//! answer takes `LATENCY` (add `instant` for none). It prints a warning
+//! first: other test suites on the same engine miss the image while it is
+//! absent (it is tagged again the moment each pull ends, and at the end,
+//! on a panic or Ctrl-C). See `user_path/fresh.rs`.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
+
+#[path = "user_path/fresh.rs"]
+mod fresh;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -138,7 +157,8 @@ impl Case {
 
 /// One run through the Action: (event → result posted, event → exit, the
 /// report's sandbox stage in ms, the waiting notes, the preloaded modules
-/// and those the preload skipped because the code had arrived).
+/// and those the preload skipped because the code had arrived, and the
+/// bot's own pull of the image when its log says it pulled one).
 struct Through {
     posted: Duration,
     exited: Duration,
@@ -146,13 +166,82 @@ struct Through {
     notes: usize,
     preloaded: usize,
     skipped: usize,
+    pulled: Option<Pulled>,
 }
 
-async fn through_action(f: &ActionFixture, bin: &Path, case: Case, run_id: u64) -> Through {
+/// The bot's log line `pulled the sandbox image` (at `info` for
+/// `compute_bot::sandbox::docker::pull`): how long its pull took and the
+/// compressed bytes it downloaded.
+#[derive(Clone, Copy)]
+struct Pulled {
+    ms: f64,
+    bytes: u64,
+}
+
+impl Pulled {
+    fn from_log(stderr: &str) -> Option<Pulled> {
+        let line = stderr
+            .lines()
+            .map(strip_ansi)
+            .find(|l| l.contains("pulled the sandbox image"))?;
+        let field = |name: &str| {
+            line.split_whitespace()
+                .find_map(|w| w.strip_prefix(name)?.strip_prefix('='))
+                .and_then(|v| v.parse::<u64>().ok())
+        };
+        Some(Pulled {
+            ms: field("ms")? as f64,
+            bytes: field("downloaded_bytes")?,
+        })
+    }
+}
+
+/// `s` without its terminal colour sequences (`ESC [ … m`).
+fn strip_ansi(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// How one run is made besides its case: the model's latency (goals only)
+/// and the bot's log filter (`COMPUTE_BOT_LOG`; `USER_PATH_TRACE` wins).
+#[derive(Clone, Copy)]
+struct How {
+    model_delay: Duration,
+    log: Option<&'static str>,
+}
+
+impl Default for How {
+    fn default() -> Self {
+        How {
+            model_delay: MODEL_DELAY,
+            log: None,
+        }
+    }
+}
+
+async fn through_action(
+    f: &ActionFixture,
+    bin: &Path,
+    case: Case,
+    run_id: u64,
+    how: How,
+) -> Through {
     let llm = LlmStandin::openai().await;
     let (body, env) = match case {
         Case::Goal | Case::SklearnGoal => {
-            llm.push(Reply::code("Compute it.", case.code()).with_delay(MODEL_DELAY));
+            llm.push(Reply::code("Compute it.", case.code()).with_delay(how.model_delay));
             llm.push(Reply::text("Done."));
             let env = f.env(COMMENT, &run_id.to_string()).model(&llm, CANARY_KEY);
             (case.goal().to_string(), env)
@@ -164,10 +253,10 @@ async fn through_action(f: &ActionFixture, bin: &Path, case: Case, run_id: u64) 
     };
     f.comment("alice", &body);
     let trace = std::env::var_os("USER_PATH_TRACE").is_some();
-    let env = if trace {
-        env.with("COMPUTE_BOT_LOG", "compute_bot=trace,bollard=debug")
-    } else {
-        env
+    let env = match (trace, how.log) {
+        (true, _) => env.with("COMPUTE_BOT_LOG", "compute_bot=trace,bollard=debug"),
+        (false, Some(filter)) => env.with("COMPUTE_BOT_LOG", filter),
+        (false, None) => env,
     };
     let before = f.gh.requests().len();
     let wall = std::time::SystemTime::now();
@@ -214,6 +303,7 @@ async fn through_action(f: &ActionFixture, bin: &Path, case: Case, run_id: u64) 
         notes,
         preloaded: count("preloaded"),
         skipped: count("preload_skipped"),
+        pulled: Pulled::from_log(&run.stderr),
     }
 }
 
@@ -284,10 +374,16 @@ struct Samples {
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let rounds: usize = args.iter().find_map(|a| a.parse().ok()).unwrap_or(7).max(3);
+    let is_fresh = args.iter().any(|a| a == "fresh");
+    let rounds: usize = args
+        .iter()
+        .find_map(|a| a.parse().ok())
+        .unwrap_or(if is_fresh { 3 } else { 7 })
+        .max(3);
     let only: Option<&String> = args
         .iter()
         .find(|a| !a.is_empty() && a.chars().all(|c| ('a'..='f').contains(&c)));
+    let only = only.map(String::as_str).or(is_fresh.then_some("ac"));
     let cases: Vec<Case> = [
         Case::Print,
         Case::Pandas,
@@ -299,6 +395,11 @@ async fn main() {
     .into_iter()
     .filter(|c| only.is_none_or(|o| o.contains(c.letter())))
     .collect();
+    if is_fresh {
+        let latency = (!args.iter().any(|a| a == "instant")).then_some(LATENCY);
+        fresh::run(&cases, rounds, latency).await;
+        return;
+    }
     // (label, binary): this build, and the baseline when one is named.
     let mut bots: Vec<(String, PathBuf)> = vec![(
         "this build".to_string(),
@@ -326,7 +427,7 @@ async fn main() {
         for &case in &cases {
             for (_, bin) in &bots {
                 run_id += 1;
-                through_action(&f, bin, case, run_id).await;
+                through_action(&f, bin, case, run_id, How::default()).await;
             }
             docker_run(case.code());
         }
@@ -350,7 +451,7 @@ async fn main() {
                         continue;
                     }
                     run_id += 1;
-                    let t = through_action(&f, &bots[side].1, case, run_id).await;
+                    let t = through_action(&f, &bots[side].1, case, run_id, How::default()).await;
                     let b = &mut s.bots[side];
                     b.posted.push(ms(t.posted));
                     b.exited.push(ms(t.exited));
