@@ -47,6 +47,11 @@ pub const TRACED: &[&str] = &[
 /// The most of a log the bot reads; past it the record says it is cut.
 const MAX_LOG_BYTES: u64 = 256 << 20;
 
+/// A log older than this is of a container long gone (a run's time limit
+/// and a prepared container's idle wait are far shorter): removed by the
+/// next run that reads the directory (one whose bot died left it).
+const STALE: std::time::Duration = std::time::Duration::from_secs(3600);
+
 /// The most files and socket calls listed (as the runner keeps).
 const MAX_ITEMS: usize = 200;
 
@@ -160,6 +165,8 @@ pub struct SentryRecord {
 /// Finds the log of container `id` in `dir` (a file the Sentry began at or
 /// after `since`), reads the code's record from it and removes it.
 pub fn read(dir: &Path, id: &str, since: SystemTime) -> Result<SentryRecord, String> {
+    remove_stale(dir);
+    let started = std::time::Instant::now();
     let path = find_log(dir, id, since)?;
     let file = std::fs::File::open(&path)
         .map_err(|e| format!("gVisor's log {} could not be opened: {e}", path.display()))?;
@@ -184,16 +191,45 @@ pub fn read(dir: &Path, id: &str, since: SystemTime) -> Result<SentryRecord, Str
     if let Err(e) = std::fs::remove_file(&path) {
         tracing::warn!(log = %path.display(), error = %e, "gVisor's log of the run stays on disk");
     }
+    tracing::debug!(
+        bytes = read,
+        ms = started.elapsed().as_millis() as u64,
+        files = parser.rec.files.len(),
+        "gVisor's log of the run read"
+    );
     Ok(parser.rec)
 }
 
 /// Removes the log of container `id` unread (a container discarded before
 /// any code ran in it).
 pub fn discard(dir: &Path, id: &str, since: SystemTime) {
+    remove_stale(dir);
     if let Ok(path) = find_log(dir, id, since)
         && let Err(e) = std::fs::remove_file(&path)
     {
         tracing::warn!(log = %path.display(), error = %e, "gVisor's log of a discarded container stays on disk");
+    }
+}
+
+/// Removes the Sentry's logs in `dir` older than [`STALE`].
+fn remove_stale(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let now = SystemTime::now();
+    for entry in entries.flatten() {
+        let old = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .is_ok_and(|t| now.duration_since(t).is_ok_and(|age| age > STALE));
+        if old
+            && entry
+                .file_name()
+                .to_string_lossy()
+                .starts_with("runsc.log.")
+        {
+            let _ = std::fs::remove_file(entry.path());
+        }
     }
 }
 
@@ -260,6 +296,11 @@ struct Parser {
 
 impl Parser {
     fn json_line(&mut self, line: &[u8]) {
+        // Only exit lines are read; the others (entries, the Sentry's own
+        // messages) are most of the log and are skipped undecoded.
+        if !line.windows(3).any(|w| w == b" X ") {
+            return;
+        }
         if let Some(m) = message(line) {
             self.line(&m);
         }

@@ -63,6 +63,17 @@ impl GvisorLog {
         }
     }
 
+    /// Removes the container's log unread (no code ran, or the run failed
+    /// before its outcome).
+    async fn discard(self) {
+        if let GvisorLog::Container { log, id, began } = self {
+            let _ = tokio::task::spawn_blocking(move || {
+                crate::sandbox::sentry_log::discard(&log.dir, &id, began)
+            })
+            .await;
+        }
+    }
+
     /// Adds what the log holds (or why it could not) to the outcome of a
     /// run that has ended: every call of the code's is in the log by then
     /// (the Sentry writes each as it returns, and the runner reports after
@@ -105,12 +116,7 @@ impl Prepared {
     /// Removes the container without running anything in it.
     async fn discard(self) -> Result<(), SandboxError> {
         let removed = self.guard.remove().await;
-        if let GvisorLog::Container { log, id, began } = self.gvisor {
-            let _ = tokio::task::spawn_blocking(move || {
-                crate::sandbox::sentry_log::discard(&log.dir, &id, began)
-            })
-            .await;
-        }
+        self.gvisor.discard().await;
         removed
     }
 
@@ -160,8 +166,9 @@ impl Prepared {
             o.seccomp = Some(seccomp);
             o
         });
-        if let Ok(o) = &mut result {
-            gvisor.add_to(o).await;
+        match &mut result {
+            Ok(o) => gvisor.add_to(o).await,
+            Err(_) => gvisor.discard().await,
         }
         (result, guard)
     }
