@@ -60,10 +60,21 @@ pub struct Sandbox {
     facts: Arc<OnceCell<EngineFacts>>,
     /// Images being pulled (or pulled) through this connection.
     pulls: Arc<pull::Pulls>,
-    /// A run's removal goes on beside what follows its outcome (see
-    /// [`Sandbox::removing_beside_the_answer`]); else it is done before the
-    /// outcome returns.
-    removal_beside: bool,
+    /// When a run's container is removed.
+    removal: Removal,
+}
+
+/// When a run's container is removed, once its report is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Removal {
+    /// Before the outcome returns: for a caller that may end its runtime
+    /// right after (tests, benchmarks, `Sandbox::run`).
+    BeforeTheOutcome,
+    /// Started as the outcome returns and carried on beside the answer
+    /// (validate, render, post); [`Sandbox::settled`] and
+    /// [`Sandbox::close`] wait for it. Only for a connection whose owner
+    /// closes it before its runtime ends (a process's `Session`).
+    BesideTheAnswer,
 }
 
 /// The containers of one [`Sandbox`] (and its clones) not removed yet, and
@@ -120,7 +131,7 @@ impl Sandbox {
             images: Arc::default(),
             facts: Arc::default(),
             pulls: Arc::default(),
-            removal_beside: false,
+            removal: Removal::BeforeTheOutcome,
         })
     }
 
@@ -131,7 +142,7 @@ impl Sandbox {
     /// [`Sandbox::close`] before its runtime ends (the process's
     /// `Session` does): an unawaited removal ends with the runtime.
     pub(crate) fn removing_beside_the_answer(mut self) -> Sandbox {
-        self.removal_beside = true;
+        self.removal = Removal::BesideTheAnswer;
         self
     }
 

@@ -17,7 +17,7 @@ use super::super::types::{
     CPU_PERIOD_US, CpuBoost, ImageInfo, Job, Limits, Outcome, RunStatus, SeccompProfile,
 };
 use super::super::{InputChanged, InputFile, SandboxError};
-use super::{Guard, data_volume};
+use super::{Guard, Removal, data_volume};
 
 /// A started container whose runner waits for exactly one job.
 pub struct Prepared {
@@ -176,10 +176,9 @@ impl Prepared {
 
 impl PreparedRun for Prepared {
     fn execute<'a>(self: Box<Self>, job: &'a Job) -> BoxFuture<'a, Result<Outcome, SandboxError>> {
-        if self.guard.sandbox.removal_beside {
-            Box::pin(Prepared::execute_removing_after(*self, job))
-        } else {
-            Box::pin(Prepared::execute(*self, job))
+        match self.guard.sandbox.removal {
+            Removal::BesideTheAnswer => Box::pin(Prepared::execute_removing_after(*self, job)),
+            Removal::BeforeTheOutcome => Box::pin(Prepared::execute(*self, job)),
         }
     }
 
