@@ -1,8 +1,9 @@
 //! How a run ends: one [`Status`] decides both the `status` output and the
 //! process exit status. Only `main` turns it into the process exit.
 //!
-//! The tables in docs/github-action.md ("Exit status") and the README's
-//! "Exit status" sentences are held against [`Status::exit_code`] by a test.
+//! The table in docs/github-action.md ("Exit status") and the "Exit status"
+//! sentences of docs/commands.md and docs/cli.md are held against
+//! [`Status::exit_code`] by a test.
 
 /// How a command or an action run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -252,19 +253,22 @@ mod tests {
     }
 
     #[test]
-    fn the_readme_exit_sentences_are_the_enum() {
-        let text = doc("README.md");
+    fn the_exit_sentences_of_the_docs_are_the_enum() {
         // The Action: statuses in backticks.
-        let action = sentence(&text, "In short: `/compute");
+        let action = sentence(&doc("docs/commands.md"), "In short: `/compute");
         for s in Status::ALL {
             let Some((n, _)) = action.iter().find(|(_, w)| ticked(w).contains(&s.as_str())) else {
-                assert_eq!(s, Status::Interrupted, "README does not list `{s}`");
+                assert_eq!(
+                    s,
+                    Status::Interrupted,
+                    "docs/commands.md does not list `{s}`"
+                );
                 continue;
             };
-            assert_eq!(*n, s.exit_code(Front::Action), "{s} in the README");
+            assert_eq!(*n, s.exit_code(Front::Action), "{s} in docs/commands.md");
         }
         // The terminal: each code's words.
-        let cli = sentence(&text, "--format json");
+        let cli = sentence(&doc("docs/cli.md"), "--format json");
         let words = [
             (Status::Ok, "ran"),
             (Status::Failed, "failed"),
@@ -277,7 +281,7 @@ mod tests {
             let code = s.exit_code(Front::Cli);
             assert!(
                 cli.iter().any(|(n, t)| *n == code && t.contains(w)),
-                "README: exit {code} should say `{w}`: {cli:?}"
+                "docs/cli.md: exit {code} should say `{w}`: {cli:?}"
             );
         }
         for (n, _) in &action {

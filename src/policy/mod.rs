@@ -25,7 +25,7 @@
 //!
 //! Stable ids used in findings, in `code.escalate` and in reports, each
 //! declared once in `rules.rs` (id, severity, whether it may escalate, what
-//! it catches); the README's table ("Rule ids") is made from that
+//! it catches); the table of docs/policy.md ("Rule ids") is made from that
 //! declaration and held to it by a test. The names each family rule denies
 //! are declared once in `families.rs`, which the default `deny_modules` is
 //! made from too. The built-in families cannot be switched off by a policy;

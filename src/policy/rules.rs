@@ -3,8 +3,8 @@
 //! One line per rule gives its id (the [`RuleId`] variant and its stable
 //! string), its severity, whether a policy may escalate it and what it
 //! catches. The enum, its serde form, `code.escalate` validation, the
-//! checker's severities and the rule table in the README all come from that
-//! line (a test holds the README to it). The names a family rule denies are
+//! checker's severities and the rule table in docs/policy.md all come from
+//! that line (a test holds the table to it). The names a family rule denies are
 //! declared once in `families`.
 //!
 //! The built-in rules are always active: a policy can add to them
@@ -35,8 +35,8 @@ pub(crate) struct Rule {
     pub(crate) severity: Severity,
     /// Whether the policy may escalate it.
     pub(crate) escalates: Escalates,
-    /// What it catches (Markdown): the variant's doc and the README's
-    /// table, which a test makes from it.
+    /// What it catches (Markdown): the variant's doc and the table of
+    /// docs/policy.md, which a test makes from it.
     #[cfg(test)]
     pub(crate) catches: &'static str,
 }
@@ -164,7 +164,7 @@ impl std::fmt::Display for RuleId {
 mod tests {
     use super::*;
 
-    /// The README's rule table, made from the declaration.
+    /// The rule table of docs/policy.md, made from the declaration.
     fn doc_table() -> String {
         let mut out = String::from(
             "| rule | severity | escalate? | what it catches |\n|------|----------|-----------|-----------------|\n",
@@ -206,22 +206,22 @@ mod tests {
     }
 
     #[test]
-    fn the_readme_rule_table_is_the_declaration() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/README.md");
+    fn the_docs_rule_table_is_the_declaration() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/policy.md");
         let readme = std::fs::read_to_string(path).unwrap();
         let (begin, end) = ("<!-- rules:begin -->\n", "<!-- rules:end -->");
         let start = readme
             .find(begin)
-            .expect("README lacks <!-- rules:begin -->")
+            .expect("docs/policy.md lacks <!-- rules:begin -->")
             + begin.len();
         let stop = readme[start..]
             .find(end)
-            .expect("README lacks <!-- rules:end -->")
+            .expect("docs/policy.md lacks <!-- rules:end -->")
             + start;
         let expected = doc_table();
         assert!(
             readme[start..stop] == expected,
-            "README.md's rule table differs from src/policy/rules.rs; put this between the markers:\n{expected}"
+            "docs/policy.md's rule table differs from src/policy/rules.rs; put this between the markers:\n{expected}"
         );
     }
 }

@@ -334,9 +334,14 @@ fn every_action_is_pinned_to_a_commit_with_its_version() {
 /// examples, the guide and `init` agree on it.
 #[test]
 fn examples_use_the_policy_path_of_the_guide() {
-    let guide = read("docs/github-action.md");
+    let guide = read("docs/setup.md");
     assert!(guide.contains("Commit `.github/compute-bot.yml`"));
-    assert!(!guide.contains("INPUT_POLICY: .github/compute-policy.yml"));
+    for page in ["docs/setup.md", "docs/github-action.md"] {
+        assert!(
+            !read(page).contains("INPUT_POLICY: .github/compute-policy.yml"),
+            "{page}"
+        );
+    }
     for f in [
         "compute-comment.yml",
         "compute-dispatch.yml",
@@ -366,7 +371,7 @@ fn lock_versions() -> Vec<(String, String)> {
 /// and each of those is in the lock at the labelled version.
 #[test]
 fn the_guides_stack_lines_name_every_library_the_image_labels() {
-    let guide = read("docs/github-action.md");
+    let guide = read("docs/setup.md");
     let docker = read("sandbox/python/Dockerfile");
     let versions = lock_versions();
     let sentence = |from: &str, to: &str| {
@@ -419,7 +424,7 @@ fn the_guides_stack_lines_name_every_library_the_image_labels() {
         for line in &lines {
             assert!(
                 line.contains(shown),
-                "docs/github-action.md names the stack without {shown}: \"{line}\""
+                "docs/setup.md names the stack without {shown}: \"{line}\""
             );
         }
     }

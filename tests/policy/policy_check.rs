@@ -106,7 +106,7 @@ fn every_rule_id_has_a_stable_string() {
             "{id}"
         );
         // and the docs list it
-        let docs = include_str!("../../README.md");
+        let docs = include_str!("../../docs/policy.md");
         assert!(
             docs.contains(&format!("| `{id}` |")),
             "{id} missing from the rule table"

@@ -55,7 +55,7 @@ async fn assert_gone(sb: &Sandbox, name: &str) {
 
 /// True when the suite runs under gVisor (`COMPUTE_BOT_RUNTIME=runsc`, as
 /// `.ci/run` does in its second pass). The differences asserted below are
-/// documented in README ("Runtimes").
+/// documented in docs/sandbox.md ("Runtimes").
 fn under_runsc() -> bool {
     crate::machine_runtime() == compute_bot::sandbox::Runtime::Runsc
 }
