@@ -110,7 +110,14 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ),
     (
         "github::texts",
-        &["github::client", "markdown", "policy", "report", "sandbox"],
+        &[
+            "github::client",
+            "github::command",
+            "markdown",
+            "policy",
+            "report",
+            "sandbox",
+        ],
     ),
     ("github::tracking", &["github::client", "github::texts"]),
     // `Ctx` carries the engine session the front end opened (sandbox).

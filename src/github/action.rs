@@ -54,7 +54,7 @@ use std::path::{Path, PathBuf};
 use crate::github::actions_io::{self, Outputs};
 use crate::github::approval::{approve, deny};
 use crate::github::client::{GitHub, Reaction};
-use crate::github::command::Command;
+use crate::github::command::{Command, Subcommand};
 use crate::github::event::{ActionEnv, Trigger};
 use crate::github::flow::{self, Screened};
 use crate::github::followup::find_parent;
@@ -324,6 +324,12 @@ fn act(command: &Command) -> Act {
         | Command::Watch { .. } => Act::Run,
         Command::Approve { .. } => Act::Approve,
         Command::Deny => Act::Deny,
+        // A mistyped subcommand is answered to whoever may use it.
+        Command::Malformed { subcommand, .. } => match subcommand {
+            Subcommand::Approve => Act::Approve,
+            Subcommand::Deny => Act::Deny,
+            Subcommand::Run | Subcommand::Replay | Subcommand::Watch => Act::Run,
+        },
     }
 }
 
@@ -449,6 +455,11 @@ async fn on_comment(
         Command::Deny => deny(ctx, issue, author).await,
         Command::Replay { fresh } => super::replay::replay_in_thread(ctx, issue, fresh).await,
         Command::Watch { name } => super::watch::watch_file_in_thread(ctx, issue, &name).await,
+        Command::Malformed { subcommand, given } => Ok(Published::reply(
+            Status::Ignored,
+            &texts::malformed_subcommand(subcommand, &given, ctx.prefix),
+            Reaction::Confused,
+        )),
     }
 }
 

@@ -25,6 +25,7 @@ pub(crate) use watch::{
 
 use serde::{Deserialize, Serialize};
 
+use crate::github::command::Subcommand;
 use crate::markdown::{escape_cell, fenced_exact, is_bidi_control, neutralize};
 use crate::policy::{Finding, Permission, Severity};
 use crate::report::{Report, ReportStatus};
@@ -477,6 +478,37 @@ pub(crate) fn denied(user: &str) -> String {
 pub(crate) fn usage(command: &str) -> String {
     format!(
         "ℹ️ Write the goal after the command, e.g. `{command} mean and median of column price inputs=data/sales.csv`, or add a fenced ```` ```python ```` block with the exact code to run. Options go before the goal as `key=value` (quotes allowed): `inputs=\"data/a b.csv,data/c.csv\"`.\n"
+    )
+}
+
+/// What a reserved subcommand takes after it.
+fn subcommand_takes(subcommand: Subcommand, command: &str) -> String {
+    match subcommand {
+        Subcommand::Approve => format!(
+            "nothing, or the sha256 shown next to the code waiting for approval (its first 8 to 64 hex digits, e.g. `{command} approve 7f722b92`)"
+        ),
+        Subcommand::Deny => "nothing (it closes the request waiting for approval)".to_string(),
+        Subcommand::Run => format!(
+            "nothing, or the sha256 shown with the newest plan (its first 8 to 64 hex digits, e.g. `{command} run 7f722b92`); a plan is asked for with `{command} plan <goal>`"
+        ),
+        Subcommand::Replay => "nothing, or `fresh` (to fetch the `github:` data again)".to_string(),
+        Subcommand::Watch => format!("one name, e.g. `{command} watch weekly-sales`"),
+    }
+}
+
+/// The reply to a reserved subcommand written with what it does not take
+/// (`given`, as written): what it takes; nothing was asked of the model.
+pub(crate) fn malformed_subcommand(subcommand: Subcommand, given: &str, command: &str) -> String {
+    let word = subcommand.word();
+    let given: String = given.replace('`', "'").chars().take(80).collect();
+    let given = if given.trim().is_empty() {
+        "nothing".to_string()
+    } else {
+        format!("`{given}`")
+    };
+    format!(
+        "ℹ️ `{command} {word}` takes {}; it was given {given}, so nothing was generated or run. A goal cannot start with `{word}`: word it differently.\n",
+        subcommand_takes(subcommand, command)
     )
 }
 
