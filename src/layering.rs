@@ -111,6 +111,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "github::texts",
         &[
+            "admit",
             "github::client",
             "github::command",
             "markdown",

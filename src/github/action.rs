@@ -383,7 +383,7 @@ async fn on_comment(
         Ok(p) => p,
         // GitHub answers 404 for users who are not collaborators of a private repository.
         Err(e) if e.status() == Some(404) => Permission::None,
-        Err(e) => return Err(Stop::github("could not check who asked", &e)),
+        Err(e) => return Err(Stop::github(texts::stop::WHO_ASKED, &e)),
     };
     if let Err(why) = check.decide(has) {
         let text = refusal_reply(act(&command), &why, ctx.prefix);

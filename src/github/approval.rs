@@ -6,7 +6,7 @@
 
 use crate::github::client::{CommentInfo, GitHub, GitHubError, Reaction};
 use crate::github::request::{Approval, Job, execute};
-use crate::github::texts::{self, PendingCode, PendingError, read_request_marker};
+use crate::github::texts::{self, PendingCode, PendingError, read_request_marker, stop};
 use crate::github::thread::{Ctx, Post, Published, Stop, Thread};
 use crate::status::Status;
 
@@ -46,7 +46,7 @@ async fn open_request(
             &texts::nothing_pending(author, ctx.prefix),
             Reaction::Confused,
         ))),
-        Err(e) => Err(Stop::github("could not read the thread", &e)),
+        Err(e) => Err(Stop::github(stop::THREAD_UNREADABLE, &e)),
     }
 }
 
@@ -74,9 +74,9 @@ pub(crate) async fn approve(
     if let Some(prefix) = sha256_prefix
         && !code.sha256.starts_with(prefix)
     {
-        return Ok(invalid(&format!(
-            "the approval names sha256 `{prefix}…`, but the code waiting for approval has sha256 `{}` (was the comment edited?); read the code again and approve it with its current hash",
-            code.sha256
+        return Ok(invalid(&texts::approval_names_other_code(
+            prefix,
+            &code.sha256,
         )));
     }
     let request = read_request_marker(&comment.body).unwrap_or_default();
@@ -87,7 +87,7 @@ pub(crate) async fn approve(
         texts::approved_by(author, &code.sha256)
     );
     if let Err(e) = ctx.gh.update_comment(comment.id, &closed).await {
-        return Err(Stop::github("could not close the approved request", &e));
+        return Err(Stop::github(stop::NOT_CLOSED, &e));
     }
     let job = Job {
         approval: Some(Approval {

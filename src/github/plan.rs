@@ -22,7 +22,7 @@
 
 use crate::github::client::{CommentInfo, Reaction};
 use crate::github::request::{FromPlan, Job, execute};
-use crate::github::texts::{self, read_request_marker};
+use crate::github::texts::{self, read_request_marker, stop};
 use crate::github::thread::{Ctx, Published, Stop, Thread};
 use crate::status::Status;
 
@@ -42,7 +42,7 @@ pub(crate) async fn plan(
 
 /// The newest comment of the bot's own that carries a plan marker.
 async fn newest_plan(ctx: &Ctx<'_>, issue: u64) -> Result<Option<CommentInfo>, Stop> {
-    let read = |e| Stop::github("could not read the thread", &e);
+    let read = |e| Stop::github(stop::THREAD_UNREADABLE, &e);
     let comments = ctx.gh.list_comments(issue).await.map_err(read)?;
     let own = ctx.gh.own_login().await.map_err(read)?;
     Ok(comments
@@ -76,27 +76,21 @@ pub(crate) async fn run_plan(
         ));
     };
     if comment.edited {
-        return Ok(invalid(&format!(
-            "The newest plan ({}) was edited after the bot posted it, so what it shows may not be what was planned; it will not run.",
-            comment.html_url
-        )));
+        return Ok(invalid(&texts::plan_edited(&comment.html_url)));
     }
     let code = match texts::read_plan(&comment.body) {
         Ok(c) => c,
         Err(e) => {
-            return Ok(invalid(&format!(
-                "The newest plan ({}) cannot be read back: {e}.",
-                comment.html_url
+            return Ok(invalid(&texts::plan_unreadable(
+                &comment.html_url,
+                &e.to_string(),
             )));
         }
     };
     if let Some(prefix) = sha256_prefix
         && !code.sha256.starts_with(prefix)
     {
-        return Ok(invalid(&format!(
-            "The run names sha256 `{prefix}…`, but the newest plan's code has sha256 `{}`; read the newest plan and run it with its hash.",
-            code.sha256
-        )));
+        return Ok(invalid(&texts::plan_names_other_code(prefix, &code.sha256)));
     }
     let request = read_request_marker(&comment.body).unwrap_or_default();
     let job = Job {

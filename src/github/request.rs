@@ -13,7 +13,7 @@ use crate::github::event::ActionEnv;
 use crate::github::followup::Parent;
 use crate::github::inputs::{self, Resolved};
 use crate::github::sources::{self, earlier, earlier::Use};
-use crate::github::texts::{self, PendingInput, PendingRequest, request_marker};
+use crate::github::texts::{self, PendingInput, PendingRequest, request_marker, stop};
 use crate::github::thread::{Ctx, Post, Published, Stop, Thread};
 use crate::model::{ModelChoice, ModelClient, ModelConfig, ModelOverrides, Provider};
 use crate::render::{self, FilesBlock, RenderContext};
@@ -144,20 +144,6 @@ fn map_stage(s: AgentStage, max_attempts: u32) -> Option<(texts::Stage, u32, u32
     }
 }
 
-fn problems_md(problems: &[inputs::InputProblem]) -> String {
-    problems
-        .iter()
-        .map(|p| {
-            format!(
-                "- `{}` {}",
-                p.path.replace('`', "'"),
-                render::neutralize(&p.problem)
-            )
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 /// Writes the full report as JSON under the workspace ([`REPORT_DIR`]);
 /// returns the path relative to the workspace (falls back to an absolute
 /// path in the temp directory when the workspace is not writable).
@@ -248,11 +234,8 @@ pub(crate) async fn execute_ahead(
         .map_err(|e| {
             Stop::new(
                 Status::Error,
-                "the sandbox is not available",
-                format!(
-                    "{}\n\nThe action needs a Linux runner with Docker (e.g. `ubuntu-latest`).",
-                    render::neutralize(&e.to_string())
-                ),
+                stop::SANDBOX_UNAVAILABLE,
+                stop::sandbox_unavailable(&e.to_string()),
             )
         })?;
     let max_attempts = if has_code {
@@ -311,8 +294,8 @@ pub(crate) async fn execute_ahead(
                 };
                 return Err(Stop::new(
                     status,
-                    "the request could not start",
-                    render::neutralize(&e.to_string()),
+                    stop::NOT_STARTED,
+                    stop::error_details(&e.to_string()),
                 ));
             }
         };
@@ -377,19 +360,11 @@ pub(crate) async fn keep_sources(
         .filter_map(|f| Some((f.name.clone(), known(f)?)))
         .collect();
     report.set_input_snapshots(&kept, fetched.fetched_at.as_deref());
-    let list: Vec<String> = fetched
-        .files
-        .iter()
-        .map(|f| format!("`{}` ({} rows)", f.query.text.replace('`', "'"), f.rows))
-        .collect();
-    let home = match kept.first().and_then(|(_, at)| sources::snapshot_ref(at)) {
-        Some((sha, _)) => format!("kept in commit `{}` of the files branch", &sha[..12]),
-        None => "kept in the run's artifact".to_string(),
-    };
-    let fetched_here = format!(
-        "{} of {} requests; the snapshot is {home}",
-        fetched.requests, fetched.budget
-    );
+    let commit = kept
+        .first()
+        .and_then(|(_, at)| sources::snapshot_ref(at))
+        .map(|(sha, _)| sha);
+    let fetched_here = texts::data_fetched_here(fetched.requests, fetched.budget, commit);
     let from = match earlier::origin_words(fetched) {
         None => fetched_here,
         Some(w)
@@ -402,13 +377,17 @@ pub(crate) async fn keep_sources(
         }
         Some(w) => format!("{w}; {fetched_here}"),
     };
-    let mut md = format!("\n📥 GitHub data: {} — {from}.", list.join(", "));
-    for f in &fetched.files {
-        for n in &f.notes {
-            md.push_str(&format!("\n⚠️ `{}`: {n}.", f.name));
-        }
-    }
-    (render::neutralize(&md), kept)
+    let queries: Vec<(&str, usize)> = fetched
+        .files
+        .iter()
+        .map(|f| (f.query.text.as_str(), f.rows))
+        .collect();
+    let notes: Vec<(&str, &str)> = fetched
+        .files
+        .iter()
+        .flat_map(|f| f.notes.iter().map(|n| (f.name.as_str(), n.as_str())))
+        .collect();
+    (texts::github_data_line(&queries, &from, &notes), kept)
 }
 
 /// The inputs an answer records in its request marker (what an approval,
@@ -518,24 +497,14 @@ async fn resolve_inputs(
     let (fetched_inputs, fetched) = earlier::data_for(ctx.gh, ctx.fetched, &specs, &earlier, how)
         .await
         .map_err(|problems| {
-            let lines: Vec<String> = problems
-                .iter()
-                .map(|p| format!("- {}", render::neutralize(p)))
-                .collect();
             Stop::new(
                 Status::Failed,
-                "the GitHub data cannot be used",
-                lines.join("\n"),
+                stop::GITHUB_DATA_UNUSABLE,
+                stop::github_data_unusable(&problems),
             )
         })?;
     resolved.extend(fetched_inputs);
-    inputs::together(&resolved, &ctx.policy.inputs).map_err(|problems| {
-        Stop::new(
-            Status::Failed,
-            "the inputs cannot be used",
-            problems_md(&problems),
-        )
-    })?;
+    inputs::together(&resolved, &ctx.policy.inputs).map_err(inputs_unusable)?;
     check_expected(ctx, job, &resolved)?;
     Ok((resolved, inherited, fetched))
 }
@@ -550,14 +519,16 @@ fn resolve_named(ctx: &Ctx<'_>, job: &Job, paths: &[String]) -> Result<Vec<Resol
             .collect::<Vec<_>>()
             .join("\n"),
     };
-    inputs::resolve(&ctx.env.workspace, paths, &mention_text, &ctx.policy.inputs).map_err(
-        |problems| {
-            Stop::new(
-                Status::Failed,
-                "the inputs cannot be used",
-                problems_md(&problems),
-            )
-        },
+    inputs::resolve(&ctx.env.workspace, paths, &mention_text, &ctx.policy.inputs)
+        .map_err(inputs_unusable)
+}
+
+/// The stop for inputs the policy refuses.
+fn inputs_unusable(problems: Vec<inputs::InputProblem>) -> Stop {
+    Stop::new(
+        Status::Failed,
+        stop::INPUTS_UNUSABLE,
+        stop::inputs_unusable(&problems),
     )
 }
 
@@ -576,7 +547,7 @@ fn check_expected(ctx: &Ctx<'_>, job: &Job, resolved: &[Resolved]) -> Result<(),
         if !changed.is_empty() {
             return Err(Stop::new(
                 Status::Failed,
-                "the approved request cannot run on the same data",
+                stop::DATA_CHANGED,
                 texts::inputs_changed(&changed, ctx.prefix),
             ));
         }
@@ -600,8 +571,8 @@ pub(crate) fn model_for(
     let unusable = |e: String| {
         Stop::new(
             Status::Error,
-            "the model configuration is not usable",
-            format!("{}\n\n{}", render::neutralize(&e), texts::MODEL_INPUTS_HINT),
+            stop::MODEL_UNUSABLE,
+            stop::model_unusable(&e),
         )
     };
     let model_cfg = model_overrides(ctx.env)
@@ -610,7 +581,7 @@ pub(crate) fn model_for(
     if !has_code && model_cfg.is_none() {
         return Err(Stop::new(
             Status::Failed,
-            "no model and no code",
+            stop::NO_MODEL_NO_CODE,
             texts::NO_MODEL_ACTION_HELP,
         ));
     }
@@ -625,14 +596,12 @@ pub(crate) fn model_for(
         }
         !keyless_exact
     });
-    const KEY_INPUT: &str = "the action input `api_key` (from a repository secret, e.g. `api_key: ${{ secrets.COMPUTE_BOT_API_KEY }}`)";
-    const FALLBACK_KEY_INPUT: &str = "the action input `fallback_api_key` (from a repository secret, e.g. `fallback_api_key: ${{ secrets.COMPUTE_BOT_FALLBACK_API_KEY }}`)";
     let mut key_hints = Vec::new();
     if let Some(c) = &model_cfg {
         if let Some(f) = &c.fallback {
-            key_hints.push((f.key_setting(), FALLBACK_KEY_INPUT));
+            key_hints.push((f.key_setting(), texts::FALLBACK_KEY_INPUT));
         }
-        key_hints.push((c.key_setting(), KEY_INPUT));
+        key_hints.push((c.key_setting(), texts::KEY_INPUT));
     }
     let model = model_cfg
         .map(ModelClient::new)

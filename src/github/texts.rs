@@ -16,11 +16,25 @@
 
 use std::fmt::Write as _;
 
+#[cfg(test)]
+mod every_comment;
+mod replay;
+pub(crate) mod stop;
 mod watch;
+pub(crate) use replay::{
+    cannot_replay, differs, nothing_to_replay, replay_data_afresh, replay_data_fetched,
+    replay_data_from_snapshot, replay_data_unchanged, replay_not_allowed_now, replay_notes,
+    replay_thread_unreadable, reproduced,
+};
 pub(crate) use watch::{
     CheckView, Compared, HistoryRow, Moved, Sticky, WATCH_PR_MARKER, read_watch_state,
     watch_file_reply, watch_file_unavailable, watch_marker, watch_notification, watch_pull_request,
     watch_state_marker, watch_sticky, watch_summary,
+};
+pub(crate) use watch::{
+    NO_RESULT_IN_THREAD, nothing_to_watch, pull_comment_unposted, pull_files_unreadable,
+    pull_unreadable, unknown_watches, watch_files_unreadable, watch_files_unusable,
+    watch_inputs_unreadable, watch_no_workspace, watch_not_pinned, watch_run_ended,
 };
 
 use serde::{Deserialize, Serialize};
@@ -289,6 +303,25 @@ pub(crate) fn plan_invalid(reason: &str, command: &str) -> String {
     )
 }
 
+/// Why the newest plan cannot run: it was edited after the bot posted it.
+pub(crate) fn plan_edited(plan_url: &str) -> String {
+    format!(
+        "The newest plan ({plan_url}) was edited after the bot posted it, so what it shows may not be what was planned; it will not run."
+    )
+}
+
+/// Why the newest plan cannot run: its code cannot be read back (`error`).
+pub(crate) fn plan_unreadable(plan_url: &str, error: &str) -> String {
+    format!("The newest plan ({plan_url}) cannot be read back: {error}.")
+}
+
+/// Why the newest plan cannot run: `/compute run <prefix>` names other code.
+pub(crate) fn plan_names_other_code(prefix: &str, sha256: &str) -> String {
+    format!(
+        "The run names sha256 `{prefix}…`, but the newest plan's code has sha256 `{sha256}`; read the newest plan and run it with its hash."
+    )
+}
+
 /// The line on a follow-up: the earlier answer it builds on, and where its
 /// inputs came from when it took that answer's.
 pub(crate) fn follows_up(parent_url: &str, inherited: &[String]) -> String {
@@ -462,6 +495,13 @@ pub(crate) fn approval_invalid(reason: &str) -> String {
     )
 }
 
+/// Why an approval is not carried out: `approve <prefix>` names other code.
+pub(crate) fn approval_names_other_code(prefix: &str, sha256: &str) -> String {
+    format!(
+        "the approval names sha256 `{prefix}…`, but the code waiting for approval has sha256 `{sha256}` (was the comment edited?); read the code again and approve it with its current hash"
+    )
+}
+
 /// Appended to the approval comment when someone approves: who, and that it runs.
 pub(crate) fn approved_by(user: &str, sha256: &str) -> String {
     format!(
@@ -512,6 +552,11 @@ pub(crate) fn malformed_subcommand(subcommand: Subcommand, given: &str, command:
     )
 }
 
+/// The step summary of a short reply: the reply under a heading.
+pub(crate) fn reply_summary(reply: &str) -> String {
+    format!("### compute-bot\n\n{}\n", reply.trim())
+}
+
 /// The end of a request that stopped before anything ran: in the tracking
 /// comment (or a reply) and the summary. `details` is Markdown.
 pub(crate) fn stopped(title: &str, details: &str, run_url: &str) -> String {
@@ -551,8 +596,48 @@ pub(crate) fn approved_run(user: &str, request_url: &str, sha256: &str) -> Strin
     )
 }
 
+/// Where an answer's `github:` data were fetched: the requests made of the
+/// budget, and where the snapshot is kept (`commit` on the files branch,
+/// else the run's artifact).
+pub(crate) fn data_fetched_here(requests: u32, budget: u32, commit: Option<&str>) -> String {
+    let home = match commit {
+        Some(sha) => format!(
+            "kept in commit `{}` of the files branch",
+            sha.get(..12).unwrap_or(sha)
+        ),
+        None => "kept in the run's artifact".to_string(),
+    };
+    format!("{requests} of {budget} requests; the snapshot is {home}")
+}
+
+/// The line an answer shows under its head for its `github:` data: each
+/// query with its rows, where the data came from (`from`), and each note
+/// on what is incomplete, by file name.
+pub(crate) fn github_data_line(
+    queries: &[(&str, usize)],
+    from: &str,
+    notes: &[(&str, &str)],
+) -> String {
+    let list: Vec<String> = queries
+        .iter()
+        .map(|(q, rows)| format!("`{}` ({rows} rows)", q.replace('`', "'")))
+        .collect();
+    let mut md = format!("\n📥 GitHub data: {} — {from}.", list.join(", "));
+    for (name, n) in notes {
+        let _ = write!(md, "\n⚠️ `{name}`: {n}.");
+    }
+    neutralize(&md)
+}
+
 /// What to tell a commenter when there is a goal but no code and no model.
 pub(crate) const NO_MODEL_ACTION_HELP: &str = "No language model is configured for this workflow, so no code can be generated for this goal. Either configure a model — set the action inputs `provider` (`openai` for any OpenAI-compatible endpoint, or `anthropic`), `model` and `api_key` (from a repository secret), and `base_url` if needed — or give the exact code to run in a fenced ```` ```python ```` block in the comment (or the `code` input for workflow_dispatch and schedule runs).";
+
+/// Where a model's key comes from in Actions, named in place of the CLI's
+/// variables when the provider refuses the key.
+pub(crate) const KEY_INPUT: &str = "the action input `api_key` (from a repository secret, e.g. `api_key: ${{ secrets.COMPUTE_BOT_API_KEY }}`)";
+
+/// [`KEY_INPUT`] for the fallback model.
+pub(crate) const FALLBACK_KEY_INPUT: &str = "the action input `fallback_api_key` (from a repository secret, e.g. `fallback_api_key: ${{ secrets.COMPUTE_BOT_FALLBACK_API_KEY }}`)";
 
 /// Added to model configuration errors, whose text names the `COMPUTE_BOT_*` variables.
 pub(crate) const MODEL_INPUTS_HINT: &str = "In the workflow, the action inputs `provider`, `model`, `base_url` and `api_key` set these (they win over the `COMPUTE_BOT_*` variables).";
@@ -794,6 +879,25 @@ pub(crate) const FILES_NO_WRITE: &str = "the workflow token cannot write to the 
 /// Why the files were not committed: the policy switched it off.
 pub(crate) const FILES_NO_BRANCH: &str =
     "the policy's `output.files.branch` is empty, so nothing is committed";
+
+/// Why files are left out: over the policy's caps (count and bytes).
+pub(crate) fn files_over_caps(max_files: u32, max_bytes: &str) -> String {
+    let plural = if max_files == 1 { "" } else { "s" };
+    format!("over the policy's `output.files` caps of {max_files} file{plural} and {max_bytes}")
+}
+
+/// Why no file is committed: every one is over the caps.
+pub(crate) const FILES_NONE_WITHIN_CAPS: &str = "none is within the caps";
+
+/// The commit message of a run's files on the files branch.
+pub(crate) fn files_commit_message(run_id: &str, attempt: u32, run_url: &str) -> String {
+    format!("compute-bot: files of run {run_id} attempt {attempt}\n\n{run_url}")
+}
+
+/// The commit message of a run's `github:` data snapshot on the files branch.
+pub(crate) fn data_commit_message(run_id: &str, attempt: u32, run_url: &str) -> String {
+    format!("compute-bot: GitHub data of run {run_id} attempt {attempt}\n\n{run_url}")
+}
 
 /// Why the files were not committed: the write failed (`error`, plain text).
 pub(crate) fn files_write_failed(error: &str) -> String {

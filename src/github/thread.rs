@@ -85,7 +85,7 @@ impl Published {
             status,
             post: Post::Reply(text.to_string()),
             reaction: Some(reaction),
-            summary: format!("### compute-bot\n\n{}\n", text.trim()),
+            summary: texts::reply_summary(text),
             outputs: Outputs::default(),
         }
     }

@@ -35,7 +35,7 @@ use crate::github::inputs;
 use crate::github::repo::ReadError;
 use crate::github::request::{Job, keep_sources, model_for, write_report_as};
 use crate::github::sources;
-use crate::github::texts::{self, CheckView};
+use crate::github::texts::{self, CheckView, stop};
 use crate::github::thread::{
     Ctx, Post, Published, Stop, Thread, conclude, end_quietly, log_annotation,
 };
@@ -235,20 +235,14 @@ async fn watch_inputs(
     workspace: &Path,
 ) -> Result<(Vec<inputs::Resolved>, sources::Fetched), String> {
     let (paths, specs) = sources::split_inputs(&w.inputs);
-    let problem = |problems: Vec<inputs::InputProblem>| {
-        let lines: Vec<String> = problems
-            .iter()
-            .map(|p| format!("`{}` {}", p.path, p.problem))
-            .collect();
-        format!("the inputs cannot be used: {}", lines.join("; "))
-    };
+    let problem = |problems: Vec<inputs::InputProblem>| stop::inputs_unusable_line(&problems);
     let mut resolved =
         inputs::resolve(workspace, &paths, "", &ctx.policy.inputs).map_err(problem)?;
     let (data, fetched) = ctx
         .fetched
         .resolve(ctx.gh, &specs, &ctx.policy.inputs)
         .await
-        .map_err(|p| format!("the GitHub data cannot be used: {}", p.join("; ")))?;
+        .map_err(|p| stop::github_data_unusable_line(&p))?;
     resolved.extend(data);
     inputs::together(&resolved, &ctx.policy.inputs).map_err(problem)?;
     Ok((resolved, fetched))
@@ -337,16 +331,13 @@ async fn run_one(ctx: &Ctx<'_>, w: &Watch, workspace: &Path, stem: &str) -> Watc
             report
                 .stop_reason
                 .clone()
-                .unwrap_or_else(|| format!("the run ended {}", report.status.label())),
+                .unwrap_or_else(|| texts::watch_run_ended(report.status.label())),
         ),
     };
     if let (Some(pin), Some(sha)) = (&w.code_sha256, &report.code_sha256)
         && pin != sha
     {
-        error = Some(format!(
-            "the code the model wrote has SHA-256 {sha}, not the pinned {pin}; it was not run. Put the approved code under `code:` in {}",
-            w.file
-        ));
+        error = Some(texts::watch_not_pinned(sha, pin, &w.file));
     }
     WatchRun {
         values: if error.is_none() {
@@ -389,10 +380,7 @@ fn watch_errors(ctx: &Ctx<'_>, errors: &[WatchError]) -> Exit {
     end_quietly(
         ctx.env,
         Status::Error,
-        Some(&format!(
-            "### compute-bot\n\nThe watch files cannot be used:\n\n{}\n",
-            lines.join("\n")
-        )),
+        Some(&texts::watch_files_unusable(&lines)),
     )
 }
 
@@ -422,12 +410,7 @@ pub(crate) async fn run_watches(ctx: &Ctx<'_>, names: &[String]) -> Exit {
         Err(errors) => return watch_errors(ctx, &errors),
     };
     if all.is_empty() {
-        return config_error(
-            ctx,
-            &format!(
-                "a schedule or workflow_dispatch run needs the action input `goal` (or `code`), or watch files in `{folder}/*.yml` (the `watches` input names another folder)"
-            ),
-        );
+        return config_error(ctx, &texts::nothing_to_watch(&folder));
     }
     let unknown: Vec<&String> = names
         .iter()
@@ -435,14 +418,7 @@ pub(crate) async fn run_watches(ctx: &Ctx<'_>, names: &[String]) -> Exit {
         .collect();
     if !unknown.is_empty() {
         let known: Vec<&str> = all.iter().map(|w| w.name.as_str()).collect();
-        return config_error(
-            ctx,
-            &format!(
-                "the `watch` input names {:?}, which {folder} does not have; its watches are {}",
-                unknown,
-                known.join(", ")
-            ),
-        );
+        return config_error(ctx, &texts::unknown_watches(&unknown, &folder, &known));
     }
     let selected: Vec<&Watch> = all
         .iter()
@@ -700,7 +676,7 @@ pub(crate) async fn watch_file_in_thread(
         .gh
         .find_tracking_comment(issue, crate::record::RECORD_MARKER_START)
         .await
-        .map_err(|e| Stop::github("could not read this thread", &e))?;
+        .map_err(|e| Stop::github(stop::THREAD_UNREADABLE, &e))?;
     let unavailable = |why: &str| {
         Ok(Published::reply(
             Status::Ignored,
@@ -709,7 +685,7 @@ pub(crate) async fn watch_file_in_thread(
         ))
     };
     let Some((id, body)) = found else {
-        return unavailable("this thread has no compute-bot result with a run record");
+        return unavailable(texts::NO_RESULT_IN_THREAD);
     };
     let source = comment_url(ctx, issue, id);
     let rec = match crate::replay::Recorded::from_comment_body(&body, &source) {
@@ -791,10 +767,10 @@ async fn inputs_at(ctx: &Ctx<'_>, w: &Watch, sha: &str, dir: &Path) -> Result<()
 async fn run_at(ctx: &Ctx<'_>, w: &Watch, sha: &str, stem: &str) -> WatchRun {
     let dir = match tempfile_dir() {
         Ok(d) => d,
-        Err(e) => return WatchRun::failed(format!("no temporary workspace: {e}")),
+        Err(e) => return WatchRun::failed(texts::watch_no_workspace(&e.to_string())),
     };
     if let Err(e) = inputs_at(ctx, w, sha, dir.path()).await {
-        return WatchRun::failed(format!("the inputs could not be read at {sha}: {e}"));
+        return WatchRun::failed(texts::watch_inputs_unreadable(sha, &e));
     }
     run_one(ctx, w, dir.path(), stem).await
 }
@@ -830,20 +806,17 @@ pub(crate) async fn on_pull_request(ctx: &Ctx<'_>, number: u64) -> Exit {
     let folder = folder(ctx);
     let pr = match ctx.gh.pull_request(number).await {
         Ok(p) => p,
-        Err(e) => return config_error(ctx, &format!("cannot read pull request #{number}: {e}")),
+        Err(e) => return config_error(ctx, &texts::pull_unreadable(number, &e.to_string())),
     };
     let files = match ctx.gh.pull_request_files(number).await {
         Ok(f) => f,
         Err(e) => {
-            return config_error(
-                ctx,
-                &format!("cannot list the files of pull request #{number}: {e}"),
-            );
+            return config_error(ctx, &texts::pull_files_unreadable(number, &e.to_string()));
         }
     };
     let watches = match watches_at(ctx, &pr.base_sha, &folder).await {
         Ok(w) => w,
-        Err(e) => return config_error(ctx, &format!("cannot read the watch files: {e}")),
+        Err(e) => return config_error(ctx, &texts::watch_files_unreadable(&e.to_string())),
     };
     let touched: Vec<(&Watch, Vec<&str>)> = watches
         .iter()
@@ -914,13 +887,7 @@ pub(crate) async fn on_pull_request(ctx: &Ctx<'_>, number: u64) -> Exit {
             Err(e) => {
                 unposted = true;
                 log_annotation("error", &format!("compute-bot: {e}"));
-                summary.insert_str(
-                    0,
-                    &format!(
-                        "> [!CAUTION]\n> compute-bot could not post to the pull request: {}\n\n",
-                        crate::render::neutralize(&e.to_string())
-                    ),
-                );
+                summary.insert_str(0, &texts::pull_comment_unposted(&e.to_string()));
             }
         }
     }
