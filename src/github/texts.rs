@@ -610,6 +610,49 @@ pub(crate) fn data_fetched_here(requests: u32, budget: u32, commit: Option<&str>
     format!("{requests} of {budget} requests; the snapshot is {home}")
 }
 
+/// The runs named in an origin of `github:` data.
+fn runs_words(runs: &[String]) -> String {
+    if runs.is_empty() {
+        "(unknown)".to_string()
+    } else {
+        runs.join(", ")
+    }
+}
+
+/// Where `github:` data came from: an earlier run's snapshot, not fetched again.
+pub(crate) fn data_from_snapshot(
+    runs: &[String],
+    fetched_at: Option<&str>,
+    commits: &[String],
+) -> String {
+    format!(
+        "the GitHub data of run {}, fetched at {}, not fetched again (the snapshot in commit `{}` of the files branch)",
+        runs_words(runs),
+        fetched_at.unwrap_or("(time not recorded)"),
+        commits.join("`, `")
+    )
+}
+
+/// Where `github:` data came from: asked again, and GitHub said unchanged.
+pub(crate) fn data_unchanged(
+    runs: &[String],
+    fetched_at: Option<&str>,
+    requests: u32,
+    commits: &[String],
+) -> String {
+    format!(
+        "asked afresh (`replay fresh`): unchanged since run {} (fetched at {}) — GitHub answered all {requests} conditional requests with 304 Not Modified, no rate limit spent; the snapshot in commit `{}` of the files branch",
+        runs_words(runs),
+        fetched_at.unwrap_or("(time not recorded)"),
+        commits.join("`, `")
+    )
+}
+
+/// Where `github:` data came from: fetched afresh, for `why`.
+pub(crate) fn data_afresh(why: &str) -> String {
+    format!("fetched afresh: {why}")
+}
+
 /// The line an answer shows under its head for its `github:` data: each
 /// query with its rows, where the data came from (`from`), and each note
 /// on what is incomplete, by file name.

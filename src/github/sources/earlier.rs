@@ -15,7 +15,7 @@
 use crate::admit::Admitted;
 use crate::github::client::GitHub;
 use crate::github::sources::{self, Cache, Fetched, Origin, SourceFile, fetch};
-use crate::github::texts::PendingInput;
+use crate::github::texts::{self, PendingInput};
 use crate::policy::Inputs;
 use crate::record::RecordedInput;
 
@@ -360,30 +360,16 @@ async fn read_back(
 /// simply fetched in its run: read back from an earlier run's snapshot
 /// (which run, when it was fetched, which commit), or fetched afresh and why.
 pub(crate) fn origin_words(f: &Fetched) -> Option<String> {
+    let fetched_at = f.fetched_at.as_deref();
     match &f.origin {
         Origin::Fetched => None,
-        Origin::Snapshot { runs, commits } => Some(format!(
-            "the GitHub data of run {}, fetched at {}, not fetched again (the snapshot in commit `{}` of the files branch)",
-            if runs.is_empty() {
-                "(unknown)".to_string()
-            } else {
-                runs.join(", ")
-            },
-            f.fetched_at.as_deref().unwrap_or("(time not recorded)"),
-            commits.join("`, `")
-        )),
-        Origin::Unchanged { runs, commits } => Some(format!(
-            "asked afresh (`replay fresh`): unchanged since run {} (fetched at {}) — GitHub answered all {} conditional requests with 304 Not Modified, no rate limit spent; the snapshot in commit `{}` of the files branch",
-            if runs.is_empty() {
-                "(unknown)".to_string()
-            } else {
-                runs.join(", ")
-            },
-            f.fetched_at.as_deref().unwrap_or("(time not recorded)"),
-            f.requests,
-            commits.join("`, `")
-        )),
-        Origin::Afresh { why } => Some(format!("fetched afresh: {why}")),
+        Origin::Snapshot { runs, commits } => {
+            Some(texts::data_from_snapshot(runs, fetched_at, commits))
+        }
+        Origin::Unchanged { runs, commits } => {
+            Some(texts::data_unchanged(runs, fetched_at, f.requests, commits))
+        }
+        Origin::Afresh { why } => Some(texts::data_afresh(why)),
     }
 }
 

@@ -278,6 +278,16 @@ fn github_data_lines() {
         "github_data_in_the_artifact",
         data_fetched_here(1, 20, None)
     );
+    let (runs, commits) = (["7101".to_string()], [SHA.to_string()]);
+    assert_snapshot!(
+        "github_data_origins",
+        [
+            data_from_snapshot(&runs, Some("2026-01-05T06:00:00Z"), &commits),
+            data_unchanged(&runs, None, 3, &commits),
+            data_afresh("the snapshot is gone"),
+        ]
+        .join("\n---\n")
+    );
 }
 
 #[test]
