@@ -11,7 +11,7 @@
 
 use std::path::Path;
 
-use crate::github::client::encode_segment;
+use crate::github::rest::client::encode_segment;
 use crate::github::texts::{self, FilesHome, ShownFile};
 use crate::github::thread::Ctx;
 use crate::policy::Files;

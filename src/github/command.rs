@@ -120,7 +120,7 @@ impl Command {
         match self {
             Command::Run { options, .. } | Command::Plan { options, .. } => options
                 .get("inputs")
-                .map(|v| crate::github::event::split_list(v))
+                .map(|v| crate::github::actions::event::split_list(v))
                 .unwrap_or_default(),
             _ => Vec::new(),
         }

@@ -5,10 +5,10 @@
 //! - **Which answer**: the one the comment links (`#issuecomment-<id>`),
 //!   else the one it quotes (the most quoted lines, `> ...`), else the
 //!   newest. An answer is a comment written by the identity the bot posts
-//!   as ([`GitHub::own_login`](crate::github::client::GitHub::own_login))
+//!   as ([`GitHub::own_login`](crate::github::rest::client::GitHub::own_login))
 //!   that carries a readable run record (`<!-- compute-bot:record ... -->`,
 //!   so code ran); markers in anyone else's comments are ignored. All pages
-//!   of the thread are read ([`GitHub::list_comments`](crate::github::client::GitHub::list_comments)).
+//!   of the thread are read ([`GitHub::list_comments`](crate::github::rest::client::GitHub::list_comments)).
 //! - **What is taken**: the goal and context (the answer's request marker),
 //!   the code shown — only when it hashes to the record's `code_sha256` —,
 //!   the result kept in the record (small results only), how the run ended,
@@ -18,7 +18,7 @@
 
 use serde_json::Value;
 
-use crate::github::client::{CommentInfo, GitHubError};
+use crate::github::rest::client::{CommentInfo, GitHubError};
 use crate::github::sources::earlier::{self, Earlier};
 use crate::github::texts::read_request_marker;
 use crate::github::thread::{Ctx, log_annotation};

@@ -2,7 +2,7 @@
 //! re-run) at the start, edited through the stages, finally replaced by the
 //! result.
 
-use crate::github::client::{GitHub, GitHubError};
+use crate::github::rest::client::{GitHub, GitHubError};
 use crate::github::texts::{self, Stage};
 
 /// Keeps the id of this run's tracking comment on one issue or pull request.

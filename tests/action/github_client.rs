@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use crate::support::github_standin::{DEFAULT_APP_LOGIN, GitHubStandIn};
-use compute_bot::github::client::{GitHub, Reaction};
-use compute_bot::github::event::{RepoRef, Secret};
+use compute_bot::github::actions::event::{RepoRef, Secret};
+use compute_bot::github::rest::client::{GitHub, Reaction};
 use compute_bot::policy::Permission;
 
 const REPO: &str = "octo-org/data";
@@ -336,7 +336,7 @@ async fn approval_reads_back_exactly_the_shown_code_from_the_bots_comment() {
 
 #[tokio::test]
 async fn stand_in_event_payloads_parse_as_triggers() {
-    use compute_bot::github::event::{ActionEnv, Trigger};
+    use compute_bot::github::actions::event::{ActionEnv, Trigger};
     let (gh, _) = setup().await;
     gh.set_permission(REPO, "alice", "write");
     let id = gh.seed_comment(REPO, 8, "alice", "/compute count rows\r\n");

@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use compute_bot::github::actions::event::{ActionEnv, EnvError, EventError, Trigger};
 use compute_bot::github::command::{self, Command};
-use compute_bot::github::event::{ActionEnv, EnvError, EventError, Trigger};
 use compute_bot::policy::{Decision, Policy, Verdict, check_code};
 use proptest::prelude::*;
 use serde_json::{Value, json};

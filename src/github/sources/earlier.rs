@@ -13,7 +13,7 @@
 //! stops, naming the source).
 
 use crate::admit::Admitted;
-use crate::github::client::GitHub;
+use crate::github::rest::client::GitHub;
 use crate::github::sources::{self, Cache, Fetched, Origin, SourceFile, fetch};
 use crate::github::texts::{self, PendingInput};
 use crate::policy::Inputs;

@@ -6,12 +6,12 @@
 use std::io::Write;
 
 use crate::agent::{Agent, AgentError, Ahead, Request, Stage as AgentStage};
-use crate::github::actions_io::{self, Outputs};
+use crate::github::actions::event::ActionEnv;
+use crate::github::actions::workflow::{self, Outputs};
 use crate::github::assets;
-use crate::github::client::Reaction;
-use crate::github::event::ActionEnv;
 use crate::github::followup::Parent;
 use crate::github::inputs::{self, Resolved};
+use crate::github::rest::client::Reaction;
 use crate::github::sources::{self, earlier, earlier::Use};
 use crate::github::texts::{self, PendingInput, PendingRequest, request_marker, stop};
 use crate::github::thread::{Ctx, Post, Published, Stop, Thread};
@@ -707,10 +707,10 @@ fn publish(
     if let Some(o) = &report.outcome {
         let mut out = std::io::stdout().lock();
         if !o.stdout.is_empty() {
-            let _ = actions_io::echo_untrusted(&mut out, "sandbox stdout", &o.stdout);
+            let _ = workflow::echo_untrusted(&mut out, "sandbox stdout", &o.stdout);
         }
         if !o.stderr.is_empty() {
-            let _ = actions_io::echo_untrusted(&mut out, "sandbox stderr", &o.stderr);
+            let _ = workflow::echo_untrusted(&mut out, "sandbox stderr", &o.stderr);
         }
         let _ = out.flush();
     }

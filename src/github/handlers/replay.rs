@@ -7,8 +7,8 @@
 //! escalation is not replayed), and the same preconditions as
 //! `compute-bot replay` apply: code, input and image hashes must match.
 
-use crate::github::client::Reaction;
 use crate::github::inputs;
+use crate::github::rest::client::Reaction;
 use crate::github::sources::{self, Origin, earlier, earlier::Use};
 use crate::github::texts::{self, cannot_replay as cannot, read_request_marker};
 use crate::github::thread::{Ctx, Published, Stop};
@@ -52,12 +52,7 @@ async fn answer(ctx: &Ctx<'_>, issue: u64, fresh: bool) -> Answer {
         let text = texts::nothing_to_replay(ctx.prefix);
         return (text, Reaction::Confused, Status::Ignored);
     };
-    let source = format!(
-        "{}/{}/{}/issues/{issue}#issuecomment-{result_id}",
-        ctx.env.server_url.trim_end_matches('/'),
-        ctx.env.repository.owner,
-        ctx.env.repository.name
-    );
+    let source = ctx.comment_url(issue, result_id);
     let rec = match Recorded::from_comment_body(&body, &source) {
         Ok(r) => r,
         Err(e) => {

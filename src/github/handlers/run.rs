@@ -1,14 +1,11 @@
-//! `/compute plan <goal>` and `/compute run`: plan first, then run exactly
-//! what was shown.
+//! `/compute run [<sha256 prefix>]`: run exactly the newest plan's code
+//! (see [`super::plan`] for the plan).
 //!
-//! A plan is generated and checked like any request, but no container is
-//! started; the bot posts the plan, the exact code, the policy verdict and
-//! the code's sha256 as a **new comment it never edits** (status `planned`).
 //! `/compute run`, by whoever the policy's `who` lets run code, takes the
 //! newest plan in the thread and runs exactly its code:
 //!
 //! - only comments written by the identity the bot posts as count
-//!   ([`GitHub::own_login`](crate::github::client::GitHub::own_login)); a
+//!   ([`GitHub::own_login`](crate::github::rest::client::GitHub::own_login)); a
 //!   plan marker in anyone else's comment is ignored;
 //! - the plan comment must be unedited (`updated_at` not after
 //!   `created_at`) and its code must hash to the sha256 in its hidden marker
@@ -20,25 +17,11 @@
 //! policy (an escalation then waits for an approval as always), run,
 //! validated; its comment links the plan.
 
-use crate::github::client::{CommentInfo, Reaction};
-use crate::github::request::{FromPlan, Job, execute};
+use crate::github::execute::{FromPlan, Job, execute};
+use crate::github::rest::client::{CommentInfo, Reaction};
 use crate::github::texts::{self, read_request_marker, stop};
 use crate::github::thread::{Ctx, Published, Stop, Thread};
 use crate::status::Status;
-
-/// `/compute plan`: the job's code is generated (or taken) and checked;
-/// nothing runs.
-pub(crate) async fn plan(
-    ctx: &Ctx<'_>,
-    thread: &mut Thread<'_>,
-    job: Job,
-) -> Result<Published, Stop> {
-    let job = Job {
-        plan_only: true,
-        ..job
-    };
-    execute(ctx, thread, job).await
-}
 
 /// The newest comment of the bot's own that carries a plan marker.
 async fn newest_plan(ctx: &Ctx<'_>, issue: u64) -> Result<Option<CommentInfo>, Stop> {

@@ -4,8 +4,8 @@
 //! `github:` data read back from the snapshot the request recorded, see
 //! [`crate::github::sources::earlier`]).
 
-use crate::github::client::{CommentInfo, GitHub, GitHubError, Reaction};
-use crate::github::request::{Approval, Job, execute};
+use crate::github::execute::{Approval, Job, execute};
+use crate::github::rest::client::{CommentInfo, GitHub, GitHubError, Reaction};
 use crate::github::texts::{self, PendingCode, PendingError, read_request_marker, stop};
 use crate::github::thread::{Ctx, Post, Published, Stop, Thread};
 use crate::status::Status;
