@@ -170,6 +170,22 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "record",
             "replay",
             "sandbox",
+            "prompt",
+        ],
+    ),
+    // One run specification: built from the command, a shown request, the
+    // dispatch or the watch; the agent's request and the recorded request
+    // are made from it.
+    (
+        "github::spec",
+        &[
+            "agent",
+            "github::command",
+            "github::followup",
+            "github::texts",
+            "prompt",
+            "sandbox",
+            "watch",
         ],
     ),
     // The executor: one request through the loop. It knows no handler and
@@ -194,6 +210,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "sandbox",
             "status",
             "usage",
+            "github::spec",
         ],
     ),
     // The comment handlers (`github/handlers/`, one file each): over the
@@ -206,11 +223,12 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "github::command",
             "github::execute",
             "github::thread",
+            "github::spec",
         ],
     ),
     (
         "github::handlers::plan",
-        &["github::execute", "github::thread"],
+        &["github::execute", "github::spec", "github::thread"],
     ),
     (
         "github::handlers::run",
@@ -220,6 +238,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "github::texts",
             "github::thread",
             "status",
+            "github::spec",
         ],
     ),
     (
@@ -230,6 +249,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "github::texts",
             "github::thread",
             "status",
+            "github::spec",
         ],
     ),
     // `/compute replay`: over the replay service, not the executor.
@@ -273,6 +293,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "github::thread",
             "policy",
             "status",
+            "github::spec",
         ],
     ),
     // The watch runners (`github/watch/`): one watch through the loop
@@ -293,6 +314,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "report",
             "status",
             "watch",
+            "github::spec",
         ],
     ),
     (
@@ -350,6 +372,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "policy",
             "sandbox",
             "status",
+            "github::spec",
         ],
     ),
     // The command line is the top: it may use anything but is used by nothing.

@@ -53,10 +53,11 @@ use std::path::{Path, PathBuf};
 
 use crate::github::actions::event::{ActionEnv, Trigger};
 use crate::github::actions::workflow::{self, Outputs};
-use crate::github::execute::{Job, execute};
+use crate::github::execute::execute;
 use crate::github::flow::{self, Screened};
 use crate::github::handlers::{act, on_comment};
 use crate::github::rest::client::GitHub;
+use crate::github::spec::RunSpec;
 use crate::github::texts;
 use crate::github::thread::{Ctx, Thread, conclude, end_quietly, log_annotation};
 use crate::github::watch::pull;
@@ -228,14 +229,9 @@ async fn run(vars: &BTreeMap<String, String>, session: &Session) -> Exit {
             },
             _,
         ) => {
-            let job = Job {
-                goal,
-                code,
-                inputs,
-                ..Job::default()
-            };
+            let spec = RunSpec::dispatched(goal, code, inputs);
             let mut thread = Thread::new(&gh, issue, None);
-            let end = execute(&ctx, &mut thread, job).await;
+            let end = execute(&ctx, &mut thread, spec).await;
             conclude(&ctx, thread, end).await
         }
         (Trigger::Watches { names }, _) => schedule::run_watches(&ctx, &names).await,

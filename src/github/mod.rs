@@ -16,6 +16,8 @@
 //! - Services of a run: [`inputs`] (workspace files checked against the
 //!   policy), [`sources`] (`github:` data), [`assets`] (the run's files on
 //!   the files branch), [`followup`] (the earlier answer a comment builds on).
+//! - [`spec`]: one run specification ([`spec::RunSpec`]), built once from
+//!   the command, the dispatch or the watch and taken through the loop.
 //! - [`execute`]: one request through the loop, from acknowledgement to the
 //!   result comment; every handler that runs code goes through it.
 //! - [`handlers`]: one file per comment command (compute, plan, run,
@@ -36,6 +38,7 @@ mod handlers;
 mod inputs;
 pub mod rest;
 mod sources;
+mod spec;
 pub mod texts;
 mod thread;
 pub mod tracking;

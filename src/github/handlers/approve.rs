@@ -4,8 +4,9 @@
 //! `github:` data read back from the snapshot the request recorded, see
 //! [`crate::github::sources::earlier`]).
 
-use crate::github::execute::{Approval, Job, execute};
+use crate::github::execute::execute;
 use crate::github::rest::client::{CommentInfo, GitHub, GitHubError, Reaction};
+use crate::github::spec::{Approval, RunSpec};
 use crate::github::texts::{self, PendingCode, PendingError, read_request_marker, stop};
 use crate::github::thread::{Ctx, Post, Published, Stop, Thread};
 use crate::status::Status;
@@ -89,15 +90,15 @@ pub(crate) async fn approve(
     if let Err(e) = ctx.gh.update_comment(comment.id, &closed).await {
         return Err(Stop::github(stop::NOT_CLOSED, &e));
     }
-    let job = Job {
+    let spec = RunSpec {
         approval: Some(Approval {
             by: author.to_string(),
             sha256: code.sha256,
             request_url: comment.html_url,
         }),
-        ..Job::shown(request, code.code)
+        ..RunSpec::shown(request, code.code)
     };
-    execute(ctx, thread, job).await
+    execute(ctx, thread, spec).await
 }
 
 /// `/compute deny`: closes the newest open pending request; nothing runs.

@@ -20,9 +20,9 @@ pub(crate) mod run;
 pub(crate) mod watch;
 
 use crate::github::command::{Command, Subcommand};
-use crate::github::execute::Job;
-use crate::github::followup::find_parent;
+use crate::github::followup::find_earlier;
 use crate::github::rest::client::Reaction;
+use crate::github::spec::RunSpec;
 use crate::github::texts;
 use crate::github::thread::{Ctx, Published, Stop, Thread, log_annotation};
 use crate::policy::{Act, Permission, PermissionCheck, Refusal};
@@ -87,9 +87,11 @@ pub(crate) async fn on_comment(
     // Exact code to run: its container starts while GitHub says who asked.
     // Nothing is handed to it before the answer allows the run (the code
     // goes in at `execute`); a refusal drops it and it is removed unused.
+    // One run specification, built once from the command.
+    let spec = RunSpec::from_command(&command);
     let (has, ahead) = tokio::join!(
         ctx.gh.permission(author),
-        compute::prepare_early(ctx, &command)
+        compute::prepare_early(ctx, spec.as_ref())
     );
     let has = match has {
         Ok(p) => p,
@@ -105,15 +107,17 @@ pub(crate) async fn on_comment(
         );
         return Ok(Published::reply(Status::Refused, &text, Reaction::MinusOne));
     }
+    if let Some(spec) = spec {
+        warn_unknown_options(&command);
+        return match requested(ctx, issue, spec).await {
+            Ok(spec) if spec.plan_only => plan::plan(ctx, thread, spec).await,
+            Ok(spec) => compute::compute(ctx, thread, spec, ahead).await,
+            Err(reply) => Ok(reply),
+        };
+    }
     match command {
-        Command::Run { .. } => match requested(ctx, issue, command).await {
-            Ok(job) => compute::compute(ctx, thread, job, ahead).await,
-            Err(reply) => Ok(reply),
-        },
-        Command::Plan { .. } => match requested(ctx, issue, command).await {
-            Ok(job) => plan::plan(ctx, thread, job).await,
-            Err(reply) => Ok(reply),
-        },
+        // A run and a plan have their specification (above).
+        Command::Run { .. } | Command::Plan { .. } => Ok(usage(ctx)),
         Command::RunPlan { sha256_prefix } => {
             run::run_plan(ctx, thread, issue, author, sha256_prefix.as_deref()).await
         }
@@ -131,35 +135,20 @@ pub(crate) async fn on_comment(
     }
 }
 
-/// The request a `/compute` or `/compute plan` comment names (a follow-up
-/// with the earlier answer it builds on), or the usage reply when it names
-/// neither a goal nor code.
-async fn requested(ctx: &Ctx<'_>, issue: u64, command: Command) -> Result<Job, Published> {
-    let inputs = command.inputs();
-    let (options, goal, context, code) = match command {
-        Command::Run {
-            options,
-            goal,
-            context,
-            code,
-        }
-        | Command::Plan {
-            options,
-            goal,
-            context,
-            code,
-        } => (options, goal, context, code),
-        // Nothing else names a request: the usage reply.
-        _ => Default::default(),
+/// The reply to a comment that names neither a goal nor code.
+fn usage(ctx: &Ctx<'_>) -> Published {
+    Published::reply(
+        Status::Ignored,
+        &texts::usage(ctx.prefix),
+        Reaction::Confused,
+    )
+}
+
+/// A warning for the `key=value` options a run or a plan does not know.
+fn warn_unknown_options(command: &Command) {
+    let (Command::Run { options, .. } | Command::Plan { options, .. }) = command else {
+        return;
     };
-    let code = code.filter(|c| !c.trim().is_empty());
-    if goal.trim().is_empty() && code.is_none() {
-        return Err(Published::reply(
-            Status::Ignored,
-            &texts::usage(ctx.prefix),
-            Reaction::Confused,
-        ));
-    }
     let unknown: Vec<&str> = options
         .keys()
         .filter(|k| *k != "inputs")
@@ -174,15 +163,24 @@ async fn requested(ctx: &Ctx<'_>, issue: u64, command: Command) -> Result<Job, P
             ),
         );
     }
+}
+
+/// The run a `/compute` or `/compute plan` comment names, with the earlier
+/// answer it builds on (a follow-up), or the usage reply when it names
+/// neither a goal nor code.
+async fn requested(ctx: &Ctx<'_>, issue: u64, spec: RunSpec) -> Result<RunSpec, Published> {
+    if spec.goal.is_none() && spec.code.is_none() {
+        return Err(usage(ctx));
+    }
     // A follow-up links or quotes the answer it builds on.
-    let text = format!("{goal}\n{context}");
-    Ok(Job {
-        goal: Some(goal).filter(|g| !g.trim().is_empty()),
-        code,
-        context: Some(context).filter(|c| !c.trim().is_empty()),
-        inputs,
-        parent: find_parent(ctx, issue, &text).await,
-        ..Job::default()
+    let text = format!(
+        "{}\n{}",
+        spec.goal.as_deref().unwrap_or_default(),
+        spec.context.as_deref().unwrap_or_default()
+    );
+    Ok(RunSpec {
+        earlier: find_earlier(ctx, issue, &text).await,
+        ..spec
     })
 }
 

@@ -5,19 +5,20 @@
 //! started; the bot posts the plan, the exact code, the policy verdict and
 //! the code's sha256 as a **new comment it never edits** (status `planned`).
 
-use crate::github::execute::{Job, execute};
+use crate::github::execute::execute;
+use crate::github::spec::RunSpec;
 use crate::github::thread::{Ctx, Published, Stop, Thread};
 
-/// `/compute plan`: the job's code is generated (or taken) and checked;
+/// `/compute plan`: the run's code is generated (or taken) and checked;
 /// nothing runs.
 pub(crate) async fn plan(
     ctx: &Ctx<'_>,
     thread: &mut Thread<'_>,
-    job: Job,
+    spec: RunSpec,
 ) -> Result<Published, Stop> {
-    let job = Job {
+    let spec = RunSpec {
         plan_only: true,
-        ..job
+        ..spec
     };
-    execute(ctx, thread, job).await
+    execute(ctx, thread, spec).await
 }

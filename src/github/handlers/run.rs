@@ -17,8 +17,9 @@
 //! policy (an escalation then waits for an approval as always), run,
 //! validated; its comment links the plan.
 
-use crate::github::execute::{FromPlan, Job, execute};
+use crate::github::execute::execute;
 use crate::github::rest::client::{CommentInfo, Reaction};
+use crate::github::spec::{FromPlan, RunSpec};
 use crate::github::texts::{self, read_request_marker, stop};
 use crate::github::thread::{Ctx, Published, Stop, Thread};
 use crate::status::Status;
@@ -76,13 +77,13 @@ pub(crate) async fn run_plan(
         return Ok(invalid(&texts::plan_names_other_code(prefix, &code.sha256)));
     }
     let request = read_request_marker(&comment.body).unwrap_or_default();
-    let job = Job {
+    let spec = RunSpec {
         from_plan: Some(FromPlan {
             by: author.to_string(),
             sha256: code.sha256,
             plan_url: comment.html_url,
         }),
-        ..Job::shown(request, code.code)
+        ..RunSpec::shown(request, code.code)
     };
-    execute(ctx, thread, job).await
+    execute(ctx, thread, spec).await
 }

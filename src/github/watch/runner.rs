@@ -8,11 +8,12 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::agent::{Agent, Request};
+use crate::agent::Agent;
 use crate::github::actions::workflow::{self, Outputs};
-use crate::github::execute::{Job, keep_sources, model_for, write_report_as};
+use crate::github::execute::{keep_sources, model_for, with_sources, write_report_as};
 use crate::github::inputs;
 use crate::github::sources;
+use crate::github::spec::RunSpec;
 use crate::github::texts::{self, CheckView, stop};
 use crate::github::thread::{Ctx, Post, Published, end_quietly, log_annotation};
 use crate::policy::OnCheckFailure;
@@ -125,12 +126,8 @@ pub(super) async fn run_one(ctx: &Ctx<'_>, w: &Watch, workspace: &Path, stem: &s
         Ok(r) => r,
         Err(problems) => return WatchRun::failed(problems),
     };
-    let job = Job {
-        goal: w.goal.clone(),
-        code: w.code.clone(),
-        ..Job::default()
-    };
-    let (model, _, _) = match model_for(ctx, &job) {
+    let spec = RunSpec::of_watch(w);
+    let (model, _, _) = match model_for(ctx, &spec) {
         Ok(m) => m,
         Err(stop) => return WatchRun::failed(stop.text()),
     };
@@ -140,7 +137,7 @@ pub(super) async fn run_one(ctx: &Ctx<'_>, w: &Watch, workspace: &Path, stem: &s
         .await
     {
         Ok(s) => s,
-        Err(e) => return WatchRun::failed(format!("the sandbox is not available: {e}")),
+        Err(e) => return WatchRun::failed(format!("{}: {e}", stop::SANDBOX_UNAVAILABLE)),
     };
     let mut policy = ctx.policy.clone();
     policy.output.checks = w.checks.clone();
@@ -153,16 +150,12 @@ pub(super) async fn run_one(ctx: &Ctx<'_>, w: &Watch, workspace: &Path, stem: &s
         runtime: ctx.runtime,
         progress: &|_| {},
     };
-    let request = Request {
-        goal: w.goal.clone(),
-        code: w.code.clone(),
-        inputs: resolved.iter().map(|r| r.file.clone()).collect(),
-        schema: w.schema.clone(),
-        context: crate::github::execute::with_sources(None, &fetched),
-        // Checked before anything runs: other code never reaches a container.
-        pinned_sha256: w.code_sha256.clone(),
-        ..Request::default()
-    };
+    // Checked before anything runs: code other than the pinned never
+    // reaches a container (`pinned_sha256`).
+    let request = spec.request(
+        resolved.iter().map(|r| r.file.clone()).collect(),
+        with_sources(spec.context.clone(), &fetched),
+    );
     let mut report: Report = match agent.answer(request).await {
         Ok(r) => r,
         Err(crate::agent::AgentError::ModelConfiguration { report, .. }) => *report,
