@@ -5,7 +5,7 @@
 
 use std::io::Write;
 
-use crate::agent::{Agent, AgentError, Ahead, Request, Stage as AgentStage};
+use crate::agent::{Agent, AgentError, Ahead, Request, Stage};
 use crate::github::actions::event::ActionEnv;
 use crate::github::actions::workflow::{self, Outputs};
 use crate::github::assets;
@@ -79,15 +79,13 @@ fn action_key_hint(mut report: Report, hints: &[KeyHint]) -> Report {
     report
 }
 
-fn map_stage(s: AgentStage, max_attempts: u32) -> Option<(texts::Stage, u32, u32)> {
+fn map_stage(s: Stage, max_attempts: u32) -> Option<(texts::Step, u32, u32)> {
     match s {
-        AgentStage::Generating { attempt, of } => Some((texts::Stage::Generating, attempt, of)),
-        AgentStage::Checking { attempt } => Some((texts::Stage::Checking, attempt, max_attempts)),
-        AgentStage::Running { attempt } => Some((texts::Stage::Running, attempt, max_attempts)),
-        AgentStage::Validating { attempt } => {
-            Some((texts::Stage::Validating, attempt, max_attempts))
-        }
-        AgentStage::Explaining => None,
+        Stage::Generating { attempt, of } => Some((texts::Step::Generating, attempt, of)),
+        Stage::Checking { attempt } => Some((texts::Step::Checking, attempt, max_attempts)),
+        Stage::Running { attempt } => Some((texts::Step::Running, attempt, max_attempts)),
+        Stage::Validating { attempt } => Some((texts::Step::Validating, attempt, max_attempts)),
+        Stage::Explaining => None,
     }
 }
 
@@ -552,8 +550,8 @@ async fn answer_with_progress(
         Option<tokio::sync::watch::Receiver<crate::sandbox::PullProgress>>,
     ),
 ) -> Result<Report, AgentError> {
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<AgentStage>();
-    let send = move |s: AgentStage| {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Stage>();
+    let send = move |s: Stage| {
         let _ = tx.send(s);
     };
     let work = async move {
@@ -565,7 +563,7 @@ async fn answer_with_progress(
     };
     let updater = async {
         let mut pulling = pulling;
-        let mut current: Option<AgentStage> = None;
+        let mut current: Option<Stage> = None;
         let mut shown = tokio::time::Instant::now() - PULL_SHOWN_EVERY;
         loop {
             let pull_changed = async {
@@ -689,13 +687,13 @@ mod tests {
     #[test]
     fn stages_map_onto_the_checklist() {
         assert_eq!(
-            map_stage(AgentStage::Generating { attempt: 2, of: 3 }, 3),
-            Some((texts::Stage::Generating, 2, 3))
+            map_stage(Stage::Generating { attempt: 2, of: 3 }, 3),
+            Some((texts::Step::Generating, 2, 3))
         );
         assert_eq!(
-            map_stage(AgentStage::Running { attempt: 1 }, 1),
-            Some((texts::Stage::Running, 1, 1))
+            map_stage(Stage::Running { attempt: 1 }, 1),
+            Some((texts::Step::Running, 1, 1))
         );
-        assert_eq!(map_stage(AgentStage::Explaining, 1), None);
+        assert_eq!(map_stage(Stage::Explaining, 1), None);
     }
 }

@@ -344,9 +344,10 @@ pub(crate) fn planned_run(user: &str, plan_url: &str, sha256: &str) -> String {
     )
 }
 
-/// A processing stage shown in the tracking comment.
+/// A step of the checklist the tracking comment shows (the agent reports
+/// its [`crate::agent::Stage`]s; each maps onto a step).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Stage {
+pub enum Step {
     /// Planning the computation.
     Planning,
     /// Generating code with the model.
@@ -359,24 +360,24 @@ pub enum Stage {
     Validating,
 }
 
-impl Stage {
+impl Step {
     /// All stages in order.
-    const ALL: [Stage; 5] = [
-        Stage::Planning,
-        Stage::Generating,
-        Stage::Checking,
-        Stage::Running,
-        Stage::Validating,
+    const ALL: [Step; 5] = [
+        Step::Planning,
+        Step::Generating,
+        Step::Checking,
+        Step::Running,
+        Step::Validating,
     ];
 
     /// Lower-case name.
     fn name(self) -> &'static str {
         match self {
-            Stage::Planning => "planning",
-            Stage::Generating => "generating code",
-            Stage::Checking => "checking against the policy",
-            Stage::Running => "running in the sandbox",
-            Stage::Validating => "validating the result",
+            Step::Planning => "planning",
+            Step::Generating => "generating code",
+            Step::Checking => "checking against the policy",
+            Step::Running => "running in the sandbox",
+            Step::Validating => "validating the result",
         }
     }
 }
@@ -394,7 +395,7 @@ fn footer(run_url: Option<&str>) -> String {
 /// "preparing the sandbox image, 120 of 180 MB").
 pub(crate) fn progress(
     marker: &str,
-    stage: Stage,
+    stage: Step,
     attempt: u32,
     max_attempts: u32,
     note: Option<&str>,
@@ -405,7 +406,7 @@ pub(crate) fn progress(
         let _ = write!(s, " (attempt {attempt} of {max_attempts})");
     }
     s.push_str("\n\n");
-    for st in Stage::ALL {
+    for st in Step::ALL {
         let mark = if st < stage {
             "- [x]"
         } else if st == stage {
@@ -1110,7 +1111,7 @@ mod tests {
     fn progress_marks_done_and_current_stages() {
         let p = progress(
             "<!-- m -->",
-            Stage::Running,
+            Step::Running,
             2,
             3,
             None,
@@ -1127,7 +1128,7 @@ mod tests {
     #[test]
     fn progress_may_note_the_image_pull_at_the_current_stage() {
         let note = "preparing the sandbox image, 120 of 180 MB";
-        let p = progress("<!-- m -->", Stage::Running, 1, 1, Some(note), None);
+        let p = progress("<!-- m -->", Step::Running, 1, 1, Some(note), None);
         assert!(
             p.contains(
                 "- [ ] **→** running in the sandbox (preparing the sandbox image, 120 of 180 MB)"

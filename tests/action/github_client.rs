@@ -372,7 +372,7 @@ async fn stand_in_event_payloads_parse_as_triggers() {
 
 #[tokio::test]
 async fn tracker_creates_once_edits_through_stages_and_finishes() {
-    use compute_bot::github::texts::{Stage, run_marker};
+    use compute_bot::github::texts::{Step, run_marker};
     use compute_bot::github::tracking::Tracker;
     let (gh, client) = setup().await;
     let marker = run_marker("777");
@@ -380,7 +380,7 @@ async fn tracker_creates_once_edits_through_stages_and_finishes() {
     let mut t = Tracker::new(&client, 7, marker.clone(), run_url.clone());
     let id = t.acknowledge().await.unwrap();
     assert!(gh.comment(id).unwrap().body.contains("starting"));
-    for stage in [Stage::Planning, Stage::Generating, Stage::Running] {
+    for stage in [Step::Planning, Step::Generating, Step::Running] {
         assert_eq!(t.stage(stage, 1, 3).await.unwrap(), id);
     }
     assert!(

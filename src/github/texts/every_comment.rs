@@ -53,7 +53,7 @@ fn acknowledged_comment() {
 fn progress_comment() {
     assert_snapshot!(progress(
         &run_marker("42"),
-        Stage::Running,
+        Step::Running,
         2,
         3,
         Some("pulling the sandbox image: 40 of 120 MB"),
