@@ -17,7 +17,8 @@
 //!    marker, run link), edited through the stages and finally replaced by
 //!    the result; then 🚀 (ok, and only when the result is in the thread) or
 //!    😕 (failed, or nothing could be posted).
-//! 5. In [`crate::github::execute`]: inputs from the workspace
+//! 5. In [`crate::github::execute`] (the run specification of
+//!    [`crate::github::spec`]): inputs from the workspace
 //!    ([`crate::github::inputs`]), the model from the `provider` / `model` /
 //!    `base_url` / `api_key` inputs and the environment, then
 //!    [`crate::agent::Agent::answer`] in the real sandbox.
@@ -32,20 +33,8 @@
 //! from the final state. The table is in docs/github-action.md ("Exit
 //! status"), held against the enum by a test.
 //!
-//! # Approval
-//!
-//! A `needs_approval` result shows the code, its sha256 and the findings
-//! (the pending marker of [`texts::approval_block`]) plus a hidden request
-//! marker with the goal and the inputs (paths and sha256). An approval
-//! (`/compute approve`, optionally followed by a sha256 prefix) by someone
-//! the policy's `escalation` allows reads the code back from the newest open
-//! pending comment written by a bot account, checks the hash
-//! ([`texts::read_pending`]) and the prefix when one is given, marks that
-//! comment closed (so a second approval cannot run it again), checks that
-//! the inputs still have the hashes shown, and runs exactly that code with
-//! [`crate::agent::Request::approved_sha256`] set: the escalation is
-//! settled, a `deny` verdict (say, from a stricter policy since) still
-//! denies. `/compute deny` closes the request.
+//! Comments go to the dispatcher ([`crate::github::handlers::on_comment`]);
+//! `/compute approve` is [`crate::github::handlers::approve`]'s.
 
 use std::collections::BTreeMap;
 use std::io::Write;

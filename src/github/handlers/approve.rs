@@ -3,6 +3,19 @@
 //! closed, and an approval runs exactly that code on the same inputs (its
 //! `github:` data read back from the snapshot the request recorded, see
 //! [`crate::github::sources::earlier`]).
+//!
+//! A `needs_approval` result shows the code, its sha256 and the findings
+//! (the pending marker of [`texts::approval_block`]) plus a hidden request
+//! marker with the goal and the inputs (paths and sha256). An approval
+//! (`/compute approve`, optionally followed by a sha256 prefix) by someone
+//! the policy's `escalation` allows reads the code back from the newest open
+//! pending comment written by a bot account, checks the hash
+//! ([`texts::read_pending`]) and the prefix when one is given, marks that
+//! comment closed (so a second approval cannot run it again), checks that
+//! the inputs still have the hashes shown, and runs exactly that code with
+//! [`crate::agent::Request::approved_sha256`] set: the escalation is
+//! settled, a `deny` verdict (say, from a stricter policy since) still
+//! denies. `/compute deny` closes the request.
 
 use crate::github::execute::execute;
 use crate::github::rest::client::{CommentInfo, GitHub, GitHubError, Reaction};
