@@ -60,7 +60,7 @@ pub struct Request {
     pub plan_only: bool,
     /// For a follow-up: the earlier answer it builds on (its goal, code and
     /// result go into the prompt at the policy's `model.data` level).
-    pub follows: Option<prompt::Earlier>,
+    pub earlier: Option<prompt::Earlier>,
 }
 
 impl Request {
@@ -464,7 +464,7 @@ impl Agent<'_> {
             request.context.clone(),
         )
         .with_library_versions(versions)
-        .with_earlier(request.follows.clone())
+        .with_earlier(request.earlier.clone())
         .with_run_facts(
             Some(chrono::Utc::now().format("%Y-%m-%d").to_string()),
             self.model.map(ModelClient::completion_budget),
@@ -859,7 +859,7 @@ impl Agent<'_> {
                     goal: goal.unwrap_or(""),
                     plan: run.report.plan.as_deref(),
                     code: run.report.code.as_deref(),
-                    earlier_result: run.request.follows.as_ref().and_then(|e| e.result.as_ref()),
+                    earlier_result: run.request.earlier.as_ref().and_then(|e| e.result.as_ref()),
                     inputs: &run.ctx.inputs,
                 };
                 let reply = explain::explain_within(

@@ -7,7 +7,9 @@ use std::path::Path;
 
 /// Which modules each module may use. A module not listed may use nothing
 /// in the crate. `github::*` and `cli::*` entries apply to their files
-/// (`cli` covers every `cli::*` file; the cycle test sees them one by one).
+/// (`cli` covers every `cli::*` file; the cycle test sees them one by one);
+/// in the layer folders of `src/github/` ([`GITHUB_LAYERS`]) every file has
+/// its own entry, and the most specific entry applies.
 const ALLOWED: &[(&str, &[&str])] = &[
     ("units", &[]),
     // A problem in a file the user wrote, with its position.
@@ -75,51 +77,50 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "units", "status", "verify",
         ],
     ),
-    ("github::event", &["secret"]),
-    ("github::command", &["github::event", "markdown"]),
+    // ---- src/github/, bottom up. A layer uses the layers below it, never
+    // one above; within `handlers/` and `watch/` each file is a module.
+    //
+    // The Actions runtime I/O (`github/actions/`): what the runner hands
+    // the bot and what it hands back; no API call, no command.
+    ("github::actions::event", &["secret"]),
+    ("github::actions::workflow", &["located", "render"]),
+    // The REST client (`github/rest/`): the calls to GitHub's API. It knows
+    // the repository and the token, never a command, a text or a handler.
     (
-        "github::client",
-        &["github::event", "policy", "secret", "units"],
+        "github::rest::client",
+        &["github::actions::event", "policy", "secret", "units"],
     ),
-    // The repository's files, pull requests and commits, over the client.
-    ("github::repo", &["github::client"]),
-    ("github::actions_io", &["located", "render"]),
+    ("github::rest::repo", &["github::rest::client"]),
+    // The comment syntax and the screening of a trigger: plain data.
+    ("github::command", &["github::actions::event", "markdown"]),
     (
         "github::flow",
-        &[
-            "github::client",
-            "github::command",
-            "github::event",
-            "policy",
-        ],
+        &["github::actions::event", "github::command", "policy"],
     ),
-    ("github::inputs", &["admit", "policy"]),
-    // The repository's own activity as data, over the client; an earlier
-    // run's data read back from what its comment records.
-    (
-        "github::sources",
-        &[
-            "admit",
-            "github::client",
-            "github::texts",
-            "policy",
-            "record",
-            "sandbox",
-            "sources",
-        ],
-    ),
+    // Every text the bot posts: over plain data, never a handler.
     (
         "github::texts",
-        &["github::client", "markdown", "policy", "report", "sandbox"],
+        &[
+            "admit",
+            "github::command",
+            "markdown",
+            "policy",
+            "report",
+            "sandbox",
+        ],
     ),
-    ("github::tracking", &["github::client", "github::texts"]),
-    // `Ctx` carries the engine session the front end opened (sandbox).
+    // The conversation: the tracking comment, and `thread::conclude`, the
+    // one exit. `Ctx` carries the engine session the front end opened.
+    (
+        "github::tracking",
+        &["github::rest::client", "github::texts"],
+    ),
     (
         "github::thread",
         &[
-            "github::actions_io",
-            "github::client",
-            "github::event",
+            "github::actions::event",
+            "github::actions::workflow",
+            "github::rest::client",
             "github::sources",
             "github::texts",
             "github::tracking",
@@ -129,11 +130,26 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "status",
         ],
     ),
-    // The run's files: committed to the files branch, shown in the thread.
+    // Services of a run: workspace inputs, `github:` data (an earlier
+    // run's read back from what its comment records), the run's files, the
+    // earlier answer a follow-up builds on.
+    ("github::inputs", &["admit", "policy"]),
+    (
+        "github::sources",
+        &[
+            "admit",
+            "github::rest::client",
+            "github::texts",
+            "policy",
+            "record",
+            "sandbox",
+            "sources",
+        ],
+    ),
     (
         "github::assets",
         &[
-            "github::client",
+            "github::rest::client",
             "github::sources",
             "github::texts",
             "github::thread",
@@ -144,30 +160,46 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "sandbox",
         ],
     ),
-    // A follow-up's earlier answer in the thread, as plain data.
     (
         "github::followup",
         &[
-            "github::client",
+            "github::rest::client",
             "github::sources",
             "github::texts",
             "github::thread",
             "record",
             "replay",
             "sandbox",
+            "prompt",
         ],
     ),
-    // The handlers: request knows no other handler; approval runs a request.
+    // One run specification: built from the command, a shown request, the
+    // dispatch or the watch; the agent's request and the recorded request
+    // are made from it.
     (
-        "github::request",
+        "github::spec",
         &[
             "agent",
-            "github::actions_io",
+            "github::command",
+            "github::followup",
+            "github::texts",
+            "prompt",
+            "sandbox",
+            "watch",
+        ],
+    ),
+    // The executor: one request through the loop. It knows no handler and
+    // no runner; they all go through it.
+    (
+        "github::execute",
+        &[
+            "agent",
+            "github::actions::event",
+            "github::actions::workflow",
             "github::assets",
-            "github::client",
-            "github::event",
             "github::followup",
             "github::inputs",
+            "github::rest::client",
             "github::sources",
             "github::texts",
             "github::thread",
@@ -178,113 +210,210 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "sandbox",
             "status",
             "usage",
+            "github::spec",
         ],
     ),
-    // Watches: a handler beside request (it runs the loop per watch).
+    // The comment handlers (`github/handlers/`, one file each): over the
+    // executor and the services, never another handler (no
+    // `github::handlers::*` in their lists) nor the dispatcher.
     (
-        "github::watch",
+        "github::handlers::compute",
         &[
             "agent",
-            "github::actions_io",
-            "github::client",
+            "github::command",
+            "github::execute",
+            "github::thread",
+            "github::spec",
+        ],
+    ),
+    (
+        "github::handlers::plan",
+        &["github::execute", "github::spec", "github::thread"],
+    ),
+    (
+        "github::handlers::run",
+        &[
+            "github::execute",
+            "github::rest::client",
+            "github::texts",
+            "github::thread",
+            "status",
+            "github::spec",
+        ],
+    ),
+    (
+        "github::handlers::approve",
+        &[
+            "github::execute",
+            "github::rest::client",
+            "github::texts",
+            "github::thread",
+            "status",
+            "github::spec",
+        ],
+    ),
+    // `/compute replay`: over the replay service, not the executor.
+    (
+        "github::handlers::replay",
+        &[
             "github::inputs",
-            "github::repo",
-            "github::request",
+            "github::rest::client",
             "github::sources",
             "github::texts",
             "github::thread",
             "policy",
             "record",
-            "render",
             "replay",
-            "report",
+            "sandbox",
+            "status",
+        ],
+    ),
+    (
+        "github::handlers::watch",
+        &[
+            "github::rest::client",
+            "github::texts",
+            "github::thread",
+            "record",
+            "replay",
             "status",
             "watch",
         ],
     ),
-    // `/compute replay`: a handler beside request, over the replay service.
+    // The dispatcher (`handlers/mod.rs`) finishes the policy's check and
+    // hands each command to its handler (its child modules).
     (
-        "github::replay",
+        "github::handlers",
         &[
-            "github::client",
+            "github::command",
+            "github::execute",
+            "github::followup",
+            "github::rest::client",
+            "github::texts",
+            "github::thread",
+            "policy",
+            "status",
+            "github::spec",
+        ],
+    ),
+    // The watch runners (`github/watch/`): one watch through the loop
+    // (`runner`), its state and sticky comment (`state`), the schedule and
+    // the pull-request runners over them. No comment handler.
+    (
+        "github::watch::runner",
+        &[
+            "agent",
+            "github::actions::workflow",
+            "github::execute",
             "github::inputs",
-            "github::repo",
             "github::sources",
             "github::texts",
             "github::thread",
             "policy",
             "record",
+            "report",
+            "status",
+            "watch",
+            "github::spec",
+        ],
+    ),
+    (
+        "github::watch::state",
+        &[
+            "github::rest::client",
+            "github::texts",
+            "github::thread",
+            "github::watch::runner",
             "render",
-            "replay",
-            "sandbox",
-            "status",
+            "watch",
         ],
     ),
     (
-        "github::approval",
+        "github::watch::schedule",
         &[
-            "github::client",
-            "github::request",
+            "github::actions::workflow",
             "github::texts",
             "github::thread",
+            "github::watch::runner",
+            "github::watch::state",
             "status",
+            "watch",
         ],
     ),
-    // `/compute plan` and `/compute run`: a handler that runs a request.
     (
-        "github::plan",
+        "github::watch::pull",
         &[
-            "github::client",
-            "github::request",
+            "github::rest::client",
+            "github::rest::repo",
             "github::texts",
             "github::thread",
+            "github::watch::runner",
             "status",
+            "watch",
         ],
     ),
+    // The entry point: reads the runtime, authorizes, and hands the trigger
+    // to the dispatcher, the executor or a runner.
     (
         "github::action",
         &[
-            "github::actions_io",
-            "github::approval",
-            "github::plan",
-            "github::client",
-            "github::command",
-            "github::event",
+            "github::actions::event",
+            "github::actions::workflow",
+            "github::execute",
             "github::flow",
-            "github::followup",
-            "github::replay",
-            "github::request",
+            "github::handlers",
+            "github::rest::client",
             "github::sources",
             "github::texts",
             "github::thread",
-            "github::watch",
+            "github::watch::pull",
+            "github::watch::schedule",
             "model",
             "policy",
             "sandbox",
             "status",
+            "github::spec",
         ],
     ),
     // The command line is the top: it may use anything but is used by nothing.
     ("cli", &["*"]),
 ];
 
-/// The module a file is (`src/github/texts.rs` → `github::texts`; a
-/// `mod.rs` and a top-level module's files fold into their parent).
+/// The folders of `src/github/` that are layers of files (each file its own
+/// module, `github::<folder>::<file>`); the other folders (`texts/`,
+/// `sources/`) are one module with their files.
+const GITHUB_LAYERS: [&str; 4] = ["actions", "handlers", "rest", "watch"];
+
+/// The module a file is (`src/github/texts.rs` → `github::texts`,
+/// `src/github/handlers/plan.rs` → `github::handlers::plan`; a `mod.rs`
+/// and a top-level module's files fold into their parent).
 fn module_of(rel: &Path) -> String {
     let s = rel.with_extension("").to_string_lossy().replace('/', "::");
     let s = s.trim_end_matches("::mod").to_string();
     let parts: Vec<&str> = s.split("::").collect();
     match parts.as_slice() {
+        ["github", layer, file, ..] if GITHUB_LAYERS.contains(layer) => {
+            format!("github::{layer}::{file}")
+        }
         [front @ ("github" | "cli"), sub, ..] => format!("{front}::{sub}"),
         [top, ..] => top.to_string(),
         [] => s,
     }
 }
 
-/// The module a `crate::a::b` path names, at the granularity of [`ALLOWED`].
+/// The module a `crate::a::b` path names, at the granularity of [`ALLOWED`]
+/// (`github::handlers::plan::plan` → `github::handlers::plan`: a file of a
+/// layer folder; `github::handlers::on_comment` → `github::handlers`).
 fn target_of(path: &str) -> String {
     let parts: Vec<&str> = path.split("::").collect();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/github");
     match parts.as_slice() {
+        ["github", layer, file, ..]
+            if GITHUB_LAYERS.contains(layer)
+                && root.join(layer).join(format!("{file}.rs")).is_file() =>
+        {
+            format!("github::{layer}::{file}")
+        }
         [front @ ("github" | "cli"), sub, ..]
             if sub.chars().all(|c| c.is_ascii_lowercase() || c == '_') =>
         {
@@ -400,10 +529,15 @@ fn edges() -> BTreeSet<(String, String, String)> {
     for f in source_files() {
         let rel = f.strip_prefix(&root).unwrap();
         let from = module_of(rel);
-        let front = from
-            .split_once("::")
-            .map(|(front, _)| front.to_string())
-            .filter(|front| front == "cli" || front == "github");
+        // `super::x` names a sibling file: in `cli/`, `github/` and a
+        // layer folder of `github/`.
+        let dir = rel.parent().map(|d| d.to_string_lossy().replace('/', "::"));
+        let front = dir.filter(|d| {
+            d == "cli"
+                || d == "github"
+                || d.strip_prefix("github::")
+                    .is_some_and(|l| GITHUB_LAYERS.contains(&l))
+        });
         let siblings = siblings_of(&f);
         let text = std::fs::read_to_string(&f).unwrap();
         for (n, line) in code_lines(&text).into_iter().enumerate() {
@@ -422,9 +556,11 @@ fn edges() -> BTreeSet<(String, String, String)> {
 }
 
 fn allowed(from: &str, to: &str) -> bool {
+    // The most specific rule: `github::handlers::plan` before `github::handlers`.
     let rule = ALLOWED
         .iter()
-        .find(|(m, _)| *m == from || from.starts_with(&format!("{m}::")));
+        .filter(|(m, _)| *m == from || from.starts_with(&format!("{m}::")))
+        .max_by_key(|(m, _)| m.len());
     match rule {
         Some((_, ok)) => ok
             .iter()
@@ -445,6 +581,30 @@ fn every_use_crate_line_keeps_the_layering() {
         "the layering in ARCHITECTURE.md is broken:\n{}",
         bad.join("\n")
     );
+}
+
+/// The rules of `src/github/` that hold whatever the lists say: a comment
+/// handler uses no other handler and not the dispatcher; the executor, the
+/// services and the layers below use no handler and no watch runner; the
+/// REST client and the runtime I/O use nothing above them in `github`.
+#[test]
+fn handlers_stand_alone_and_the_layers_below_know_none() {
+    let handler = |m: &str| m.starts_with("github::handlers::");
+    let above = |m: &str| {
+        m == "github::action" || m.starts_with("github::handlers") || m.starts_with("github::watch")
+    };
+    let below = |m: &str| m.starts_with("github::") && !above(m);
+    let base = |m: &str| m.starts_with("github::rest::") || m.starts_with("github::actions::");
+    let bad: Vec<String> = edges()
+        .into_iter()
+        .filter(|(from, to, _)| {
+            (handler(from) && to.starts_with("github::handlers"))
+                || (below(from) && above(to))
+                || (base(from) && to.starts_with("github::") && !base(to))
+        })
+        .map(|(from, to, at)| format!("{at}: `{from}` must not use `{to}`"))
+        .collect();
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
 
 #[test]
@@ -530,9 +690,9 @@ fn the_checker_sees_braced_uses_and_rejects_a_wrong_edge() {
         vec!["cli::run", "cli::run"]
     );
     assert!(sibling_targets("cli", "use super::{Format, RunArgs};", &siblings).is_empty());
-    assert!(!allowed("render", "github::client"));
+    assert!(!allowed("render", "github::rest::client"));
     assert!(!allowed("render", "github::texts"));
     assert!(!allowed("sandbox", "policy"));
-    assert!(!allowed("github::request", "github::action"));
+    assert!(!allowed("github::execute", "github::action"));
     assert!(allowed("cli", "github::action"));
 }

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::github::client::GitHub;
-use crate::github::event::{RepoRef, Secret};
+use crate::github::actions::event::{RepoRef, Secret};
+use crate::github::rest::client::GitHub;
 use crate::replay::{
     EXIT_MISMATCH, Recorded, ReplayError, environments_for, replay, resolve_inputs, runtime_for,
 };

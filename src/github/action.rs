@@ -17,7 +17,8 @@
 //!    marker, run link), edited through the stages and finally replaced by
 //!    the result; then 🚀 (ok, and only when the result is in the thread) or
 //!    😕 (failed, or nothing could be posted).
-//! 5. In [`crate::github::request`]: inputs from the workspace
+//! 5. In [`crate::github::execute`] (the run specification of
+//!    [`crate::github::spec`]): inputs from the workspace
 //!    ([`crate::github::inputs`]), the model from the `provider` / `model` /
 //!    `base_url` / `api_key` inputs and the environment, then
 //!    [`crate::agent::Agent::answer`] in the real sandbox.
@@ -32,39 +33,25 @@
 //! from the final state. The table is in docs/github-action.md ("Exit
 //! status"), held against the enum by a test.
 //!
-//! # Approval
-//!
-//! A `needs_approval` result shows the code, its sha256 and the findings
-//! (the pending marker of [`texts::approval_block`]) plus a hidden request
-//! marker with the goal and the inputs (paths and sha256). An approval
-//! (`/compute approve`, optionally followed by a sha256 prefix) by someone
-//! the policy's `escalation` allows reads the code back from the newest open
-//! pending comment written by a bot account, checks the hash
-//! ([`texts::read_pending`]) and the prefix when one is given, marks that
-//! comment closed (so a second approval cannot run it again), checks that
-//! the inputs still have the hashes shown, and runs exactly that code with
-//! [`crate::agent::Request::approved_sha256`] set: the escalation is
-//! settled, a `deny` verdict (say, from a stricter policy since) still
-//! denies. `/compute deny` closes the request.
+//! Comments go to the dispatcher ([`crate::github::handlers::on_comment`]);
+//! `/compute approve` is [`crate::github::handlers::approve`]'s.
 
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::github::actions_io::{self, Outputs};
-use crate::github::approval::{approve, deny};
-use crate::github::client::{GitHub, Reaction};
-use crate::github::command::Command;
-use crate::github::event::{ActionEnv, Trigger};
+use crate::github::actions::event::{ActionEnv, Trigger};
+use crate::github::actions::workflow::{self, Outputs};
+use crate::github::execute::execute;
 use crate::github::flow::{self, Screened};
-use crate::github::followup::find_parent;
-use crate::github::plan::{plan, run_plan};
-use crate::github::request::{Job, execute, execute_ahead, prepare_ahead};
+use crate::github::handlers::{act, on_comment};
+use crate::github::rest::client::GitHub;
+use crate::github::spec::RunSpec;
 use crate::github::texts;
-use crate::github::thread::{Ctx, Published, Stop, Thread, conclude, end_quietly, log_annotation};
-use crate::policy::{
-    Act, Authorization, Permission, PermissionCheck, Policy, PolicyError, Refusal,
-};
+use crate::github::thread::{Ctx, Thread, conclude, end_quietly, log_annotation};
+use crate::github::watch::pull;
+use crate::github::watch::schedule;
+use crate::policy::{Authorization, Policy, PolicyError};
 use crate::sandbox::{RUNTIME_VARIABLE, Runtime, Session};
 use crate::status::{Exit, Status};
 
@@ -102,7 +89,7 @@ fn mask_secrets(vars: &BTreeMap<String, String>) {
     ];
     for name in inputs.into_iter().chain(crate::model::key_variables()) {
         if let Some(v) = vars.get(name).filter(|v| !v.trim().is_empty()) {
-            let _ = actions_io::add_mask(&mut out, v);
+            let _ = workflow::add_mask(&mut out, v);
         }
     }
     let _ = out.flush();
@@ -122,10 +109,10 @@ fn conclude_raw(vars: &BTreeMap<String, String>, message: &str) -> Exit {
             status: Status::Error.as_str().into(),
             ..Outputs::default()
         };
-        let _ = actions_io::write_outputs(&p, &outputs.pairs());
+        let _ = workflow::write_outputs(&p, &outputs.pairs());
     }
     if let Some(p) = get("GITHUB_STEP_SUMMARY") {
-        let _ = actions_io::append_summary(&p, &texts::could_not_start(message));
+        let _ = workflow::append_summary(&p, &texts::could_not_start(message));
     }
     Exit::action(Status::Error)
 }
@@ -231,18 +218,13 @@ async fn run(vars: &BTreeMap<String, String>, session: &Session) -> Exit {
             },
             _,
         ) => {
-            let job = Job {
-                goal,
-                code,
-                inputs,
-                ..Job::default()
-            };
+            let spec = RunSpec::dispatched(goal, code, inputs);
             let mut thread = Thread::new(&gh, issue, None);
-            let end = execute(&ctx, &mut thread, job).await;
+            let end = execute(&ctx, &mut thread, spec).await;
             conclude(&ctx, thread, end).await
         }
-        (Trigger::Watches { names }, _) => super::watch::run_watches(&ctx, &names).await,
-        (Trigger::PullRequest { number }, _) => super::watch::on_pull_request(&ctx, number).await,
+        (Trigger::Watches { names }, _) => schedule::run_watches(&ctx, &names).await,
+        (Trigger::PullRequest { number }, _) => pull::on_pull_request(&ctx, number).await,
         (_, _) => ignore(&env, "nothing to do"),
     }
 }
@@ -270,7 +252,7 @@ fn policy_error(env: &ActionEnv, e: &PolicyError) -> Exit {
     let _ = writeln!(
         out,
         "{}",
-        actions_io::file_error_annotation(&shown, "compute-bot policy")
+        workflow::file_error_annotation(&shown, "compute-bot policy")
     );
     let _ = out.flush();
     drop(out);
@@ -309,224 +291,4 @@ fn load_policy(env: &ActionEnv) -> Result<Policy, PolicyError> {
     let mut p = Policy::load(&path)?;
     p.origin = Some(PathBuf::from(shown));
     Ok(p)
-}
-
-// ------------------------------------------------------------ comments
-
-/// What a command asks for, in the policy's terms: whoever may run code may
-/// replay a result.
-fn act(command: &Command) -> Act {
-    match command {
-        Command::Run { .. }
-        | Command::Plan { .. }
-        | Command::RunPlan { .. }
-        | Command::Replay { .. }
-        | Command::Watch { .. } => Act::Run,
-        Command::Approve { .. } => Act::Approve,
-        Command::Deny => Act::Deny,
-    }
-}
-
-/// The reply to a refused request, written from the policy's reason.
-fn refusal_reply(act: Act, why: &Refusal, prefix: &str) -> String {
-    match (act, why) {
-        (Act::Run, Refusal::NotListed { login, .. }) => texts::refused_not_listed(login, prefix),
-        (
-            Act::Run,
-            Refusal::BelowMinimum {
-                login, has, needs, ..
-            },
-        ) => texts::refused_permission(login, *has, *needs, prefix),
-        (Act::Approve, Refusal::NotListed { login, .. }) => {
-            texts::refused_not_approver(login, "approve", prefix)
-        }
-        (Act::Approve, Refusal::BelowMinimum { login, needs, .. }) => {
-            texts::refused_approval(login, *needs, prefix)
-        }
-        (Act::Deny, Refusal::NotListed { login, .. }) => {
-            texts::refused_not_approver(login, "deny", prefix)
-        }
-        (Act::Deny, Refusal::BelowMinimum { login, needs, .. }) => {
-            texts::refused_deny(login, *needs, prefix)
-        }
-    }
-}
-
-/// The handler of a comment the policy takes: the asker's permission is
-/// looked up and the policy's check finished, then the command runs.
-async fn on_comment(
-    ctx: &Ctx<'_>,
-    thread: &mut Thread<'_>,
-    issue: u64,
-    command: Command,
-    check: PermissionCheck<'_>,
-) -> Result<Published, Stop> {
-    let author = check.login().to_string();
-    let author = author.as_str();
-    // Exact code to run: its container starts while GitHub says who asked.
-    // Nothing is handed to it before the answer allows the run (the code
-    // goes in at `execute`); a refusal drops it and it is removed unused.
-    let early = early_job(&command);
-    let (has, ahead) = tokio::join!(ctx.gh.permission(author), async {
-        match &early {
-            Some(job) => prepare_ahead(ctx, job).await,
-            None => None,
-        }
-    });
-    let has = match has {
-        Ok(p) => p,
-        // GitHub answers 404 for users who are not collaborators of a private repository.
-        Err(e) if e.status() == Some(404) => Permission::None,
-        Err(e) => return Err(Stop::github("could not check who asked", &e)),
-    };
-    if let Err(why) = check.decide(has) {
-        let text = refusal_reply(act(&command), &why, ctx.prefix);
-        log_annotation(
-            "notice",
-            &format!("compute-bot refused the request: {text}"),
-        );
-        return Ok(Published::reply(Status::Refused, &text, Reaction::MinusOne));
-    }
-    let inputs = command.inputs();
-    let planning = matches!(command, Command::Plan { .. });
-    match command {
-        Command::Run {
-            options,
-            goal,
-            context,
-            code,
-        }
-        | Command::Plan {
-            options,
-            goal,
-            context,
-            code,
-        } => {
-            let code = code.filter(|c| !c.trim().is_empty());
-            if goal.trim().is_empty() && code.is_none() {
-                return Ok(Published::reply(
-                    Status::Ignored,
-                    &texts::usage(ctx.prefix),
-                    Reaction::Confused,
-                ));
-            }
-            let unknown: Vec<&str> = options
-                .keys()
-                .filter(|k| *k != "inputs")
-                .map(String::as_str)
-                .collect();
-            if !unknown.is_empty() {
-                log_annotation(
-                    "warning",
-                    &format!(
-                        "compute-bot: unknown options ignored: {}",
-                        unknown.join(", ")
-                    ),
-                );
-            }
-            // A follow-up links or quotes the answer it builds on.
-            let text = format!("{goal}\n{context}");
-            let job = Job {
-                goal: Some(goal).filter(|g| !g.trim().is_empty()),
-                code,
-                context: Some(context).filter(|c| !c.trim().is_empty()),
-                inputs,
-                parent: find_parent(ctx, issue, &text).await,
-                ..Job::default()
-            };
-            if planning {
-                plan(ctx, thread, job).await
-            } else {
-                execute_ahead(ctx, thread, job, ahead).await
-            }
-        }
-        Command::RunPlan { sha256_prefix } => {
-            run_plan(ctx, thread, issue, author, sha256_prefix.as_deref()).await
-        }
-        Command::Approve { sha256_prefix } => {
-            approve(ctx, thread, issue, author, sha256_prefix.as_deref()).await
-        }
-        Command::Deny => deny(ctx, issue, author).await,
-        Command::Replay { fresh } => super::replay::replay_in_thread(ctx, issue, fresh).await,
-        Command::Watch { name } => super::watch::watch_file_in_thread(ctx, issue, &name).await,
-    }
-}
-
-/// The job whose container may start before the permission check: a
-/// `/compute` run with exact code (a fenced block), as `execute` will see
-/// it; `None` for every other command (plans run nothing).
-fn early_job(command: &Command) -> Option<Job> {
-    match command {
-        Command::Run { goal, code, .. } => Some(Job {
-            goal: Some(goal.clone()).filter(|g| !g.trim().is_empty()),
-            code: code.clone().filter(|c| !c.trim().is_empty()),
-            ..Job::default()
-        }),
-        _ => None,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::policy::Actor;
-
-    fn policy(yaml: &str) -> Policy {
-        Policy::from_yaml_str(yaml, "test.yml").unwrap()
-    }
-
-    /// The policy's decision for `user` with `has`, and the reply to a refusal.
-    fn authorize(
-        user: &str,
-        has: Permission,
-        policy: &Policy,
-        prefix: &str,
-        act: Act,
-    ) -> Result<(), String> {
-        let actor = Actor {
-            login: user.into(),
-            is_bot: false,
-            edited: false,
-        };
-        match policy.authorize(&actor, act) {
-            Authorization::Ignore(why) => panic!("ignored: {why}"),
-            Authorization::NeedsPermission(check) => check
-                .decide(has)
-                .map_err(|why| refusal_reply(act, &why, prefix)),
-        }
-    }
-
-    #[test]
-    fn a_listed_user_still_needs_the_permission_and_the_reply_says_what_is_missing() {
-        let p = policy(
-            "version: 1\nwho:\n  users: [Alice]\n  min_permission: write\nescalation:\n  approvers: [maint]\n",
-        );
-        let run = |u: &str, has| authorize(u, has, &p, "/compute", Act::Run);
-        assert_eq!(run("alice", Permission::Write), Ok(()));
-        assert!(
-            matches!(run("alice", Permission::Read), Err(t) if t.contains("**write**") && t.contains("**read**"))
-        );
-        assert!(matches!(run("bob", Permission::Admin), Err(t) if t.contains("lists")));
-        assert!(matches!(run("alice", Permission::None), Err(t) if t.contains("**none**")));
-        let esc = |u: &str, has, k| authorize(u, has, &p, "/compute", k);
-        assert_eq!(esc("MAINT", Permission::Maintain, Act::Approve), Ok(()));
-        assert!(
-            matches!(esc("maint", Permission::Write, Act::Approve), Err(t) if t.contains("approve") && t.contains("maintain"))
-        );
-        assert!(
-            matches!(esc("admin", Permission::Admin, Act::Approve), Err(t) if t.contains("approvers"))
-        );
-        assert!(
-            matches!(esc("maint", Permission::Write, Act::Deny), Err(t) if t.contains("deny") && t.contains("maintain"))
-        );
-        let open = policy("version: 1\n");
-        assert_eq!(
-            authorize("x", Permission::Admin, &open, "/c", Act::Deny),
-            Ok(())
-        );
-        assert_eq!(
-            authorize("x", Permission::Write, &open, "/c", Act::Run),
-            Ok(())
-        );
-    }
 }

@@ -11,7 +11,7 @@
 
 use std::path::Path;
 
-use crate::github::client::encode_segment;
+use crate::github::rest::client::encode_segment;
 use crate::github::texts::{self, FilesHome, ShownFile};
 use crate::github::thread::Ctx;
 use crate::policy::Files;
@@ -88,27 +88,17 @@ pub(crate) async fn show(ctx: &Ctx<'_>, report: &Report, keep_dir: &Path) -> Opt
     let caps = &ctx.policy.output.files;
     let (kept, left) = within_caps(&files, caps);
     let left_out: Vec<(String, u64)> = left.iter().map(|a| (a.name.clone(), a.size)).collect();
-    let caps_text = format!(
-        "over the policy's `output.files` caps of {} file{} and {}",
-        caps.max_files,
-        if caps.max_files == 1 { "" } else { "s" },
-        caps.max_bytes
-    );
+    let caps_text = texts::files_over_caps(caps.max_files, &caps.max_bytes.to_string());
     let repo = env.repository.to_string();
     let committed = match caps.branch.get() {
         None => Err(texts::FILES_NO_BRANCH.to_string()),
-        Some(_) if kept.is_empty() => Err("none is within the caps".to_string()),
+        Some(_) if kept.is_empty() => Err(texts::FILES_NONE_WITHIN_CAPS.to_string()),
         Some(branch) => {
             let named: Vec<(&str, &[u8])> = kept
                 .iter()
                 .map(|a| (a.name.as_str(), a.bytes.as_slice()))
                 .collect();
-            let message = format!(
-                "compute-bot: files of run {} attempt {}\n\n{}",
-                env.run_id,
-                env.run_attempt,
-                env.run_url()
-            );
+            let message = texts::files_commit_message(&env.run_id, env.run_attempt, &env.run_url());
             match ctx.gh.commit_files(branch, &folder, &named, &message).await {
                 Ok(c) => Ok(c),
                 Err(e) => {
@@ -201,12 +191,7 @@ pub(crate) async fn keep_snapshot(
     let committed = match ctx.policy.output.files.branch.get() {
         None => None,
         Some(branch) => {
-            let message = format!(
-                "compute-bot: GitHub data of run {} attempt {}\n\n{}",
-                env.run_id,
-                env.run_attempt,
-                env.run_url()
-            );
+            let message = texts::data_commit_message(&env.run_id, env.run_attempt, &env.run_url());
             match ctx.gh.commit_files(branch, &folder, files, &message).await {
                 Ok(c) => Some(c),
                 Err(e) => {

@@ -60,6 +60,58 @@ pub enum Command {
         /// The watch's name as written.
         name: String,
     },
+    /// A reserved subcommand followed by what it does not take (`/compute
+    /// approve 7f72`, `/compute run extra`): the reply says what it takes;
+    /// nothing is generated or run.
+    Malformed {
+        /// The subcommand written.
+        subcommand: Subcommand,
+        /// What followed it on the first line, as written.
+        given: String,
+    },
+}
+
+/// The reserved first words: a comment starting with one of them is that
+/// subcommand (strictly), never a goal for the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Subcommand {
+    /// `approve [<sha256 prefix>]`.
+    Approve,
+    /// `deny`.
+    Deny,
+    /// `run [<sha256 prefix>]`.
+    Run,
+    /// `replay [fresh]`.
+    Replay,
+    /// `watch <name>`.
+    Watch,
+}
+
+impl Subcommand {
+    /// The subcommand named by `word` (ASCII case ignored).
+    fn named(word: &str) -> Option<Subcommand> {
+        let all = [
+            ("approve", Subcommand::Approve),
+            ("deny", Subcommand::Deny),
+            ("run", Subcommand::Run),
+            ("replay", Subcommand::Replay),
+            ("watch", Subcommand::Watch),
+        ];
+        all.into_iter()
+            .find(|(w, _)| w.eq_ignore_ascii_case(word))
+            .map(|(_, s)| s)
+    }
+
+    /// The word as written in a command.
+    pub fn word(self) -> &'static str {
+        match self {
+            Subcommand::Approve => "approve",
+            Subcommand::Deny => "deny",
+            Subcommand::Run => "run",
+            Subcommand::Replay => "replay",
+            Subcommand::Watch => "watch",
+        }
+    }
 }
 
 impl Command {
@@ -68,16 +120,19 @@ impl Command {
         match self {
             Command::Run { options, .. } | Command::Plan { options, .. } => options
                 .get("inputs")
-                .map(|v| crate::github::event::split_list(v))
+                .map(|v| crate::github::actions::event::split_list(v))
                 .unwrap_or_default(),
             _ => Vec::new(),
         }
     }
 }
 
-/// Parses a comment body. `approve` (optionally followed by a sha256 prefix
-/// of 8 to 64 hex digits) / `deny` alone on the first line are
-/// [`Command::Approve`] / [`Command::Deny`] (later lines are a remark).
+/// Parses a comment body. A first line that starts with a reserved word
+/// ([`Subcommand`]: `approve`, `deny`, `run`, `replay`, `watch`) is that
+/// subcommand, parsed strictly (`approve` / `run` take nothing or a sha256
+/// prefix of 8 to 64 hex digits, `replay` nothing or `fresh`, `watch` one
+/// name, `deny` nothing; later lines are a remark); anything else after it
+/// is [`Command::Malformed`], never a goal.
 /// Returns `None` unless the comment starts with `prefix` (ASCII case
 /// ignored) followed by a space, a tab, a line end or nothing (so `/computer`
 /// does not match `/compute`). Nothing may come before it, not even blank
@@ -106,47 +161,11 @@ pub fn parse(body: &str, prefix: &str) -> Option<Command> {
         _ => (false, after),
     };
     let (options, goal) = parse_options(after);
-    if options.is_empty() && !planning {
-        let lower = goal.to_ascii_lowercase();
-        let words: Vec<&str> = lower.split_whitespace().collect();
-        match words.as_slice() {
-            ["approve"] => {
-                return Some(Command::Approve {
-                    sha256_prefix: None,
-                });
-            }
-            ["approve", hash]
-                if (8..=64).contains(&hash.len())
-                    && hash.chars().all(|c| c.is_ascii_hexdigit()) =>
-            {
-                return Some(Command::Approve {
-                    sha256_prefix: Some(hash.to_string()),
-                });
-            }
-            ["deny"] => return Some(Command::Deny),
-            ["run"] => {
-                return Some(Command::RunPlan {
-                    sha256_prefix: None,
-                });
-            }
-            ["run", hash]
-                if (8..=64).contains(&hash.len())
-                    && hash.chars().all(|c| c.is_ascii_hexdigit()) =>
-            {
-                return Some(Command::RunPlan {
-                    sha256_prefix: Some(hash.to_string()),
-                });
-            }
-            ["replay"] => return Some(Command::Replay { fresh: false }),
-            ["replay", "fresh"] => return Some(Command::Replay { fresh: true }),
-            ["watch", _] => {
-                let name = goal.split_whitespace().nth(1).unwrap_or_default();
-                return Some(Command::Watch {
-                    name: name.to_string(),
-                });
-            }
-            _ => {}
-        }
+    if options.is_empty()
+        && !planning
+        && let Some(command) = reserved(goal)
+    {
+        return Some(command);
     }
     let (code, context) = match find_python_block(rest) {
         Some(block) => {
@@ -173,6 +192,49 @@ pub fn parse(body: &str, prefix: &str) -> Option<Command> {
             code,
         }
     })
+}
+
+/// A sha256 prefix as shown next to code: 8 to 64 hex digits, lower-cased.
+fn sha256_prefix(word: &str) -> Option<String> {
+    ((8..=64).contains(&word.len()) && word.chars().all(|c| c.is_ascii_hexdigit()))
+        .then(|| word.to_ascii_lowercase())
+}
+
+/// The reserved subcommand the first line (after the command) names, parsed
+/// strictly: what does not fit is [`Command::Malformed`]. `None`: the line
+/// does not start with a reserved word (a goal).
+fn reserved(line: &str) -> Option<Command> {
+    let (word, given) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+    let subcommand = Subcommand::named(word)?;
+    let given = given.trim();
+    let args: Vec<&str> = given.split_whitespace().collect();
+    let parsed = match (subcommand, args.as_slice()) {
+        (Subcommand::Approve, []) => Some(Command::Approve {
+            sha256_prefix: None,
+        }),
+        (Subcommand::Approve, [hash]) => sha256_prefix(hash).map(|h| Command::Approve {
+            sha256_prefix: Some(h),
+        }),
+        (Subcommand::Deny, []) => Some(Command::Deny),
+        (Subcommand::Run, []) => Some(Command::RunPlan {
+            sha256_prefix: None,
+        }),
+        (Subcommand::Run, [hash]) => sha256_prefix(hash).map(|h| Command::RunPlan {
+            sha256_prefix: Some(h),
+        }),
+        (Subcommand::Replay, []) => Some(Command::Replay { fresh: false }),
+        (Subcommand::Replay, [w]) if w.eq_ignore_ascii_case("fresh") => {
+            Some(Command::Replay { fresh: true })
+        }
+        (Subcommand::Watch, [name]) => Some(Command::Watch {
+            name: name.to_string(),
+        }),
+        _ => None,
+    };
+    Some(parsed.unwrap_or_else(|| Command::Malformed {
+        subcommand,
+        given: given.to_string(),
+    }))
 }
 
 fn is_key(k: &str) -> bool {
@@ -310,8 +372,14 @@ mod tests {
                 sha256_prefix: Some("abcdef0123".into())
             })
         );
-        // `run` with words after it is a goal, as before.
-        assert_eq!(run("/compute run the numbers").1, "run the numbers");
+        // `run` takes nothing or a hash: words after it are no goal.
+        assert_eq!(
+            parse("/compute run the numbers", "/compute"),
+            Some(Command::Malformed {
+                subcommand: Subcommand::Run,
+                given: "the numbers".into()
+            })
+        );
         // `plan run` plans the goal "run".
         assert!(
             matches!(parse("/compute plan run", "/compute"), Some(Command::Plan { goal, .. }) if goal == "run")
@@ -348,7 +416,7 @@ mod tests {
     #[test]
     fn longer_fences_and_non_python_blocks() {
         let body =
-            "/compute run this\n```text\nnot code\n```\n````python\nprint(\"```\")\n```\n````\n";
+            "/compute do this\n```text\nnot code\n```\n````python\nprint(\"```\")\n```\n````\n";
         let (_, _, ctx, code) = run(body);
         assert_eq!(code.as_deref(), Some("print(\"```\")\n```\n"));
         assert!(ctx.contains("not code"));
@@ -382,13 +450,31 @@ mod tests {
                 sha256_prefix: Some("7f722b92796c".into())
             })
         );
-        // Too short to identify code, or not hex: an ordinary goal.
-        for body in ["/compute approve 7f72", "/compute approve budget12"] {
-            assert!(matches!(parse(body, "/compute"), Some(Command::Run { .. })));
+        // Too short to identify code, not hex, or more words: what
+        // `approve` does not take, never a goal for the model.
+        for (body, given) in [
+            ("/compute approve 7f72", "7f72"),
+            ("/compute approve budget12", "budget12"),
+            ("/compute approve the budget", "the budget"),
+            ("/compute APPROVE 7F722B92 now", "7F722B92 now"),
+        ] {
+            assert_eq!(
+                parse(body, "/compute"),
+                Some(Command::Malformed {
+                    subcommand: Subcommand::Approve,
+                    given: given.into()
+                }),
+                "{body}"
+            );
         }
         assert!(matches!(
-            parse("/compute approve the budget", "/compute"),
-            Some(Command::Run { .. })
+            parse("/compute deny it\nplease", "/compute"),
+            Some(Command::Malformed { subcommand: Subcommand::Deny, given }) if given == "it"
+        ));
+        // With an option first, the line is a goal.
+        assert!(matches!(
+            parse("/compute inputs=a.csv approve the budget", "/compute"),
+            Some(Command::Run { goal, .. }) if goal == "approve the budget"
         ));
     }
 
@@ -400,9 +486,41 @@ mod tests {
                 name: "Weekly-Sales".into()
             })
         );
+        for (body, given) in [
+            ("/compute watch the sales numbers", "the sales numbers"),
+            ("/compute watch", ""),
+        ] {
+            assert_eq!(
+                parse(body, "/compute"),
+                Some(Command::Malformed {
+                    subcommand: Subcommand::Watch,
+                    given: given.into()
+                })
+            );
+        }
+    }
+
+    #[test]
+    fn replay_takes_fresh_or_nothing() {
+        assert_eq!(
+            parse("/compute replay", "/compute"),
+            Some(Command::Replay { fresh: false })
+        );
+        assert_eq!(
+            parse("/compute Replay FRESH", "/compute"),
+            Some(Command::Replay { fresh: true })
+        );
+        assert_eq!(
+            parse("/compute replay nonsense", "/compute"),
+            Some(Command::Malformed {
+                subcommand: Subcommand::Replay,
+                given: "nonsense".into()
+            })
+        );
+        // A word that merely starts like a subcommand is a goal.
         assert!(matches!(
-            parse("/compute watch the sales numbers", "/compute"),
-            Some(Command::Run { .. })
+            parse("/compute replays per day", "/compute"),
+            Some(Command::Run { goal, .. }) if goal == "replays per day"
         ));
     }
 

@@ -5,8 +5,8 @@
 //! is the policy's alone ([`crate::policy::Policy::authorize`]): this module
 //! only says who asks ([`Actor`]) with what the event shows of them.
 
+use crate::github::actions::event::Trigger;
 use crate::github::command::{self, Command};
-use crate::github::event::Trigger;
 use crate::policy::Actor;
 
 /// The outcome of [`screen`].
@@ -58,7 +58,7 @@ pub fn screen(trigger: &Trigger, prefix: &str) -> Screened {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::github::event::RepoRef;
+    use crate::github::actions::event::RepoRef;
     use crate::policy::{Act, Authorization, Policy};
 
     fn comment(body: &str, login: &str, bot: bool, edited: bool) -> Trigger {

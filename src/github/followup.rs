@@ -1,14 +1,14 @@
 //! Follow-ups: a `/compute` in a thread that holds earlier answers builds on
 //! one of them. This module reads the thread and returns plain data, a
-//! [`Parent`]; the request hands it to the prompt and takes its inputs.
+//! [`EarlierAnswer`]; the request hands it to the prompt and takes its inputs.
 //!
 //! - **Which answer**: the one the comment links (`#issuecomment-<id>`),
 //!   else the one it quotes (the most quoted lines, `> ...`), else the
 //!   newest. An answer is a comment written by the identity the bot posts
-//!   as ([`GitHub::own_login`](crate::github::client::GitHub::own_login))
+//!   as ([`GitHub::own_login`](crate::github::rest::client::GitHub::own_login))
 //!   that carries a readable run record (`<!-- compute-bot:record ... -->`,
 //!   so code ran); markers in anyone else's comments are ignored. All pages
-//!   of the thread are read ([`GitHub::list_comments`](crate::github::client::GitHub::list_comments)).
+//!   of the thread are read ([`GitHub::list_comments`](crate::github::rest::client::GitHub::list_comments)).
 //! - **What is taken**: the goal and context (the answer's request marker),
 //!   the code shown — only when it hashes to the record's `code_sha256` —,
 //!   the result kept in the record (small results only), how the run ended,
@@ -16,27 +16,22 @@
 //!   follow-up on the same sources reads them back, not fetching again).
 //! - A thread without an answer gives `None`: the request is as any other.
 
-use serde_json::Value;
-
-use crate::github::client::{CommentInfo, GitHubError};
-use crate::github::sources::earlier::{self, Earlier};
+use crate::github::rest::client::{CommentInfo, GitHubError};
+use crate::github::sources::earlier::{self, EarlierData};
 use crate::github::texts::read_request_marker;
 use crate::github::thread::{Ctx, log_annotation};
+use crate::prompt::Earlier;
 use crate::record::{RECORD_MARKER_START, RunRecord};
 use crate::replay::Recorded;
 use crate::sandbox::sha256_hex;
 
 /// The earlier answer a follow-up builds on.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct Parent {
-    /// Its goal, if it had one.
-    pub(crate) goal: Option<String>,
-    /// The code that ran, when the comment still shows it unchanged.
-    pub(crate) code: Option<String>,
-    /// Its result, when the record carries it (small results).
-    pub(crate) result: Option<Value>,
-    /// How its run ended (`ok`, `error`, `timeout`, ...).
-    pub(crate) status: String,
+pub(crate) struct EarlierAnswer {
+    /// What the prompt shows of it: its goal, the code that ran (when the
+    /// comment still shows it unchanged), its result (when the record
+    /// carries it) and how its run ended.
+    pub(crate) answer: Earlier,
     /// The workspace paths of its inputs.
     pub(crate) inputs: Vec<String>,
     /// The answer comment's URL.
@@ -44,13 +39,13 @@ pub(crate) struct Parent {
     /// Its `github:` inputs and where their snapshots are kept: a follow-up
     /// on the same sources reads them back (see
     /// [`crate::github::sources::earlier`]).
-    pub(crate) data: Vec<Earlier>,
+    pub(crate) data: Vec<EarlierData>,
 }
 
 /// The earlier answer in `issue` that the asking comment's `text` builds on
 /// (see the module docs), or `None` when the thread has no answer. When the
 /// thread cannot be read, a warning says the request goes on as a new one.
-pub(crate) async fn find_parent(ctx: &Ctx<'_>, issue: u64, text: &str) -> Option<Parent> {
+pub(crate) async fn find_earlier(ctx: &Ctx<'_>, issue: u64, text: &str) -> Option<EarlierAnswer> {
     match read_thread(ctx, issue, text).await {
         Ok(p) => p,
         Err(e) => {
@@ -65,14 +60,18 @@ pub(crate) async fn find_parent(ctx: &Ctx<'_>, issue: u64, text: &str) -> Option
     }
 }
 
-async fn read_thread(ctx: &Ctx<'_>, issue: u64, text: &str) -> Result<Option<Parent>, GitHubError> {
+async fn read_thread(
+    ctx: &Ctx<'_>,
+    issue: u64,
+    text: &str,
+) -> Result<Option<EarlierAnswer>, GitHubError> {
     let comments = ctx.gh.list_comments(issue).await?;
     let own = ctx.gh.own_login().await?;
-    let mut answers: Vec<(u64, String, Parent)> = comments
+    let mut answers: Vec<(u64, String, EarlierAnswer)> = comments
         .into_iter()
         .filter(|c| c.author_login.eq_ignore_ascii_case(&own))
         .filter(|c| c.body.contains(RECORD_MARKER_START))
-        .filter_map(|c| parent_of(&c).map(|p| (c.id, c.body, p)))
+        .filter_map(|c| answer_of(&c).map(|p| (c.id, c.body, p)))
         .collect();
     let pairs: Vec<(u64, &str)> = answers.iter().map(|(id, b, _)| (*id, b.as_str())).collect();
     Ok(choose(&pairs, text).map(|i| answers.swap_remove(i).2))
@@ -109,7 +108,7 @@ fn links(text: &str, id: u64) -> bool {
 }
 
 /// What an answer comment holds, or `None` when its record is unreadable.
-fn parent_of(c: &CommentInfo) -> Option<Parent> {
+fn answer_of(c: &CommentInfo) -> Option<EarlierAnswer> {
     let record = RunRecord::from_comment(&c.body).ok()?;
     let code = Recorded::from_comment_body(&c.body, &c.html_url)
         .ok()
@@ -129,12 +128,14 @@ fn parent_of(c: &CommentInfo) -> Option<Parent> {
         .map(|r| r.inputs.as_slice())
         .unwrap_or_default();
     let data = earlier::of_answer(&record.inputs, shown);
-    Some(Parent {
+    Some(EarlierAnswer {
         data,
-        goal: request.and_then(|r| r.goal),
-        code,
-        result: record.result.clone(),
-        status: record.runtime.status.clone(),
+        answer: Earlier {
+            goal: request.and_then(|r| r.goal),
+            code,
+            result: record.result.clone(),
+            status: record.runtime.status.clone(),
+        },
         inputs,
         url: c.html_url.clone(),
     })

@@ -1,39 +1,44 @@
-//! Stages: trigger and authorize, and posting the report. The GitHub Action front end.
+//! Stages: trigger and authorize, and posting the report. The GitHub Action
+//! front end, by layer (`src/layering.rs` holds the rules):
 //!
-//! - [`event`]: the Actions environment and the event that started the run.
-//! - [`command`]: the `/compute ...` comment syntax.
-//! - [`client`]: the REST calls the bot makes (octocrab), with retries and clear errors.
-//! - [`repo`]: files at a ref, pull requests and their files, and commits of
-//!   files to a branch (Git Data API), over the client's request path.
+//! - [`rest`]: the REST client ([`rest::client`], octocrab, with retries,
+//!   rate limits and ETags) and the repository's files, pull requests and
+//!   commits over it ([`rest::repo`]).
+//! - [`actions`]: the Actions runtime I/O — the environment and the event
+//!   that started the run ([`actions::event`]), `GITHUB_OUTPUT`, the step
+//!   summary and workflow commands ([`actions::workflow`]).
+//! - [`command`]: the `/compute ...` comment syntax; [`flow`]: screening a
+//!   trigger before any API call.
 //! - [`texts`]: every comment the bot writes, and the hidden markers it reads back.
-//! - [`actions_io`]: `GITHUB_OUTPUT`, the step summary and workflow commands.
-//! - [`flow`]: pure decisions (who may run what) taking plain data.
-//! - [`inputs`]: which workspace files the code gets, checked against the policy.
-//! - [`action`]: `compute-bot action`, the orchestration of all of the above;
-//!   [`request`] runs one request, [`approval`] handles `approve` / `deny`.
-//! - [`assets`]: the run's files committed to the files branch and shown in
-//!   the thread (images inline), or named with the run's artifact.
-//! - [`tracking`]: the run's one tracking comment, edited through the stages.
-//! - [`watch`]: the repository's watches on schedule, dispatch and pull requests.
 //! - [`thread`]: how a run ends — every handler returns `Result<Published,
 //!   Stop>` and `thread::conclude` alone posts, reacts, writes the outputs
-//!   and decides the status.
+//!   and decides the status; [`tracking`]: the run's one tracking comment.
+//! - Services of a run: [`inputs`] (workspace files checked against the
+//!   policy), [`sources`] (`github:` data), [`assets`] (the run's files on
+//!   the files branch), [`followup`] (the earlier answer a comment builds on).
+//! - [`spec`]: one run specification ([`spec::RunSpec`]), built once from
+//!   the command, the dispatch or the watch and taken through the loop.
+//! - [`execute`]: one request through the loop, from acknowledgement to the
+//!   result comment; every handler that runs code goes through it.
+//! - [`handlers`]: one file per comment command (compute, plan, run,
+//!   approve, replay, watch) behind one dispatcher, [`handlers::on_comment`].
+//! - [`watch`]: the repository's watches — their state and sticky comments
+//!   ([`watch::state`]), the schedule runner and the pull-request runner.
+//! - [`action`]: `compute-bot action`, the entry point: reads the runtime,
+//!   authorizes, and hands the trigger to a handler or a runner.
 
 pub(crate) mod action;
-pub mod actions_io;
-mod approval;
+pub mod actions;
 mod assets;
-pub mod client;
 pub mod command;
-pub mod event;
+mod execute;
 pub mod flow;
 mod followup;
+mod handlers;
 mod inputs;
-mod plan;
-mod replay;
-pub mod repo;
-mod request;
+pub mod rest;
 mod sources;
+mod spec;
 pub mod texts;
 mod thread;
 pub mod tracking;

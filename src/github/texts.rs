@@ -16,15 +16,30 @@
 
 use std::fmt::Write as _;
 
+#[cfg(test)]
+mod every_comment;
+mod replay;
+pub(crate) mod stop;
 mod watch;
+pub(crate) use replay::{
+    cannot_replay, differs, nothing_to_replay, replay_data_afresh, replay_data_fetched,
+    replay_data_from_snapshot, replay_data_unchanged, replay_not_allowed_now, replay_notes,
+    replay_thread_unreadable, reproduced,
+};
 pub(crate) use watch::{
     CheckView, Compared, HistoryRow, Moved, Sticky, WATCH_PR_MARKER, read_watch_state,
     watch_file_reply, watch_file_unavailable, watch_marker, watch_notification, watch_pull_request,
     watch_state_marker, watch_sticky, watch_summary,
 };
+pub(crate) use watch::{
+    NO_RESULT_IN_THREAD, nothing_to_watch, pull_comment_unposted, pull_files_unreadable,
+    pull_unreadable, unknown_watches, watch_files_unreadable, watch_files_unusable,
+    watch_inputs_unreadable, watch_no_workspace, watch_not_pinned, watch_run_ended,
+};
 
 use serde::{Deserialize, Serialize};
 
+use crate::github::command::Subcommand;
 use crate::markdown::{escape_cell, fenced_exact, is_bidi_control, neutralize};
 use crate::policy::{Finding, Permission, Severity};
 use crate::report::{Report, ReportStatus};
@@ -288,6 +303,25 @@ pub(crate) fn plan_invalid(reason: &str, command: &str) -> String {
     )
 }
 
+/// Why the newest plan cannot run: it was edited after the bot posted it.
+pub(crate) fn plan_edited(plan_url: &str) -> String {
+    format!(
+        "The newest plan ({plan_url}) was edited after the bot posted it, so what it shows may not be what was planned; it will not run."
+    )
+}
+
+/// Why the newest plan cannot run: its code cannot be read back (`error`).
+pub(crate) fn plan_unreadable(plan_url: &str, error: &str) -> String {
+    format!("The newest plan ({plan_url}) cannot be read back: {error}.")
+}
+
+/// Why the newest plan cannot run: `/compute run <prefix>` names other code.
+pub(crate) fn plan_names_other_code(prefix: &str, sha256: &str) -> String {
+    format!(
+        "The run names sha256 `{prefix}…`, but the newest plan's code has sha256 `{sha256}`; read the newest plan and run it with its hash."
+    )
+}
+
 /// The line on a follow-up: the earlier answer it builds on, and where its
 /// inputs came from when it took that answer's.
 pub(crate) fn follows_up(parent_url: &str, inherited: &[String]) -> String {
@@ -310,9 +344,10 @@ pub(crate) fn planned_run(user: &str, plan_url: &str, sha256: &str) -> String {
     )
 }
 
-/// A processing stage shown in the tracking comment.
+/// A step of the checklist the tracking comment shows (the agent reports
+/// its [`crate::agent::Stage`]s; each maps onto a step).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Stage {
+pub enum Step {
     /// Planning the computation.
     Planning,
     /// Generating code with the model.
@@ -325,24 +360,24 @@ pub enum Stage {
     Validating,
 }
 
-impl Stage {
+impl Step {
     /// All stages in order.
-    const ALL: [Stage; 5] = [
-        Stage::Planning,
-        Stage::Generating,
-        Stage::Checking,
-        Stage::Running,
-        Stage::Validating,
+    const ALL: [Step; 5] = [
+        Step::Planning,
+        Step::Generating,
+        Step::Checking,
+        Step::Running,
+        Step::Validating,
     ];
 
     /// Lower-case name.
     fn name(self) -> &'static str {
         match self {
-            Stage::Planning => "planning",
-            Stage::Generating => "generating code",
-            Stage::Checking => "checking against the policy",
-            Stage::Running => "running in the sandbox",
-            Stage::Validating => "validating the result",
+            Step::Planning => "planning",
+            Step::Generating => "generating code",
+            Step::Checking => "checking against the policy",
+            Step::Running => "running in the sandbox",
+            Step::Validating => "validating the result",
         }
     }
 }
@@ -360,7 +395,7 @@ fn footer(run_url: Option<&str>) -> String {
 /// "preparing the sandbox image, 120 of 180 MB").
 pub(crate) fn progress(
     marker: &str,
-    stage: Stage,
+    stage: Step,
     attempt: u32,
     max_attempts: u32,
     note: Option<&str>,
@@ -371,7 +406,7 @@ pub(crate) fn progress(
         let _ = write!(s, " (attempt {attempt} of {max_attempts})");
     }
     s.push_str("\n\n");
-    for st in Stage::ALL {
+    for st in Step::ALL {
         let mark = if st < stage {
             "- [x]"
         } else if st == stage {
@@ -461,6 +496,13 @@ pub(crate) fn approval_invalid(reason: &str) -> String {
     )
 }
 
+/// Why an approval is not carried out: `approve <prefix>` names other code.
+pub(crate) fn approval_names_other_code(prefix: &str, sha256: &str) -> String {
+    format!(
+        "the approval names sha256 `{prefix}…`, but the code waiting for approval has sha256 `{sha256}` (was the comment edited?); read the code again and approve it with its current hash"
+    )
+}
+
 /// Appended to the approval comment when someone approves: who, and that it runs.
 pub(crate) fn approved_by(user: &str, sha256: &str) -> String {
     format!(
@@ -478,6 +520,42 @@ pub(crate) fn usage(command: &str) -> String {
     format!(
         "ℹ️ Write the goal after the command, e.g. `{command} mean and median of column price inputs=data/sales.csv`, or add a fenced ```` ```python ```` block with the exact code to run. Options go before the goal as `key=value` (quotes allowed): `inputs=\"data/a b.csv,data/c.csv\"`.\n"
     )
+}
+
+/// What a reserved subcommand takes after it.
+fn subcommand_takes(subcommand: Subcommand, command: &str) -> String {
+    match subcommand {
+        Subcommand::Approve => format!(
+            "nothing, or the sha256 shown next to the code waiting for approval (its first 8 to 64 hex digits, e.g. `{command} approve 7f722b92`)"
+        ),
+        Subcommand::Deny => "nothing (it closes the request waiting for approval)".to_string(),
+        Subcommand::Run => format!(
+            "nothing, or the sha256 shown with the newest plan (its first 8 to 64 hex digits, e.g. `{command} run 7f722b92`); a plan is asked for with `{command} plan <goal>`"
+        ),
+        Subcommand::Replay => "nothing, or `fresh` (to fetch the `github:` data again)".to_string(),
+        Subcommand::Watch => format!("one name, e.g. `{command} watch weekly-sales`"),
+    }
+}
+
+/// The reply to a reserved subcommand written with what it does not take
+/// (`given`, as written): what it takes; nothing was asked of the model.
+pub(crate) fn malformed_subcommand(subcommand: Subcommand, given: &str, command: &str) -> String {
+    let word = subcommand.word();
+    let given: String = given.replace('`', "'").chars().take(80).collect();
+    let given = if given.trim().is_empty() {
+        "nothing".to_string()
+    } else {
+        format!("`{given}`")
+    };
+    format!(
+        "ℹ️ `{command} {word}` takes {}; it was given {given}, so nothing was generated or run. A goal cannot start with `{word}`: word it differently.\n",
+        subcommand_takes(subcommand, command)
+    )
+}
+
+/// The step summary of a short reply: the reply under a heading.
+pub(crate) fn reply_summary(reply: &str) -> String {
+    format!("### compute-bot\n\n{}\n", reply.trim())
 }
 
 /// The end of a request that stopped before anything ran: in the tracking
@@ -519,8 +597,91 @@ pub(crate) fn approved_run(user: &str, request_url: &str, sha256: &str) -> Strin
     )
 }
 
+/// Where an answer's `github:` data were fetched: the requests made of the
+/// budget, and where the snapshot is kept (`commit` on the files branch,
+/// else the run's artifact).
+pub(crate) fn data_fetched_here(requests: u32, budget: u32, commit: Option<&str>) -> String {
+    let home = match commit {
+        Some(sha) => format!(
+            "kept in commit `{}` of the files branch",
+            sha.get(..12).unwrap_or(sha)
+        ),
+        None => "kept in the run's artifact".to_string(),
+    };
+    format!("{requests} of {budget} requests; the snapshot is {home}")
+}
+
+/// The runs named in an origin of `github:` data.
+fn runs_words(runs: &[String]) -> String {
+    if runs.is_empty() {
+        "(unknown)".to_string()
+    } else {
+        runs.join(", ")
+    }
+}
+
+/// Where `github:` data came from: an earlier run's snapshot, not fetched again.
+pub(crate) fn data_from_snapshot(
+    runs: &[String],
+    fetched_at: Option<&str>,
+    commits: &[String],
+) -> String {
+    format!(
+        "the GitHub data of run {}, fetched at {}, not fetched again (the snapshot in commit `{}` of the files branch)",
+        runs_words(runs),
+        fetched_at.unwrap_or("(time not recorded)"),
+        commits.join("`, `")
+    )
+}
+
+/// Where `github:` data came from: asked again, and GitHub said unchanged.
+pub(crate) fn data_unchanged(
+    runs: &[String],
+    fetched_at: Option<&str>,
+    requests: u32,
+    commits: &[String],
+) -> String {
+    format!(
+        "asked afresh (`replay fresh`): unchanged since run {} (fetched at {}) — GitHub answered all {requests} conditional requests with 304 Not Modified, no rate limit spent; the snapshot in commit `{}` of the files branch",
+        runs_words(runs),
+        fetched_at.unwrap_or("(time not recorded)"),
+        commits.join("`, `")
+    )
+}
+
+/// Where `github:` data came from: fetched afresh, for `why`.
+pub(crate) fn data_afresh(why: &str) -> String {
+    format!("fetched afresh: {why}")
+}
+
+/// The line an answer shows under its head for its `github:` data: each
+/// query with its rows, where the data came from (`from`), and each note
+/// on what is incomplete, by file name.
+pub(crate) fn github_data_line(
+    queries: &[(&str, usize)],
+    from: &str,
+    notes: &[(&str, &str)],
+) -> String {
+    let list: Vec<String> = queries
+        .iter()
+        .map(|(q, rows)| format!("`{}` ({rows} rows)", q.replace('`', "'")))
+        .collect();
+    let mut md = format!("\n📥 GitHub data: {} — {from}.", list.join(", "));
+    for (name, n) in notes {
+        let _ = write!(md, "\n⚠️ `{name}`: {n}.");
+    }
+    neutralize(&md)
+}
+
 /// What to tell a commenter when there is a goal but no code and no model.
 pub(crate) const NO_MODEL_ACTION_HELP: &str = "No language model is configured for this workflow, so no code can be generated for this goal. Either configure a model — set the action inputs `provider` (`openai` for any OpenAI-compatible endpoint, or `anthropic`), `model` and `api_key` (from a repository secret), and `base_url` if needed — or give the exact code to run in a fenced ```` ```python ```` block in the comment (or the `code` input for workflow_dispatch and schedule runs).";
+
+/// Where a model's key comes from in Actions, named in place of the CLI's
+/// variables when the provider refuses the key.
+pub(crate) const KEY_INPUT: &str = "the action input `api_key` (from a repository secret, e.g. `api_key: ${{ secrets.COMPUTE_BOT_API_KEY }}`)";
+
+/// [`KEY_INPUT`] for the fallback model.
+pub(crate) const FALLBACK_KEY_INPUT: &str = "the action input `fallback_api_key` (from a repository secret, e.g. `fallback_api_key: ${{ secrets.COMPUTE_BOT_FALLBACK_API_KEY }}`)";
 
 /// Added to model configuration errors, whose text names the `COMPUTE_BOT_*` variables.
 pub(crate) const MODEL_INPUTS_HINT: &str = "In the workflow, the action inputs `provider`, `model`, `base_url` and `api_key` set these (they win over the `COMPUTE_BOT_*` variables).";
@@ -763,6 +924,25 @@ pub(crate) const FILES_NO_WRITE: &str = "the workflow token cannot write to the 
 pub(crate) const FILES_NO_BRANCH: &str =
     "the policy's `output.files.branch` is empty, so nothing is committed";
 
+/// Why files are left out: over the policy's caps (count and bytes).
+pub(crate) fn files_over_caps(max_files: u32, max_bytes: &str) -> String {
+    let plural = if max_files == 1 { "" } else { "s" };
+    format!("over the policy's `output.files` caps of {max_files} file{plural} and {max_bytes}")
+}
+
+/// Why no file is committed: every one is over the caps.
+pub(crate) const FILES_NONE_WITHIN_CAPS: &str = "none is within the caps";
+
+/// The commit message of a run's files on the files branch.
+pub(crate) fn files_commit_message(run_id: &str, attempt: u32, run_url: &str) -> String {
+    format!("compute-bot: files of run {run_id} attempt {attempt}\n\n{run_url}")
+}
+
+/// The commit message of a run's `github:` data snapshot on the files branch.
+pub(crate) fn data_commit_message(run_id: &str, attempt: u32, run_url: &str) -> String {
+    format!("compute-bot: GitHub data of run {run_id} attempt {attempt}\n\n{run_url}")
+}
+
 /// Why the files were not committed: the write failed (`error`, plain text).
 pub(crate) fn files_write_failed(error: &str) -> String {
     format!(
@@ -931,7 +1111,7 @@ mod tests {
     fn progress_marks_done_and_current_stages() {
         let p = progress(
             "<!-- m -->",
-            Stage::Running,
+            Step::Running,
             2,
             3,
             None,
@@ -948,7 +1128,7 @@ mod tests {
     #[test]
     fn progress_may_note_the_image_pull_at_the_current_stage() {
         let note = "preparing the sandbox image, 120 of 180 MB";
-        let p = progress("<!-- m -->", Stage::Running, 1, 1, Some(note), None);
+        let p = progress("<!-- m -->", Step::Running, 1, 1, Some(note), None);
         assert!(
             p.contains(
                 "- [ ] **→** running in the sandbox (preparing the sandbox image, 120 of 180 MB)"

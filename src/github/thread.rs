@@ -13,9 +13,9 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 
-use crate::github::actions_io::{self, Outputs};
-use crate::github::client::{GitHub, GitHubError, Reaction};
-use crate::github::event::ActionEnv;
+use crate::github::actions::event::ActionEnv;
+use crate::github::actions::workflow::{self, Outputs};
+use crate::github::rest::client::{GitHub, GitHubError, Reaction};
 use crate::github::texts;
 use crate::github::tracking::Tracker;
 use crate::policy::Policy;
@@ -39,10 +39,22 @@ pub(crate) struct Ctx<'a> {
     pub(crate) fetched: &'a crate::github::sources::Cache,
 }
 
+impl Ctx<'_> {
+    /// The link to comment `id` on `issue` of the repository.
+    pub(crate) fn comment_url(&self, issue: u64, id: u64) -> String {
+        format!(
+            "{}/{}/{}/issues/{issue}#issuecomment-{id}",
+            self.env.server_url.trim_end_matches('/'),
+            self.env.repository.owner,
+            self.env.repository.name
+        )
+    }
+}
+
 /// Writes a workflow annotation (`::error::`, `::warning::`, `::notice::`).
 pub(crate) fn log_annotation(level: &str, message: &str) {
     let mut out = std::io::stdout().lock();
-    let _ = actions_io::annotation(&mut out, level, message);
+    let _ = workflow::annotation(&mut out, level, message);
     let _ = out.flush();
 }
 
@@ -85,7 +97,7 @@ impl Published {
             status,
             post: Post::Reply(text.to_string()),
             reaction: Some(reaction),
-            summary: format!("### compute-bot\n\n{}\n", text.trim()),
+            summary: texts::reply_summary(text),
             outputs: Outputs::default(),
         }
     }
@@ -290,12 +302,12 @@ fn note_github_errors(errors: &[GitHubError], shown: bool, summary: &mut String)
 /// Writes the outputs and the summary (when the runner named the files).
 fn write_end(env: &ActionEnv, outputs: &Outputs, summary: Option<&str>) {
     if let Some(path) = &env.output
-        && let Err(e) = actions_io::write_outputs(path, &outputs.pairs())
+        && let Err(e) = workflow::write_outputs(path, &outputs.pairs())
     {
         log_annotation("warning", &format!("compute-bot: {e}"));
     }
     if let (Some(path), Some(text)) = (&env.step_summary, summary)
-        && let Err(e) = actions_io::append_summary(path, text)
+        && let Err(e) = workflow::append_summary(path, text)
     {
         log_annotation("warning", &format!("compute-bot: {e}"));
     }

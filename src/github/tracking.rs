@@ -2,8 +2,8 @@
 //! re-run) at the start, edited through the stages, finally replaced by the
 //! result.
 
-use crate::github::client::{GitHub, GitHubError};
-use crate::github::texts::{self, Stage};
+use crate::github::rest::client::{GitHub, GitHubError};
+use crate::github::texts::{self, Step};
 
 /// Keeps the id of this run's tracking comment on one issue or pull request.
 #[derive(Debug)]
@@ -82,7 +82,7 @@ impl<'a> Tracker<'a> {
     /// Shows the current stage.
     pub async fn stage(
         &mut self,
-        stage: Stage,
+        stage: Step,
         attempt: u32,
         max_attempts: u32,
     ) -> Result<u64, GitHubError> {
@@ -93,7 +93,7 @@ impl<'a> Tracker<'a> {
     /// pull progress).
     pub async fn stage_noted(
         &mut self,
-        stage: Stage,
+        stage: Step,
         attempt: u32,
         max_attempts: u32,
         note: Option<&str>,

@@ -3,8 +3,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
-use compute_bot::github::actions_io::Outputs;
-use compute_bot::github::event::ActionInputs;
+use compute_bot::github::actions::event::ActionInputs;
+use compute_bot::github::actions::workflow::Outputs;
 use serde_json::Value;
 
 fn root() -> PathBuf {

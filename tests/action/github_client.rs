@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use crate::support::github_standin::{DEFAULT_APP_LOGIN, GitHubStandIn};
-use compute_bot::github::client::{GitHub, Reaction};
-use compute_bot::github::event::{RepoRef, Secret};
+use compute_bot::github::actions::event::{RepoRef, Secret};
+use compute_bot::github::rest::client::{GitHub, Reaction};
 use compute_bot::policy::Permission;
 
 const REPO: &str = "octo-org/data";
@@ -336,7 +336,7 @@ async fn approval_reads_back_exactly_the_shown_code_from_the_bots_comment() {
 
 #[tokio::test]
 async fn stand_in_event_payloads_parse_as_triggers() {
-    use compute_bot::github::event::{ActionEnv, Trigger};
+    use compute_bot::github::actions::event::{ActionEnv, Trigger};
     let (gh, _) = setup().await;
     gh.set_permission(REPO, "alice", "write");
     let id = gh.seed_comment(REPO, 8, "alice", "/compute count rows\r\n");
@@ -372,7 +372,7 @@ async fn stand_in_event_payloads_parse_as_triggers() {
 
 #[tokio::test]
 async fn tracker_creates_once_edits_through_stages_and_finishes() {
-    use compute_bot::github::texts::{Stage, run_marker};
+    use compute_bot::github::texts::{Step, run_marker};
     use compute_bot::github::tracking::Tracker;
     let (gh, client) = setup().await;
     let marker = run_marker("777");
@@ -380,7 +380,7 @@ async fn tracker_creates_once_edits_through_stages_and_finishes() {
     let mut t = Tracker::new(&client, 7, marker.clone(), run_url.clone());
     let id = t.acknowledge().await.unwrap();
     assert!(gh.comment(id).unwrap().body.contains("starting"));
-    for stage in [Stage::Planning, Stage::Generating, Stage::Running] {
+    for stage in [Step::Planning, Step::Generating, Step::Running] {
         assert_eq!(t.stage(stage, 1, 3).await.unwrap(), id);
     }
     assert!(

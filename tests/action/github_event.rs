@@ -3,8 +3,8 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use compute_bot::github::actions::event::{ActionEnv, EventError, Trigger};
 use compute_bot::github::command::{self, Command};
-use compute_bot::github::event::{ActionEnv, EventError, Trigger};
 use compute_bot::github::flow::{Screened, screen};
 use compute_bot::policy::{Act, Authorization, Policy};
 

@@ -1,4 +1,4 @@
-//! The repository calls of the real client (`github::repo`: commits through
+//! The repository calls of the real client (`github::rest::repo`: commits through
 //! the Git Data API, files at a ref, pull requests and their files) against
 //! the stand-in's object store, and the stand-in itself against the real
 //! `git` binary and GitHub's documented answers.
@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use crate::support::git_store::{Change, blob_sha};
 use crate::support::github_standin::GitHubStandIn;
-use compute_bot::github::client::{GitHub, RateLimits};
-use compute_bot::github::event::{RepoRef, Secret};
-use compute_bot::github::repo::{FileStatus, GitWriteError, ReadError};
+use compute_bot::github::actions::event::{RepoRef, Secret};
+use compute_bot::github::rest::client::{GitHub, RateLimits};
+use compute_bot::github::rest::repo::{FileStatus, GitWriteError, ReadError};
 use serde_json::{Value, json};
 
 const REPO: &str = "octo-org/data";

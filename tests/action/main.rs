@@ -5,6 +5,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod command_errors;
 mod followup_action;
 mod github_action;
 mod github_action_files;

@@ -362,7 +362,7 @@ async fn exact_code_starts_its_container_while_the_permission_is_checked() {
 async fn a_refused_requests_early_container_is_removed_unused() {
     let f = ActionFixture::new().await;
     let code = "import json\nprint(json.dumps({\"ran\": True}))\n";
-    f.comment("rita", &format!("/compute run it\n{}", fenced(code)));
+    f.comment("rita", &format!("/compute do it\n{}", fenced(code)));
     let run = f.run(COMMENT, "9712").await;
     assert_eq!(run.code, 0, "{}", run.log());
     assert_eq!(run.out("status"), "refused");

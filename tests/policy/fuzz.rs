@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use compute_bot::github::actions::event::{ActionEnv, EnvError, EventError, Trigger};
 use compute_bot::github::command::{self, Command};
-use compute_bot::github::event::{ActionEnv, EnvError, EventError, Trigger};
 use compute_bot::policy::{Decision, Policy, Verdict, check_code};
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -174,17 +174,11 @@ fn goal() -> impl Strategy<Value = String> {
     "[A-Za-z0-9 ,.?()'\"`*/#%+<>:;\t\u{e9}\u{4e2d}-]{1,60}".prop_filter("a real goal", |g| {
         let lower = g.trim().to_ascii_lowercase();
         let words: Vec<&str> = lower.split_whitespace().collect();
+        // A reserved first word is a subcommand (strictly), never a goal.
         !g.trim().is_empty()
             && !matches!(
-                words.as_slice(),
-                ["approve"]
-                    | ["approve", _]
-                    | ["deny"]
-                    | ["replay"]
-                    | ["watch", _]
-                    | ["run"]
-                    | ["run", _]
-                    | ["plan", ..]
+                words.first(),
+                Some(&("approve" | "deny" | "replay" | "watch" | "run" | "plan"))
             )
     })
 }

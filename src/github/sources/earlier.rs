@@ -13,15 +13,15 @@
 //! stops, naming the source).
 
 use crate::admit::Admitted;
-use crate::github::client::GitHub;
+use crate::github::rest::client::GitHub;
 use crate::github::sources::{self, Cache, Fetched, Origin, SourceFile, fetch};
-use crate::github::texts::PendingInput;
+use crate::github::texts::{self, PendingInput};
 use crate::policy::Inputs;
 use crate::record::RecordedInput;
 
 /// One `github:` input of an earlier run, as its comment records it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Earlier {
+pub(crate) struct EarlierData {
     /// The source as asked (`github:pulls?state=closed`).
     pub(crate) spec: String,
     /// Hex SHA-256 of the CSV the earlier run's code saw (or was shown).
@@ -54,8 +54,8 @@ pub(crate) enum Use {
 /// request marker
 /// (`shown`: the inputs of its request, which also a needs-approval or plan
 /// comment carries, with the notes).
-pub(crate) fn of_answer(recorded: &[RecordedInput], shown: &[PendingInput]) -> Vec<Earlier> {
-    let mut out: Vec<Earlier> = Vec::new();
+pub(crate) fn of_answer(recorded: &[RecordedInput], shown: &[PendingInput]) -> Vec<EarlierData> {
+    let mut out: Vec<EarlierData> = Vec::new();
     for i in shown {
         if sources::split_inputs(std::slice::from_ref(&i.path))
             .1
@@ -63,7 +63,7 @@ pub(crate) fn of_answer(recorded: &[RecordedInput], shown: &[PendingInput]) -> V
         {
             continue;
         }
-        out.push(Earlier {
+        out.push(EarlierData {
             spec: i.path.clone(),
             sha256: i.sha256.clone(),
             snapshot: i.snapshot.clone(),
@@ -83,7 +83,7 @@ pub(crate) fn of_answer(recorded: &[RecordedInput], shown: &[PendingInput]) -> V
                 e.snapshot = e.snapshot.take().or(i.snapshot.clone());
                 e.fetched_at = e.fetched_at.take().or(i.fetched_at.clone());
             }
-            None => out.push(Earlier {
+            None => out.push(EarlierData {
                 spec: spec.clone(),
                 sha256: i.sha256.clone(),
                 snapshot: i.snapshot.clone(),
@@ -132,10 +132,10 @@ pub(crate) async fn data_for(
     gh: &GitHub,
     cache: &Cache,
     specs: &[String],
-    earlier: &[Earlier],
+    earlier: &[EarlierData],
     (policy, how, prefix): (&Inputs, Use, &str),
 ) -> Result<(Vec<Admitted>, Fetched), Vec<String>> {
-    let matched: Vec<Option<&Earlier>> = specs
+    let matched: Vec<Option<&EarlierData>> = specs
         .iter()
         .map(|s| earlier.iter().find(|e| &e.spec == s))
         .collect();
@@ -163,7 +163,7 @@ pub(crate) async fn data_for(
         };
         return afresh(why).await;
     }
-    let missing: Vec<&Earlier> = matched
+    let missing: Vec<&EarlierData> = matched
         .iter()
         .flatten()
         .filter(|e| {
@@ -214,7 +214,7 @@ pub(crate) async fn data_for(
 async fn unchanged_since(
     gh: &GitHub,
     specs: &[String],
-    matched: &[Option<&Earlier>],
+    matched: &[Option<&EarlierData>],
     policy: &Inputs,
     budget: &mut fetch::Budget,
 ) -> Result<Option<u32>, String> {
@@ -285,7 +285,7 @@ async fn unchanged_since(
 async fn read_back(
     gh: &GitHub,
     specs: &[String],
-    matched: &[Option<&Earlier>],
+    matched: &[Option<&EarlierData>],
     policy: &Inputs,
 ) -> Result<(Vec<Admitted>, Fetched), Vec<String>> {
     let queries = sources::check(specs, policy)?;
@@ -360,30 +360,16 @@ async fn read_back(
 /// simply fetched in its run: read back from an earlier run's snapshot
 /// (which run, when it was fetched, which commit), or fetched afresh and why.
 pub(crate) fn origin_words(f: &Fetched) -> Option<String> {
+    let fetched_at = f.fetched_at.as_deref();
     match &f.origin {
         Origin::Fetched => None,
-        Origin::Snapshot { runs, commits } => Some(format!(
-            "the GitHub data of run {}, fetched at {}, not fetched again (the snapshot in commit `{}` of the files branch)",
-            if runs.is_empty() {
-                "(unknown)".to_string()
-            } else {
-                runs.join(", ")
-            },
-            f.fetched_at.as_deref().unwrap_or("(time not recorded)"),
-            commits.join("`, `")
-        )),
-        Origin::Unchanged { runs, commits } => Some(format!(
-            "asked afresh (`replay fresh`): unchanged since run {} (fetched at {}) — GitHub answered all {} conditional requests with 304 Not Modified, no rate limit spent; the snapshot in commit `{}` of the files branch",
-            if runs.is_empty() {
-                "(unknown)".to_string()
-            } else {
-                runs.join(", ")
-            },
-            f.fetched_at.as_deref().unwrap_or("(time not recorded)"),
-            f.requests,
-            commits.join("`, `")
-        )),
-        Origin::Afresh { why } => Some(format!("fetched afresh: {why}")),
+        Origin::Snapshot { runs, commits } => {
+            Some(texts::data_from_snapshot(runs, fetched_at, commits))
+        }
+        Origin::Unchanged { runs, commits } => {
+            Some(texts::data_unchanged(runs, fetched_at, f.requests, commits))
+        }
+        Origin::Afresh { why } => Some(texts::data_afresh(why)),
     }
 }
 

@@ -14,7 +14,7 @@ use octocrab::{FromResponse, Page};
 use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::Value;
 
-use crate::github::client::{GitHub, GitHubError, Need, encode_segment};
+use crate::github::rest::client::{GitHub, GitHubError, Need, encode_segment};
 use crate::github::sources::table::{labels_of, time_of};
 use crate::sources::{GithubSource, Query};
 
@@ -404,7 +404,7 @@ mod tests {
     use super::*;
 
     fn client(api: &str) -> GitHub {
-        let repo = crate::github::event::RepoRef::parse("octo-org/data", "test").unwrap();
+        let repo = crate::github::actions::event::RepoRef::parse("octo-org/data", "test").unwrap();
         GitHub::new(api, &crate::secret::Secret::new("t"), repo).unwrap()
     }
 

@@ -22,7 +22,7 @@ pub(crate) mod table;
 
 use serde_json::Value;
 
-use crate::github::client::{GitHub, GitHubError};
+use crate::github::rest::client::{GitHub, GitHubError};
 use crate::policy::Inputs;
 use crate::sandbox::GITHUB_DIR;
 use crate::sources::{GithubSource, Query};

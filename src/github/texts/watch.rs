@@ -410,6 +410,79 @@ pub(crate) fn watch_summary(
     out
 }
 
+/// Why a watch thread has nothing to make a watch file of, or to replay.
+pub(crate) const NO_RESULT_IN_THREAD: &str =
+    "this thread has no compute-bot result with a run record";
+
+/// A watch run without a result and without a reason: how it ended.
+pub(crate) fn watch_run_ended(status: &str) -> String {
+    format!("the run ended {status}")
+}
+
+/// A watch whose pinned `code_sha256` is not the code the model wrote.
+pub(crate) fn watch_not_pinned(sha256: &str, pinned: &str, file: &str) -> String {
+    format!(
+        "the code the model wrote has SHA-256 {sha256}, not the pinned {pinned}; it was not run. Put the approved code under `code:` in {file}"
+    )
+}
+
+/// The summary when watch files cannot be read: one line per problem.
+pub(crate) fn watch_files_unusable(lines: &[String]) -> String {
+    format!(
+        "### compute-bot\n\nThe watch files cannot be used:\n\n{}\n",
+        lines.join("\n")
+    )
+}
+
+/// A schedule or dispatch run with neither a goal nor watch files.
+pub(crate) fn nothing_to_watch(folder: &str) -> String {
+    format!(
+        "a schedule or workflow_dispatch run needs the action input `goal` (or `code`), or watch files in `{folder}/*.yml` (the `watches` input names another folder)"
+    )
+}
+
+/// The `watch` input names watches the folder does not have.
+pub(crate) fn unknown_watches(unknown: &[&String], folder: &str, known: &[&str]) -> String {
+    format!(
+        "the `watch` input names {:?}, which {folder} does not have; its watches are {}",
+        unknown,
+        known.join(", ")
+    )
+}
+
+/// A watch run on a pull request's side without a temporary workspace.
+pub(crate) fn watch_no_workspace(error: &str) -> String {
+    format!("no temporary workspace: {error}")
+}
+
+/// A watch's inputs could not be read at commit `sha`.
+pub(crate) fn watch_inputs_unreadable(sha: &str, error: &str) -> String {
+    format!("the inputs could not be read at {sha}: {error}")
+}
+
+/// The pull request itself could not be read.
+pub(crate) fn pull_unreadable(number: u64, error: &str) -> String {
+    format!("cannot read pull request #{number}: {error}")
+}
+
+/// The pull request's files could not be listed.
+pub(crate) fn pull_files_unreadable(number: u64, error: &str) -> String {
+    format!("cannot list the files of pull request #{number}: {error}")
+}
+
+/// The base's watch files could not be read.
+pub(crate) fn watch_files_unreadable(error: &str) -> String {
+    format!("cannot read the watch files: {error}")
+}
+
+/// Put before the summary when the pull request's comment could not be posted.
+pub(crate) fn pull_comment_unposted(error: &str) -> String {
+    format!(
+        "> [!CAUTION]\n> compute-bot could not post to the pull request: {}\n\n",
+        crate::markdown::neutralize(error)
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

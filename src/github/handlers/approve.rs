@@ -3,10 +3,24 @@
 //! closed, and an approval runs exactly that code on the same inputs (its
 //! `github:` data read back from the snapshot the request recorded, see
 //! [`crate::github::sources::earlier`]).
+//!
+//! A `needs_approval` result shows the code, its sha256 and the findings
+//! (the pending marker of [`texts::approval_block`]) plus a hidden request
+//! marker with the goal and the inputs (paths and sha256). An approval
+//! (`/compute approve`, optionally followed by a sha256 prefix) by someone
+//! the policy's `escalation` allows reads the code back from the newest open
+//! pending comment written by a bot account, checks the hash
+//! ([`texts::read_pending`]) and the prefix when one is given, marks that
+//! comment closed (so a second approval cannot run it again), checks that
+//! the inputs still have the hashes shown, and runs exactly that code with
+//! [`crate::agent::Request::approved_sha256`] set: the escalation is
+//! settled, a `deny` verdict (say, from a stricter policy since) still
+//! denies. `/compute deny` closes the request.
 
-use crate::github::client::{CommentInfo, GitHub, GitHubError, Reaction};
-use crate::github::request::{Approval, Job, execute};
-use crate::github::texts::{self, PendingCode, PendingError, read_request_marker};
+use crate::github::execute::execute;
+use crate::github::rest::client::{CommentInfo, GitHub, GitHubError, Reaction};
+use crate::github::spec::{Approval, RunSpec};
+use crate::github::texts::{self, PendingCode, PendingError, read_request_marker, stop};
 use crate::github::thread::{Ctx, Post, Published, Stop, Thread};
 use crate::status::Status;
 
@@ -46,7 +60,7 @@ async fn open_request(
             &texts::nothing_pending(author, ctx.prefix),
             Reaction::Confused,
         ))),
-        Err(e) => Err(Stop::github("could not read the thread", &e)),
+        Err(e) => Err(Stop::github(stop::THREAD_UNREADABLE, &e)),
     }
 }
 
@@ -74,9 +88,9 @@ pub(crate) async fn approve(
     if let Some(prefix) = sha256_prefix
         && !code.sha256.starts_with(prefix)
     {
-        return Ok(invalid(&format!(
-            "the approval names sha256 `{prefix}…`, but the code waiting for approval has sha256 `{}` (was the comment edited?); read the code again and approve it with its current hash",
-            code.sha256
+        return Ok(invalid(&texts::approval_names_other_code(
+            prefix,
+            &code.sha256,
         )));
     }
     let request = read_request_marker(&comment.body).unwrap_or_default();
@@ -87,17 +101,17 @@ pub(crate) async fn approve(
         texts::approved_by(author, &code.sha256)
     );
     if let Err(e) = ctx.gh.update_comment(comment.id, &closed).await {
-        return Err(Stop::github("could not close the approved request", &e));
+        return Err(Stop::github(stop::NOT_CLOSED, &e));
     }
-    let job = Job {
+    let spec = RunSpec {
         approval: Some(Approval {
             by: author.to_string(),
             sha256: code.sha256,
             request_url: comment.html_url,
         }),
-        ..Job::shown(request, code.code)
+        ..RunSpec::shown(request, code.code)
     };
-    execute(ctx, thread, job).await
+    execute(ctx, thread, spec).await
 }
 
 /// `/compute deny`: closes the newest open pending request; nothing runs.

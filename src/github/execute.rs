@@ -5,15 +5,15 @@
 
 use std::io::Write;
 
-use crate::agent::{Agent, AgentError, Ahead, Request, Stage as AgentStage};
-use crate::github::actions_io::{self, Outputs};
+use crate::agent::{Agent, AgentError, Ahead, Request, Stage};
+use crate::github::actions::event::ActionEnv;
+use crate::github::actions::workflow::{self, Outputs};
 use crate::github::assets;
-use crate::github::client::Reaction;
-use crate::github::event::ActionEnv;
-use crate::github::followup::Parent;
 use crate::github::inputs::{self, Resolved};
+use crate::github::rest::client::Reaction;
 use crate::github::sources::{self, earlier, earlier::Use};
-use crate::github::texts::{self, PendingInput, PendingRequest, request_marker};
+use crate::github::spec::RunSpec;
+use crate::github::texts::{self, PendingInput, request_marker, stop};
 use crate::github::thread::{Ctx, Post, Published, Stop, Thread};
 use crate::model::{ModelChoice, ModelClient, ModelConfig, ModelOverrides, Provider};
 use crate::render::{self, FilesBlock, RenderContext};
@@ -23,59 +23,6 @@ use crate::status::Status;
 /// Where the JSON report goes, relative to the workspace (the one directory a
 /// container action shares with later steps such as `actions/upload-artifact`).
 const REPORT_DIR: &str = "compute-bot-reports";
-
-#[derive(Debug, Default)]
-pub(crate) struct Approval {
-    pub(crate) by: String,
-    pub(crate) sha256: String,
-    pub(crate) request_url: String,
-}
-
-/// Where the code of a run of a plan (`/compute run`) came from.
-#[derive(Debug, Default)]
-pub(crate) struct FromPlan {
-    pub(crate) by: String,
-    pub(crate) sha256: String,
-    pub(crate) plan_url: String,
-}
-
-#[derive(Debug, Default)]
-pub(crate) struct Job {
-    pub(crate) goal: Option<String>,
-    pub(crate) code: Option<String>,
-    pub(crate) context: Option<String>,
-    /// Paths named on purpose.
-    pub(crate) inputs: Vec<String>,
-    /// For an approved run: the inputs (and hashes) the approver saw; no
-    /// paths are taken from the goal then.
-    pub(crate) expected_inputs: Option<Vec<PendingInput>>,
-    /// Set for an approved run: who approved which code.
-    pub(crate) approval: Option<Approval>,
-    /// Plan only (`/compute plan`): generate and check, run nothing; the
-    /// plan is posted as a new comment that the bot never edits.
-    pub(crate) plan_only: bool,
-    /// Set for a run of a plan: who asked, which plan, which code.
-    pub(crate) from_plan: Option<FromPlan>,
-    /// For a follow-up: the earlier answer it builds on (its inputs are
-    /// taken when the job names none).
-    pub(crate) parent: Option<Parent>,
-}
-
-impl Job {
-    /// A run of exactly `code` as shown in one of the bot's comments, with
-    /// that comment's request (goal, context, the inputs with the hashes
-    /// shown); approval and plan runs add who let it run.
-    pub(crate) fn shown(request: PendingRequest, code: String) -> Job {
-        Job {
-            goal: request.goal,
-            code: Some(code),
-            context: request.context,
-            inputs: request.inputs.iter().map(|i| i.path.clone()).collect(),
-            expected_inputs: Some(request.inputs),
-            ..Job::default()
-        }
-    }
-}
 
 fn model_overrides(env: &ActionEnv) -> Result<ModelOverrides, String> {
     let i = &env.inputs;
@@ -132,30 +79,14 @@ fn action_key_hint(mut report: Report, hints: &[KeyHint]) -> Report {
     report
 }
 
-fn map_stage(s: AgentStage, max_attempts: u32) -> Option<(texts::Stage, u32, u32)> {
+fn map_stage(s: Stage, max_attempts: u32) -> Option<(texts::Step, u32, u32)> {
     match s {
-        AgentStage::Generating { attempt, of } => Some((texts::Stage::Generating, attempt, of)),
-        AgentStage::Checking { attempt } => Some((texts::Stage::Checking, attempt, max_attempts)),
-        AgentStage::Running { attempt } => Some((texts::Stage::Running, attempt, max_attempts)),
-        AgentStage::Validating { attempt } => {
-            Some((texts::Stage::Validating, attempt, max_attempts))
-        }
-        AgentStage::Explaining => None,
+        Stage::Generating { attempt, of } => Some((texts::Step::Generating, attempt, of)),
+        Stage::Checking { attempt } => Some((texts::Step::Checking, attempt, max_attempts)),
+        Stage::Running { attempt } => Some((texts::Step::Running, attempt, max_attempts)),
+        Stage::Validating { attempt } => Some((texts::Step::Validating, attempt, max_attempts)),
+        Stage::Explaining => None,
     }
-}
-
-fn problems_md(problems: &[inputs::InputProblem]) -> String {
-    problems
-        .iter()
-        .map(|p| {
-            format!(
-                "- `{}` {}",
-                p.path.replace('`', "'"),
-                render::neutralize(&p.problem)
-            )
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 /// Writes the full report as JSON under the workspace ([`REPORT_DIR`]);
@@ -211,36 +142,36 @@ pub(crate) fn write_report_as(env: &ActionEnv, report: &Report, stem: &str) -> O
 pub(crate) async fn execute(
     ctx: &Ctx<'_>,
     thread: &mut Thread<'_>,
-    job: Job,
+    spec: RunSpec,
 ) -> Result<Published, Stop> {
-    execute_ahead(ctx, thread, job, None).await
+    execute_ahead(ctx, thread, spec, None).await
 }
 
 /// [`execute`] with the container a front end already started for the
-/// job's exact code ([`prepare_ahead`], e.g. while GitHub said who asked);
+/// run's exact code ([`prepare_ahead`], e.g. while GitHub said who asked);
 /// `None`: it starts now, while the bot talks to GitHub (a plan starts no
 /// container).
 pub(crate) async fn execute_ahead(
     ctx: &Ctx<'_>,
     thread: &mut Thread<'_>,
-    job: Job,
+    spec: RunSpec,
     ahead: Option<Ahead>,
 ) -> Result<Published, Stop> {
     let env = ctx.env;
     let marker = texts::run_marker(&env.run_id);
     let ahead = match ahead {
         Some(ahead) => Some(ahead),
-        None if job.plan_only => None,
-        None => prepare_ahead(ctx, &job).await,
+        None if spec.plan_only => None,
+        None => prepare_ahead(ctx, &spec).await,
     };
-    let show_progress = if job.plan_only {
+    let show_progress = if spec.plan_only {
         thread.seen().await;
         false
     } else {
         thread.acknowledge(&marker, &env.run_url()).await
     };
-    let (resolved, inherited, fetched) = resolve_inputs(ctx, &job).await?;
-    let (model, has_code, key_hints) = model_for(ctx, &job)?;
+    let (resolved, inherited, fetched) = resolve_inputs(ctx, &spec).await?;
+    let (model, has_code, key_hints) = model_for(ctx, &spec)?;
     let sandbox = ctx
         .session
         .sandbox(&ctx.policy.sandbox.environments())
@@ -248,11 +179,8 @@ pub(crate) async fn execute_ahead(
         .map_err(|e| {
             Stop::new(
                 Status::Error,
-                "the sandbox is not available",
-                format!(
-                    "{}\n\nThe action needs a Linux runner with Docker (e.g. `ubuntu-latest`).",
-                    render::neutralize(&e.to_string())
-                ),
+                stop::SANDBOX_UNAVAILABLE,
+                stop::sandbox_unavailable(&e.to_string()),
             )
         })?;
     let max_attempts = if has_code {
@@ -260,22 +188,10 @@ pub(crate) async fn execute_ahead(
     } else {
         u32::from(ctx.policy.attempts.get())
     };
-    let request = Request {
-        goal: job.goal.clone(),
-        code: job.code.clone(),
-        inputs: resolved.iter().map(|r| r.file.clone()).collect(),
-        schema: None,
-        context: with_sources(job.context.clone(), &fetched),
-        approved_sha256: job.approval.as_ref().map(|a| a.sha256.clone()),
-        plan_only: job.plan_only,
-        follows: job.parent.as_ref().map(|p| crate::prompt::Earlier {
-            goal: p.goal.clone(),
-            code: p.code.clone(),
-            result: p.result.clone(),
-            status: p.status.clone(),
-        }),
-        pinned_sha256: None,
-    };
+    let request = spec.request(
+        resolved.iter().map(|r| r.file.clone()).collect(),
+        with_sources(spec.context.clone(), &fetched),
+    );
     let agent = Agent {
         policy: ctx.policy,
         sandbox,
@@ -295,7 +211,7 @@ pub(crate) async fn execute_ahead(
                 let shown = shown_inputs(&resolved, &fetched, &[]);
                 return Ok(publish(
                     ctx,
-                    &job,
+                    &spec,
                     (&resolved, inherited, &shown),
                     &marker,
                     report,
@@ -311,8 +227,8 @@ pub(crate) async fn execute_ahead(
                 };
                 return Err(Stop::new(
                     status,
-                    "the request could not start",
-                    render::neutralize(&e.to_string()),
+                    stop::NOT_STARTED,
+                    stop::error_details(&e.to_string()),
                 ));
             }
         };
@@ -323,7 +239,7 @@ pub(crate) async fn execute_ahead(
     let shown = shown_inputs(&resolved, &fetched, &kept);
     Ok(publish(
         ctx,
-        &job,
+        &spec,
         (&resolved, inherited, &shown),
         &format!("{marker}{sources_md}"),
         report,
@@ -377,19 +293,11 @@ pub(crate) async fn keep_sources(
         .filter_map(|f| Some((f.name.clone(), known(f)?)))
         .collect();
     report.set_input_snapshots(&kept, fetched.fetched_at.as_deref());
-    let list: Vec<String> = fetched
-        .files
-        .iter()
-        .map(|f| format!("`{}` ({} rows)", f.query.text.replace('`', "'"), f.rows))
-        .collect();
-    let home = match kept.first().and_then(|(_, at)| sources::snapshot_ref(at)) {
-        Some((sha, _)) => format!("kept in commit `{}` of the files branch", &sha[..12]),
-        None => "kept in the run's artifact".to_string(),
-    };
-    let fetched_here = format!(
-        "{} of {} requests; the snapshot is {home}",
-        fetched.requests, fetched.budget
-    );
+    let commit = kept
+        .first()
+        .and_then(|(_, at)| sources::snapshot_ref(at))
+        .map(|(sha, _)| sha);
+    let fetched_here = texts::data_fetched_here(fetched.requests, fetched.budget, commit);
     let from = match earlier::origin_words(fetched) {
         None => fetched_here,
         Some(w)
@@ -402,13 +310,17 @@ pub(crate) async fn keep_sources(
         }
         Some(w) => format!("{w}; {fetched_here}"),
     };
-    let mut md = format!("\n📥 GitHub data: {} — {from}.", list.join(", "));
-    for f in &fetched.files {
-        for n in &f.notes {
-            md.push_str(&format!("\n⚠️ `{}`: {n}.", f.name));
-        }
-    }
-    (render::neutralize(&md), kept)
+    let queries: Vec<(&str, usize)> = fetched
+        .files
+        .iter()
+        .map(|f| (f.query.text.as_str(), f.rows))
+        .collect();
+    let notes: Vec<(&str, &str)> = fetched
+        .files
+        .iter()
+        .flat_map(|f| f.notes.iter().map(|n| (f.name.as_str(), n.as_str())))
+        .collect();
+    (texts::github_data_line(&queries, &from, &notes), kept)
 }
 
 /// The inputs an answer records in its request marker (what an approval,
@@ -456,13 +368,8 @@ pub(crate) fn with_sources(context: Option<String>, fetched: &sources::Fetched) 
 /// its container, started now and preloading what the code imports, so the
 /// interpreter imports while the bot acknowledges. Removed unused if the
 /// request stops before it runs ([`Ahead`]).
-pub(crate) async fn prepare_ahead(ctx: &Ctx<'_>, job: &Job) -> Option<Ahead> {
-    let request = Request {
-        goal: job.goal.clone(),
-        code: job.code.clone(),
-        approved_sha256: job.approval.as_ref().map(|a| a.sha256.clone()),
-        ..Request::default()
-    };
+pub(crate) async fn prepare_ahead(ctx: &Ctx<'_>, spec: &RunSpec) -> Option<Ahead> {
+    let request = spec.request(Vec::new(), None);
     let sandbox = ctx
         .session
         .sandbox(&ctx.policy.sandbox.environments())
@@ -482,34 +389,34 @@ pub(crate) async fn prepare_ahead(ctx: &Ctx<'_>, job: &Job) -> Option<Ahead> {
     agent.prepare_ahead(&request)
 }
 
-/// The inputs of the job: workspace files (checked against the policy) and
+/// The inputs of the run: workspace files (checked against the policy) and
 /// `github:` sources (fetched once for this run, see
 /// [`crate::github::sources`]), all of them together within the policy's
 /// caps and, for an approved run, against the hashes the approver saw. A
 /// follow-up that names no inputs (none given, none mentioned) takes its
-/// parent's; the second value says whether it did. The third is what the
+/// earlier answer's; the second value says whether it did. The third is what the
 /// sources fetched (none: no source named).
 async fn resolve_inputs(
     ctx: &Ctx<'_>,
-    job: &Job,
+    spec: &RunSpec,
 ) -> Result<(Vec<Resolved>, bool, sources::Fetched), Stop> {
-    let (paths, specs) = sources::split_inputs(&job.inputs);
-    let mut resolved = resolve_named(ctx, job, &paths)?;
+    let (paths, specs) = sources::split_inputs(&spec.inputs);
+    let mut resolved = resolve_named(ctx, spec, &paths)?;
     let (mut specs, mut inherited) = (specs, false);
-    if let Some(p) = &job.parent
+    if let Some(p) = &spec.earlier
         && resolved.is_empty()
         && specs.is_empty()
         && !p.inputs.is_empty()
     {
-        let (paths, parent_specs) = sources::split_inputs(&p.inputs);
-        let inherit = Job::default();
+        let (paths, earlier_specs) = sources::split_inputs(&p.inputs);
+        let inherit = RunSpec::default();
         resolved = resolve_named(ctx, &inherit, &paths)?;
-        specs = parent_specs;
+        specs = earlier_specs;
         inherited = true;
     }
     // An approved run or a run of a plan: the data shown; a follow-up:
-    // its parent's (see `sources::earlier`, the one rule).
-    let (earlier, how) = match (&job.expected_inputs, &job.parent) {
+    // the earlier answer's (see `sources::earlier`, the one rule).
+    let (earlier, how) = match (&spec.expected_inputs, &spec.earlier) {
         (Some(shown), _) => (earlier::of_answer(&[], shown), Use::Approved),
         (None, Some(p)) => (p.data.clone(), Use::FollowUp),
         (None, None) => (Vec::new(), Use::FollowUp),
@@ -518,52 +425,44 @@ async fn resolve_inputs(
     let (fetched_inputs, fetched) = earlier::data_for(ctx.gh, ctx.fetched, &specs, &earlier, how)
         .await
         .map_err(|problems| {
-            let lines: Vec<String> = problems
-                .iter()
-                .map(|p| format!("- {}", render::neutralize(p)))
-                .collect();
             Stop::new(
                 Status::Failed,
-                "the GitHub data cannot be used",
-                lines.join("\n"),
+                stop::GITHUB_DATA_UNUSABLE,
+                stop::github_data_unusable(&problems),
             )
         })?;
     resolved.extend(fetched_inputs);
-    inputs::together(&resolved, &ctx.policy.inputs).map_err(|problems| {
-        Stop::new(
-            Status::Failed,
-            "the inputs cannot be used",
-            problems_md(&problems),
-        )
-    })?;
-    check_expected(ctx, job, &resolved)?;
+    inputs::together(&resolved, &ctx.policy.inputs).map_err(inputs_unusable)?;
+    check_expected(ctx, spec, &resolved)?;
     Ok((resolved, inherited, fetched))
 }
 
-/// The workspace files the job names (`paths`) or its goal mentions.
-fn resolve_named(ctx: &Ctx<'_>, job: &Job, paths: &[String]) -> Result<Vec<Resolved>, Stop> {
-    let mention_text = match &job.expected_inputs {
+/// The workspace files the run names (`paths`) or its goal mentions.
+fn resolve_named(ctx: &Ctx<'_>, spec: &RunSpec, paths: &[String]) -> Result<Vec<Resolved>, Stop> {
+    let mention_text = match &spec.expected_inputs {
         Some(_) => String::new(),
-        None => [job.goal.as_deref(), job.context.as_deref()]
+        None => [spec.goal.as_deref(), spec.context.as_deref()]
             .into_iter()
             .flatten()
             .collect::<Vec<_>>()
             .join("\n"),
     };
-    inputs::resolve(&ctx.env.workspace, paths, &mention_text, &ctx.policy.inputs).map_err(
-        |problems| {
-            Stop::new(
-                Status::Failed,
-                "the inputs cannot be used",
-                problems_md(&problems),
-            )
-        },
+    inputs::resolve(&ctx.env.workspace, paths, &mention_text, &ctx.policy.inputs)
+        .map_err(inputs_unusable)
+}
+
+/// The stop for inputs the policy refuses.
+fn inputs_unusable(problems: Vec<inputs::InputProblem>) -> Stop {
+    Stop::new(
+        Status::Failed,
+        stop::INPUTS_UNUSABLE,
+        stop::inputs_unusable(&problems),
     )
 }
 
 /// For an approved run: every input the approver saw, with the same hash.
-fn check_expected(ctx: &Ctx<'_>, job: &Job, resolved: &[Resolved]) -> Result<(), Stop> {
-    if let Some(expected) = &job.expected_inputs {
+fn check_expected(ctx: &Ctx<'_>, spec: &RunSpec, resolved: &[Resolved]) -> Result<(), Stop> {
+    if let Some(expected) = &spec.expected_inputs {
         let changed: Vec<String> = expected
             .iter()
             .filter(|e| {
@@ -576,7 +475,7 @@ fn check_expected(ctx: &Ctx<'_>, job: &Job, resolved: &[Resolved]) -> Result<(),
         if !changed.is_empty() {
             return Err(Stop::new(
                 Status::Failed,
-                "the approved request cannot run on the same data",
+                stop::DATA_CHANGED,
                 texts::inputs_changed(&changed, ctx.prefix),
             ));
         }
@@ -586,22 +485,17 @@ fn check_expected(ctx: &Ctx<'_>, job: &Job, resolved: &[Resolved]) -> Result<(),
 
 /// The model client (none: exact code runs without one; with the fallback
 /// model when the `fallback_*` inputs or `COMPUTE_BOT_FALLBACK_*` name one),
-/// whether the job has exact code, and where each model's key came from.
+/// whether the run has exact code, and where each model's key came from.
 pub(crate) fn model_for(
     ctx: &Ctx<'_>,
-    job: &Job,
+    spec: &RunSpec,
 ) -> Result<(Option<ModelClient>, bool, Vec<KeyHint>), Stop> {
-    let has_code = job.code.as_deref().is_some_and(|c| !c.trim().is_empty())
-        || job
-            .goal
-            .as_deref()
-            .and_then(crate::prompt::extract_fenced_code)
-            .is_some_and(|c| !c.trim().is_empty());
+    let has_code = spec.has_code();
     let unusable = |e: String| {
         Stop::new(
             Status::Error,
-            "the model configuration is not usable",
-            format!("{}\n\n{}", render::neutralize(&e), texts::MODEL_INPUTS_HINT),
+            stop::MODEL_UNUSABLE,
+            stop::model_unusable(&e),
         )
     };
     let model_cfg = model_overrides(ctx.env)
@@ -610,7 +504,7 @@ pub(crate) fn model_for(
     if !has_code && model_cfg.is_none() {
         return Err(Stop::new(
             Status::Failed,
-            "no model and no code",
+            stop::NO_MODEL_NO_CODE,
             texts::NO_MODEL_ACTION_HELP,
         ));
     }
@@ -625,14 +519,12 @@ pub(crate) fn model_for(
         }
         !keyless_exact
     });
-    const KEY_INPUT: &str = "the action input `api_key` (from a repository secret, e.g. `api_key: ${{ secrets.COMPUTE_BOT_API_KEY }}`)";
-    const FALLBACK_KEY_INPUT: &str = "the action input `fallback_api_key` (from a repository secret, e.g. `fallback_api_key: ${{ secrets.COMPUTE_BOT_FALLBACK_API_KEY }}`)";
     let mut key_hints = Vec::new();
     if let Some(c) = &model_cfg {
         if let Some(f) = &c.fallback {
-            key_hints.push((f.key_setting(), FALLBACK_KEY_INPUT));
+            key_hints.push((f.key_setting(), texts::FALLBACK_KEY_INPUT));
         }
-        key_hints.push((c.key_setting(), KEY_INPUT));
+        key_hints.push((c.key_setting(), texts::KEY_INPUT));
     }
     let model = model_cfg
         .map(ModelClient::new)
@@ -658,8 +550,8 @@ async fn answer_with_progress(
         Option<tokio::sync::watch::Receiver<crate::sandbox::PullProgress>>,
     ),
 ) -> Result<Report, AgentError> {
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<AgentStage>();
-    let send = move |s: AgentStage| {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Stage>();
+    let send = move |s: Stage| {
         let _ = tx.send(s);
     };
     let work = async move {
@@ -671,7 +563,7 @@ async fn answer_with_progress(
     };
     let updater = async {
         let mut pulling = pulling;
-        let mut current: Option<AgentStage> = None;
+        let mut current: Option<Stage> = None;
         let mut shown = tokio::time::Instant::now() - PULL_SHOWN_EVERY;
         loop {
             let pull_changed = async {
@@ -720,13 +612,13 @@ async fn answer_with_progress(
 /// comment, the reaction and the outputs.
 fn publish(
     ctx: &Ctx<'_>,
-    job: &Job,
+    spec: &RunSpec,
     (resolved, inherited, shown): (&[Resolved], bool, &[PendingInput]),
     marker: &str,
     mut report: Report,
     files: Option<FilesBlock>,
 ) -> Published {
-    if let (Some(p), Some(r)) = (&job.parent, report.record.as_mut()) {
+    if let (Some(p), Some(r)) = (&spec.earlier, report.record.as_mut()) {
         r.parent = Some(p.url.clone());
     }
     let paths: Vec<(String, String)> = resolved
@@ -738,31 +630,27 @@ fn publish(
     if let Some(o) = &report.outcome {
         let mut out = std::io::stdout().lock();
         if !o.stdout.is_empty() {
-            let _ = actions_io::echo_untrusted(&mut out, "sandbox stdout", &o.stdout);
+            let _ = workflow::echo_untrusted(&mut out, "sandbox stdout", &o.stdout);
         }
         if !o.stderr.is_empty() {
-            let _ = actions_io::echo_untrusted(&mut out, "sandbox stderr", &o.stderr);
+            let _ = workflow::echo_untrusted(&mut out, "sandbox stderr", &o.stderr);
         }
         let _ = out.flush();
     }
     let mut head = marker.to_string();
-    if let Some(a) = &job.approval {
+    if let Some(a) = &spec.approval {
         head.push_str(&texts::approved_run(&a.by, &a.request_url, &a.sha256));
     }
-    if let Some(p) = &job.from_plan {
+    if let Some(p) = &spec.from_plan {
         head.push_str(&texts::planned_run(&p.by, &p.plan_url, &p.sha256));
     }
-    if let Some(p) = &job.parent {
+    if let Some(p) = &spec.earlier {
         let taken: &[String] = if inherited { &p.inputs } else { &[] };
         head.push_str(&texts::follows_up(&p.url, taken));
     }
     // Every answer records its goal and inputs: an approval or a plan runs
     // them, a follow-up builds on them.
-    let pending = PendingRequest {
-        goal: job.goal.clone(),
-        context: job.context.clone(),
-        inputs: shown.to_vec(),
-    };
+    let pending = spec.recorded(shown);
     head.push('\n');
     head.push_str(&request_marker(&pending));
     let rctx = RenderContext {
@@ -799,13 +687,13 @@ mod tests {
     #[test]
     fn stages_map_onto_the_checklist() {
         assert_eq!(
-            map_stage(AgentStage::Generating { attempt: 2, of: 3 }, 3),
-            Some((texts::Stage::Generating, 2, 3))
+            map_stage(Stage::Generating { attempt: 2, of: 3 }, 3),
+            Some((texts::Step::Generating, 2, 3))
         );
         assert_eq!(
-            map_stage(AgentStage::Running { attempt: 1 }, 1),
-            Some((texts::Stage::Running, 1, 1))
+            map_stage(Stage::Running { attempt: 1 }, 1),
+            Some((texts::Step::Running, 1, 1))
         );
-        assert_eq!(map_stage(AgentStage::Explaining, 1), None);
+        assert_eq!(map_stage(Stage::Explaining, 1), None);
     }
 }

@@ -1,14 +1,11 @@
-//! `/compute plan <goal>` and `/compute run`: plan first, then run exactly
-//! what was shown.
+//! `/compute run [<sha256 prefix>]`: run exactly the newest plan's code
+//! (see [`super::plan`] for the plan).
 //!
-//! A plan is generated and checked like any request, but no container is
-//! started; the bot posts the plan, the exact code, the policy verdict and
-//! the code's sha256 as a **new comment it never edits** (status `planned`).
 //! `/compute run`, by whoever the policy's `who` lets run code, takes the
 //! newest plan in the thread and runs exactly its code:
 //!
 //! - only comments written by the identity the bot posts as count
-//!   ([`GitHub::own_login`](crate::github::client::GitHub::own_login)); a
+//!   ([`GitHub::own_login`](crate::github::rest::client::GitHub::own_login)); a
 //!   plan marker in anyone else's comment is ignored;
 //! - the plan comment must be unedited (`updated_at` not after
 //!   `created_at`) and its code must hash to the sha256 in its hidden marker
@@ -20,29 +17,16 @@
 //! policy (an escalation then waits for an approval as always), run,
 //! validated; its comment links the plan.
 
-use crate::github::client::{CommentInfo, Reaction};
-use crate::github::request::{FromPlan, Job, execute};
-use crate::github::texts::{self, read_request_marker};
+use crate::github::execute::execute;
+use crate::github::rest::client::{CommentInfo, Reaction};
+use crate::github::spec::{FromPlan, RunSpec};
+use crate::github::texts::{self, read_request_marker, stop};
 use crate::github::thread::{Ctx, Published, Stop, Thread};
 use crate::status::Status;
 
-/// `/compute plan`: the job's code is generated (or taken) and checked;
-/// nothing runs.
-pub(crate) async fn plan(
-    ctx: &Ctx<'_>,
-    thread: &mut Thread<'_>,
-    job: Job,
-) -> Result<Published, Stop> {
-    let job = Job {
-        plan_only: true,
-        ..job
-    };
-    execute(ctx, thread, job).await
-}
-
 /// The newest comment of the bot's own that carries a plan marker.
 async fn newest_plan(ctx: &Ctx<'_>, issue: u64) -> Result<Option<CommentInfo>, Stop> {
-    let read = |e| Stop::github("could not read the thread", &e);
+    let read = |e| Stop::github(stop::THREAD_UNREADABLE, &e);
     let comments = ctx.gh.list_comments(issue).await.map_err(read)?;
     let own = ctx.gh.own_login().await.map_err(read)?;
     Ok(comments
@@ -76,36 +60,30 @@ pub(crate) async fn run_plan(
         ));
     };
     if comment.edited {
-        return Ok(invalid(&format!(
-            "The newest plan ({}) was edited after the bot posted it, so what it shows may not be what was planned; it will not run.",
-            comment.html_url
-        )));
+        return Ok(invalid(&texts::plan_edited(&comment.html_url)));
     }
     let code = match texts::read_plan(&comment.body) {
         Ok(c) => c,
         Err(e) => {
-            return Ok(invalid(&format!(
-                "The newest plan ({}) cannot be read back: {e}.",
-                comment.html_url
+            return Ok(invalid(&texts::plan_unreadable(
+                &comment.html_url,
+                &e.to_string(),
             )));
         }
     };
     if let Some(prefix) = sha256_prefix
         && !code.sha256.starts_with(prefix)
     {
-        return Ok(invalid(&format!(
-            "The run names sha256 `{prefix}…`, but the newest plan's code has sha256 `{}`; read the newest plan and run it with its hash.",
-            code.sha256
-        )));
+        return Ok(invalid(&texts::plan_names_other_code(prefix, &code.sha256)));
     }
     let request = read_request_marker(&comment.body).unwrap_or_default();
-    let job = Job {
+    let spec = RunSpec {
         from_plan: Some(FromPlan {
             by: author.to_string(),
             sha256: code.sha256,
             plan_url: comment.html_url,
         }),
-        ..Job::shown(request, code.code)
+        ..RunSpec::shown(request, code.code)
     };
-    execute(ctx, thread, job).await
+    execute(ctx, thread, spec).await
 }

@@ -7,32 +7,19 @@
 //! escalation is not replayed), and the same preconditions as
 //! `compute-bot replay` apply: code, input and image hashes must match.
 
-use crate::github::client::Reaction;
 use crate::github::inputs;
+use crate::github::rest::client::Reaction;
 use crate::github::sources::{self, Origin, earlier, earlier::Use};
-use crate::github::texts::read_request_marker;
+use crate::github::texts::{self, cannot_replay as cannot, read_request_marker};
 use crate::github::thread::{Ctx, Published, Stop};
 use crate::policy::{Decision, check_code};
 use crate::record::RECORD_MARKER_START;
-use crate::render;
 use crate::replay::{
     Recorded, ReplayError, ReplayVerdict, code_mismatch, compare_inputs, environments_for, replay,
     runtime_for,
 };
 use crate::sandbox::InputFile;
 use crate::status::Status;
-
-/// The verdict comment for a precondition that does not hold.
-fn cannot(source: &str, problems: &[String]) -> String {
-    let lines: Vec<String> = problems
-        .iter()
-        .map(|p| format!("- {}", render::neutralize(p)))
-        .collect();
-    format!(
-        "### ⛔ compute-bot: cannot replay\n\nThe [result]({source}) cannot be replayed as recorded:\n\n{}\n",
-        lines.join("\n")
-    )
-}
 
 /// What the reply says: text, reaction, status.
 type Answer = (String, Reaction, Status);
@@ -57,26 +44,15 @@ async fn answer(ctx: &Ctx<'_>, issue: u64, fresh: bool) -> Answer {
     {
         Ok(f) => f,
         Err(e) => {
-            let text = format!(
-                "### 💥 compute-bot: cannot read this thread\n\n{}\n",
-                render::neutralize(&e.to_string())
-            );
+            let text = texts::replay_thread_unreadable(&e.to_string());
             return (text, Reaction::Confused, Status::Failed);
         }
     };
     let Some((result_id, body)) = found else {
-        let text = format!(
-            "Nothing to replay: this thread has no compute-bot result with a run record. Ask with `{} <goal>` first.",
-            ctx.prefix
-        );
+        let text = texts::nothing_to_replay(ctx.prefix);
         return (text, Reaction::Confused, Status::Ignored);
     };
-    let source = format!(
-        "{}/{}/{}/issues/{issue}#issuecomment-{result_id}",
-        ctx.env.server_url.trim_end_matches('/'),
-        ctx.env.repository.owner,
-        ctx.env.repository.name
-    );
+    let source = ctx.comment_url(issue, result_id);
     let rec = match Recorded::from_comment_body(&body, &source) {
         Ok(r) => r,
         Err(e) => {
@@ -103,7 +79,11 @@ async fn answer(ctx: &Ctx<'_>, issue: u64, fresh: bool) -> Answer {
         &rec,
         replay(sandbox, &rec, inputs, None, runtime).await,
     );
-    (format!("{text}{}", notes_md(&data_note)), reaction, status)
+    (
+        format!("{text}{}", texts::replay_notes(&data_note)),
+        reaction,
+        status,
+    )
 }
 
 /// The code hash, the current policy's verdict on the code, and the inputs
@@ -119,14 +99,9 @@ async fn preconditions(
     let mut problems: Vec<String> = code_mismatch(rec).into_iter().collect();
     let verdict = check_code(ctx.policy, &rec.code);
     if verdict.decision != Decision::Allow {
-        problems.push(format!(
-            "the workspace policy does not allow this code now ({}); ask again with `{}`",
-            if verdict.decision == Decision::Deny {
-                "deny"
-            } else {
-                "it needs an approval"
-            },
-            ctx.prefix
+        problems.push(texts::replay_not_allowed_now(
+            verdict.decision == Decision::Deny,
+            ctx.prefix,
         ));
     }
     let paths: Vec<String> = rec
@@ -189,26 +164,12 @@ async fn github_data(
         (&ctx.policy.inputs, how, ctx.prefix),
     )
     .await?;
+    let words = earlier::origin_words(&fetched).unwrap_or_default();
     let note = match &fetched.origin {
-        Origin::Snapshot { .. } => format!(
-            "the GitHub data ({}) came from the run's snapshot: {}; `{} replay fresh` fetches it afresh",
-            specs.join(", "),
-            earlier::origin_words(&fetched).unwrap_or_default(),
-            ctx.prefix
-        ),
-        Origin::Unchanged { .. } => format!(
-            "the GitHub data ({}) were {}",
-            specs.join(", "),
-            earlier::origin_words(&fetched).unwrap_or_default()
-        ),
-        Origin::Afresh { why } => format!(
-            "the GitHub data was fetched afresh ({} requests): {why}; a different result may be the repository's new activity, not the code",
-            fetched.requests
-        ),
-        Origin::Fetched => format!(
-            "the GitHub data was fetched afresh ({} requests), as `{} replay fresh` asks: a different result may be the repository's new activity, not the code",
-            fetched.requests, ctx.prefix
-        ),
+        Origin::Snapshot { .. } => texts::replay_data_from_snapshot(specs, &words, ctx.prefix),
+        Origin::Unchanged { .. } => texts::replay_data_unchanged(specs, &words),
+        Origin::Afresh { why } => texts::replay_data_afresh(fetched.requests, why),
+        Origin::Fetched => texts::replay_data_fetched(fetched.requests, ctx.prefix),
     };
     Ok((admitted.into_iter().map(|a| a.file).collect(), note))
 }
@@ -216,26 +177,18 @@ async fn github_data(
 fn verdict(source: &str, rec: &Recorded, v: Result<ReplayVerdict, ReplayError>) -> Answer {
     match v {
         Ok(v) if v.reproduced => (
-            format!(
-                "### ✅ compute-bot: reproduced\n\nThe [result]({source}) was replayed: the same code \
-                 (sha256 `{}`) on the same inputs and image gave the same result and stdout \
-                 (result sha256 `{}`). The code ran {} ms (recorded: {} ms).\n{}",
-                rec.record.code_sha256,
-                v.result_sha256.as_deref().unwrap_or("(no result)"),
-                v.duration_ms,
-                v.recorded_duration_ms,
-                notes_md(&v.notes)
+            texts::reproduced(
+                source,
+                &rec.record.code_sha256,
+                v.result_sha256.as_deref(),
+                (v.duration_ms, v.recorded_duration_ms),
+                &v.notes,
             ),
             Reaction::PlusOne,
             Status::Ok,
         ),
         Ok(v) => (
-            format!(
-                "### ⚠️ compute-bot: differs\n\nThe [result]({source}) was replayed with the same \
-                 code, inputs and image, and came out different, so it is not reproducible:\n\n{}\n{}",
-                render::fenced("text", &v.differences.join("\n")),
-                notes_md(&v.notes)
-            ),
+            texts::differs(source, &v.differences, &v.notes),
             Reaction::Confused,
             Status::Failed,
         ),
@@ -246,11 +199,4 @@ fn verdict(source: &str, rec: &Recorded, v: Result<ReplayVerdict, ReplayError>) 
             Status::Failed,
         ),
     }
-}
-
-fn notes_md(notes: &[String]) -> String {
-    notes
-        .iter()
-        .map(|n| format!("\n_Note: {}_\n", render::neutralize(n)))
-        .collect()
 }

@@ -34,7 +34,7 @@ use octocrab::models::reactions::ReactionContent;
 use octocrab::service::middleware::retry::RetryConfig;
 use tracing::{debug, warn};
 
-use crate::github::event::{RepoRef, Secret, is_bot};
+use crate::github::actions::event::{RepoRef, Secret, is_bot};
 use crate::policy::Permission;
 
 /// Reactions the bot puts on comments.
@@ -321,7 +321,7 @@ fn rate_limit_of(
 
 /// Which permission a call needs, for the 403/404 hint.
 #[derive(Clone, Copy)]
-pub(super) enum Need {
+pub(crate) enum Need {
     WriteComments,
     ReadComments,
     Collaborators,
@@ -512,12 +512,12 @@ impl GitHub {
 
     /// The octocrab client, for the calls of the sibling modules (they go
     /// through [`GitHub::call`]).
-    pub(super) fn crab(&self) -> &Octocrab {
+    pub(crate) fn crab(&self) -> &Octocrab {
         &self.crab
     }
 
     /// The repository this client works on.
-    pub(super) fn repo_ref(&self) -> &RepoRef {
+    pub(crate) fn repo_ref(&self) -> &RepoRef {
         &self.repo
     }
 
@@ -529,18 +529,18 @@ impl GitHub {
     }
 
     /// The repository's numeric id, when known ([`GitHub::with_repo_id`]).
-    pub(super) fn repo_id(&self) -> Option<u64> {
+    pub(crate) fn repo_id(&self) -> Option<u64> {
         self.repo_id
     }
 
     /// The API root this client asks (`GITHUB_API_URL`, no trailing `/`).
-    pub(super) fn api_url(&self) -> &str {
+    pub(crate) fn api_url(&self) -> &str {
         &self.api_url
     }
 
     /// Runs `call` with retries on 5xx and connection errors, and waits out
     /// rate limits within the budget (see the module docs).
-    pub(super) async fn call<T, F, Fut>(
+    pub(crate) async fn call<T, F, Fut>(
         &self,
         action: &str,
         need: Need,
@@ -886,7 +886,7 @@ impl GitHub {
 }
 
 /// Percent-encodes a path segment (logins like `app[bot]`).
-pub(super) fn encode_segment(s: &str) -> String {
+pub(crate) fn encode_segment(s: &str) -> String {
     let mut out = String::new();
     for b in s.bytes() {
         if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.') {

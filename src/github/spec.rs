@@ -1,0 +1,227 @@
+//! One run specification ([`RunSpec`]): what a run is asked to do, built
+//! once where the request comes in — a `/compute` or `/compute plan`
+//! comment ([`RunSpec::from_command`]), an approval or a run of a plan (the
+//! request the bot's comment shows, [`RunSpec::shown`]), a dispatch or
+//! schedule run ([`RunSpec::dispatched`]), a watch ([`RunSpec::of_watch`])
+//! — and taken through the loop unchanged: the agent's
+//! [`Request`] ([`RunSpec::request`]) and the request an answer records
+//! ([`RunSpec::recorded`]) are made from it, nowhere else.
+
+use serde_json::Value;
+
+use crate::agent::Request;
+use crate::github::command::Command;
+use crate::github::followup::EarlierAnswer;
+use crate::github::texts::{PendingInput, PendingRequest};
+use crate::sandbox::InputFile;
+use crate::watch::Watch;
+
+/// Who approved which code, for an approved run.
+#[derive(Debug, Default)]
+pub(crate) struct Approval {
+    pub(crate) by: String,
+    pub(crate) sha256: String,
+    pub(crate) request_url: String,
+}
+
+/// Where the code of a run of a plan (`/compute run`) came from.
+#[derive(Debug, Default)]
+pub(crate) struct FromPlan {
+    pub(crate) by: String,
+    pub(crate) sha256: String,
+    pub(crate) plan_url: String,
+}
+
+/// What one run is asked to do (see the module docs).
+#[derive(Debug, Default)]
+pub(crate) struct RunSpec {
+    pub(crate) goal: Option<String>,
+    pub(crate) code: Option<String>,
+    pub(crate) context: Option<String>,
+    /// Paths named on purpose (workspace files and `github:` sources).
+    pub(crate) inputs: Vec<String>,
+    /// A JSON Schema in place of the policy's (a watch's `schema`).
+    pub(crate) schema: Option<Value>,
+    /// The SHA-256 the code must have (a watch's `code_sha256`).
+    pub(crate) pinned_sha256: Option<String>,
+    /// For an approved run or a run of a plan: the inputs (and hashes) the
+    /// comment showed; no paths are taken from the goal then.
+    pub(crate) expected_inputs: Option<Vec<PendingInput>>,
+    /// Set for an approved run: who approved which code.
+    pub(crate) approval: Option<Approval>,
+    /// Plan only (`/compute plan`): generate and check, run nothing; the
+    /// plan is posted as a new comment that the bot never edits.
+    pub(crate) plan_only: bool,
+    /// Set for a run of a plan: who asked, which plan, which code.
+    pub(crate) from_plan: Option<FromPlan>,
+    /// For a follow-up: the earlier answer it builds on (its inputs are
+    /// taken when the run names none).
+    pub(crate) earlier: Option<EarlierAnswer>,
+}
+
+/// `Some` unless blank.
+fn given(text: String) -> Option<String> {
+    Some(text).filter(|t| !t.trim().is_empty())
+}
+
+impl RunSpec {
+    /// The run a `/compute` or `/compute plan` comment asks for (blank
+    /// goal, context and code are none; a plan is `plan_only`); `None` for
+    /// every other command. The earlier answer is the dispatcher's to add.
+    pub(crate) fn from_command(command: &Command) -> Option<RunSpec> {
+        let (goal, context, code, plan_only) = match command {
+            Command::Run {
+                goal,
+                context,
+                code,
+                ..
+            } => (goal, context, code, false),
+            Command::Plan {
+                goal,
+                context,
+                code,
+                ..
+            } => (goal, context, code, true),
+            _ => return None,
+        };
+        Some(RunSpec {
+            goal: given(goal.clone()),
+            code: code.clone().and_then(given),
+            context: given(context.clone()),
+            inputs: command.inputs(),
+            plan_only,
+            ..RunSpec::default()
+        })
+    }
+
+    /// The run of a `workflow_dispatch` or `schedule` event's inputs.
+    pub(crate) fn dispatched(
+        goal: Option<String>,
+        code: Option<String>,
+        inputs: Vec<String>,
+    ) -> RunSpec {
+        RunSpec {
+            goal,
+            code,
+            inputs,
+            ..RunSpec::default()
+        }
+    }
+
+    /// The run of a watch: its goal or pinned code and its schema (its
+    /// inputs and checks are the watch runner's).
+    pub(crate) fn of_watch(w: &Watch) -> RunSpec {
+        RunSpec {
+            goal: w.goal.clone(),
+            code: w.code.clone(),
+            schema: w.schema.clone(),
+            pinned_sha256: w.code_sha256.clone(),
+            ..RunSpec::default()
+        }
+    }
+
+    /// A run of exactly `code` as shown in one of the bot's comments, with
+    /// that comment's request (goal, context, the inputs with the hashes
+    /// shown); approval and plan runs add who let it run.
+    pub(crate) fn shown(request: PendingRequest, code: String) -> RunSpec {
+        RunSpec {
+            goal: request.goal,
+            code: Some(code),
+            context: request.context,
+            inputs: request.inputs.iter().map(|i| i.path.clone()).collect(),
+            expected_inputs: Some(request.inputs),
+            ..RunSpec::default()
+        }
+    }
+
+    /// Whether the run has exact code: the `code` given, or a fenced block
+    /// in the goal (then no model writes it).
+    pub(crate) fn has_code(&self) -> bool {
+        self.code.as_deref().is_some_and(|c| !c.trim().is_empty())
+            || self
+                .goal
+                .as_deref()
+                .and_then(crate::prompt::extract_fenced_code)
+                .is_some_and(|c| !c.trim().is_empty())
+    }
+
+    /// The agent's request for this run, on `inputs` with `context` (the
+    /// run's context with what its `github:` sources are).
+    pub(crate) fn request(&self, inputs: Vec<InputFile>, context: Option<String>) -> Request {
+        Request {
+            goal: self.goal.clone(),
+            code: self.code.clone(),
+            inputs,
+            schema: self.schema.clone(),
+            context,
+            approved_sha256: self.approval.as_ref().map(|a| a.sha256.clone()),
+            pinned_sha256: self.pinned_sha256.clone(),
+            plan_only: self.plan_only,
+            earlier: self.earlier.as_ref().map(|e| e.answer.clone()),
+        }
+    }
+
+    /// What an answer records of its request (goal, context, the inputs
+    /// `shown` with their hashes): an approval or a plan's run takes it, a
+    /// follow-up builds on it.
+    pub(crate) fn recorded(&self, shown: &[PendingInput]) -> PendingRequest {
+        PendingRequest {
+            goal: self.goal.clone(),
+            context: self.context.clone(),
+            inputs: shown.to_vec(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::github::command::parse;
+
+    #[test]
+    fn a_comment_a_plan_and_nothing_else_name_a_run() {
+        let cmd = parse(
+            "/compute inputs=data/a.csv mean\nper day\n```python\nprint(1)\n```",
+            "/compute",
+        )
+        .unwrap();
+        let spec = RunSpec::from_command(&cmd).unwrap();
+        assert_eq!(spec.goal.as_deref(), Some("mean"));
+        assert_eq!(spec.context.as_deref(), Some("per day"));
+        assert_eq!(spec.code.as_deref(), Some("print(1)\n"));
+        assert_eq!(spec.inputs, vec!["data/a.csv"]);
+        assert!(!spec.plan_only && spec.has_code());
+        let plan =
+            RunSpec::from_command(&parse("/compute plan mean", "/compute").unwrap()).unwrap();
+        assert!(plan.plan_only && !plan.has_code() && plan.context.is_none());
+        let blank =
+            RunSpec::from_command(&parse("/compute \n```python\n \n```", "/compute").unwrap())
+                .unwrap();
+        assert!(blank.goal.is_none() && blank.code.is_none());
+        assert!(RunSpec::from_command(&Command::Deny).is_none());
+    }
+
+    #[test]
+    fn the_request_and_the_record_come_from_the_spec() {
+        let spec = RunSpec {
+            goal: Some("g".into()),
+            context: Some("c".into()),
+            approval: Some(Approval {
+                sha256: "ab".into(),
+                ..Approval::default()
+            }),
+            pinned_sha256: Some("cd".into()),
+            ..RunSpec::default()
+        };
+        let r = spec.request(Vec::new(), Some("c and sources".into()));
+        assert_eq!(r.goal.as_deref(), Some("g"));
+        assert_eq!(r.context.as_deref(), Some("c and sources"));
+        assert_eq!(r.approved_sha256.as_deref(), Some("ab"));
+        assert_eq!(r.pinned_sha256.as_deref(), Some("cd"));
+        let rec = spec.recorded(&[]);
+        assert_eq!(
+            (rec.goal.as_deref(), rec.context.as_deref()),
+            (Some("g"), Some("c"))
+        );
+    }
+}
