@@ -18,7 +18,7 @@ use crate::policy::{DataLevel, Decision, Policy, Verdict, check_code};
 use crate::prompt::{self, PromptContext, RepairNote};
 use crate::report::{Attempt, InputSummary, Report, ReportStatus};
 use crate::sandbox::{
-    Executor, InputFile, Job, Outcome, PreparedRun, Runtime, SandboxConfig, SandboxError,
+    Executor, InputFile, Job, Outcome, Preparing, Runtime, SandboxConfig, SandboxError,
     preload_while_writing, sha256_hex,
 };
 use crate::validate::{ValidateError, Validator};
@@ -118,21 +118,7 @@ impl Request {
 /// stopped first), its container is removed once it is prepared.
 pub struct Ahead {
     code: String,
-    pending: Option<Pending>,
-}
-
-impl Drop for Ahead {
-    fn drop(&mut self) {
-        // Not cancelled: a creation cut off mid-request can leave a
-        // container the engine finishes after its removal was tried. The
-        // preparation ends, then its container goes (and until then it is
-        // listed, so closing the session waits for it).
-        if let Some(p) = self.pending.take()
-            && let Ok(runtime) = tokio::runtime::Handle::try_current()
-        {
-            runtime.spawn(discard(p));
-        }
-    }
+    pending: Option<Preparing>,
 }
 
 /// A stage the loop is in, for progress displays.
@@ -224,9 +210,6 @@ enum Next {
     Planned,
 }
 
-/// A container being prepared in the background.
-type Pending = tokio::task::JoinHandle<Result<Box<dyn PreparedRun>, SandboxError>>;
-
 /// What an unusable reply leads to: a repair, except for the second reply
 /// cut at the completion budget (or leaving its code block open) — one
 /// repair asks for a shorter program, the next cut stops with a reason
@@ -251,13 +234,6 @@ raise the budget (COMPUTE_BOT_MAX_TOKENS)"
             Next::Repair(e.to_string())
         }
         None => Next::Repair(e.to_string()),
-    }
-}
-
-/// Removes a container being prepared, once it is.
-async fn discard(handle: Pending) {
-    if let Ok(Ok(p)) = handle.await {
-        let _ = p.discard().await;
     }
 }
 
@@ -288,7 +264,7 @@ struct Run {
     attempts_allowed: u32,
     report: Report,
     history: Vec<RepairNote>,
-    pending: Option<Pending>,
+    pending: Option<Preparing>,
     clock: Clock,
     /// A sandbox configuration error: the request ends with it.
     fatal: Option<AgentError>,
@@ -340,7 +316,7 @@ impl Agent<'_> {
     /// `hints`: the goal, and the plan when there is one; `earlier`: the
     /// imports of the code being repaired. A guess the static check would
     /// not allow the code to import is never preloaded.
-    fn start_prepare(&self, hints: &str, earlier: &[String]) -> Pending {
+    fn start_prepare(&self, hints: &str, earlier: &[String]) -> Preparing {
         let preload = preload_while_writing(hints, earlier, &self.policy.sandbox.preload, |m| {
             self.policy.allows_import(m)
         });
@@ -386,7 +362,7 @@ impl Agent<'_> {
             if run.fixed_code.as_deref() == Some(ahead.code.as_str()) && run.pending.is_none() {
                 run.pending = Some(handle);
             } else {
-                discard(handle).await;
+                handle.discard().await;
             }
         }
         self.answer_run(run, total).await
@@ -718,7 +694,7 @@ impl Agent<'_> {
             let verdict = attempt.verdict.as_ref().expect("checked before it runs");
             self.sandbox.start_prepare(self.config_for(verdict))
         });
-        let prepared = handle.await.expect("prepare task");
+        let prepared = handle.ready().await;
         run.clock.sandbox += t.elapsed();
         let sandbox_failed = |attempt: &mut Attempt, e: &SandboxError| {
             let reason = format!("the sandbox failed: {e}");
@@ -837,7 +813,7 @@ impl Agent<'_> {
     async fn discard_pending(&self, run: &mut Run) {
         if let Some(handle) = run.pending.take() {
             let t = Instant::now();
-            discard(handle).await;
+            handle.discard().await;
             run.clock.sandbox += t.elapsed();
         }
     }
@@ -968,7 +944,7 @@ mod tests {
     use futures_util::future::BoxFuture;
 
     use super::*;
-    use crate::sandbox::{EngineFacts, ImageInfo};
+    use crate::sandbox::{EngineFacts, ImageInfo, PreparedRun};
 
     fn escalate_policy() -> Policy {
         Policy::load(&std::path::PathBuf::from(concat!(
@@ -1026,9 +1002,9 @@ mod tests {
         fn close(&self) -> BoxFuture<'_, ()> {
             Box::pin(async {})
         }
-        fn start_prepare(&self, cfg: SandboxConfig) -> Pending {
+        fn start_prepare(&self, cfg: SandboxConfig) -> Preparing {
             self.prepared.fetch_add(1, Ordering::SeqCst);
-            tokio::spawn(self.prepare(cfg))
+            Preparing::start(self.prepare(cfg))
         }
         fn run<'a>(
             &'a self,

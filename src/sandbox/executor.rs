@@ -1,6 +1,7 @@
 //! The one seam between compute-bot and a container backend: [`Executor`]
 //! (engine facts, image facts, prepare a run, sweep leftovers, close) and
-//! [`PreparedRun`] (execute one job or discard). Every front end and stage
+//! [`PreparedRun`] (execute one job or discard), and [`Preparing`], the one
+//! owner of a container while it is prepared in the background. Every front end and stage
 //! goes through it — `run`, the loop, the checks, replay, doctor and the
 //! Action — so a backend implements these two traits and nothing else (see
 //! ARCHITECTURE.md, "Sandbox backends"). The Docker backend
@@ -85,12 +86,10 @@ pub trait Executor: Send + Sync {
     }
 
     /// Starts [`Executor::prepare`] on the runtime, so it can happen while
-    /// the model writes code.
-    fn start_prepare(
-        &self,
-        cfg: SandboxConfig,
-    ) -> JoinHandle<Result<Box<dyn PreparedRun>, SandboxError>> {
-        tokio::spawn(self.prepare(cfg))
+    /// the model writes code; the [`Preparing`] it returns owns the
+    /// container until it is ready or discarded.
+    fn start_prepare(&self, cfg: SandboxConfig) -> Preparing {
+        Preparing::start(self.prepare(cfg))
     }
 
     /// One complete run in a fresh container (`run --code`, repeat runs,
@@ -115,9 +114,155 @@ pub trait PreparedRun: Send {
     fn discard(self: Box<Self>) -> BoxFuture<'static, Result<(), SandboxError>>;
 }
 
+/// A container being prepared in the background: the one owner of the
+/// *prepared* state (see docs/dev/container-life.md). It ends one of three
+/// ways, and the container is never left behind:
+/// - [`Preparing::ready`] waits for the preparation and hands over the
+///   [`PreparedRun`], which executes one job and removes the container;
+/// - [`Preparing::discard`] waits for it and removes the container unused;
+/// - dropped, it does what `discard` does on the runtime, in the
+///   background. The preparation is not cancelled: a creation cut off
+///   mid-request can leave a container the engine finishes after its
+///   removal was tried. Until it is gone the backend lists it, so
+///   [`Executor::close`] waits for it.
+pub struct Preparing {
+    task: Option<JoinHandle<Result<Box<dyn PreparedRun>, SandboxError>>>,
+}
+
+impl Preparing {
+    /// Starts `prepare` (an [`Executor::prepare`] future) on the runtime.
+    pub fn start(prepare: BoxFuture<'static, Result<Box<dyn PreparedRun>, SandboxError>>) -> Self {
+        Preparing {
+            task: Some(tokio::spawn(prepare)),
+        }
+    }
+
+    /// The prepared run, once the container is ready; the preparation's
+    /// error when it failed (a panic in it is the caller's panic).
+    pub async fn ready(mut self) -> Result<Box<dyn PreparedRun>, SandboxError> {
+        let task = self.task.take().expect("a Preparing is awaited once");
+        join(task).await
+    }
+
+    /// Removes the container unused, once it is prepared; a preparation
+    /// that failed left nothing to remove.
+    pub async fn discard(mut self) {
+        if let Some(task) = self.task.take() {
+            discard(task).await;
+        }
+    }
+}
+
+impl Drop for Preparing {
+    fn drop(&mut self) {
+        if let Some(task) = self.task.take()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(discard(task));
+        }
+    }
+}
+
+/// The preparation's result; a panic in it resumes here.
+async fn join(
+    task: JoinHandle<Result<Box<dyn PreparedRun>, SandboxError>>,
+) -> Result<Box<dyn PreparedRun>, SandboxError> {
+    match task.await {
+        Ok(prepared) => prepared,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(e) => Err(SandboxError::Engine {
+            action: "preparing the container",
+            detail: e.to_string(),
+        }),
+    }
+}
+
+async fn discard(task: JoinHandle<Result<Box<dyn PreparedRun>, SandboxError>>) {
+    if let Ok(Ok(prepared)) = task.await {
+        let _ = prepared.discard().await;
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
     use super::*;
+
+    /// A prepared run that counts its discards.
+    struct Counted(Arc<AtomicUsize>);
+
+    impl PreparedRun for Counted {
+        fn execute<'a>(
+            self: Box<Self>,
+            _job: &'a Job,
+        ) -> BoxFuture<'a, Result<Outcome, SandboxError>> {
+            unreachable!("these tests run no job")
+        }
+        fn discard(self: Box<Self>) -> BoxFuture<'static, Result<(), SandboxError>> {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            Box::pin(async { Ok(()) })
+        }
+    }
+
+    /// A preparation that takes a moment, then yields a [`Counted`].
+    fn slow(discards: &Arc<AtomicUsize>) -> Preparing {
+        let discards = discards.clone();
+        Preparing::start(Box::pin(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            Ok(Box::new(Counted(discards)) as Box<dyn PreparedRun>)
+        }))
+    }
+
+    #[tokio::test]
+    async fn a_preparing_dropped_unused_discards_its_container_once_prepared() {
+        let discards = Arc::new(AtomicUsize::new(0));
+        drop(slow(&discards));
+        assert_eq!(
+            discards.load(Ordering::SeqCst),
+            0,
+            "not before it is prepared"
+        );
+        for _ in 0..100 {
+            if discards.load(Ordering::SeqCst) == 1 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        assert_eq!(discards.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn a_ready_run_is_handed_over_and_not_discarded_and_discard_waits() {
+        let discards = Arc::new(AtomicUsize::new(0));
+        let run = slow(&discards).ready().await.expect("prepared");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        assert_eq!(
+            discards.load(Ordering::SeqCst),
+            0,
+            "the holder of the run decides"
+        );
+        drop(run);
+        slow(&discards).discard().await;
+        assert_eq!(
+            discards.load(Ordering::SeqCst),
+            1,
+            "discard returns once it is done"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_failed_preparation_is_its_error_and_leaves_nothing_to_discard() {
+        let p = Preparing::start(Box::pin(async {
+            Err(SandboxError::Engine {
+                action: "creating the container",
+                detail: "no such image".into(),
+            })
+        }));
+        let e = p.ready().await.err().expect("the error");
+        assert!(e.to_string().contains("no such image"), "{e}");
+    }
 
     #[test]
     fn the_record_names_the_engine_with_its_api_when_known() {
