@@ -1,7 +1,7 @@
 //! The one seam between compute-bot and a container backend: [`Executor`]
 //! (engine facts, image facts, prepare a run, sweep leftovers, close) and
-//! [`PreparedRun`] (execute one job or discard), and [`Preparing`], the one
-//! owner of a container while it is prepared in the background. Every front end and stage
+//! [`PreparedRun`] (execute one job or discard), with [`Preparing`], the
+//! owner of a container prepared in the background. Every front end and stage
 //! goes through it — `run`, the loop, the checks, replay, doctor and the
 //! Action — so a backend implements these two traits and nothing else (see
 //! ARCHITECTURE.md, "Sandbox backends"). The Docker backend
@@ -126,8 +126,12 @@ pub trait PreparedRun: Send {
 ///   removal was tried. Until it is gone the backend lists it, so
 ///   [`Executor::close`] waits for it.
 pub struct Preparing {
-    task: Option<JoinHandle<Result<Box<dyn PreparedRun>, SandboxError>>>,
+    /// `None` only once `ready` or `discard` took it, so `Drop` knows.
+    task: Option<Task>,
 }
+
+/// The background preparation.
+type Task = JoinHandle<Result<Box<dyn PreparedRun>, SandboxError>>;
 
 impl Preparing {
     /// Starts `prepare` (an [`Executor::prepare`] future) on the runtime.
@@ -140,16 +144,20 @@ impl Preparing {
     /// The prepared run, once the container is ready; the preparation's
     /// error when it failed (a panic in it is the caller's panic).
     pub async fn ready(mut self) -> Result<Box<dyn PreparedRun>, SandboxError> {
-        let task = self.task.take().expect("a Preparing is awaited once");
-        join(task).await
+        join(self.take()).await
     }
 
     /// Removes the container unused, once it is prepared; a preparation
     /// that failed left nothing to remove.
     pub async fn discard(mut self) {
-        if let Some(task) = self.task.take() {
-            discard(task).await;
-        }
+        discard(self.take()).await;
+    }
+
+    /// The task, taken by the one method that consumes `self`.
+    fn take(&mut self) -> Task {
+        self.task
+            .take()
+            .expect("only Drop sees a Preparing without its task")
     }
 }
 
@@ -164,9 +172,7 @@ impl Drop for Preparing {
 }
 
 /// The preparation's result; a panic in it resumes here.
-async fn join(
-    task: JoinHandle<Result<Box<dyn PreparedRun>, SandboxError>>,
-) -> Result<Box<dyn PreparedRun>, SandboxError> {
+async fn join(task: Task) -> Result<Box<dyn PreparedRun>, SandboxError> {
     match task.await {
         Ok(prepared) => prepared,
         Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
@@ -177,7 +183,8 @@ async fn join(
     }
 }
 
-async fn discard(task: JoinHandle<Result<Box<dyn PreparedRun>, SandboxError>>) {
+/// Removes the container once the preparation ends, if it made one.
+async fn discard(task: Task) {
     if let Ok(Ok(prepared)) = task.await {
         let _ = prepared.discard().await;
     }
@@ -253,7 +260,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_failed_preparation_is_its_error_and_leaves_nothing_to_discard() {
+    async fn a_failed_preparation_is_its_error() {
         let p = Preparing::start(Box::pin(async {
             Err(SandboxError::Engine {
                 action: "creating the container",
