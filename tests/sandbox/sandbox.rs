@@ -851,21 +851,50 @@ async fn a_run_dropped_midway_removes_its_container() {
     let sb = sandbox().await;
     let prepared = sb.prepare(&cfg(quick())).await.unwrap();
     let name = prepared.name().to_string();
+    let logged = sentry_logged(&sb, &name).await;
     assert!(sb.docker().inspect_container(&name, None).await.is_ok());
     drop(prepared);
     sb.close().await;
     assert_gone(&sb, &name).await;
+    assert_no_sentry_log(logged.as_deref(), "a dropped prepared run");
     // Once closing, no new container starts.
     let refused = sb.prepare(&cfg(quick())).await.unwrap_err();
     assert!(matches!(refused, SandboxError::Closed), "{refused:?}");
     // Cancelled while the code runs.
     let sb = sandbox().await;
     let (config, sleeper) = (cfg(quick()), job("import time\ntime.sleep(60)\n"));
-    let run = sb.run(&config, &sleeper);
+    let prepared = sb.prepare(&config).await.unwrap();
+    let logged = sentry_logged(&sb, prepared.name()).await;
+    let run = prepared.execute(&sleeper);
     let cancelled = tokio::time::timeout(Duration::from_secs(3), run).await;
     assert!(cancelled.is_err(), "the run should still have been going");
     sb.close().await;
     assert_none_left_by_this_process("a cancelled run left its container");
+    assert_no_sentry_log(logged.as_deref(), "a run cancelled mid-way");
+}
+
+/// The container's id when it runs under the `runsc-audit` runtime
+/// (gVisor's log of its calls on; scripts/install-gvisor registers it).
+async fn sentry_logged(sb: &Sandbox, name: &str) -> Option<String> {
+    let c = sb.docker().inspect_container(name, None).await.unwrap();
+    let runtime = c.host_config.and_then(|h| h.runtime);
+    (runtime.as_deref() == Some("runsc-audit")).then(|| c.id.expect("an id"))
+}
+
+/// No log of container `id` is left in the directory `runsc-audit` writes
+/// to (nothing to check under another runtime).
+fn assert_no_sentry_log(id: Option<&str>, what: &str) {
+    let Some(id) = id else { return };
+    let dir = "/var/log/compute-bot/runsc";
+    let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{dir}: {e}"));
+    for entry in entries.flatten() {
+        let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
+        assert!(
+            !text.contains(id),
+            "{what} left gVisor's log of its container: {}",
+            entry.path().display()
+        );
+    }
 }
 
 /// A preparation cancelled at any point — before, during or after the

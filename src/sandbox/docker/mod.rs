@@ -429,7 +429,7 @@ impl Sandbox {
         // (only a cancelled future leaves it to the guard's drop).
         let (image, attach) = tokio::join!(
             self.image_info(&cfg.image),
-            self.create_and_start(&name, body, &mut guard)
+            self.create_and_start(&name, body, &mut guard, gvisor.dir(), began)
         );
         let (image, (attach, id)) = match (image, attach) {
             (Ok(image), Ok(attach)) => (image, attach),
@@ -483,6 +483,8 @@ impl Sandbox {
         name: &str,
         body: bollard::models::ContainerCreateBody,
         guard: &mut Guard,
+        log_dir: Option<&std::path::Path>,
+        began: std::time::SystemTime,
     ) -> Result<(bollard::container::AttachContainerResults, String), SandboxError> {
         let created = self
             .docker
@@ -496,6 +498,12 @@ impl Sandbox {
             .await;
         guard.created = true;
         let created = created.map_err(|e| engine::engine_error("creating the container", e))?;
+        // From here the container may have a Sentry, and the Sentry a log.
+        guard.log = log_dir.map(|dir| run::LogFile {
+            dir: dir.to_path_buf(),
+            id: created.id.clone(),
+            began,
+        });
         engine::refuse_warnings(&created.warnings)?;
         let attach = self
             .docker
@@ -573,6 +581,9 @@ struct Guard {
     /// cancelled future) may come while the engine is still creating the
     /// container: a removal then finds nothing and has to look again.
     created: bool,
+    /// gVisor's log of the container, removed with it; `None` once a run
+    /// took it to read (or under any other runtime).
+    log: Option<run::LogFile>,
 }
 
 /// How long a guard dropped during the creation request keeps looking for
@@ -596,12 +607,14 @@ impl Guard {
             name: name.to_string(),
             armed: true,
             created: false,
+            log: None,
         })
     }
 
     async fn remove(mut self) -> Result<(), SandboxError> {
         self.armed = false;
         let removed = engine::remove(&self.sandbox.docker, &self.name).await;
+        discard_log(self.log.take()).await;
         self.sandbox.live.settle(&self.name, removed.is_ok());
         removed
     }
@@ -609,15 +622,15 @@ impl Guard {
     /// Removes the container of a run that is over, before returning.
     async fn remove_after_run(mut self) {
         self.armed = false;
-        remove_finally(self.sandbox.clone(), self.name.clone()).await;
+        remove_finally(self.sandbox.clone(), self.name.clone(), self.log.take()).await;
     }
 
     /// Starts the removal of a container whose run is over as a task that
     /// [`Sandbox::settled`] and [`Sandbox::close`] await.
     fn remove_in_background(mut self) {
         self.armed = false;
-        let (sandbox, name) = (self.sandbox.clone(), self.name.clone());
-        self.untracked_if(!sandbox.clone().track(remove_finally(sandbox, name)));
+        let (sandbox, name, log) = (self.sandbox.clone(), self.name.clone(), self.log.take());
+        self.untracked_if(!sandbox.clone().track(remove_finally(sandbox, name, log)));
     }
 
     /// A removal that could not start (no runtime): `close` tries again.
@@ -632,7 +645,7 @@ impl Guard {
 /// Removes a container whose run is over: one more try on a fresh
 /// connection when the first fails (the outcome stands either way), then
 /// `close` tries again and any bot removes it once its expiry label passes.
-async fn remove_finally(sandbox: Sandbox, name: String) {
+async fn remove_finally(sandbox: Sandbox, name: String, log: Option<run::LogFile>) {
     let mut removed = engine::remove(&sandbox.docker, &name).await;
     if removed.is_err() {
         removed = match engine::connect(&sandbox.address).await {
@@ -643,7 +656,15 @@ async fn remove_finally(sandbox: Sandbox, name: String) {
     if let Err(e) = &removed {
         tracing::warn!(container = %name, error = %e, "could not remove the container; any bot removes it once its expiry label passes");
     }
+    discard_log(log).await;
     sandbox.live.settle(&name, removed.is_ok());
+}
+
+/// Removes gVisor's log of a removed container, when it has one left.
+async fn discard_log(log: Option<run::LogFile>) {
+    if let Some(log) = log {
+        log.discard().await;
+    }
 }
 
 impl Drop for Guard {
@@ -651,7 +672,7 @@ impl Drop for Guard {
         if !self.armed {
             return;
         }
-        let (sandbox, name) = (self.sandbox.clone(), self.name.clone());
+        let (sandbox, name, log) = (self.sandbox.clone(), self.name.clone(), self.log.take());
         let in_creation = !self.created;
         self.untracked_if(!sandbox.clone().track(async move {
             let removed = if in_creation {
@@ -662,6 +683,7 @@ impl Drop for Guard {
             if let Err(e) = &removed {
                 tracing::warn!(container = %name, error = %e, "could not remove container");
             }
+            discard_log(log).await;
             sandbox.live.settle(&name, removed.is_ok());
         }));
     }

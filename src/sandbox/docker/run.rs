@@ -46,45 +46,64 @@ pub(super) enum GvisorLog {
     Unusable(String),
     /// The container runs under it; its log is read after the run.
     Reading(crate::sandbox::LogRuntime),
-    /// ... the container's id and when it was created, for finding it.
-    Container {
-        log: crate::sandbox::LogRuntime,
-        id: String,
-        began: std::time::SystemTime,
-    },
+    /// ... and this is the container's log.
+    Container(LogFile),
+}
+
+/// Where the Sentry's log of one container is: its directory, the
+/// container's id and when it was created (see
+/// [`crate::sandbox::sentry_log::read`]). The container's guard removes it
+/// with the container unless a run read it first.
+#[derive(Debug, Clone)]
+pub(super) struct LogFile {
+    pub(super) dir: std::path::PathBuf,
+    pub(super) id: String,
+    pub(super) began: std::time::SystemTime,
+}
+
+impl LogFile {
+    /// Removes the log unread (no code ran, the run failed or was cut off).
+    pub(super) async fn discard(self) {
+        let _ = tokio::task::spawn_blocking(move || {
+            crate::sandbox::sentry_log::discard(&self.dir, &self.id, self.began)
+        })
+        .await;
+    }
 }
 
 impl GvisorLog {
+    /// The directory of the log a container created under it writes.
+    pub(super) fn dir(&self) -> Option<&std::path::Path> {
+        match self {
+            GvisorLog::Reading(log) => Some(&log.dir),
+            _ => None,
+        }
+    }
+
     /// With the container that runs under it.
     pub(super) fn with_container(self, id: String, began: std::time::SystemTime) -> GvisorLog {
         match self {
-            GvisorLog::Reading(log) => GvisorLog::Container { log, id, began },
+            GvisorLog::Reading(log) => GvisorLog::Container(LogFile {
+                dir: log.dir,
+                id,
+                began,
+            }),
             other => other,
         }
     }
 
-    /// Removes the container's log unread (no code ran, or the run failed
-    /// before its outcome).
-    async fn discard(self) {
-        if let GvisorLog::Container { log, id, began } = self {
-            let _ = tokio::task::spawn_blocking(move || {
-                crate::sandbox::sentry_log::discard(&log.dir, &id, began)
-            })
-            .await;
-        }
-    }
-
     /// Adds what the log holds (or why it could not) to the outcome of a
-    /// run that has ended: every call of the code's is in the log by then
-    /// (the Sentry writes each as it returns, and the runner reports after
-    /// the code's process is gone; a killed container's Sentry is gone).
+    /// run that has ended, and removes the log: every call of the code's
+    /// is in the log by then (the Sentry writes each as it returns, and the
+    /// runner reports after the code's process is gone; a killed
+    /// container's Sentry is gone).
     async fn add_to(self, outcome: &mut Outcome) {
         match self {
             GvisorLog::Off | GvisorLog::Reading(_) => {}
             GvisorLog::Unusable(why) => outcome.notes.push(why),
-            GvisorLog::Container { log, id, began } => {
+            GvisorLog::Container(file) => {
                 let read = tokio::task::spawn_blocking(move || {
-                    crate::sandbox::sentry_log::read(&log.dir, &id, began)
+                    crate::sandbox::sentry_log::read(&file.dir, &file.id, file.began)
                 })
                 .await
                 .unwrap_or_else(|e| Err(format!("reading gVisor's log failed: {e}")));
@@ -115,9 +134,7 @@ impl Prepared {
 
     /// Removes the container without running anything in it.
     async fn discard(self) -> Result<(), SandboxError> {
-        let removed = self.guard.remove().await;
-        self.gvisor.discard().await;
-        removed
+        self.guard.remove().await
     }
 
     /// Hands over the job, collects the outcome and removes the container
@@ -148,7 +165,7 @@ impl Prepared {
             image,
             limits,
             attach,
-            guard,
+            mut guard,
             preload,
             boost,
             seccomp,
@@ -166,9 +183,12 @@ impl Prepared {
             o.seccomp = Some(seccomp);
             o
         });
-        match &mut result {
-            Ok(o) => gvisor.add_to(o).await,
-            Err(_) => gvisor.discard().await,
+        // A run with an outcome reads its log (and removes it); any other
+        // end leaves the log to the guard, which removes it with the
+        // container.
+        if let Ok(o) = &mut result {
+            guard.log = None;
+            gvisor.add_to(o).await;
         }
         (result, guard)
     }
