@@ -51,6 +51,7 @@ pub(super) fn audit_md(o: &Outcome, max: usize) -> String {
     let kernel = a.kernel.clone().unwrap_or_default();
     starts_row(&mut s, o, &kernel, max);
     files_row(&mut s, o, &kernel, max);
+    changes_row(&mut s, &kernel, max);
     network_row(&mut s, o, &kernel, max);
     let interp = Source::Interpreter.label();
     if !a.refused.is_empty() {
@@ -198,6 +199,21 @@ fn files_row(s: &mut String, o: &Outcome, k: &KernelRecord, max: usize) {
     }
 }
 
+/// The file-system changes without an open (rename, unlink, mkdir, ...),
+/// when the record has any.
+fn changes_row(s: &mut String, k: &KernelRecord, max: usize) {
+    if k.changes.is_empty() {
+        return;
+    }
+    let lines: Vec<String> = k.changes.iter().map(|c| c.line()).collect();
+    row(
+        s,
+        "File system changes",
+        &items(&lines, max),
+        opens_seen_by(k).split(" (").next().unwrap_or_default(),
+    );
+}
+
 /// Who saw the file opens and socket calls, in the answer's words.
 fn opens_seen_by(k: &KernelRecord) -> &'static str {
     match k.witness() {
@@ -298,8 +314,37 @@ mod tests {
                 flags: None,
             }],
             sockets: vec![],
+            changes: vec![],
             truncated: false,
         }
+    }
+
+    #[test]
+    fn changes_to_the_file_system_have_their_row() {
+        let md = audit_md(&outcome(Some(notify())), 10);
+        assert!(!md.contains("File system changes"), "{md}");
+        let mut k = notify();
+        k.changes = vec![
+            crate::sandbox::FileChange {
+                call: "renameat2".into(),
+                path: "/tmp/a".into(),
+                to: Some("/out/b".into()),
+                result: "ok".into(),
+                denied: false,
+            },
+            crate::sandbox::FileChange {
+                call: "unlink".into(),
+                path: "/data/sales.csv".into(),
+                to: None,
+                result: "EACCES".into(),
+                denied: true,
+            },
+        ];
+        let md = audit_md(&outcome(Some(k)), 10);
+        assert!(
+            md.contains("| File system changes | `renameat2 /tmp/a → /out/b`, `unlink /data/sales.csv refused` | seen by the kernel |"),
+            "{md}"
+        );
     }
 
     #[test]

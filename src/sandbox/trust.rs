@@ -127,6 +127,47 @@ pub struct SocketCall {
     pub result: Option<String>,
 }
 
+/// A change to the file system without an open (rename, link, symlink,
+/// unlink, rmdir, mkdir, mknod, truncate, utime and their `*at` forms):
+/// under runc carried out by the runner on the paths it resolved, so the
+/// paths are the ones changed; refused outside `/tmp` and `/out`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileChange {
+    /// The system call as the code made it (`renameat2`, `unlinkat`, ...).
+    pub call: String,
+    /// The path changed (its folder resolved, its last name as given): the
+    /// old name of a rename or link, the link of a symlink.
+    pub path: String,
+    /// The second path: the new name of a rename or link, the target text
+    /// of a symlink (stored as given, never followed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+    /// `ok`, or the error the call got (`ENOENT`, `EACCES`, ...).
+    pub result: String,
+    /// True when the runner refused it (outside `/tmp` and `/out`, or an
+    /// input under `/data`), not the file system.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub denied: bool,
+}
+
+impl FileChange {
+    /// One line: `renameat2 /tmp/a → /tmp/b`, `unlink /data/x refused`.
+    pub fn line(&self) -> String {
+        let mut t = format!("{} {}", self.call, self.path);
+        if let Some(to) = &self.to {
+            t.push_str(" → ");
+            t.push_str(to);
+        }
+        if self.denied {
+            t.push_str(" refused");
+        } else if self.result != "ok" {
+            t.push(' ');
+            t.push_str(&self.result);
+        }
+        t
+    }
+}
+
 /// The paths whose plain reads are the image's own libraries: counted in
 /// [`KernelRecord::library_reads`], not listed. The one list: the runner
 /// gets it in the job's header, gVisor's log is read with it.
@@ -168,6 +209,8 @@ pub struct KernelRecord {
     pub starts: Vec<StartAttempt>,
     /// Sockets, connects and binds.
     pub sockets: Vec<SocketCall>,
+    /// Changes to the file system without an open, in order.
+    pub changes: Vec<FileChange>,
     /// True when more happened than was kept.
     pub truncated: bool,
     /// Who recorded the files and sockets; unset in the runner's own record
@@ -252,6 +295,7 @@ pub(crate) fn kernel_sources(m: &mut BTreeMap<String, Source>, kernel: Option<&K
     };
     m.insert("audit.kernel.files".into(), seen);
     m.insert("audit.kernel.sockets".into(), seen);
+    m.insert("audit.kernel.changes".into(), seen);
 }
 
 /// The container's cgroup as the kernel kept it, read by the runner after
