@@ -51,8 +51,8 @@ impl Source {
 #[serde(rename_all = "snake_case")]
 pub enum Supervision {
     /// Program and process starts refused by the kernel, and every file
-    /// open, socket, connect and bind handed to the runner (runc: seccomp
-    /// user notification).
+    /// open, socket, connect, bind and change without an open handed to the
+    /// runner (runc: seccomp user notification).
     Notify,
     /// Program and process starts refused by the kernel; no user
     /// notification here (gVisor implements none), so opens are not seen
@@ -122,7 +122,8 @@ pub struct SocketCall {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub denied: bool,
     /// What the call returned (`ok`, `EHOSTUNREACH`, ...), when the record
-    /// saw its end (gVisor's log does; the runner lets a call go on).
+    /// saw its end (gVisor's log does; the runner refuses every connect and
+    /// bind, `EACCES`, and lets a socket call go on).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<String>,
 }

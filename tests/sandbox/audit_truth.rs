@@ -382,3 +382,279 @@ print(json.dumps({"ok": True}))
         assert!(paths.contains(&"/data/sales.csv"), "{paths:?}");
     }
 }
+
+/// The supervisor serves only the code: `..` through /proc, a magic link
+/// through the code's own root, a symlink to /proc/self and the code's own
+/// pipes opened for reading never hand it the runner's stdin, frame stdout,
+/// stderr or audit pipe; the record names each refusal. Writing its own
+/// stdout through /dev/stdout still works. (Under runsc the runner's /proc/1
+/// is closed by other means: no supervisor there.)
+#[tokio::test]
+async fn the_supervisor_never_serves_the_runners_own_descriptors() {
+    let code = r#"
+import os, sys, json, ctypes
+out = {}
+def attempt(name, path, flags):
+    try:
+        fd = os.open(path, flags | os.O_NONBLOCK)
+        out[name] = "OPENED " + os.readlink("/proc/self/fd/%d" % fd)
+        if flags & 3:
+            os.write(fd, b"0:r:e30=:00000000000000000000000000000000\nrunner stderr: forged\n")
+    except OSError as e:
+        out[name] = e.errno
+attempt("stdin", "/proc/self/../1/fd/0", os.O_RDONLY)
+attempt("frames", "/proc/self/../1/fd/1", os.O_WRONLY)
+attempt("frames_read", "/proc/self/../1/fd/1", os.O_RDONLY)
+attempt("stderr", "/proc/self/../1/fd/2", os.O_WRONLY)
+attempt("root", "/proc/self/root/proc/1/fd/0", os.O_RDONLY)
+attempt("audit_read", "/proc/self/fd/%s" % sys.argv[2], os.O_RDONLY)
+os.symlink("/proc/self", "/tmp/me")
+attempt("symlink_environ", "/tmp/me/environ", os.O_RDONLY)
+os.chdir("/proc")
+attempt("relative", "self/../1/fd/1", os.O_WRONLY)
+out["libc"] = ctypes.CDLL(None).open(b"/proc/self/../1/fd/0", 0)
+with open("/dev/stdout", "w") as f:
+    f.write("through /dev/stdout\n")
+print(json.dumps(out))
+"#;
+    let o = run(code, RuntimeRules::default(), vec![]).await;
+    if under_runsc() {
+        return;
+    }
+    assert_eq!(o.status, RunStatus::Ok, "{o:?}");
+    assert!(o.stdout.contains("through /dev/stdout"), "{}", o.stdout);
+    assert!(!o.stdout.contains("OPENED"), "{}", o.stdout);
+    assert!(!o.stderr.contains("forged"), "{}", o.stderr);
+    let v: serde_json::Value =
+        serde_json::from_str(o.stdout.lines().last().unwrap()).expect(&o.stdout);
+    for name in [
+        "stdin",
+        "frames",
+        "frames_read",
+        "stderr",
+        "root",
+        "audit_read",
+        "symlink_environ",
+        "relative",
+    ] {
+        assert_eq!(v[name], 13, "{name}: {v}");
+    }
+    assert_eq!(v["libc"], -1, "{v}");
+    let k = opens_record(&o);
+    for asked in [
+        "/proc/self/../1/fd/0",
+        "/proc/self/../1/fd/1",
+        "/proc/self/root/proc/1/fd/0",
+    ] {
+        assert!(
+            k.files
+                .iter()
+                .any(|f| f.asked.as_deref() == Some(asked) && f.denied),
+            "{asked}: {:?}",
+            k.files
+        );
+    }
+    // The code's own read end of its audit channel: the runner's.
+    assert!(
+        k.files
+            .iter()
+            .any(|f| f.path.ends_with("(the runner's own)") && f.denied),
+        "{:?}",
+        k.files
+    );
+}
+
+/// connect and bind are refused (the network is `none`) and recorded as
+/// refused, never recorded and then continued: a thread that rewrites the
+/// address while the calls run cannot make the record name one target
+/// while the kernel used another, because the kernel uses none.
+#[tokio::test]
+async fn connect_and_bind_are_refused_whatever_a_racing_thread_writes() {
+    let code = r#"
+import ctypes, socket, threading, json, errno
+libc = ctypes.CDLL(None, use_errno=True)
+addr = ctypes.create_string_buffer(110)
+def set_path(p):
+    ctypes.memmove(addr, b"\x01\x00" + p + b"\x00", len(p) + 3)
+set_path(b"/tmp/a.sock")
+stop = []
+def flip():
+    while not stop:
+        set_path(b"/tmp/b.sock")
+        set_path(b"/tmp/a.sock")
+t = threading.Thread(target=flip)
+t.start()
+results = {}
+s = socket.socket(socket.AF_UNIX)
+r = libc.bind(s.fileno(), addr, 110)
+results["bind"] = [r, errno.errorcode.get(ctypes.get_errno())]
+for i in range(60):
+    c = socket.socket(socket.AF_UNIX)
+    r = libc.connect(c.fileno(), addr, 110)
+    e = errno.errorcode.get(ctypes.get_errno())
+    results[e if r < 0 else "CONNECTED"] = results.get(e if r < 0 else "CONNECTED", 0) + 1
+    c.close()
+stop.append(1)
+t.join()
+print(json.dumps(results))
+"#;
+    let o = run(code, RuntimeRules::default(), vec![]).await;
+    if under_runsc() {
+        return;
+    }
+    assert_eq!(o.status, RunStatus::Ok, "{o:?}");
+    let v: serde_json::Value = serde_json::from_str(o.stdout.trim()).expect(&o.stdout);
+    assert_eq!(v["bind"], serde_json::json!([-1, "EACCES"]), "{v}");
+    assert_eq!(v["EACCES"], 60, "every connect refused: {v}");
+    let k = opens_record(&o);
+    let calls: Vec<_> = k
+        .sockets
+        .iter()
+        .filter(|c| c.call == "connect" || c.call == "bind")
+        .collect();
+    assert_eq!(calls.len(), 61, "{:?}", k.sockets);
+    for c in calls {
+        assert!(c.denied && c.result.as_deref() == Some("EACCES"), "{c:?}");
+    }
+}
+
+/// Changes without an open are supervised: carried out by the runner on the
+/// folder it resolved and recorded (rename, link, symlink, unlink, rmdir,
+/// truncate, utime, mkdir, relative to a folder descriptor too), refused on
+/// the inputs; mknod is refused by the engine's seccomp profile.
+#[tokio::test]
+async fn changes_to_the_file_system_are_carried_out_and_recorded() {
+    let code = r#"
+import os, json
+out = {}
+def attempt(name, f):
+    try:
+        out[name] = f()
+    except OSError as e:
+        out[name] = e.errno
+open("/tmp/a", "w").write("abc")
+attempt("rename", lambda: os.rename("/tmp/a", "/tmp/b"))
+attempt("link", lambda: os.link("/tmp/b", "/tmp/c"))
+attempt("symlink", lambda: os.symlink("/data/sales.csv", "/out/s"))
+attempt("truncate", lambda: os.truncate("/tmp/b", 1))
+attempt("utime", lambda: os.utime("/tmp/b", (1, 2)))
+attempt("mkdir", lambda: os.mkdir("/tmp/d"))
+d = os.open("/tmp/d", os.O_RDONLY | os.O_DIRECTORY)
+attempt("mkdirat", lambda: os.mkdir("e", dir_fd=d))
+attempt("rmdir", lambda: os.rmdir("e", dir_fd=d))
+attempt("unlink", lambda: os.unlink("/tmp/c"))
+attempt("mknod", lambda: os.mkfifo("/tmp/f"))
+for name, f in (("unlink_input", lambda: os.unlink("/data/sales.csv")),
+                ("rename_input", lambda: os.rename("/data/sales.csv", "/tmp/x")),
+                ("utime_input", lambda: os.utime("/data/sales.csv", (1, 2))),
+                ("mkdir_root", lambda: os.mkdir("/etc/x"))):
+    attempt(name, f)
+out["state"] = [os.path.getsize("/tmp/b"), os.stat("/tmp/b").st_mtime, os.path.exists("/tmp/c"),
+                os.readlink("/out/s"), os.path.isdir("/tmp/d/e"), open("/data/sales.csv").read().count("\n")]
+print(json.dumps(out))
+"#;
+    let o = run(code, RuntimeRules::default(), sales()).await;
+    assert_eq!(o.status, RunStatus::Ok, "{o:?}");
+    let v: serde_json::Value = serde_json::from_str(o.stdout.trim()).expect(&o.stdout);
+    assert_eq!(
+        v["state"],
+        serde_json::json!([1, 2.0, false, "/data/sales.csv", false, 3]),
+        "{v}"
+    );
+    if under_runsc() {
+        return;
+    }
+    assert_eq!(v["mknod"], 1, "{v}");
+    for refused in ["unlink_input", "rename_input", "utime_input", "mkdir_root"] {
+        assert_eq!(v[refused], 13, "{refused}: {v}");
+    }
+    let k = opens_record(&o);
+    let lines: Vec<String> = k.changes.iter().map(|c| c.line()).collect();
+    for line in [
+        "rename /tmp/a → /tmp/b",
+        "link /tmp/b → /tmp/c",
+        "symlink /out/s → /data/sales.csv",
+        "truncate /tmp/b",
+        "utimensat /tmp/b",
+        "mkdir /tmp/d",
+        "mkdirat /tmp/d/e",
+        "unlinkat /tmp/d/e",
+        "unlink /tmp/c",
+        "unlink /data/sales.csv refused",
+        "rename /data/sales.csv refused",
+        "utimensat /data/sales.csv refused",
+        "mkdir /etc/x refused",
+    ] {
+        assert!(lines.iter().any(|l| l == line), "{line}: {lines:?}");
+    }
+}
+
+/// An open whose descriptor cannot be handed over (the code lowered its own
+/// RLIMIT_NOFILE and filled every slot) is recorded with that error, not as
+/// opened.
+#[tokio::test]
+async fn a_failed_hand_over_is_recorded_with_its_error() {
+    let code = r#"
+import os, resource
+top = max(int(x) for x in os.listdir("/proc/self/fd")) + 1
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (top, hard))
+held = []
+try:
+    while True:
+        held.append(os.open("/dev/null", os.O_RDONLY))
+except OSError:
+    pass
+try:
+    os.open("/data/sales.csv", os.O_RDONLY)
+    print("opened")
+except OSError as e:
+    print("errno", e.errno)
+"#;
+    let o = run(code, RuntimeRules::default(), sales()).await;
+    assert_eq!(o.status, RunStatus::Ok, "{o:?}");
+    assert_eq!(o.stdout.trim(), "errno 24", "{o:?}");
+    if under_runsc() {
+        return;
+    }
+    let k = opens_record(&o);
+    let read: Vec<_> = k
+        .files
+        .iter()
+        .filter(|f| f.path == "/data/sales.csv")
+        .collect();
+    assert_eq!(read.len(), 1, "{:?}", k.files);
+    assert!(read[0].result.starts_with("EMFILE"), "{:?}", read[0]);
+}
+
+/// The list's cap holds per kind of open (its top folder and how it ended):
+/// 300 files made in /tmp and 300 missing paths do not push a later read
+/// of /etc/passwd or of an input out of the record.
+#[tokio::test]
+async fn a_flood_of_opens_does_not_push_a_later_read_out() {
+    let code = r#"
+import os
+for i in range(300):
+    open("/tmp/flood%d" % i, "w").close()
+    try:
+        open("/etc/missing%d" % i)
+    except OSError:
+        pass
+print(len(open("/etc/passwd").read()) > 0, open("/data/sales.csv").read().count("\n"))
+"#;
+    let o = run(code, RuntimeRules::default(), sales()).await;
+    assert_eq!(o.status, RunStatus::Ok, "{o:?}");
+    assert_eq!(o.stdout.trim(), "True 3");
+    if under_runsc() {
+        return;
+    }
+    let k = opens_record(&o);
+    assert!(k.truncated, "the flood is over the cap: {}", k.files.len());
+    for path in ["/etc/passwd", "/data/sales.csv"] {
+        assert!(
+            k.files.iter().any(|f| f.path == path && f.result == "ok"),
+            "{path}: {} entries",
+            k.files.len()
+        );
+    }
+}
