@@ -516,9 +516,10 @@ UTIMENSAT = 88 if os.uname().machine == "aarch64" else 280
 CHANGES = {"truncate", "rename", "mkdir", "rmdir", "link", "unlink", "symlink", "utime", "utimes", "mkdirat",
            "unlinkat", "renameat", "linkat", "symlinkat", "utimensat", "renameat2"}
 CHANGE_OK = ("/tmp/", "/out/")
-# The record lists each open once, up to a cap per kind (its top folder and
-# how it ended), so a flood of one kind (thousands of files made in /tmp,
-# missing paths) cannot push a later open of another (/etc/passwd) out.
+# The record lists each file once (per mode and result), up to a cap per
+# kind (its top folder and how it ended), so a flood of one kind (thousands
+# of files made in /tmp, missing paths, routes to one file) cannot push a
+# later open of another (/etc/passwd) out.
 KIND_CAP, KIND_CAP_IO = 200, 1000
 FAMILIES = {1: "AF_UNIX", 2: "AF_INET", 10: "AF_INET6", 16: "AF_NETLINK", 17: "AF_PACKET"}
 
@@ -891,7 +892,9 @@ class Supervisor:
         if quiet:
             self.library_reads += 1
             return
-        key = (asked, real, how, result)
+        # Each file once per mode and result, with the first route to it: a
+        # thousand symlinks to /etc are one kind's 69 files, not a flood.
+        key = (real, how, result)
         if key in self.seen:
             return
         if len(self.seen) < 100000:

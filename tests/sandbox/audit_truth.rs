@@ -551,6 +551,12 @@ for name, f in (("unlink_input", lambda: os.unlink("/data/sales.csv")),
     attempt(name, f)
 out["state"] = [os.path.getsize("/tmp/b"), os.stat("/tmp/b").st_mtime, os.path.exists("/tmp/c"),
                 os.readlink("/out/s"), os.path.isdir("/tmp/d/e"), open("/data/sales.csv").read().count("\n")]
+# An input made writable by its owner is still not written (runc: the runner
+# refuses any write under /data, by open or by truncate).
+attempt("chmod_input", lambda: os.chmod("/data/sales.csv", 0o644))
+attempt("open_input_for_writing", lambda: os.open("/data/sales.csv", os.O_WRONLY))
+attempt("truncate_input", lambda: os.truncate("/data/sales.csv", 0))
+out["input_lines"] = open("/data/sales.csv").read().count("\n")
 print(json.dumps(out))
 "#;
     let o = run(code, RuntimeRules::default(), sales()).await;
@@ -565,7 +571,15 @@ print(json.dumps(out))
         return;
     }
     assert_eq!(v["mknod"], 1, "{v}");
-    for refused in ["unlink_input", "rename_input", "utime_input", "mkdir_root"] {
+    assert_eq!(v["input_lines"], 3, "the input was written: {v}");
+    for refused in [
+        "unlink_input",
+        "rename_input",
+        "utime_input",
+        "mkdir_root",
+        "open_input_for_writing",
+        "truncate_input",
+    ] {
         assert_eq!(v[refused], 13, "{refused}: {v}");
     }
     let k = opens_record(&o);
@@ -584,6 +598,7 @@ print(json.dumps(out))
         "rename /data/sales.csv refused",
         "utimensat /data/sales.csv refused",
         "mkdir /etc/x refused",
+        "truncate /data/sales.csv refused",
     ] {
         assert!(lines.iter().any(|l| l == line), "{line}: {lines:?}");
     }
@@ -630,9 +645,10 @@ except OSError as e:
     assert!(read[0].result.starts_with("EMFILE"), "{:?}", read[0]);
 }
 
-/// The list's cap holds per kind of open (its top folder and how it ended):
-/// 300 files made in /tmp and 300 missing paths do not push a later read
-/// of /etc/passwd or of an input out of the record.
+/// The list's cap holds per kind of open (its top folder and how it ended),
+/// each file listed once: 300 files made in /tmp, 300 missing paths and 300
+/// symlink routes to one file in /etc do not push a later read of
+/// /etc/passwd or of an input out of the record.
 #[tokio::test]
 async fn a_flood_of_opens_does_not_push_a_later_read_out() {
     let code = r#"
@@ -643,6 +659,8 @@ for i in range(300):
         open("/etc/missing%d" % i)
     except OSError:
         pass
+    os.symlink("/etc", "/tmp/etc%d" % i)
+    open("/tmp/etc%d/hostname" % i).close()
 print(len(open("/etc/passwd").read()) > 0, open("/data/sales.csv").read().count("\n"))
 "#;
     let o = run(code, RuntimeRules::default(), sales()).await;
