@@ -936,6 +936,9 @@ def spawn_child():
             if IDS:
                 os.setresgid(IDS[1], IDS[1], IDS[1])
                 os.setresuid(IDS[1], IDS[1], IDS[1])
+            # A session of its own: not even SIGCONT (allowed within a
+            # session whatever the uids) reaches pid 1.
+            os.setsid()
             for fd, to in ((null, 0), (out_w, 1), (err_w, 2)):
                 os.dup2(fd, to)
             os.execve(sys.executable, argv, env)

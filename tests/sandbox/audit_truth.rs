@@ -508,7 +508,7 @@ try:
 except OSError:
     tids = []  # under runc the runner refuses another process's /proc
 for s in (signal.SIGHUP, signal.SIGINT, signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2,
-          signal.SIGQUIT, signal.SIGALRM, signal.SIGPIPE, signal.SIGSTOP, signal.SIGKILL):
+          signal.SIGQUIT, signal.SIGALRM, signal.SIGPIPE, signal.SIGCONT, signal.SIGSTOP, signal.SIGKILL):
     for tid in ["1"] + tids:
         try:
             os.kill(int(tid), s)
