@@ -1,7 +1,10 @@
 # compute-bot sandbox runner. Runs inside the container as pid 1:
 # `python3 -I -S -c <this>` (no site: it needs only the standard library, and
-# starts faster), made non-dumpable at once, so the code (same uid) can reach
-# none of its memory or descriptors through /proc/1.
+# starts faster). Started as root with only CAP_SETUID and CAP_SETGID, it
+# gives them up at once and runs the code under a uid of its own (see "two
+# uids" below); it is non-dumpable and ignores every signal it can, so the
+# code can reach none of its memory or descriptors through /proc/1 and
+# cannot end it.
 #
 # It starts a fresh child interpreter (CHILD below) that waits for the code,
 # then reads one job from stdin: a JSON header line, the code, the input files.
@@ -334,6 +337,12 @@ def _stage2():
     if nrs is None:
         return "none", "no filter for the machine " + os.uname().machine
     arch, nr = nrs
+    # No namespace, no mount: runc's profile refuses them before this
+    # filter, gVisor's Sentry would grant them (a user namespace, then its
+    # mounts). The new mount API numbers are the same on both machines.
+    ns = {"x86_64": dict(unshare=272, setns=308, mount=165, umount2=166, pivot_root=155),
+          "aarch64": dict(unshare=97, setns=268, mount=40, umount2=39, pivot_root=41)}[os.uname().machine]
+    ns.update(open_tree=428, move_mount=429, fsopen=430, fsconfig=431, fsmount=432, fspick=433, mount_setattr=442)
     LD, JEQ, JGE, JGT, JSET, RET = 0x20, 0x15, 0x35, 0x25, 0x45, 0x06
     ALLOW, NOTIFY, KILL = 0x7FFF0000, 0x7FC00000, 0x80000000
     def err(e):
@@ -358,6 +367,8 @@ def _stage2():
         one("openat2", err(38))
         one("seccomp", err(1))
         on_arg("prctl", 0, JEQ, 22, err(1))  # PR_SET_SECCOMP
+        for n in ns.values():
+            p.extend([(JEQ, 0, 1, n), (RET, 0, 0, err(1))])
         # The interpreter's audit channel stays open and in place.
         on_arg("close", 0, JEQ, AUD, deny)
         on_arg("dup2", 1, JEQ, AUD, deny)
@@ -1110,12 +1121,85 @@ class Supervisor:
 
 
 def nondumpable():
-    # Keep the same-uid code out of this process's memory and fds via /proc.
+    # Keep the code out of this process's memory and fds via /proc (Linux
+    # honours it; gVisor does not, hence also the uids below). Again after
+    # every change of uid: the kernel resets it then.
     try:
         import ctypes
         ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 4
     except Exception:
         pass
+
+
+# ---------------------------------------------------------------- two uids
+# Started as root with only CAP_SETUID and CAP_SETGID (the engine's third
+# argument, "<runner uid>:<code uid>", says so), the runner gives them up
+# for good before anything else: from then on it is real and saved uid R,
+# effective uid C (gids alike, no supplementary groups), and the code runs
+# as C in all three. So the code can neither signal pid 1 (kill needs its
+# uid to match the runner's real or saved uid) nor pass the kernel's ptrace
+# check on /proc/1 (uid, euid and suid must all match), while the runner
+# still reads the code's memory for the supervisor (its fsuid is C). Its
+# pipes and the inputs are made with effective uid R for a moment: owned
+# by R, mode 0600 and 0444, so the code cannot open them through /proc/1/fd
+# (gVisor checks the file's owner there, not the ptrace rule) nor chmod
+# them. Started as any other user (Podman) everything stays one uid.
+IDS = None
+
+
+def become(real, effective, saved):
+    # gids first: once no uid is 0 the capabilities are gone.
+    os.setresgid(real, effective, saved)
+    os.setresuid(real, effective, saved)
+    nondumpable()
+
+
+def drop_root():
+    global IDS
+    if os.geteuid() != 0:
+        return
+    try:
+        r, c = (int(x) for x in sys.argv[3].split(":"))
+        if r <= 0 or c <= 0 or r == c:
+            raise ValueError
+        os.setgroups([])
+        become(r, c, r)
+        # (gVisor shows no CapAmb line.)
+        with open("/proc/self/status") as f:
+            caps = {line.split()[0]: line.split()[1] for line in f if line.startswith(("CapPrm:", "CapEff:", "CapAmb:"))}
+        if len(caps) < 2 or any(int(x, 16) for x in caps.values()) or os.getresuid() != (r, c, r):
+            raise OSError("capabilities or uids left after the drop: %r %r" % (caps, os.getresuid()))
+    except Exception as e:
+        os.write(2, ("compute-bot sandbox: the runner could not give up root (" + repr(e)[:200] + "); nothing was run\n").encode())
+        os._exit(70)
+    IDS = (r, c)
+
+
+def as_runner():
+    # Effective uid R (the code's uid kept as the saved one, to go back).
+    if IDS:
+        become(IDS[0], IDS[0], IDS[1])
+
+
+def as_code():
+    # Effective uid C, real and saved R: the runner's steady state.
+    if IDS:
+        become(IDS[0], IDS[1], IDS[0])
+
+
+def deaf():
+    # pid 1 ignores every signal that can be ignored (SIGKILL and SIGSTOP
+    # cannot: the code's uid may not send them here, and under runc the
+    # kernel drops them from inside the container). Not SIGCHLD: wait4
+    # needs it. After the child is spawned, so the code keeps the defaults.
+    import signal
+    for s in signal.valid_signals():
+        if s in (signal.SIGKILL, signal.SIGSTOP, signal.SIGCHLD):
+            continue
+        try:
+            signal.signal(s, signal.SIG_IGN)
+        except (OSError, ValueError, RuntimeError):
+            pass
 
 
 def oom_kills():
@@ -1166,16 +1250,21 @@ def spawn_child():
     os.set_inheritable(aud_w, True)
     sup_child.set_inheritable(True)
     preload = sys.argv[2] if len(sys.argv) > 2 else ""
-    pid = os.posix_spawn(
-        sys.executable,
-        [sys.executable, "-s", "-P", "-c", CHILD, str(code_r), str(aud_w), preload, str(sup_child.fileno())],
-        env,
-        file_actions=[
-            (os.POSIX_SPAWN_DUP2, null, 0),
-            (os.POSIX_SPAWN_DUP2, out_w, 1),
-            (os.POSIX_SPAWN_DUP2, err_w, 2),
-        ],
-    )
+    argv = [sys.executable, "-s", "-P", "-c", CHILD, str(code_r), str(aud_w), preload, str(sup_child.fileno())]
+    pid = os.fork()
+    if pid == 0:
+        try:
+            if IDS:
+                os.setresgid(IDS[1], IDS[1], IDS[1])
+                os.setresuid(IDS[1], IDS[1], IDS[1])
+            # A session of its own: not even SIGCONT (allowed within a
+            # session whatever the uids) reaches pid 1.
+            os.setsid()
+            for fd, to in ((null, 0), (out_w, 1), (err_w, 2)):
+                os.dup2(fd, to)
+            os.execve(sys.executable, argv, env)
+        finally:
+            os._exit(70)
     for fd in (code_r, aud_w, out_w, err_w, null):
         os.close(fd)
     sup_child.close()
@@ -1238,10 +1327,12 @@ def reap_orphans():
 
 
 def main():
+    drop_root()
     nondumpable()
     cpu_before = cpu_quota()
-    # pid 1 gets only the signals it handles: none from inside, but for
-    # SIGINT Python installs a handler; the code must not end the runner.
+    # SIGINT ignored from the start (Python would install a handler), and
+    # the code inherits that; every other signal once the child is spawned
+    # (deaf).
     import signal
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # The font cache first: a preloading child imports matplotlib right away.
@@ -1257,7 +1348,10 @@ def main():
             f.write("svg.hashsalt: compute-bot\n")
     except OSError:
         pass
+    as_runner()
     pid, code_w, aud_r, out_r, err_r, aud_fd, sup_sock = spawn_child()
+    as_code()
+    deaf()
 
     stdin = sys.stdin.buffer
     idle = float(sys.argv[1]) if len(sys.argv) > 1 else 900.0
@@ -1270,6 +1364,8 @@ def main():
     global QUIET
     QUIET = tuple(p for p in header.get("library") or () if isinstance(p, str) and p.startswith("/"))
     src = read_exact(stdin, header["code_len"])
+    # The inputs are the runner's (effective uid R): the code cannot chmod them.
+    as_runner()
     made = []
     for item in header.get("inputs", []):
         name = item["name"]
@@ -1301,6 +1397,7 @@ def main():
             os.chmod(d, 0o555)
         except OSError:
             pass
+    as_code()
     del header["key"]
     caps = header.get("caps", {})
     oom_before = oom_kills()

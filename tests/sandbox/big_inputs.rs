@@ -76,7 +76,7 @@ fn write_csv(path: &Path, bytes: u64) -> String {
 }
 
 /// Hashes `/data/<name>` in the sandbox and says who owns `/data` (uid 0:
-/// the volume; 10001: the runner's tmpfs).
+/// the volume; 10000: the runner's tmpfs).
 const HASH_CODE: &str = r#"import hashlib, json, os
 name = os.listdir('/data')[0]
 h = hashlib.sha256()
@@ -150,12 +150,12 @@ fn a_big_input_streams_without_the_bot_holding_it() {
     };
     let small_sha = write_csv(&dir.path().join("small.csv"), 1000);
     let (owner, baseline) = run(&tmpfs, "small.csv", &small_sha);
-    assert_eq!(owner, 10001, "the runner's tmpfs");
+    assert_eq!(owner, 10000, "the runner's tmpfs");
 
     let mid = 60u64 << 20;
     let mid_sha = write_csv(&dir.path().join("mid.csv"), mid);
     let (owner, after_tmpfs) = run(&tmpfs, "mid.csv", &mid_sha);
-    assert_eq!(owner, 10001, "the runner's tmpfs");
+    assert_eq!(owner, 10000, "the runner's tmpfs");
     std::fs::remove_file(dir.path().join("mid.csv")).unwrap();
 
     let big = 300u64 << 20;

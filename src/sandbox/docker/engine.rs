@@ -51,8 +51,31 @@ pub(crate) async fn engine_kind(docker: &Docker) -> Engine {
     }
 }
 
-/// The uid:gid the code runs as inside the container. Images must not need root.
-const SANDBOX_USER: &str = "10001:10001";
+/// The uid (and gid) the code runs as inside the container. Images must not need root.
+const CODE_UID: u32 = 10001;
+
+/// The uid (and gid) of the runner (pid 1) where it has one of its own
+/// ([`Engine::Docker`]): real and saved, so the code can neither signal it
+/// nor reach it through `/proc/1`, and the owner of the inputs in `/data`.
+const RUNNER_UID: u32 = 10000;
+
+/// Who the container starts as, the capabilities it is given and the
+/// runner's argument that goes with them. Under Docker (runc and gVisor):
+/// root with only `CAP_SETUID` and `CAP_SETGID`, which the runner gives up
+/// for good before it reads its job, to run as [`RUNNER_UID`] with the code
+/// as [`CODE_UID`] (see the runner's "two uids"). Under Podman, whose tmpfs
+/// mounts can belong only to the container's user, everything runs as
+/// [`CODE_UID`] with no capability at all.
+fn identity(engine: Engine) -> (String, Vec<String>, String) {
+    match engine {
+        Engine::Docker => (
+            "0:0".into(),
+            vec!["SETUID".into(), "SETGID".into()],
+            format!("{RUNNER_UID}:{CODE_UID}"),
+        ),
+        Engine::Podman => (format!("{CODE_UID}:{CODE_UID}"), Vec::new(), String::new()),
+    }
+}
 
 /// Label present on every container the bot creates.
 pub const LABEL_MANAGED: &str = "org.compute-bot.managed";
@@ -123,23 +146,24 @@ pub(crate) fn run_labels(name: &str, cfg: &SandboxConfig) -> HashMap<String, Str
     labels
 }
 
-fn tmpfs_opts(size: u64, owner: bool, engine: Engine) -> String {
+/// A tmpfs of `size` bytes, owned by `owner` (mode 0700), or everyone's
+/// (mode 1777) without one.
+fn tmpfs_opts(size: u64, owner: Option<u32>, engine: Engine) -> String {
     let mut o = format!("rw,noexec,nosuid,nodev,size={size}");
-    // Podman rejects `uid=`/`gid=` on tmpfs; its `U` option chowns the
-    // mount to the container's user instead.
-    if owner && engine == Engine::Podman {
-        o.push_str(",mode=0700,U");
-    } else if owner {
-        o.push_str(",mode=0700,uid=10001,gid=10001");
-    } else {
-        o.push_str(",mode=1777");
+    match owner {
+        // Podman rejects `uid=`/`gid=` on tmpfs; its `U` option chowns the
+        // mount to the container's user (the code's there) instead.
+        Some(_) if engine == Engine::Podman => o.push_str(",mode=0700,U"),
+        Some(uid) => o.push_str(&format!(",mode=0700,uid={uid},gid={uid}")),
+        None => o.push_str(",mode=1777"),
     }
     o
 }
 
 /// The hardened container definition: no network, read-only root, no
-/// capabilities, no new privileges, default seccomp, non-root user, cgroup
-/// limits, tmpfs scratch space, ulimits, an init, a minimal environment and
+/// capabilities but the two the runner gives up before its job
+/// ([`identity`]), no new privileges, compute-bot's seccomp, the code
+/// under a uid of its own, cgroup limits, tmpfs scratch space, ulimits, an init, a minimal environment and
 /// no host mounts at all (`/data` is a tmpfs, or an anonymous volume for big
 /// inputs: [`super::data_volume`]). The runner waits on stdin for its job.
 pub(crate) fn container_body(
@@ -163,11 +187,15 @@ pub(crate) fn container_body(
     let mut tmpfs: HashMap<String, String> = [
         (
             "/tmp".to_string(),
-            tmpfs_opts(l.tmpfs.bytes(), false, engine),
+            tmpfs_opts(l.tmpfs.bytes(), None, engine),
         ),
         (
             "/out".to_string(),
-            tmpfs_opts(l.artifacts_max_bytes.bytes().max(4096), true, engine),
+            tmpfs_opts(
+                l.artifacts_max_bytes.bytes().max(4096),
+                Some(CODE_UID),
+                engine,
+            ),
         ),
     ]
     .into_iter()
@@ -178,7 +206,8 @@ pub(crate) fn container_body(
     } else {
         tmpfs.insert(
             "/data".to_string(),
-            tmpfs_opts(l.data_max_bytes.bytes().max(4096), true, engine),
+            // The runner writes the inputs as its own (read-only to the code).
+            tmpfs_opts(l.data_max_bytes.bytes().max(4096), Some(RUNNER_UID), engine),
         );
     }
     let ulimit = |name: &str, v: i64| ResourcesUlimits {
@@ -197,6 +226,7 @@ pub(crate) fn container_body(
         // Per uid, host-wide: generous; the pids cgroup is the real limit.
         ulimits.push(ulimit("nproc", PODMAN_NPROC));
     }
+    let (user, caps, uids) = identity(engine);
     ContainerCreateBody {
         image: Some(cfg.image.clone()),
         cmd: Some(vec![
@@ -207,9 +237,10 @@ pub(crate) fn container_body(
             RUNNER.into(),
             IDLE_SECONDS.to_string(),
             cfg.preload.join(","),
+            uids,
         ]),
         entrypoint: Some(vec![]),
-        user: Some(SANDBOX_USER.into()),
+        user: Some(user),
         working_dir: Some("/tmp".into()),
         env: Some(env),
         hostname: Some("sandbox".into()),
@@ -225,6 +256,7 @@ pub(crate) fn container_body(
             network_mode: Some("none".into()),
             readonly_rootfs: Some(true),
             cap_drop: Some(vec!["ALL".into()]),
+            cap_add: Some(caps),
             security_opt: Some(security_opt(seccomp)),
             runtime: Some(runtime.into()),
             privileged: Some(false),
