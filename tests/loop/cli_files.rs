@@ -251,7 +251,7 @@ async fn a_failing_runs_notebook_shows_the_traceback_as_an_error() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_broken_notebook_is_refused_before_any_container() {
+async fn a_broken_notebook_is_refused_with_what_to_do() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join("old.ipynb"),
