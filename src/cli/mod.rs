@@ -207,20 +207,32 @@ pub(crate) fn read_code(path: &Path) -> Result<CodeFile, String> {
     }
     Ok(CodeFile {
         code: crate::notebook::cells::joined(&cells),
-        note: Some(notebook_note(&shown, cells.len())),
+        note: Some(notebook_note(&shown, &cells)),
     })
 }
 
-/// The note of a notebook run as one program.
-fn notebook_note(file: &str, cells: usize) -> String {
-    let cells = if cells == 1 {
+/// The note of a notebook run as one program; it names the first line of
+/// IPython syntax (`%matplotlib inline`, `!pip install`), which is no Python.
+fn notebook_note(file: &str, cells: &[crate::notebook::cells::CodeCell]) -> String {
+    let count = if cells.len() == 1 {
         "its 1 code cell".to_string()
     } else {
-        format!("its {cells} code cells, joined in order,")
+        format!("its {} code cells, joined in order,", cells.len())
     };
-    format!(
-        "`{file}` is a notebook: {cells} ran as one program in one interpreter; each cell begins at its `# %% cell N` line (N: its place in the notebook)"
-    )
+    let mut note = format!(
+        "`{file}` is a notebook: {count} ran as one program in one interpreter; each cell begins at its `# %% cell N` line (N: its place in the notebook)"
+    );
+    let magic = cells.iter().find_map(|c| {
+        let line = c.code.lines().find(|l| l.starts_with(['%', '!']))?;
+        Some((c.origin, line.chars().take(80).collect::<String>()))
+    });
+    if let Some((crate::notebook::cells::Origin::Cell(n), line)) = magic {
+        note.push_str(&format!(
+            "; cell {n} has IPython syntax, which plain Python does not run: remove `{}`",
+            line.replace('`', "'")
+        ));
+    }
+    note
 }
 
 /// The `--input` files, admitted with the current directory as the

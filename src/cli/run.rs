@@ -68,7 +68,13 @@ pub(crate) async fn run_command(args: RunArgs, session: &Session) -> Status {
     } else {
         match check_builtin(&policy, &code, args.format) {
             Ok(verdict) => cfg.preload = policy.preload_of(&verdict),
-            Err(status) => return status,
+            Err(status) => {
+                // The findings' lines are the joined program's.
+                if let Some(n) = &note {
+                    eprintln!("note: {n}");
+                }
+                return status;
+            }
         }
     }
     let job = Job {

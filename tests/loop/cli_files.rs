@@ -272,3 +272,65 @@ async fn a_broken_notebook_is_refused_with_what_to_do() {
         assert!(stderr.contains(says), "{stderr}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_notebook_with_ipython_syntax_is_refused_and_the_note_names_its_cell() {
+    let dir = tempfile::tempdir().unwrap();
+    let nb = serde_json::json!({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+        {"cell_type": "markdown", "id": "m", "metadata": {}, "source": "# Look"},
+        {"cell_type": "code", "id": "c", "metadata": {}, "execution_count": null, "outputs": [],
+         "source": ["%matplotlib inline\n", "import json\n"]}
+    ]});
+    std::fs::write(dir.path().join("magic.ipynb"), nb.to_string()).unwrap();
+    let out = run_in(dir.path(), &["run", "--code", "magic.ipynb"]).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    // The finding's line is the joined program's (line 1 is `# %% cell 2`);
+    // the note says where it comes from.
+    assert!(stderr.contains("2:1 syntax-error"), "{stderr}");
+    assert!(
+        stderr.contains("cell 2 has IPython syntax, which plain Python does not run: remove `%matplotlib inline`"),
+        "{stderr}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_loop_runs_a_notebook_as_its_exact_code_and_notes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = serde_json::to_vec(&analysis_notebook()).unwrap();
+    std::fs::write(dir.path().join("analysis.ipynb"), &input).unwrap();
+    let policy = concat!(env!("CARGO_MANIFEST_DIR"), "/policies/default.yml");
+    let out = run_in(
+        dir.path(),
+        &[
+            "run",
+            "--code",
+            "analysis.ipynb",
+            "--policy",
+            policy,
+            "--artifacts",
+            "out",
+            "--format",
+            "json",
+        ],
+    )
+    .await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["status"], "ok", "{r:#}");
+    assert_eq!(r["code"], ANALYSIS_PROGRAM);
+    assert_eq!(r["result"], serde_json::json!({"paid": 3}));
+    assert!(
+        r["outcome"]["notes"]
+            .to_string()
+            .contains("`analysis.ipynb` is a notebook"),
+        "{r:#}"
+    );
+    let written = std::fs::read(dir.path().join("out/analysis.ipynb")).unwrap();
+    let cell = the_cell(&written, ANALYSIS_PROGRAM);
+    assert_eq!(
+        cell["metadata"]["compute_bot"]["code_sha256"],
+        r["code_sha256"]
+    );
+}
