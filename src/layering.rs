@@ -41,6 +41,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     // The run record is plain data over the policy's, the sandbox's and the
     // model's types (which model wrote the code).
     ("record", &["model", "policy", "sandbox"]),
+    // Runs as notebooks and notebooks as code: over the sandbox's outcome.
+    ("notebook", &["sandbox"]),
     (
         "report",
         &["model", "policy", "record", "sandbox", "status"],
@@ -150,6 +152,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "github::assets",
         &[
             "github::rest::client",
+            "notebook",
             "github::sources",
             "github::texts",
             "github::thread",

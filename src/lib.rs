@@ -12,6 +12,7 @@ pub mod github;
 pub mod located;
 mod markdown;
 pub mod model;
+pub mod notebook;
 pub mod policy;
 mod problems;
 pub mod prompt;

@@ -91,12 +91,20 @@ fn model_client(args: &RunArgs) -> Result<Option<ModelClient>, String> {
     }
 }
 
-/// Writes the report's files under `--artifacts` and prints the report in
-/// the format `run` was asked for.
+/// Writes the report's files under `--artifacts` — those the code left in
+/// `/out` and the run as a notebook — and prints the report in the format
+/// `run` was asked for.
 fn print_report(report: &crate::report::Report, args: &RunArgs) {
-    let files = match (&args.artifacts, &report.outcome) {
-        (Some(dir), Some(o)) if !o.artifacts.is_empty() => {
-            super::files::write_and_link(&o.artifacts, dir, report.result.as_ref())
+    let files = match (&args.artifacts, &report.outcome, &report.code) {
+        (Some(dir), Some(o), Some(code)) => {
+            let mut files = o.artifacts.clone();
+            files.push(super::files::run_notebook(
+                code,
+                o,
+                args.code.as_deref(),
+                dir,
+            ));
+            super::files::write_and_link(&files, dir, report.result.as_ref())
                 .map_err(|e| eprintln!("error: {e}"))
                 .ok()
         }
@@ -137,12 +145,12 @@ pub(crate) async fn answer_command(args: RunArgs, session: &Session) -> Status {
         },
         None => None,
     };
-    let code = match &args.code {
+    let (code, note) = match &args.code {
         Some(path) => match read_code(path) {
-            Ok(c) => Some(c),
+            Ok(c) => (Some(c.code), c.note),
             Err(e) => return usage(&e),
         },
-        None => None,
+        None => (None, None),
     };
     let admitted = match admit_inputs(&args.inputs, &policy.inputs) {
         Ok(a) => a,
@@ -205,6 +213,11 @@ pub(crate) async fn answer_command(args: RunArgs, session: &Session) -> Status {
         .map(|a| (a.file.name.clone(), a.path.clone()))
         .collect();
     report.set_input_paths(&paths);
+    match (note, report.outcome.as_mut()) {
+        (Some(n), Some(o)) => o.notes.push(n),
+        (Some(n), None) => eprintln!("note: {n}"),
+        (None, _) => {}
+    }
     print_report(&report, &args);
     status
 }

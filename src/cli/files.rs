@@ -6,7 +6,7 @@ use std::path::Path;
 
 use crate::github::texts::{self, FilesHome, ShownFile};
 use crate::render::FilesBlock;
-use crate::sandbox::{Artifact, FileKind, write_files};
+use crate::sandbox::{Artifact, FileKind, Outcome, write_files};
 
 /// Percent-encodes what a Markdown link destination cannot hold as is.
 fn encode(segment: &str) -> String {
@@ -36,6 +36,36 @@ fn link(dir: &Path, name: &str) -> String {
     } else {
         joined
     }
+}
+
+/// The run as a notebook to write into `dir`: named after the `--code`
+/// file (`analysis.py` → `analysis.ipynb`), else `answer.ipynb`, and never
+/// taking the name of a file the code left in `/out`, nor that of the
+/// `--code` file itself when it sits in `dir` (`--code a.ipynb
+/// --artifacts .` leaves `a.ipynb` as it was).
+pub(crate) fn run_notebook(
+    code: &str,
+    outcome: &Outcome,
+    code_file: Option<&Path>,
+    dir: &Path,
+) -> Artifact {
+    let stem = code_file
+        .and_then(|p| p.file_stem())
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "answer".to_string());
+    let same_dir = |p: &Path| {
+        let parent = p.parent().filter(|p| !p.as_os_str().is_empty());
+        let here = std::fs::canonicalize(parent.unwrap_or(Path::new(".")));
+        here.is_ok() && here.ok() == std::fs::canonicalize(dir).ok()
+    };
+    let own: Vec<String> = code_file
+        .filter(|p| same_dir(p))
+        .and_then(|p| p.file_name())
+        .map(|n| n.to_string_lossy().into_owned())
+        .into_iter()
+        .collect();
+    let taken: Vec<&str> = own.iter().map(String::as_str).collect();
+    crate::notebook::run_file(code, outcome, &stem, &taken)
 }
 
 /// Writes `files` into `dir`; returns the Markdown block linking them

@@ -93,7 +93,8 @@ enum Format {
 /// prints the report.
 #[derive(Debug, Args)]
 struct RunArgs {
-    /// The Python file to run (exactly this code; no generation).
+    /// The Python file to run (exactly this code; no generation), or a
+    /// Jupyter notebook (`.ipynb`) whose code cells run joined in order.
     #[arg(long, value_name = "FILE", required_unless_present = "goal")]
     code: Option<PathBuf>,
     /// The question, in words; a ```python block inside it is run as is.
@@ -148,7 +149,9 @@ struct RunArgs {
     /// "unchecked": true. Not with --goal, --policy, --schema, --repeat.
     #[arg(long)]
     unchecked: bool,
-    /// Write the files the code left in /out into this directory.
+    /// Write the files the code left in /out into this directory, and the
+    /// run as a Jupyter notebook (`<code file name>.ipynb`, else
+    /// `answer.ipynb`; another name when the code wrote one of that name).
     #[arg(long, value_name = "DIR")]
     artifacts: Option<PathBuf>,
     /// Output format.
@@ -166,14 +169,70 @@ pub(crate) fn usage(msg: &str) -> Status {
     Status::Error
 }
 
-/// Reads a Python file, naming it when it cannot be read.
-pub(crate) fn read_code(path: &Path) -> Result<String, String> {
-    std::fs::read_to_string(path).map_err(|e| {
-        format!(
-            "code file `{}` cannot be read: {e}; pass a UTF-8 Python file with --code",
-            path.display()
-        )
+/// The code of `--code FILE`, as it runs.
+pub(crate) struct CodeFile {
+    /// The program: a Python file as written, or a notebook's code cells
+    /// joined in order ([`crate::notebook::cells::joined`]).
+    pub(crate) code: String,
+    /// What the answer's notes say about how the file became the program
+    /// (a notebook's cells joined); `None` for a Python file.
+    pub(crate) note: Option<String>,
+}
+
+/// Reads `--code FILE`: a UTF-8 Python file as it is, or (named `.ipynb`) a
+/// Jupyter notebook whose code cells run joined in order as one program;
+/// the error names the file and what to pass instead.
+pub(crate) fn read_code(path: &Path) -> Result<CodeFile, String> {
+    let is_notebook = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("ipynb"));
+    if !is_notebook {
+        let code = std::fs::read_to_string(path).map_err(|e| {
+            format!(
+                "code file `{}` cannot be read: {e}; pass a UTF-8 Python file with --code",
+                path.display()
+            )
+        })?;
+        return Ok(CodeFile { code, note: None });
+    }
+    let shown = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|e| {
+        format!("notebook `{shown}` cannot be read: {e}; pass an `.ipynb` file or a Python file with --code")
+    })?;
+    let cells = crate::notebook::cells::notebook_cells(&bytes, &shown)?;
+    if cells.is_empty() {
+        return Err(format!(
+            "notebook `{shown}` has no code cell with code to run; add one, or pass a Python file with --code"
+        ));
+    }
+    Ok(CodeFile {
+        code: crate::notebook::cells::joined(&cells),
+        note: Some(notebook_note(&shown, &cells)),
     })
+}
+
+/// The note of a notebook run as one program; it names the first line of
+/// IPython syntax (`%matplotlib inline`, `!pip install`), which is no Python.
+fn notebook_note(file: &str, cells: &[crate::notebook::cells::CodeCell]) -> String {
+    let count = if cells.len() == 1 {
+        "its 1 code cell".to_string()
+    } else {
+        format!("its {} code cells, joined in order,", cells.len())
+    };
+    let mut note = format!(
+        "`{file}` is a notebook: {count} ran as one program in one interpreter; each cell begins at its `# %% cell N` line (N: its place in the notebook)"
+    );
+    let magic = cells.iter().find_map(|c| {
+        let line = c.code.lines().find(|l| l.starts_with(['%', '!']))?;
+        Some((c.origin, line.chars().take(80).collect::<String>()))
+    });
+    if let Some((crate::notebook::cells::Origin::Cell(n), line)) = magic {
+        note.push_str(&format!(
+            "; cell {n} has IPython syntax, which plain Python does not run: remove `{}`",
+            line.replace('`', "'")
+        ));
+    }
+    note
 }
 
 /// The `--input` files, admitted with the current directory as the

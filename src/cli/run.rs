@@ -8,9 +8,17 @@ use crate::sandbox::{Job, Outcome, RunStatus, SandboxConfig, Session};
 use super::{Format, RunArgs, admit_inputs, read_code, resolve_runtime, unchecked, usage};
 use crate::status::Status;
 
-/// Writes the artifacts of an outcome into `dir`.
-fn write_artifacts(outcome: &Outcome, dir: &Path) -> std::io::Result<()> {
-    crate::sandbox::write_files(&outcome.artifacts, dir).map(|_| ())
+/// Writes the artifacts of an outcome into `dir`, and the run of `code`
+/// (read from `code_file`) as a notebook ([`super::files::run_notebook`]).
+fn write_artifacts(
+    outcome: &Outcome,
+    code: &str,
+    code_file: &Path,
+    dir: &Path,
+) -> std::io::Result<()> {
+    crate::sandbox::write_files(&outcome.artifacts, dir)?;
+    let notebook = super::files::run_notebook(code, outcome, Some(code_file), dir);
+    crate::sandbox::write_files(std::slice::from_ref(&notebook), dir).map(|_| ())
 }
 
 /// Runs `compute-bot run` and returns how it ended.
@@ -31,8 +39,8 @@ pub(crate) async fn run_command(args: RunArgs, session: &Session) -> Status {
     let Some(code_path) = args.code.as_deref() else {
         return usage("give --code FILE, or --goal TEXT");
     };
-    let code = match read_code(code_path) {
-        Ok(c) => c,
+    let (code, note) = match read_code(code_path) {
+        Ok(c) => (c.code, c.note),
         Err(e) => return usage(&e),
     };
     // No --policy: the built-in data-analysis policy applies (as `--help` says):
@@ -60,7 +68,13 @@ pub(crate) async fn run_command(args: RunArgs, session: &Session) -> Status {
     } else {
         match check_builtin(&policy, &code, args.format) {
             Ok(verdict) => cfg.preload = policy.preload_of(&verdict),
-            Err(status) => return status,
+            Err(status) => {
+                // The findings' lines are the joined program's.
+                if let Some(n) = &note {
+                    eprintln!("note: {n}");
+                }
+                return status;
+            }
         }
     }
     let job = Job {
@@ -81,7 +95,7 @@ pub(crate) async fn run_command(args: RunArgs, session: &Session) -> Status {
             .run(&cfg, &job)
             .await
     };
-    let outcome = match run.await {
+    let mut outcome = match run.await {
         Ok(o) => o,
         Err(e) if e.is_configuration() => return usage(&e.to_string()),
         Err(e) => {
@@ -89,8 +103,9 @@ pub(crate) async fn run_command(args: RunArgs, session: &Session) -> Status {
             return Status::Failed;
         }
     };
+    outcome.notes.extend(note);
     if let Some(dir) = &args.artifacts
-        && let Err(e) = write_artifacts(&outcome, dir)
+        && let Err(e) = write_artifacts(&outcome, &job.code, code_path, dir)
     {
         eprintln!("error: could not write artifacts to {}: {e}", dir.display());
     }

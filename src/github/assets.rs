@@ -38,6 +38,17 @@ fn run_files(report: &Report) -> Vec<&Artifact> {
         .unwrap_or_default()
 }
 
+/// A successful run as a notebook (`answer.ipynb`, or another name when the
+/// code left a file of that name): its exact code and real output.
+fn run_notebook(report: &Report) -> Option<Artifact> {
+    match (report.status, &report.code, &report.outcome) {
+        (ReportStatus::Ok, Some(code), Some(o)) => {
+            Some(crate::notebook::run_file(code, o, "answer", &[]))
+        }
+        _ => None,
+    }
+}
+
 /// Splits `files` into those within the caps (in order, until the count or
 /// the bytes would be exceeded; a file too large alone is skipped, later
 /// smaller ones still fit) and those left out.
@@ -73,17 +84,26 @@ fn blob_url(server: &str, repo: &str, sha: &str, path: &str) -> String {
 /// Keeps the run's files under `keep_dir` (for the workflow's
 /// `actions/upload-artifact` step), commits those within the policy's caps
 /// to the files branch and returns what the comment and the summary show;
-/// `None` when the run left no files.
+/// `None` when the run left no files. A successful run's notebook
+/// ([`run_notebook`]) goes last with its files; a run without files keeps
+/// its notebook under `keep_dir` only.
 pub(crate) async fn show(ctx: &Ctx<'_>, report: &Report, keep_dir: &Path) -> Option<FilesBlock> {
-    let files = run_files(report);
+    let env = ctx.env;
+    let folder = run_folder(&env.run_id, env.run_attempt);
+    let mut files = run_files(report);
+    // The notebook goes with the run's files; alone, only into the artifact.
+    let alone = files.is_empty();
+    let notebook = run_notebook(report);
+    files.extend(notebook.as_ref());
     if files.is_empty() {
         return None;
     }
-    let env = ctx.env;
-    let folder = run_folder(&env.run_id, env.run_attempt);
     let owned: Vec<Artifact> = files.iter().map(|a| (*a).clone()).collect();
     if let Err(e) = crate::sandbox::write_files(&owned, &keep_dir.join(&folder)) {
         tracing::warn!("cannot keep the run's files in {}: {e}", keep_dir.display());
+    }
+    if alone {
+        return None;
     }
     let caps = &ctx.policy.output.files;
     let (kept, left) = within_caps(&files, caps);

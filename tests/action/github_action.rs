@@ -86,6 +86,12 @@ async fn comment_on_an_issue_runs_the_fenced_code_and_posts_result_code_and_audi
     assert_eq!(report["status"], "ok");
     assert_eq!(report["code"], CODE);
     assert_eq!(report["inputs"][0]["name"], "sales.csv");
+    // Without files of its own, the run's notebook is kept in the run's
+    // artifact only: no Files part, nothing committed.
+    let nb = std::fs::read(f.ws().join("compute-bot-reports/runs/9001-1/answer.ipynb")).unwrap();
+    let cell = &crate::support::notebook::read(&nb)["cells"][0];
+    assert_eq!(crate::support::notebook::text(&cell["source"]), CODE);
+    assert!(!c.body.contains("#### Files"), "{}", c.body);
     assert!(run.summary.contains("compute-bot: result") && run.summary.contains("42"));
     assert!(!run.summary.contains("<!-- compute-bot:run="));
     // The sandbox's stdout reaches the log only between stop-commands markers.

@@ -2,7 +2,8 @@
 //! `/out` is committed to the files branch through the stand-in's Git Data
 //! API and shown inline, its link pinned to the commit; with a read-only
 //! token the answer still posts in full and points at the run's artifact;
-//! a run that races another for the branch still lands. Real sandbox.
+//! a run that races another for the branch still lands; the run as a
+//! notebook goes with its files. Real sandbox.
 
 use crate::support::action_fixture::{ActionFixture, COMMENT, REPO, TOKEN, fenced};
 use serde_json::Value;
@@ -117,9 +118,40 @@ async fn charts_are_committed_and_the_image_link_resolves_to_the_bytes_the_sandb
         String::from_utf8_lossy(&committed["runs/7101-1/by_day.csv"])
             .starts_with("day,conversion\n2024-03-01,0.12\n")
     );
+    // The run as a notebook goes with its files, linked the same way: the
+    // exact code that ran and its real output, valid nbformat 4.5.
+    let nb_link = format!("{SERVER}/{REPO}/blob/{sha}/runs/7101-1/answer.ipynb?raw=true");
+    assert!(
+        body.contains(&format!("[`answer.ipynb`]({nb_link})")),
+        "{body}"
+    );
+    let nb = &committed["runs/7101-1/answer.ipynb"];
+    use crate::support::notebook;
+    assert_eq!(notebook::schema_errors(nb), Vec::<String>::new());
+    let cell = &notebook::read(nb)["cells"][0];
+    assert_eq!(
+        notebook::text(&cell["source"]),
+        report["code"].as_str().unwrap()
+    );
+    assert_eq!(
+        notebook::text(&cell["outputs"][0]["text"]),
+        report["outcome"]["stdout"].as_str().unwrap()
+    );
+    assert_eq!(
+        cell["metadata"]["compute_bot"]["code_sha256"],
+        report["code_sha256"]
+    );
+    assert_eq!(
+        cell["metadata"]["compute_bot"]["record_id"],
+        report["outcome"]["container"]
+    );
+    assert_eq!(
+        &std::fs::read(f.ws().join("compute-bot-reports/runs/7101-1/answer.ipynb")).unwrap(),
+        nb
+    );
     // The branch holds only the run's folder (an orphan commit), and main
     // did not move.
-    assert_eq!(committed.len(), 2, "{:?}", committed.keys());
+    assert_eq!(committed.len(), 3, "{:?}", committed.keys());
     assert!(f.gh.commit_info(REPO, &sha).unwrap().parents.is_empty());
     // The picture replaces the mermaid chart rebuilt from the result; the
     // job summary shows it too.

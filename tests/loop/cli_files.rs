@@ -1,7 +1,9 @@
 //! `compute-bot run --goal ... --artifacts DIR` end to end (the model
 //! stand-in writes the code, the real sandbox runs it): the files the code
-//! left in `/out` are written into DIR, and `--format markdown` shows the
-//! chart inline and links the other files relative to DIR.
+//! left in `/out` are written into DIR with the run as a notebook, and
+//! `--format markdown` shows the chart inline and links the other files
+//! relative to DIR. `run --code` takes an `.ipynb` and writes its run as a
+//! notebook too (real engine, no model).
 
 use std::process::Output;
 
@@ -84,4 +86,251 @@ async fn run_goal_writes_the_files_and_markdown_links_them_relatively() {
     );
     // The picture stands in for the mermaid chart.
     assert!(!md.contains("xychart-beta"), "{md}");
+    // The run as a notebook, linked with the files: the exact code, its real output.
+    assert!(
+        md.contains("- [`answer.ipynb`](charts%20out/answer.ipynb) · "),
+        "{md}"
+    );
+    let written = std::fs::read(dir.path().join("charts out/answer.ipynb")).unwrap();
+    let cell = the_cell(&written, CHART);
+    assert_eq!(
+        crate::support::notebook::text(&cell["outputs"][0]["text"]),
+        "{\"by_day\": [{\"day\": \"2024-03-01\", \"conversion\": 0.12}, {\"day\": \"2024-03-02\", \"conversion\": 0.18}, {\"day\": \"2024-03-03\", \"conversion\": 0.15}]}\n"
+    );
+}
+
+/// A notebook to run: markdown and raw cells, a code cell that defines
+/// `counts`, one that prints it, one that prints the result from it.
+fn analysis_notebook() -> serde_json::Value {
+    serde_json::json!({
+        "nbformat": 4, "nbformat_minor": 4,
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3"}},
+        "cells": [
+            {"cell_type": "markdown", "metadata": {}, "source": ["# Counts\n", "A look first."]},
+            {"cell_type": "code", "metadata": {}, "execution_count": 1,
+             "source": ["import json\n", "counts = {'paid': 2, 'payed': 1}"],
+             "outputs": [{"output_type": "stream", "name": "stdout", "text": ["stale output\n"]}]},
+            {"cell_type": "raw", "metadata": {}, "source": "not run"},
+            {"cell_type": "code", "metadata": {}, "execution_count": null, "outputs": [],
+             "source": "print('counts:', counts)\n"},
+            {"cell_type": "code", "metadata": {}, "execution_count": null, "outputs": [],
+             "source": ["print(json.dumps({'paid': counts['paid'] + counts['payed']}))\n"]}
+        ]
+    })
+}
+
+/// The program the notebook's code cells make, joined in order.
+const ANALYSIS_PROGRAM: &str = "# %% cell 2\nimport json\ncounts = {'paid': 2, 'payed': 1}\n# %% cell 4\nprint('counts:', counts)\n# %% cell 5\nprint(json.dumps({'paid': counts['paid'] + counts['payed']}))\n";
+
+/// Runs `compute-bot run ARGS` in `dir`, no model configured.
+async fn run_in(dir: &std::path::Path, args: &[&str]) -> Output {
+    let dir = dir.to_path_buf();
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    tokio::task::spawn_blocking(move || {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_compute-bot"));
+        cmd.current_dir(&dir).args(&args);
+        for k in [
+            "COMPUTE_BOT_API_KEY",
+            "OPENAI_API_KEY",
+            "ANTHROPIC_API_KEY",
+            "COMPUTE_BOT_PROVIDER",
+            "GITHUB_ACTIONS",
+            "COMPUTE_BOT_RUNTIME",
+        ] {
+            cmd.env_remove(k);
+        }
+        cmd.output().unwrap()
+    })
+    .await
+    .unwrap()
+}
+
+/// The one code cell of a written notebook, after checking the notebook
+/// against nbformat 4.5's schema and its source against `program`.
+fn the_cell(bytes: &[u8], program: &str) -> serde_json::Value {
+    use crate::support::notebook;
+    assert_eq!(notebook::schema_errors(bytes), Vec::<String>::new());
+    let nb = notebook::read(bytes);
+    assert_eq!(
+        (nb["nbformat"].as_u64(), nb["nbformat_minor"].as_u64()),
+        (Some(4), Some(5))
+    );
+    let cells = nb["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 1, "{nb:#}");
+    assert_eq!(
+        notebook::text(&cells[0]["source"]),
+        program,
+        "byte for byte"
+    );
+    cells[0].clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_code_notebook_runs_its_code_cells_joined_and_writes_the_run_as_a_notebook() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = serde_json::to_vec_pretty(&analysis_notebook()).unwrap();
+    std::fs::write(dir.path().join("analysis.ipynb"), &input).unwrap();
+    // DIR is where the notebook sits: the run's notebook takes another name.
+    let out = run_in(
+        dir.path(),
+        &[
+            "run",
+            "--code",
+            "analysis.ipynb",
+            "--artifacts",
+            ".",
+            "--format",
+            "json",
+        ],
+    )
+    .await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let o: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(o["status"], "ok", "{o:#}");
+    // Cell 4 printed what cell 2 defined: one program, one interpreter.
+    assert_eq!(
+        o["stdout"],
+        "counts: {'paid': 2, 'payed': 1}\n{\"paid\": 3}\n"
+    );
+    assert_eq!(
+        o["code_sha256"],
+        compute_bot::sandbox::sha256_hex(ANALYSIS_PROGRAM.as_bytes())
+    );
+    let notes = o["notes"].to_string();
+    assert!(
+        notes.contains(
+            "`analysis.ipynb` is a notebook: its 3 code cells, joined in order, ran as one program"
+        ),
+        "{notes}"
+    );
+    assert_eq!(
+        std::fs::read(dir.path().join("analysis.ipynb")).unwrap(),
+        input,
+        "the input is left as it was"
+    );
+    let written = std::fs::read(dir.path().join("analysis.run.ipynb")).unwrap();
+    let cell = the_cell(&written, ANALYSIS_PROGRAM);
+    assert_eq!(
+        cell["outputs"],
+        serde_json::json!([{"output_type": "stream", "name": "stdout",
+            "text": ["counts: {'paid': 2, 'payed': 1}\n", "{\"paid\": 3}\n"]}])
+    );
+    let meta = &cell["metadata"]["compute_bot"];
+    assert_eq!(meta["code_sha256"], o["code_sha256"]);
+    assert_eq!(meta["record_id"], o["container"]);
+    assert_eq!(meta["duration_ms"], o["duration_ms"]);
+    assert_eq!(meta["status"], "ok");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_runs_notebook_shows_the_traceback_as_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let code = "rows = {'a': 1}\nprint('looking')\nprint(rows['b'])\n";
+    std::fs::write(dir.path().join("look.py"), code).unwrap();
+    let out = run_in(
+        dir.path(),
+        &["run", "--code", "look.py", "--artifacts", "nb"],
+    )
+    .await;
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let written = std::fs::read(dir.path().join("nb/look.ipynb")).unwrap();
+    let cell = the_cell(&written, code);
+    let outs = cell["outputs"].as_array().unwrap();
+    assert_eq!(outs[0]["text"], serde_json::json!(["looking\n"]));
+    let err = outs.last().unwrap();
+    assert_eq!(err["output_type"], "error", "{outs:?}");
+    assert_eq!(err["ename"], "KeyError");
+    assert_eq!(err["evalue"], "'b'");
+    assert_eq!(cell["metadata"]["compute_bot"]["status"], "error");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broken_notebook_is_refused_with_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("old.ipynb"),
+        br#"{"nbformat": 3, "worksheets": []}"#,
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("bad.ipynb"), b"{\"cells\": [\xff").unwrap();
+    for (file, says) in [
+        (
+            "old.ipynb",
+            "convert it with `jupyter nbconvert --to notebook --nbformat 4 old.ipynb`",
+        ),
+        ("bad.ipynb", "notebook `bad.ipynb` is not readable as JSON"),
+    ] {
+        let out = run_in(dir.path(), &["run", "--code", file]).await;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(says), "{stderr}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_notebook_with_ipython_syntax_is_refused_and_the_note_names_its_cell() {
+    let dir = tempfile::tempdir().unwrap();
+    let nb = serde_json::json!({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+        {"cell_type": "markdown", "id": "m", "metadata": {}, "source": "# Look"},
+        {"cell_type": "code", "id": "c", "metadata": {}, "execution_count": null, "outputs": [],
+         "source": ["%matplotlib inline\n", "import json\n"]}
+    ]});
+    std::fs::write(dir.path().join("magic.ipynb"), nb.to_string()).unwrap();
+    let out = run_in(dir.path(), &["run", "--code", "magic.ipynb"]).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    // The finding's line is the joined program's (line 1 is `# %% cell 2`);
+    // the note says where it comes from.
+    assert!(stderr.contains("2:1 syntax-error"), "{stderr}");
+    assert!(
+        stderr.contains("cell 2 has IPython syntax, which plain Python does not run: remove `%matplotlib inline`"),
+        "{stderr}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_loop_runs_a_notebook_as_its_exact_code_and_notes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = serde_json::to_vec(&analysis_notebook()).unwrap();
+    std::fs::write(dir.path().join("analysis.ipynb"), &input).unwrap();
+    let policy = concat!(env!("CARGO_MANIFEST_DIR"), "/policies/default.yml");
+    let out = run_in(
+        dir.path(),
+        &[
+            "run",
+            "--code",
+            "analysis.ipynb",
+            "--policy",
+            policy,
+            "--artifacts",
+            "out",
+            "--format",
+            "json",
+        ],
+    )
+    .await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["status"], "ok", "{r:#}");
+    assert_eq!(r["code"], ANALYSIS_PROGRAM);
+    assert_eq!(r["result"], serde_json::json!({"paid": 3}));
+    assert!(
+        r["outcome"]["notes"]
+            .to_string()
+            .contains("`analysis.ipynb` is a notebook"),
+        "{r:#}"
+    );
+    let written = std::fs::read(dir.path().join("out/analysis.ipynb")).unwrap();
+    let cell = the_cell(&written, ANALYSIS_PROGRAM);
+    assert_eq!(
+        cell["metadata"]["compute_bot"]["code_sha256"],
+        r["code_sha256"]
+    );
 }

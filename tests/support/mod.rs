@@ -12,6 +12,7 @@ pub mod github_git;
 pub mod github_pulls;
 pub mod github_standin;
 pub mod llm_standin;
+pub mod notebook;
 pub mod registry;
 pub mod scripted_executor;
 
