@@ -70,7 +70,10 @@ impl NoReport {
 
     fn into_note(self) -> String {
         match self {
-            NoReport::Lost(n) | NoReport::Oom(n) | NoReport::Outside(n) | NoReport::RunnerEnded(n) => n,
+            NoReport::Lost(n)
+            | NoReport::Oom(n)
+            | NoReport::Outside(n)
+            | NoReport::RunnerEnded(n) => n,
         }
     }
 }
@@ -742,13 +745,7 @@ mod tests {
             duration: Duration::from_secs(40),
             code_ran,
         };
-        c.finish(
-            &ending,
-            None,
-            ImageInfo::default(),
-            &Job::default(),
-            "box",
-        )
+        c.finish(&ending, None, ImageInfo::default(), &Job::default(), "box")
     }
 
     #[test]
@@ -862,8 +859,7 @@ mod tests {
             }),
         ];
         for (why, build) in cases {
-            let (_, reported, o) =
-                collect(&Limits::default(), None, |f| ok(build(f))).await;
+            let (_, reported, o) = collect(&Limits::default(), None, |f| ok(build(f))).await;
             assert!(reported, "{why}");
             assert_eq!(o.status, RunStatus::Tampered, "{why}: {o:?}");
             assert!(
@@ -948,8 +944,7 @@ mod tests {
             (serde_json::Value::Null, Some("under every host CPU")),
         ] {
             let r = at(quota.clone());
-            let (_, _, o) =
-                collect(&limits, None, |f| ok(vec![frame(f, 'r', &r)])).await;
+            let (_, _, o) = collect(&limits, None, |f| ok(vec![frame(f, 'r', &r)])).await;
             let note = o
                 .notes
                 .iter()

@@ -66,6 +66,68 @@ struct Header<'a> {
     library: &'static [&'static str],
 }
 
+/// The longest string of the report, in characters (the runner's
+/// `TEXT_CAP`).
+const TEXT_CAP: usize = 1024;
+
+/// Text as the runner shows it in the report (see "Text the code controls"
+/// above) for text the bot read itself (gVisor's log), so the two compare:
+/// a backslash doubled, cut at [`TEXT_CAP`] characters with the cut stated.
+pub(crate) fn shown(text: &str) -> String {
+    let (mut out, mut shown_chars, mut kept) = (String::new(), 0, 0);
+    for c in text.chars() {
+        let piece = if c == '\\' { 2 } else { 1 };
+        if shown_chars + piece > TEXT_CAP {
+            break;
+        }
+        out.push(c);
+        if c == '\\' {
+            out.push('\\');
+        }
+        shown_chars += piece;
+        kept += 1;
+    }
+    let cut = text.chars().count() - kept;
+    if cut > 0 {
+        out.push_str(&format!("… ({cut} more characters not shown)"));
+    }
+    out
+}
+
+/// A string the runner showed, as gVisor's log writes the same name: a
+/// backslash single again, and each byte that is not UTF-8 (`\xNN`) or lone
+/// surrogate (`\uXXXX`) one U+FFFD, as the log's JSON replaces it. Only to
+/// match the two records: the log cannot vouch for the bytes themselves.
+pub(crate) fn as_logged(shown: &str) -> String {
+    let mut out = String::new();
+    let mut rest = shown;
+    while let Some(i) = rest.find('\\') {
+        out.push_str(&rest[..i]);
+        let tail = &rest[i + 1..];
+        let skip = match tail.chars().next() {
+            Some('\\') => {
+                out.push('\\');
+                1
+            }
+            Some('x') if tail.len() >= 3 => {
+                out.push('\u{FFFD}');
+                3
+            }
+            Some('u') if tail.len() >= 5 => {
+                out.push('\u{FFFD}');
+                5
+            }
+            _ => {
+                out.push('\\');
+                0
+            }
+        };
+        rest = tail.get(skip..).unwrap_or_default();
+    }
+    out.push_str(rest);
+    out
+}
+
 /// What the bot writes on a held run's stdin when the code may start (its
 /// CPU quota is the code's).
 pub(crate) const GO: &[u8] = b"go\n";
@@ -567,6 +629,34 @@ mod tests {
     }
 
     #[test]
+    fn text_is_shown_as_the_runner_shows_it() {
+        assert_eq!(shown("/out/a\\b"), "/out/a\\\\b");
+        let long = "é".repeat(1030);
+        assert_eq!(
+            shown(&long),
+            format!("{}… (6 more characters not shown)", "é".repeat(1024))
+        );
+        // A backslash pair is never split: 600 of them keep 512.
+        assert_eq!(
+            shown(&"\\".repeat(600)),
+            format!("{}… (88 more characters not shown)", "\\".repeat(1024))
+        );
+    }
+
+    #[test]
+    fn a_shown_name_matches_the_name_as_gvisor_logs_it() {
+        assert_eq!(
+            as_logged(r"/out/r\xffe\\sult.txt"),
+            "/out/r\u{FFFD}e\\sult.txt"
+        );
+        assert_eq!(
+            as_logged(r"/d/\xff\xfe\ud800.csv"),
+            "/d/\u{FFFD}\u{FFFD}\u{FFFD}.csv"
+        );
+        assert_eq!(as_logged("/data/sales.csv"), "/data/sales.csv");
+    }
+
+    #[test]
     fn an_authentic_report_over_the_line_limit_is_tampering_not_noise() {
         // One `r` frame of a report over 1 MiB, as the old runner wrote it.
         let big = serde_json::json!({"notes": ["x".repeat(900 * 1024)]});
@@ -612,7 +702,10 @@ mod tests {
         let piece = vec![b' '; 700 * 1024];
         let mut seq = 0;
         while (seq as usize) * piece.len() <= MAX_REPORT {
-            assert!(matches!(&r.push(&key().frame(seq, 'p', &piece))[..], [Frame::ReportPiece]));
+            assert!(matches!(
+                &r.push(&key().frame(seq, 'p', &piece))[..],
+                [Frame::ReportPiece]
+            ));
             seq += 1;
         }
         assert!(matches!(
