@@ -1007,14 +1007,13 @@ def walk_out(report):
     # /out, iteratively (a stack, no recursion), without following links:
     # regular files with (mtime, path relative to /out), every other entry
     # noted, and what the caps left out counted.
-    files, stack, looked, counted = [], [("", 0)], 0, 0
-    deep = long_names = 0
+    files, stack, looked, counted, deep = [], [("", 0)], 0, 0, 0
     while stack:
         rel_dir, depth = stack.pop()
         try:
             it = os.scandir("/out/" + rel_dir if rel_dir else "/out")
         except OSError as e:
-            add_note(report, "could not list /out/" + rel_dir + ": " + e.strerror)
+            add_note(report, "could not list /out/" + rel_dir + ": " + str(e.strerror))
             continue
         with it:
             for entry in it:
@@ -1040,7 +1039,6 @@ def walk_out(report):
                     else:
                         stack.append((rel, depth + 1))
                 elif len(shown(rel, TEXT_CAP + 1)) > TEXT_CAP:
-                    long_names += 1
                     add_note(report, "skipped artifact " + rel + " (its name is over %d characters)" % TEXT_CAP)
                 elif not is_file:
                     add_note(report, "skipped artifact " + rel + " (not a regular file)")
