@@ -42,7 +42,8 @@ pub(crate) struct Ending {
 /// each makes is decided in [`Collector::finish`]: only the engine's own
 /// failure is `Lost`, and a runner that ended on its own without its report
 /// is `Tampered` (the runner always reports, so the code's run ended it or
-/// its record).
+/// its record), unless the output stream had failed first (then `Lost`:
+/// the code cannot make the engine's stream fail).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum NoReport {
     /// The engine or the stream failed: the container still ran when the
@@ -116,6 +117,8 @@ pub(crate) struct Collector {
     started: Option<Instant>,
     /// A report frame came but could not be read (so it was not lost).
     unreadable_report: bool,
+    /// The output stream ended with an error (the engine's connection).
+    stream_failed: bool,
     /// What the collector itself found tampered with.
     tampered: Vec<String>,
     /// A held run: told once when its modules are loaded ([`Frame::Ready`]).
@@ -155,6 +158,7 @@ impl Collector {
             notes: Vec::new(),
             started: None,
             unreadable_report: false,
+            stream_failed: false,
             tampered: Vec::new(),
             ready: None,
             hold,
@@ -203,6 +207,7 @@ impl Collector {
                 Some(Ok(Chunk::Other)) => {}
                 Some(Err(e)) => {
                     error = Some(e);
+                    self.stream_failed = true;
                     break;
                 }
                 None => break,
@@ -386,9 +391,16 @@ impl Collector {
         if self.unreadable_report {
             return RunStatus::Tampered;
         }
-        let finding = no_report.unwrap_or_else(|| {
-            NoReport::RunnerEnded("the runner's output ended without its report".into())
-        });
+        let finding = match no_report {
+            // The stream the engine delivers failed first: the engine's
+            // connection, not the runner, is what ended the output.
+            Some(NoReport::RunnerEnded(n)) if self.stream_failed => NoReport::Lost(format!(
+                "the connection to the Docker engine failed while the code ran (the output \
+                 stream ended with an error) and then {n}"
+            )),
+            Some(f) => f,
+            None => NoReport::RunnerEnded("the runner's output ended without its report".into()),
+        };
         let (status, tampering) = finding.status();
         let note = finding.into_note();
         if tampering {
@@ -674,6 +686,27 @@ mod tests {
             assert!(listed.contains(&note), "{o:?}");
             assert!(!other.contains(&note), "{o:?}");
         }
+    }
+
+    #[tokio::test]
+    async fn a_runner_that_ended_after_the_stream_failed_is_lost_not_tampered() {
+        let ended = NoReport::RunnerEnded("the runner ended (container exit code 1)".into());
+        let (_, _, o) = collect(&Limits::default(), Some(ended), |nonce| {
+            stream::iter(vec![
+                Ok(frame(nonce, 's', b"")),
+                Err("connection reset".to_string()),
+            ])
+        })
+        .await;
+        assert_eq!(o.status, RunStatus::Lost, "{o:?}");
+        assert!(o.tampered.is_empty(), "{:?}", o.tampered);
+        assert!(
+            o.notes
+                .iter()
+                .any(|n| n.contains("connection to the Docker engine failed")),
+            "{:?}",
+            o.notes
+        );
     }
 
     #[tokio::test]
