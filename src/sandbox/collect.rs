@@ -69,6 +69,7 @@ impl NoReport {
         }
     }
 
+    /// The note that says what was found.
     fn into_note(self) -> String {
         match self {
             NoReport::Lost(n)
@@ -394,10 +395,11 @@ impl Collector {
         let finding = match no_report {
             // The stream the engine delivers failed first: the engine's
             // connection, not the runner, is what ended the output.
-            Some(NoReport::RunnerEnded(n)) if self.stream_failed => NoReport::Lost(format!(
-                "the connection to the Docker engine failed while the code ran (the output \
-                 stream ended with an error) and then {n}"
-            )),
+            Some(NoReport::RunnerEnded(_)) if self.stream_failed => NoReport::Lost(
+                "the connection to the Docker engine failed while the code ran: the output \
+                 stream ended with an error, and no report came back"
+                    .into(),
+            ),
             Some(f) => f,
             None => NoReport::RunnerEnded("the runner's output ended without its report".into()),
         };
