@@ -3,8 +3,8 @@
 //! [`Chunk`]s, and a [`Collector`] turns the runner's frames into an
 //! [`Outcome`] under the byte caps and the deadline. No engine is known
 //! here; a backend only maps its stream onto [`Chunk`]s and, when the
-//! output ends without a report, says why ([`Collector::finish`]'s
-//! `no_report`).
+//! output ends without a report, says what the engine found ([`NoReport`]);
+//! what each finding makes of the run is decided here.
 
 use std::time::{Duration, Instant};
 
@@ -35,6 +35,49 @@ pub(crate) struct Ending {
     /// From the code's start (the runner's start frame) to the end of the
     /// output; `None` when the code never started.
     pub(crate) code_ran: Option<Duration>,
+}
+
+/// What the engine found when the runner's output ended without its report
+/// (and before the deadline), each with the note that says so. The status
+/// each makes is decided in [`Collector::finish`]: only the engine's own
+/// failure is `Lost`, and a runner that ended on its own without its report
+/// is `Tampered` (the runner always reports, so the code's run ended it or
+/// its record), unless the output stream had failed first (then `Lost`:
+/// the code cannot make the engine's stream fail).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum NoReport {
+    /// The engine or the stream failed: the container still ran when the
+    /// output ended, the engine did not answer, or the runner finished
+    /// normally (it reports before it does) and the report never arrived.
+    Lost(String),
+    /// The container hit its memory limit.
+    Oom(String),
+    /// The container was killed or removed from outside compute-bot.
+    Outside(String),
+    /// The runner (pid 1) ended on its own without its report.
+    RunnerEnded(String),
+}
+
+impl NoReport {
+    /// The run's status, and whether the note is a finding of tampering.
+    fn status(&self) -> (RunStatus, bool) {
+        match self {
+            NoReport::Lost(_) => (RunStatus::Lost, false),
+            NoReport::Oom(_) => (RunStatus::Oom, false),
+            NoReport::Outside(_) => (RunStatus::Killed, false),
+            NoReport::RunnerEnded(_) => (RunStatus::Tampered, true),
+        }
+    }
+
+    /// The note that says what was found.
+    fn into_note(self) -> String {
+        match self {
+            NoReport::Lost(n)
+            | NoReport::Oom(n)
+            | NoReport::Outside(n)
+            | NoReport::RunnerEnded(n) => n,
+        }
+    }
 }
 
 /// What a preloading child may take beyond the run's time limit before the
@@ -75,6 +118,8 @@ pub(crate) struct Collector {
     started: Option<Instant>,
     /// A report frame came but could not be read (so it was not lost).
     unreadable_report: bool,
+    /// The output stream ended with an error (the engine's connection).
+    stream_failed: bool,
     /// What the collector itself found tampered with.
     tampered: Vec<String>,
     /// A held run: told once when its modules are loaded ([`Frame::Ready`]).
@@ -114,6 +159,7 @@ impl Collector {
             notes: Vec::new(),
             started: None,
             unreadable_report: false,
+            stream_failed: false,
             tampered: Vec::new(),
             ready: None,
             hold,
@@ -162,6 +208,7 @@ impl Collector {
                 Some(Ok(Chunk::Other)) => {}
                 Some(Err(e)) => {
                     error = Some(e);
+                    self.stream_failed = true;
                     break;
                 }
                 None => break,
@@ -244,11 +291,17 @@ impl Collector {
                 .tampered
                 .push("the code's start was reported twice".into()),
             Frame::Started => self.started = Some(Instant::now()),
+            Frame::ReportPiece => {}
             Frame::Unreadable { kind, problem } => {
                 self.unreadable_report |= kind == 'r';
-                self.notes.push(format!(
-                    "a frame of the runner's output (kind `{kind}`) could not be read: {problem}; \
-                     this is a compute-bot bug, please report it"
+                let what = if kind == 'r' {
+                    "the runner's report".to_string()
+                } else {
+                    format!("a frame of the runner's output (kind `{kind}`)")
+                };
+                self.tampered.push(format!(
+                    "{what} could not be read ({problem}): the runner writes only frames that \
+                     read back, so what the code controls steered its output"
                 ));
             }
         }
@@ -332,13 +385,42 @@ impl Collector {
         (status, resources)
     }
 
-    /// The outcome. `no_report`: the status when the output ended without a
-    /// report and before the deadline (the backend's finding: `Oom`, `Lost`
-    /// or `Killed`). `image` and `container` say where it ran.
+    /// The status of a run whose output ended before the deadline without
+    /// a readable report, from the backend's finding; its note goes to the
+    /// notes, or to the tampering found.
+    fn without_report(&mut self, no_report: Option<NoReport>) -> RunStatus {
+        if self.unreadable_report {
+            return RunStatus::Tampered;
+        }
+        let finding = match no_report {
+            // The stream the engine delivers failed first: the engine's
+            // connection, not the runner, is what ended the output.
+            Some(NoReport::RunnerEnded(_)) if self.stream_failed => NoReport::Lost(
+                "the connection to the Docker engine failed while the code ran: the output \
+                 stream ended with an error, and no report came back"
+                    .into(),
+            ),
+            Some(f) => f,
+            None => NoReport::RunnerEnded("the runner's output ended without its report".into()),
+        };
+        let (status, tampering) = finding.status();
+        let note = finding.into_note();
+        if tampering {
+            self.tampered.push(note);
+        } else {
+            self.notes.push(note);
+        }
+        status
+    }
+
+    /// The outcome. `no_report`: what the backend found when the output
+    /// ended without a report and before the deadline (`None` when it did
+    /// not need to ask: a report came, readable or not, or the deadline
+    /// passed). `image` and `container` say where it ran.
     pub(crate) fn finish(
         mut self,
         ending: &Ending,
-        no_report: RunStatus,
+        no_report: Option<NoReport>,
         image: ImageInfo,
         job: &Job,
         container: &str,
@@ -362,7 +444,7 @@ impl Collector {
                 let status = if ending.timed_out {
                     RunStatus::Timeout
                 } else {
-                    no_report
+                    self.without_report(no_report)
                 };
                 // The code's own time: from its start, when it started.
                 let mut ms = ending.code_ran.unwrap_or(ending.duration).as_millis() as u64;
@@ -484,7 +566,7 @@ mod tests {
     /// with `no_report`: how it ended, whether a report came, the outcome.
     async fn collect<S>(
         limits: &Limits,
-        no_report: RunStatus,
+        no_report: Option<NoReport>,
         output: impl FnOnce(&Framer) -> S,
     ) -> (Ending, bool, Outcome)
     where
@@ -505,7 +587,7 @@ mod tests {
 
     #[tokio::test]
     async fn frames_from_plain_bytes_make_the_outcome() {
-        let (ending, reported, o) = collect(&Limits::default(), RunStatus::Lost, |nonce| {
+        let (ending, reported, o) = collect(&Limits::default(), None, |nonce| {
             ok(vec![
                 frame(nonce, 's', b""),
                 frame(nonce, 'o', b"hello\n"),
@@ -535,7 +617,8 @@ mod tests {
 
     #[tokio::test]
     async fn an_end_without_a_report_takes_the_backends_finding() {
-        let (ending, reported, o) = collect(&Limits::default(), RunStatus::Lost, |nonce| {
+        let lost = NoReport::Lost("the connection to the Docker engine was lost".into());
+        let (ending, reported, o) = collect(&Limits::default(), Some(lost), |nonce| {
             stream::iter(vec![
                 Ok(frame(nonce, 'o', b"partial")),
                 Err("connection reset".to_string()),
@@ -556,12 +639,85 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_report_that_does_not_read_back_is_tampering_never_a_bug_of_ours() {
+        // An authentic report frame whose JSON the bot cannot read (the old
+        // runner's lone surrogates from a name's bytes).
+        let (_, reported, o) = collect(&Limits::default(), None, |nonce| {
+            ok(vec![
+                frame(nonce, 's', b""),
+                frame(nonce, 'r', br#"{"notes": ["/out/\udcff"]}"#),
+            ])
+        })
+        .await;
+        assert!(!reported);
+        assert_eq!(o.status, RunStatus::Tampered, "{o:?}");
+        assert!(
+            o.tampered
+                .iter()
+                .any(|t| t.contains("the runner's report could not be read")),
+            "{:?}",
+            o.tampered
+        );
+        assert!(
+            !o.notes.iter().any(|n| n.contains("compute-bot bug")),
+            "{:?}",
+            o.notes
+        );
+    }
+
+    #[tokio::test]
+    async fn each_engine_finding_without_a_report_makes_its_status() {
+        let ended = "the runner (pid 1) ended without its report (container exit code 1)";
+        for (finding, status) in [
+            (NoReport::Lost("lost".into()), RunStatus::Lost),
+            (NoReport::Oom("oom".into()), RunStatus::Oom),
+            (NoReport::Outside("outside".into()), RunStatus::Killed),
+            (NoReport::RunnerEnded(ended.into()), RunStatus::Tampered),
+        ] {
+            let note = finding.clone().into_note();
+            let (_, _, o) = collect(&Limits::default(), Some(finding), |nonce| {
+                ok(vec![frame(nonce, 's', b"")])
+            })
+            .await;
+            assert_eq!(o.status, status, "{o:?}");
+            let (listed, other) = if status == RunStatus::Tampered {
+                (&o.tampered, &o.notes)
+            } else {
+                (&o.notes, &o.tampered)
+            };
+            assert!(listed.contains(&note), "{o:?}");
+            assert!(!other.contains(&note), "{o:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_runner_that_ended_after_the_stream_failed_is_lost_not_tampered() {
+        let ended = NoReport::RunnerEnded("the runner ended (container exit code 1)".into());
+        let (_, _, o) = collect(&Limits::default(), Some(ended), |nonce| {
+            stream::iter(vec![
+                Ok(frame(nonce, 's', b"")),
+                Err("connection reset".to_string()),
+            ])
+        })
+        .await;
+        assert_eq!(o.status, RunStatus::Lost, "{o:?}");
+        assert!(o.tampered.is_empty(), "{:?}", o.tampered);
+        assert!(
+            o.notes
+                .iter()
+                .any(|n| n.contains("connection to the Docker engine failed")),
+            "{:?}",
+            o.notes
+        );
+    }
+
+    #[tokio::test]
     async fn the_deadline_ends_a_silent_run_as_a_timeout() {
         let limits = Limits {
             timeout: Duration::from_millis(50),
             ..Limits::default()
         };
-        let (ending, _, o) = collect(&limits, RunStatus::Killed, |_| {
+        let (ending, _, o) = collect(&limits, None, |_| {
             stream::pending::<Result<Chunk, String>>()
         })
         .await;
@@ -578,7 +734,7 @@ mod tests {
             artifacts_max_bytes: crate::units::ByteSize(2),
             ..Limits::default()
         };
-        let (_, _, o) = collect(&limits, RunStatus::Lost, |nonce| {
+        let (_, _, o) = collect(&limits, None, |nonce| {
             ok(vec![
                 frame(nonce, 'o', b"hello\n"),
                 frame(nonce, 'a', br#"{"name": "big.bin"}"#),
@@ -624,13 +780,7 @@ mod tests {
             duration: Duration::from_secs(40),
             code_ran,
         };
-        c.finish(
-            &ending,
-            RunStatus::Lost,
-            ImageInfo::default(),
-            &Job::default(),
-            "box",
-        )
+        c.finish(&ending, None, ImageInfo::default(), &Job::default(), "box")
     }
 
     #[test]
@@ -674,7 +824,7 @@ mod tests {
     #[tokio::test]
     async fn only_a_wait_for_modules_the_code_does_not_import_is_noted() {
         let fixed = ["pandas", "numpy", "matplotlib.pyplot"];
-        let (_, _, o) = collect(&Limits::default(), RunStatus::Lost, |nonce| {
+        let (_, _, o) = collect(&Limits::default(), None, |nonce| {
             ok(vec![frame(nonce, 'r', &waited(900, &fixed, &["json"]))])
         })
         .await;
@@ -686,7 +836,7 @@ mod tests {
             .unwrap_or_else(|| panic!("{:?}", o.notes));
         assert!(note.contains("pandas, numpy, matplotlib.pyplot"), "{note}");
         // Its own imports loaded ahead: no wait to speak of.
-        let (_, _, o) = collect(&Limits::default(), RunStatus::Lost, |nonce| {
+        let (_, _, o) = collect(&Limits::default(), None, |nonce| {
             ok(vec![frame(
                 nonce,
                 'r',
@@ -696,7 +846,7 @@ mod tests {
         .await;
         assert!(o.notes.is_empty(), "{:?}", o.notes);
         // A short wait is no news either.
-        let (_, _, o) = collect(&Limits::default(), RunStatus::Lost, |nonce| {
+        let (_, _, o) = collect(&Limits::default(), None, |nonce| {
             ok(vec![frame(nonce, 'r', &waited(50, &fixed, &["json"]))])
         })
         .await;
@@ -744,8 +894,7 @@ mod tests {
             }),
         ];
         for (why, build) in cases {
-            let (_, reported, o) =
-                collect(&Limits::default(), RunStatus::Lost, |f| ok(build(f))).await;
+            let (_, reported, o) = collect(&Limits::default(), None, |f| ok(build(f))).await;
             assert!(reported, "{why}");
             assert_eq!(o.status, RunStatus::Tampered, "{why}: {o:?}");
             assert!(
@@ -758,7 +907,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_runners_findings_and_the_kernels_record_reach_the_outcome() {
-        let (_, _, o) = collect(&Limits::default(), RunStatus::Lost, |f| {
+        let (_, _, o) = collect(&Limits::default(), None, |f| {
             ok(vec![frame(
                 f,
                 'r',
@@ -777,7 +926,7 @@ mod tests {
         assert_eq!((k.library_reads, k.starts[0].call.as_str()), (3, "vfork"));
         assert_eq!(o.resources.container.peak_memory_bytes, Some(4096));
         // The same report without findings is an ordinary run.
-        let (_, _, o) = collect(&Limits::default(), RunStatus::Lost, |f| {
+        let (_, _, o) = collect(&Limits::default(), None, |f| {
             ok(vec![frame(
                 f,
                 'r',
@@ -802,7 +951,7 @@ mod tests {
             .await;
         assert!(c.tampered[0].contains("loaded twice"), "{:?}", c.tampered);
         // A run that was not held never sends it.
-        let (_, _, o) = collect(&Limits::default(), RunStatus::Lost, |f| {
+        let (_, _, o) = collect(&Limits::default(), None, |f| {
             ok(vec![frame(f, 'q', b""), frame(f, 'r', &report(0, None))])
         })
         .await;
@@ -830,8 +979,7 @@ mod tests {
             (serde_json::Value::Null, Some("under every host CPU")),
         ] {
             let r = at(quota.clone());
-            let (_, _, o) =
-                collect(&limits, RunStatus::Lost, |f| ok(vec![frame(f, 'r', &r)])).await;
+            let (_, _, o) = collect(&limits, None, |f| ok(vec![frame(f, 'r', &r)])).await;
             let note = o
                 .notes
                 .iter()
@@ -853,7 +1001,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_run_time_longer_than_the_bot_saw_gives_way_to_the_bots() {
-        let (_, _, o) = collect(&Limits::default(), RunStatus::Lost, |f| {
+        let (_, _, o) = collect(&Limits::default(), None, |f| {
             ok(vec![
                 frame(f, 's', b""),
                 frame(

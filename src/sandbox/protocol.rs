@@ -7,13 +7,30 @@
 //! (a held run's modules are loaded: the code waits for [`GO`]), `s` (the
 //! code started), `o`
 //! (stdout chunk), `e` (stderr chunk), `a` (artifact header), `c` (artifact
-//! chunk) or `r` (final report), `seq` counts the frames from 0 and `tag` is
+//! chunk), `p` (a piece of the final report, more follow) or `r` (the final
+//! report, or its last piece), `seq` counts the frames from 0 and `tag` is
 //! the first 16 bytes (hex) of HMAC-SHA256 over `<seq>:<kind>:<base64>` with
 //! the run's key. The key is random per run, goes in on stdin (read by the
 //! runner before the code starts) and never appears on the output, so a
 //! process that reads the frames learns nothing that forges one. A line
-//! without a valid tag, or a frame out of sequence, is tampering
-//! ([`FrameReader::tampered`]).
+//! without a valid tag, a frame out of sequence, a line over [`MAX_LINE`]
+//! and an authentic frame that does not decode are tampering
+//! ([`FrameReader::tampered`], [`Frame::Unreadable`]): the runner writes
+//! none of them, so its output was forged or steered.
+//!
+//! # Text the code controls
+//!
+//! Every string of the report and of an artifact header (paths, `/out`
+//! names, notes, audit records, argv, refused messages) is the runner's
+//! `shown()` of it: UTF-8 text in which a backslash is `\\`, a byte that is
+//! not UTF-8 is `\xNN` (two lowercase hex digits) and a lone surrogate that
+//! no byte made is `\uXXXX`; every other character stands for itself (line
+//! breaks and control characters too: JSON carries them, and what shows them
+//! escapes them per context). So a name is carried without loss whatever its
+//! bytes, and two names never show alike. A string over 1,024 characters
+//! is cut there, followed by `… (N more characters not shown)`. The report
+//! goes in pieces of at most 256 KiB (`p` frames, then `r`), each well under
+//! [`MAX_LINE`] once in base64, and is taken whole up to [`MAX_REPORT`].
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
@@ -26,8 +43,13 @@ use super::types::{Audit, Job, Limits, RuntimeRules};
 /// The runner's source, passed as `python3 -I -S -c <RUNNER>`.
 pub(crate) const RUNNER: &str = include_str!("runner.py");
 
-/// The longest frame line accepted; longer lines are treated as noise.
+/// The longest frame line accepted; a longer line is dropped, and is
+/// tampering (the runner writes none).
 const MAX_LINE: usize = 1 << 20;
+
+/// The largest report taken (all its pieces); a larger one is unreadable,
+/// which is tampering (the runner bounds its report far below this).
+const MAX_REPORT: usize = 16 << 20;
 
 #[derive(Serialize)]
 struct Header<'a> {
@@ -42,6 +64,68 @@ struct Header<'a> {
     /// The image's own libraries: their reads are counted, not listed
     /// ([`super::LIBRARY_PATHS`]).
     library: &'static [&'static str],
+}
+
+/// The longest string of the report, in characters (the runner's
+/// `TEXT_CAP`).
+const TEXT_CAP: usize = 1024;
+
+/// Text as the runner shows it in the report (see "Text the code controls"
+/// above) for text the bot read itself (gVisor's log), so the two compare:
+/// a backslash doubled, cut at [`TEXT_CAP`] characters with the cut stated.
+pub(crate) fn shown(text: &str) -> String {
+    let (mut out, mut shown_chars, mut kept) = (String::new(), 0, 0);
+    for c in text.chars() {
+        let piece = if c == '\\' { 2 } else { 1 };
+        if shown_chars + piece > TEXT_CAP {
+            break;
+        }
+        out.push(c);
+        if c == '\\' {
+            out.push('\\');
+        }
+        shown_chars += piece;
+        kept += 1;
+    }
+    let cut = text.chars().count() - kept;
+    if cut > 0 {
+        out.push_str(&format!("… ({cut} more characters not shown)"));
+    }
+    out
+}
+
+/// A string the runner showed, as gVisor's log writes the same name: a
+/// backslash single again, and each byte that is not UTF-8 (`\xNN`) or lone
+/// surrogate (`\uXXXX`) one U+FFFD, as the log's JSON replaces it. Only to
+/// match the two records: the log cannot vouch for the bytes themselves.
+pub(crate) fn as_logged(shown: &str) -> String {
+    let mut out = String::new();
+    let mut rest = shown;
+    while let Some(i) = rest.find('\\') {
+        out.push_str(&rest[..i]);
+        let tail = &rest[i + 1..];
+        let skip = match tail.chars().next() {
+            Some('\\') => {
+                out.push('\\');
+                1
+            }
+            Some('x') if tail.len() >= 3 => {
+                out.push('\u{FFFD}');
+                3
+            }
+            Some('u') if tail.len() >= 5 => {
+                out.push('\u{FFFD}');
+                5
+            }
+            _ => {
+                out.push('\\');
+                0
+            }
+        };
+        rest = tail.get(skip..).unwrap_or_default();
+    }
+    out.push_str(rest);
+    out
 }
 
 /// What the bot writes on a held run's stdin when the code may start (its
@@ -222,10 +306,14 @@ pub(crate) enum Frame {
     /// The code has started (the child finished preloading); the deadline
     /// counts from here.
     Started,
+    /// A piece of the final report, kept by the reader until the report's
+    /// last piece comes.
+    ReportPiece,
     /// The final report.
     Report(Box<RunnerReport>),
-    /// A line with the nonce that does not decode: the runner's own output
-    /// damaged or misread (a bug, never the code's doing). What failed.
+    /// An authentic frame that does not decode: the runner wrote it, so
+    /// what it read from the code's side (a name, a path) steered its
+    /// output. Tampering. What failed.
     Unreadable {
         /// The frame kind (`r` is the report).
         kind: char,
@@ -242,6 +330,10 @@ pub(crate) struct FrameReader {
     next_seq: u64,
     pending: Vec<u8>,
     overlong: bool,
+    /// The report's pieces so far (`p` frames), at most [`MAX_REPORT`].
+    report: Vec<u8>,
+    /// The pieces went over [`MAX_REPORT`]: the rest is not kept.
+    report_over: bool,
     /// Bytes seen that were not valid frames: only the runner writes to the
     /// container's stdout, so anything else there came from somewhere else.
     pub(crate) noise_bytes: u64,
@@ -258,6 +350,8 @@ impl FrameReader {
             next_seq: 0,
             pending: Vec::new(),
             overlong: false,
+            report: Vec::new(),
+            report_over: false,
             noise_bytes: 0,
             tampered: Vec::new(),
         }
@@ -295,6 +389,13 @@ impl FrameReader {
             }
         }
         if self.overlong || self.pending.len() + bytes.len() > MAX_LINE {
+            if !self.overlong {
+                self.tamper(format!(
+                    "a line of over {} MiB came on the container's stdout and was dropped: the \
+                     runner writes no frame that long, so its output was forged or steered",
+                    MAX_LINE >> 20
+                ));
+            }
             self.noise_bytes += (self.pending.len() + bytes.len()) as u64;
             self.pending.clear();
             self.overlong = true;
@@ -352,12 +453,38 @@ impl FrameReader {
             b'c' => Frame::ArtifactChunk(payload),
             b'q' => Frame::Ready,
             b's' => Frame::Started,
-            b'r' => match serde_json::from_slice(&payload) {
-                Ok(r) => Frame::Report(Box::new(r)),
-                Err(e) => unreadable(e.to_string()),
-            },
+            b'p' => {
+                self.keep_piece(&payload);
+                Frame::ReportPiece
+            }
+            b'r' => {
+                self.keep_piece(&payload);
+                let whole = std::mem::take(&mut self.report);
+                if std::mem::take(&mut self.report_over) {
+                    return Some(unreadable(format!(
+                        "the report is over {} MiB",
+                        MAX_REPORT >> 20
+                    )));
+                }
+                match serde_json::from_slice(&whole) {
+                    Ok(r) => Frame::Report(Box::new(r)),
+                    Err(e) => unreadable(e.to_string()),
+                }
+            }
             _ => unreadable("unknown kind".into()),
         })
+    }
+}
+
+impl FrameReader {
+    /// Adds a piece of the report, within [`MAX_REPORT`].
+    fn keep_piece(&mut self, piece: &[u8]) {
+        if self.report.len() + piece.len() > MAX_REPORT {
+            self.report_over = true;
+            self.report = Vec::new();
+        } else if !self.report_over {
+            self.report.extend_from_slice(piece);
+        }
     }
 }
 
@@ -496,6 +623,95 @@ mod tests {
         let frames = r.push(&[b"\n".as_slice(), &key().frame(0, 'o', b"after")].concat());
         assert_eq!(frames.len(), 1);
         assert_eq!(r.noise_bytes, 64 * 64 * 1024 + 1);
+        // Dropped, and never silently: the runner writes no such line.
+        assert_eq!(r.tampered.len(), 1, "{:?}", r.tampered);
+        assert!(r.tampered[0].contains("over 1 MiB"), "{:?}", r.tampered);
+    }
+
+    #[test]
+    fn text_is_shown_as_the_runner_shows_it() {
+        assert_eq!(shown("/out/a\\b"), "/out/a\\\\b");
+        let long = "é".repeat(1030);
+        assert_eq!(
+            shown(&long),
+            format!("{}… (6 more characters not shown)", "é".repeat(1024))
+        );
+        // A backslash pair is never split: 600 of them keep 512.
+        assert_eq!(
+            shown(&"\\".repeat(600)),
+            format!("{}… (88 more characters not shown)", "\\".repeat(1024))
+        );
+    }
+
+    #[test]
+    fn a_shown_name_matches_the_name_as_gvisor_logs_it() {
+        assert_eq!(
+            as_logged(r"/out/r\xffe\\sult.txt"),
+            "/out/r\u{FFFD}e\\sult.txt"
+        );
+        assert_eq!(
+            as_logged(r"/d/\xff\xfe\ud800.csv"),
+            "/d/\u{FFFD}\u{FFFD}\u{FFFD}.csv"
+        );
+        assert_eq!(as_logged("/data/sales.csv"), "/data/sales.csv");
+    }
+
+    #[test]
+    fn an_authentic_report_over_the_line_limit_is_tampering_not_noise() {
+        // One `r` frame of a report over 1 MiB, as the old runner wrote it.
+        let big = serde_json::json!({"notes": ["x".repeat(900 * 1024)]});
+        let line = key().frame(0, 'r', &serde_json::to_vec(&big).unwrap());
+        assert!(line.len() > MAX_LINE);
+        let mut r = FrameReader::new(&key());
+        let mut frames = Vec::new();
+        for chunk in line.chunks(64 * 1024) {
+            frames.extend(r.push(chunk));
+        }
+        assert!(frames.is_empty());
+        assert!(!r.tampered.is_empty(), "dropped silently");
+    }
+
+    #[test]
+    fn a_report_in_pieces_is_taken_whole() {
+        let report = serde_json::json!({
+            "exit_code": 0, "signal": null, "duration_ms": 7,
+            "peak_memory_bytes": 1024, "cpu_time_ms": 3,
+            "stdout_bytes": 0, "stderr_bytes": 0, "oom_kills": 0,
+            "audit": {"files_opened": [], "network_attempts": [], "subprocess_attempts": [],
+                      "imports": [], "refused": []},
+            "artifacts": [], "notes": ["n".repeat(700 * 1024), "/out/a\\xff\\\\b"]
+        });
+        let bytes = serde_json::to_vec(&report).unwrap();
+        let mut r = FrameReader::new(&key());
+        let mut frames = Vec::new();
+        let pieces: Vec<&[u8]> = bytes.chunks(256 * 1024).collect();
+        for (i, piece) in pieces.iter().enumerate() {
+            let kind = if i + 1 == pieces.len() { 'r' } else { 'p' };
+            frames.extend(r.push(&key().frame(i as u64, kind, piece)));
+        }
+        assert!(r.tampered.is_empty(), "{:?}", r.tampered);
+        match frames.last() {
+            Some(Frame::Report(rep)) => {
+                assert_eq!(rep.notes[0].len(), 700 * 1024);
+                assert_eq!(rep.notes[1], "/out/a\\xff\\\\b");
+            }
+            other => panic!("{other:?}"),
+        }
+        // Pieces beyond the report's limit: unreadable, not taken.
+        let mut r = FrameReader::new(&key());
+        let piece = vec![b' '; 700 * 1024];
+        let mut seq = 0;
+        while (seq as usize) * piece.len() <= MAX_REPORT {
+            assert!(matches!(
+                &r.push(&key().frame(seq, 'p', &piece))[..],
+                [Frame::ReportPiece]
+            ));
+            seq += 1;
+        }
+        assert!(matches!(
+            &r.push(&key().frame(seq, 'r', b"{}"))[..],
+            [Frame::Unreadable { kind: 'r', problem }] if problem.contains("over 16 MiB")
+        ));
     }
 
     #[test]

@@ -94,8 +94,16 @@ read_ok = ("/data/", "/tmp/", "/out/", "/usr/", "/opt/compute-bot/", "/etc/local
 write_ok = ("/tmp/", "/out/", "/dev/null/")
 seen = set()
 count = [0]
+# One record is a line: tab-separated values, each cut at VALUE_CAP characters
+# (a path the kernel takes is at most 4096 bytes), with backslash, tab and
+# line break escaped; a name's bytes that are not UTF-8 go as they are
+# (surrogateescape), so the runner reads the same name the kernel saw. At
+# most 400 records (then one "truncated"): the runner holds the channel to
+# both bounds.
+VALUE_CAP = 4200
 def esc(v):
-    return str(v).replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n")
+    v = v if isinstance(v, str) else str(v)
+    return v[:VALUE_CAP].replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n")
 def send(kind, *values):
     if count[0] >= 400:
         if count[0] == 400:
@@ -103,13 +111,18 @@ def send(kind, *values):
             count[0] += 1
         return
     count[0] += 1
+    line = "\t".join([kind] + [esc(v) for v in values]) + "\n"
     try:
-        os.write(AUD, ("\t".join([kind] + [esc(v) for v in values]) + "\n").encode("utf-8", "replace"))
+        raw = line.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        raw = line.encode("utf-8", "surrogatepass")  # a lone surrogate no name's bytes make
+    try:
+        os.write(AUD, raw)
     except OSError:
         pass
 def norm(p):
     if isinstance(p, bytes):
-        p = p.decode("utf-8", "replace")
+        p = p.decode("utf-8", "surrogateescape")
     if isinstance(p, int):
         return None
     p = os.fspath(p) if hasattr(p, "__fspath__") else str(p)
@@ -1326,6 +1339,172 @@ def reap_orphans():
             return
 
 
+# ---------------------------------------------------------------- the report
+# Everything the code controls (paths, names, notes, audit records, argv,
+# refused messages) reaches the bot through the report, so the report has
+# bounds the code cannot push: each string is shown() (lossless, cut at
+# TEXT_CAP characters with the cut stated), each list the runner keeps is
+# bounded, /out is walked within OUT_DEPTH, OUT_ENTRIES and the name cap, and
+# the report goes in pieces (REPORT_PIECE bytes, frames `p` then `r`) that fit
+# the bot's frame reader.
+TEXT_CAP = 1024
+NOTES_CAP = 64
+OUT_DEPTH = 16
+OUT_ENTRIES = 4096
+OUT_COUNTED = 65536
+REPORT_PIECE = 256 << 10
+AUDIT_LINE_CAP = 1 << 17
+AUDIT_RECORDS = 400
+
+
+def shown(v, cap=TEXT_CAP):
+    # The report's one escaping (protocol.rs, "Text the code controls"):
+    # UTF-8 text in which a backslash is `\\`, a byte that is not UTF-8 (a
+    # name's byte, surrogateescape) is `\xNN` and a lone surrogate no byte
+    # made is `\uXXXX`; cut at `cap` characters, with what was cut stated.
+    s = v if isinstance(v, str) else str(v)
+    total = len(s)
+    s = s[: cap + 1]
+    if "\\" in s or any("\ud800" <= c <= "\udfff" for c in s):
+        out = []
+        for c in s:
+            o = ord(c)
+            if c == "\\":
+                out.append("\\\\")
+            elif 0xDC80 <= o <= 0xDCFF:
+                out.append("\\x%02x" % (o - 0xDC00))
+            elif 0xD800 <= o <= 0xDFFF:
+                out.append("\\u%04x" % o)
+            else:
+                out.append(c)
+        pieces, n, kept = out, 0, 0
+        for piece in pieces:
+            if n + len(piece) > cap:
+                break
+            n += len(piece)
+            kept += 1
+        s = "".join(pieces[:kept])
+        cut = total - kept
+    else:
+        cut = max(0, total - cap)
+        s = s[:cap]
+    if cut:
+        s += "… (%d more characters not shown)" % cut
+    return s
+
+
+def shown_all(v):
+    # The report with every string shown(); the keys are the runner's own.
+    if isinstance(v, str):
+        return shown(v)
+    if isinstance(v, dict):
+        return {k: shown_all(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [shown_all(x) for x in v]
+    return v
+
+
+def add_note(report, text):
+    # At most NOTES_CAP notes; past them one more says how many were left out.
+    notes = report["notes"]
+    if len(notes) < NOTES_CAP:
+        notes.append(text)
+    else:
+        report["notes_left_out"] = report.get("notes_left_out", 0) + 1
+
+
+def walk_out(report):
+    # /out, iteratively (a stack, no recursion), without following links:
+    # regular files with (mtime, path relative to /out), every other entry
+    # noted, and what the caps left out counted.
+    files, stack, looked, counted, deep = [], [("", 0)], 0, 0, 0
+    while stack:
+        rel_dir, depth = stack.pop()
+        try:
+            it = os.scandir("/out/" + rel_dir if rel_dir else "/out")
+        except OSError as e:
+            add_note(report, "could not list /out/" + rel_dir + ": " + str(e.strerror))
+            continue
+        with it:
+            for entry in it:
+                rel = rel_dir + "/" + entry.name if rel_dir else entry.name
+                if looked >= OUT_ENTRIES:
+                    counted += 1
+                    if counted >= OUT_COUNTED:
+                        stack.clear()
+                        break
+                    if entry.is_dir(follow_symlinks=False) and depth + 1 < OUT_DEPTH:
+                        stack.append((rel, depth + 1))
+                    continue
+                looked += 1
+                try:
+                    is_dir = entry.is_dir(follow_symlinks=False)
+                    is_file = entry.is_file(follow_symlinks=False)
+                    when = entry.stat(follow_symlinks=False).st_mtime_ns
+                except OSError:
+                    is_dir, is_file, when = False, False, 0
+                if is_dir:
+                    if depth + 1 >= OUT_DEPTH:
+                        deep += 1
+                    else:
+                        stack.append((rel, depth + 1))
+                elif len(shown(rel, TEXT_CAP + 1)) > TEXT_CAP:
+                    add_note(report, "skipped artifact " + rel + " (its name is over %d characters)" % TEXT_CAP)
+                elif not is_file:
+                    add_note(report, "skipped artifact " + rel + " (not a regular file)")
+                else:
+                    files.append((when, rel, "/out/" + rel))
+    if deep:
+        report["notes"].append("%d folder(s) in /out deeper than %d levels not walked: what is in them is not collected" % (deep, OUT_DEPTH))
+    if counted:
+        more = ("at least %d" if counted >= OUT_COUNTED else "%d") % counted
+        report["notes"].append("… %s entries in /out beyond the cap of %d not looked at: not collected" % (more, OUT_ENTRIES))
+    # In the order the code wrote them (modification time, then name).
+    files.sort()
+    return files
+
+
+def collect_out(report, caps):
+    max_files = caps.get("artifacts_max_files", 16)
+    max_bytes = caps.get("artifacts_max_bytes", 8 << 20)
+    used = 0
+    for _, rel, path in walk_out(report):
+        try:
+            with open(path, "rb", opener=lambda p, f: os.open(p, f | os.O_NOFOLLOW | os.O_NONBLOCK)) as f:
+                st = os.fstat(f.fileno())
+                import stat
+                if not stat.S_ISREG(st.st_mode):
+                    add_note(report, "skipped artifact " + rel + " (not a regular file)")
+                    continue
+                size = st.st_size
+                if len(report["artifacts"]) >= max_files or used + size > max_bytes:
+                    add_note(report, "dropped artifact " + rel + " (" + str(size) + " bytes): over the artifact caps")
+                    continue
+                data = f.read(size + 1)[:size]
+        except OSError as e:
+            add_note(report, "could not read artifact " + rel + ": " + str(e.strerror))
+            continue
+        used += len(data)
+        frame(b"a", json.dumps({"name": shown(rel)}, ensure_ascii=False).encode())
+        for i in range(0, len(data), 3072):
+            frame(b"c", data[i:i + 3072])
+        import hashlib  # only when there are artifacts: it loads OpenSSL
+        report["artifacts"].append({"name": rel, "size": len(data), "sha256": hashlib.sha256(data).hexdigest()})
+
+
+def send_report(report):
+    # Every string shown(), then the JSON in pieces that each fit a frame
+    # line of the bot's reader: `p` frames, the last piece an `r` frame.
+    left = report.pop("notes_left_out", 0)
+    if left:
+        report["notes"].append("… %d more notes not shown" % left)
+    data = json.dumps(shown_all(report), ensure_ascii=False).encode("utf-8")
+    while len(data) > REPORT_PIECE:
+        frame(b"p", data[:REPORT_PIECE])
+        data = data[REPORT_PIECE:]
+    frame(b"r", data)
+
+
 def main():
     drop_root()
     nondumpable()
@@ -1461,10 +1640,26 @@ def main():
 
     def pump_audit():
         lists = {"net": "network_attempts", "sub": "subprocess_attempts", "import": "imports", "refused": "refused", "preloaded": "preloaded", "preload_skipped": "preload_skipped"}
+        records = 0
         with os.fdopen(aud_r, "rb") as f:
-            for line in f:
-                parts = [unesc(x) for x in line.decode("utf-8", "replace").rstrip("\n").split("\t")]
+            while True:
+                line = f.readline(AUDIT_LINE_CAP)
+                if not line:
+                    break
+                if not line.endswith(b"\n") and len(line) >= AUDIT_LINE_CAP:
+                    # Longer than any record the hook writes: skipped to its end.
+                    while line and not line.endswith(b"\n"):
+                        line = f.readline(AUDIT_LINE_CAP)
+                    sup.keep(sup.tampered, "a line over %d bytes came on the interpreter's audit channel: its hook writes none that long" % AUDIT_LINE_CAP)
+                    continue
+                parts = [unesc(x) for x in line.decode("utf-8", "surrogateescape").rstrip("\n").split("\t")]
                 k = parts[0]
+                if k not in ("ready", "start", "truncated"):
+                    records += 1
+                    if records > AUDIT_RECORDS:
+                        if records == AUDIT_RECORDS + 1:
+                            sup.keep(sup.tampered, "more than %d records came on the interpreter's audit channel: its hook writes no more" % AUDIT_RECORDS)
+                        continue
                 if k == "ready" and (released or code_started[0] is not None):
                     sup.keep(sup.tampered, "a second ready on the interpreter's audit channel: something else wrote to it")
                 elif k == "ready":
@@ -1575,41 +1770,8 @@ def main():
         "tampered": sup.tampered + sup.unseen([f for f in audit["files_opened"] if f["path"] not in unchecked]),
     }
     reap_orphans()
-    max_files = caps.get("artifacts_max_files", 16)
-    max_bytes = caps.get("artifacts_max_bytes", 8 << 20)
-    used = 0
-    # In the order the code wrote them (modification time, then name).
-    found = []
-    for root, dirs, files in os.walk("/out"):
-        for name in files:
-            path = os.path.join(root, name)
-            try:
-                when = os.lstat(path).st_mtime_ns
-            except OSError:
-                when = 0
-            found.append((when, os.path.relpath(path, "/out"), path))
-    found.sort()
-    for _, rel, path in found:
-        try:
-            if os.path.islink(path) or not os.path.isfile(path):
-                report["notes"].append("skipped artifact " + rel + " (not a regular file)")
-                continue
-            size = os.path.getsize(path)
-            if len(report["artifacts"]) >= max_files or used + size > max_bytes:
-                report["notes"].append("dropped artifact " + rel + " (" + str(size) + " bytes): over the artifact caps")
-                continue
-            with open(path, "rb") as f:
-                data = f.read(size + 1)[:size]
-        except OSError as e:
-            report["notes"].append("could not read artifact " + rel + ": " + str(e))
-            continue
-        used += len(data)
-        frame(b"a", json.dumps({"name": rel, "size": len(data)}).encode())
-        for i in range(0, len(data), 3072):
-            frame(b"c", data[i:i + 3072])
-        import hashlib  # only when there are artifacts: it loads OpenSSL
-        report["artifacts"].append({"name": rel, "size": len(data), "sha256": hashlib.sha256(data).hexdigest()})
-    frame(b"r", json.dumps(report).encode())
+    collect_out(report, caps)
+    send_report(report)
     out.flush()
     os._exit(0)
 

@@ -736,6 +736,13 @@ pub fn attach(outcome: &mut Outcome, rec: SentryRecord) {
     kernel.truncated |= rec.truncated;
     kernel.witness = Some(Witness::Sentry);
     if !rec.truncated {
+        // The interpreter's paths come as the runner shows them: cut, and
+        // with bytes that are not UTF-8 escaped where the log has U+FFFD.
+        let carried: HashSet<String> = rec
+            .paths
+            .iter()
+            .map(|p| super::protocol::shown(p))
+            .collect();
         let unseen: Vec<String> = outcome
             .audit
             .files_opened
@@ -743,7 +750,9 @@ pub fn attach(outcome: &mut Outcome, rec: SentryRecord) {
             .filter(|f| !f.denied)
             .map(|f| normalize(&f.path))
             .filter(|p| p.starts_with("/data/") || p.starts_with("/out/"))
-            .filter(|p| !rec.paths.contains(p))
+            .filter(|p| {
+                !carried.contains(p) && !rec.paths.contains(&super::protocol::as_logged(p))
+            })
             .take(5)
             .map(|p| {
                 format!(

@@ -412,8 +412,10 @@ pub enum RunStatus {
     /// code ended is unknown, and the run was stopped.
     Lost,
     /// The run's record was tampered with (forged, repeated or missing
-    /// frames, a forged or blinded audit channel): nothing the code reported
-    /// is taken, and the run stops without a repair.
+    /// frames, a forged or blinded audit channel) or did not arrive whole
+    /// (an over-long or unreadable frame, a runner that ended without its
+    /// report): nothing the code reported is taken, and the run stops
+    /// without a repair.
     Tampered,
 }
 

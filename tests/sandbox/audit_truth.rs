@@ -913,3 +913,184 @@ print(json.dumps(out))
         );
     }
 }
+
+/// Names that are not UTF-8 are carried without loss: an opened path and a
+/// result file whose names hold bytes that are not UTF-8 (and a backslash)
+/// come back with those bytes as `\xNN` and the backslash as `\\`, and the
+/// run keeps its record (the old runner wrote lone surrogates, the bot could
+/// not read the report, and the run ended `killed` with no record). Under
+/// gVisor the kernel's record is its log's, which replaces such bytes.
+#[tokio::test]
+async fn names_that_are_not_utf8_are_carried_without_loss() {
+    let code = r#"
+import os
+try:
+    open(b"/data/missing-\xff\xfe.csv", "rb")
+except OSError:
+    pass
+with open(b"/out/r\xffe\\sult.txt", "wb") as f:
+    f.write(b"kept")
+print(open("/data/sales.csv").read().count("\n"))
+"#;
+    let o = run(code, RuntimeRules::default(), sales()).await;
+    assert_ne!(o.status, RunStatus::Killed, "{o:?}");
+    assert_ne!(o.status, RunStatus::Lost, "{o:?}");
+    let name = r"r\xffe\\sult.txt";
+    let missing = r"/data/missing-\xff\xfe.csv";
+    // Under gVisor its log has U+FFFD for each such byte: the interpreter's
+    // record still matches it, so the run is no forgery.
+    assert_eq!(o.status, RunStatus::Ok, "{:?}", o.tampered);
+    assert_eq!(o.stdout.trim(), "3");
+    let a = o
+        .artifacts
+        .iter()
+        .find(|a| a.name == name)
+        .unwrap_or_else(|| panic!("{:?}", o.artifacts));
+    assert_eq!(a.bytes, b"kept");
+    assert!(
+        o.audit.files_opened.iter().any(|f| f.path == missing),
+        "{:?}",
+        o.audit.files_opened
+    );
+    if !under_runsc() {
+        let k = opens_record(&o);
+        assert!(k.files.iter().any(|f| f.path == missing), "{:?}", k.files);
+        assert!(
+            k.files.iter().any(|f| f.path == format!("/out/{name}")),
+            "{:?}",
+            k.files
+        );
+    }
+}
+
+/// `/out` nested 1,000 folders deep is walked without recursion: the files
+/// within the depth cap are collected, and the report says what lay deeper
+/// (the old runner's `os.walk` died of recursion, and the run ended
+/// `killed`, "a compute-bot bug", with no record).
+#[tokio::test]
+async fn a_deep_out_folder_is_walked_within_its_cap() {
+    let code = r#"
+import os
+open("/out/top.txt", "w").write("top")
+os.chdir("/out")
+for i in range(1000):
+    os.mkdir("d")
+    os.chdir("d")
+open("bottom.txt", "w").write("bottom")
+print(open("/data/sales.csv").read().count("\n"))
+"#;
+    let o = run(code, RuntimeRules::default(), sales()).await;
+    assert_eq!(o.status, RunStatus::Ok, "{:?} {:?}", o.tampered, o.notes);
+    assert_eq!(o.stdout.trim(), "3");
+    let names: Vec<&str> = o.artifacts.iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(names, ["top.txt"], "{:?}", o.notes);
+    assert!(
+        o.notes
+            .iter()
+            .any(|n| n.contains("deeper than 16 levels not walked")),
+        "{:?}",
+        o.notes
+    );
+    assert!(
+        o.audit
+            .files_opened
+            .iter()
+            .any(|f| f.path == "/data/sales.csv"),
+        "{:?}",
+        o.audit.files_opened
+    );
+}
+
+/// A record that would once have been over 1 MiB (thousands of files in
+/// /out, hundreds of long missing paths opened) arrives with its cuts
+/// stated: the notes and paths are capped, and the report comes in pieces
+/// (the frame reader once dropped it as an over-long line, and the run ended
+/// `lost`, blamed on the engine, with "Files opened: none reported").
+#[tokio::test]
+async fn a_huge_record_arrives_cut_where_it_says() {
+    let code = r#"
+import os
+deep = "/".join(["y" * 250] * 12)
+for i in range(300):
+    try:
+        open("/data/%03d/%s" % (i, deep), "rb")
+    except OSError:
+        pass
+n = open("/data/sales.csv").read().count("\n")
+for i in range(3000):
+    open("/out/f%05d-%s.txt" % (i, "x" * 200), "w").close()
+print(n)
+"#;
+    let o = run(code, RuntimeRules::default(), sales()).await;
+    assert_eq!(o.status, RunStatus::Ok, "{:?}", o.tampered);
+    assert_eq!(o.stdout.trim(), "3");
+    assert_eq!(o.artifacts.len(), 16, "{:?}", o.notes);
+    assert!(
+        o.notes.iter().any(|n| n.contains("more notes not shown")),
+        "{:?}",
+        o.notes
+    );
+    let cut: Vec<&str> = o
+        .audit
+        .files_opened
+        .iter()
+        .map(|f| f.path.as_str())
+        .filter(|p| p.starts_with("/data/") && p.len() > 100)
+        .collect();
+    assert!(cut.len() >= 200, "{}", cut.len());
+    assert!(
+        cut.iter()
+            .all(|p| p.ends_with("more characters not shown)") && p.chars().count() < 1100),
+        "{:?}",
+        cut.first()
+    );
+    assert!(
+        o.audit
+            .files_opened
+            .iter()
+            .any(|f| f.path == "/data/sales.csv"),
+        "the read after the flood is kept"
+    );
+    if !under_runsc() {
+        let k = opens_record(&o);
+        assert!(
+            k.files
+                .iter()
+                .any(|f| f.path.starts_with("/data/") && f.path.ends_with("not shown)")),
+            "{:?}",
+            k.files.first()
+        );
+    }
+}
+
+/// Signals to the runner: it survives them and reports, or its death is
+/// `tampered` (never `killed` or `lost`, never repaired).
+#[tokio::test]
+async fn a_runner_that_dies_makes_the_run_tampered() {
+    let code = r#"
+import os, signal, time
+for s in (signal.SIGHUP, signal.SIGTERM, signal.SIGUSR1, signal.SIGPIPE):
+    try:
+        os.kill(1, s)
+    except OSError:
+        pass
+time.sleep(0.5)
+print("alive")
+"#;
+    let o = run(code, RuntimeRules::default(), vec![]).await;
+    match o.status {
+        RunStatus::Ok => assert_eq!(o.stdout.trim(), "alive"),
+        RunStatus::Tampered => {
+            assert!(
+                o.tampered
+                    .iter()
+                    .any(|t| t.contains("the runner (pid 1, the code's supervisor) ended")),
+                "{:?}",
+                o.tampered
+            );
+            let why = compute_bot::agent::engine_problem(&o).expect("no repair");
+            assert!(!why.contains("doctor"), "{why}");
+        }
+        _ => panic!("{o:?}"),
+    }
+}

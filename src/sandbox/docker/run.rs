@@ -10,11 +10,11 @@ use futures_util::StreamExt;
 use futures_util::future::BoxFuture;
 use tokio::io::AsyncWriteExt;
 
-use super::super::collect::{Chunk, Collector};
+use super::super::collect::{Chunk, Collector, NoReport};
 use super::super::executor::PreparedRun;
 use super::super::protocol::GO;
 use super::super::types::{
-    CPU_PERIOD_US, CpuBoost, ImageInfo, Job, Limits, Outcome, RunStatus, SeccompProfile,
+    CPU_PERIOD_US, CpuBoost, ImageInfo, Job, Limits, Outcome, SeccompProfile,
 };
 use super::super::{InputChanged, InputFile, SandboxError};
 use super::{Guard, Removal, data_volume};
@@ -282,12 +282,11 @@ impl Run<'_> {
         if stdin.is_none() {
             writer.abort();
         }
-        let mut no_report = RunStatus::Killed;
+        let mut no_report = None;
         if ending.timed_out {
             kill_at_deadline(docker, name, collector.notes()).await;
-        } else if !collector.has_report() {
-            let unreadable = collector.report_unreadable();
-            no_report = explain_missing_report(docker, name, unreadable, collector.notes()).await;
+        } else if !collector.has_report() && !collector.report_unreadable() {
+            no_report = Some(explain_missing_report(docker, name).await);
         }
         let outcome = collector.finish(&ending, no_report, image, job, name);
         tracing::debug!(container = %name, status = outcome.status.as_str(), ms = outcome.duration_ms, "run finished");
@@ -392,17 +391,14 @@ async fn kill_at_deadline(docker: &Docker, name: &str, notes: &mut Vec<String>) 
         .await;
 }
 
-/// The runner's output ended without a report: ask the engine why, and say
-/// so when the container was removed or killed from outside, or when it is
-/// still running (the stream, not the runner, ended: the connection to the
-/// engine was lost). `unreadable`: a report came but could not be read, so
-/// it was not lost. Returns the run's status: `Oom`, `Lost` or `Killed`.
-async fn explain_missing_report(
-    docker: &Docker,
-    name: &str,
-    unreadable: bool,
-    notes: &mut Vec<String>,
-) -> RunStatus {
+/// The runner's output ended without a report: ask the engine why. The
+/// container still running (the stream, not the runner, ended) or an engine
+/// that does not answer is a lost connection; so is a runner that finished
+/// normally (it reports before it does) whose report never arrived. The
+/// memory limit, a kill or removal from outside compute-bot, and a runner
+/// that ended on its own (any other exit: the code's run ended it) are
+/// named as such; [`Collector::finish`] decides what each makes of the run.
+async fn explain_missing_report(docker: &Docker, name: &str) -> NoReport {
     for _ in 0..20 {
         match docker.inspect_container(name, None).await {
             Ok(info) => {
@@ -411,55 +407,61 @@ async fn explain_missing_report(
                     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
                     continue;
                 }
-                let oom = state.oom_killed.unwrap_or(false);
                 let code = state.exit_code.unwrap_or(-1);
-                if code == 0 && !oom && !unreadable {
-                    // The runner finished normally, and it always reports
-                    // before it does: the report was lost on the way.
-                    notes.push(
+                return if state.oom_killed.unwrap_or(false) {
+                    NoReport::Oom(format!(
+                        "the container hit its memory limit and the runner ended without a report \
+                         (container exit code {code})"
+                    ))
+                } else if code == 0 {
+                    NoReport::Lost(
                         "the connection to the Docker engine was lost while the code ran: the \
                          runner finished (exit code 0) but its report never arrived"
                             .into(),
-                    );
-                    return RunStatus::Lost;
-                }
-                notes.push(format!(
-                    "the runner ended without a report (container exit code {code})"
-                ));
-                if !oom && code == 137 {
-                    notes.push(
-                        "the container was killed or removed from outside compute-bot (SIGKILL from `docker kill`, a forced removal or another process; not by the deadline or the memory limit)"
-                            .into(),
-                    );
-                }
-                return if oom {
-                    RunStatus::Oom
+                    )
+                } else if code == 137 {
+                    // SIGKILL: pid 1 cannot get it from inside its own
+                    // namespace, so it came from outside.
+                    NoReport::Outside(format!(
+                        "the runner ended without a report (container exit code {code}): the container was killed or removed from outside compute-bot (SIGKILL from `docker kill`, a forced removal or another process; not by the deadline or the memory limit)"
+                    ))
                 } else {
-                    RunStatus::Killed
+                    NoReport::RunnerEnded(format!(
+                        "the runner (pid 1, the code's supervisor) ended without its report \
+                         (container exit code {code}{}): it always reports before it exits, so \
+                         the code's run ended it or its record",
+                        signal_name(code)
+                    ))
                 };
             }
             Err(bollard::errors::Error::DockerResponseServerError {
                 status_code: 404, ..
             }) => {
-                notes.push(
+                return NoReport::Outside(
                     "the container was removed from outside compute-bot while the code ran \
                      (by another process, bot or operator); no report came back"
                         .into(),
                 );
-                return RunStatus::Killed;
             }
             Err(e) => {
-                notes.push(format!(
+                return NoReport::Lost(format!(
                     "the connection to the Docker engine was lost while the code ran ({e}); no report came back"
                 ));
-                return RunStatus::Lost;
             }
         }
     }
-    notes.push(
+    NoReport::Lost(
         "the connection to the Docker engine was lost while the code ran: the output stream \
          closed with the container still running; the run was stopped"
             .into(),
-    );
-    RunStatus::Lost
+    )
+}
+
+/// `, signal N` for an exit code that says a signal ended the process
+/// (128 + N), else nothing.
+fn signal_name(code: i64) -> String {
+    match code {
+        129..=192 => format!(", signal {}", code - 128),
+        _ => String::new(),
+    }
 }
