@@ -1011,11 +1011,15 @@ class Supervisor:
                     raise OSError(E.EFAULT, "")
                 item["path"] = path
                 d = self.base(tid, AT_FDCWD, path, opened)
-                f = self.openat2(d, path, os.O_WRONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC, 0, RESOLVE_NO_MAGICLINKS)
-                opened.append(f)
-                item["path"] = os.readlink("/proc/self/fd/%d" % f)
+                # Where the path leads first (no permission asked), checked,
+                # and only then opened for writing through that same file.
+                where = self.openat2(d, path, os.O_PATH | os.O_CLOEXEC, 0, RESOLVE_NO_MAGICLINKS)
+                opened.append(where)
+                item["path"] = os.readlink("/proc/self/fd/%d" % where)
                 if not self.changeable(item["path"]):
                     raise PermissionError(E.EACCES, "")
+                f = os.open("/proc/self/fd/%d" % where, os.O_WRONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+                opened.append(f)
                 length = a[2] - (1 << 64) if a[2] >= 1 << 63 else a[2]
                 os.ftruncate(f, length)
             elif at == "utimensat":
@@ -1258,6 +1262,15 @@ def spawn_child():
     sup_parent, sup_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
+    # The code's own channels (stdout, stderr, the audit pipe) belong to the
+    # runner's uid like every pipe it makes, but others may write them: the
+    # code opens its own /dev/stdout for writing (pandas' to_csv does), never
+    # the runner's ends for reading.
+    for fd in (out_w, err_w, aud_w):
+        try:
+            os.fchmod(fd, 0o622)
+        except OSError:
+            pass
     null = os.open("/dev/null", os.O_RDONLY)
     os.set_inheritable(code_r, True)
     os.set_inheritable(aud_w, True)
