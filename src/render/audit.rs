@@ -51,6 +51,7 @@ pub(super) fn audit_md(o: &Outcome, max: usize) -> String {
     let kernel = a.kernel.clone().unwrap_or_default();
     starts_row(&mut s, o, &kernel, max);
     files_row(&mut s, o, &kernel, max);
+    changes_row(&mut s, &kernel, max);
     network_row(&mut s, o, &kernel, max);
     let interp = Source::Interpreter.label();
     if !a.refused.is_empty() {
@@ -198,11 +199,26 @@ fn files_row(s: &mut String, o: &Outcome, k: &KernelRecord, max: usize) {
     }
 }
 
+/// Changes to the file system made without an open (rename, unlink, ...),
+/// when the record has any.
+fn changes_row(s: &mut String, k: &KernelRecord, max: usize) {
+    if k.changes.is_empty() {
+        return;
+    }
+    let changes: Vec<String> = k.changes.iter().map(|c| c.line()).collect();
+    row(
+        s,
+        "File-system changes",
+        &items(&changes, max),
+        opens_seen_by(k),
+    );
+}
+
 /// Who saw the file opens and socket calls, in the answer's words.
 fn opens_seen_by(k: &KernelRecord) -> &'static str {
     match k.witness() {
         Some(Witness::Sentry) => {
-            "seen by gVisor's kernel (its log of each call it carried out, read by the bot outside the sandbox; Python and native code alike)"
+            "seen by gVisor's kernel (its log of each call it carried out, read by the bot outside the sandbox; Python and native code alike; paths and addresses as the code gave them at the call's entry, which a thread of the code's can change before the call reads them again)"
         }
         _ => "seen by the kernel (each open handed to the runner, Python and native code alike)",
     }
@@ -298,6 +314,7 @@ mod tests {
                 flags: None,
             }],
             sockets: vec![],
+            changes: vec![],
             truncated: false,
         }
     }

@@ -127,6 +127,39 @@ pub struct SocketCall {
     pub result: Option<String>,
 }
 
+/// A change to the file system made without an open: a rename, link,
+/// symlink, unlink, rmdir, truncate, utime, mkdir, mknod, chmod or chown
+/// (or its `*at` variant).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FsChange {
+    /// The call (`rename`, `unlinkat`, `utimensat`, ...).
+    pub call: String,
+    /// The path it changes (for a rename or link the old name, for a
+    /// symlink the link's name).
+    pub path: String,
+    /// The second name: a rename's or link's new name, a symlink's target.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+    /// `ok`, or the error the call got (`EPERM`, `ENOENT`, ...).
+    pub result: String,
+}
+
+impl FsChange {
+    /// One line: `rename /tmp/a -> /tmp/b`, `unlink /tmp/x EPERM`.
+    pub fn line(&self) -> String {
+        let mut s = format!("{} {}", self.call, self.path);
+        if let Some(to) = &self.to {
+            s.push_str(" -> ");
+            s.push_str(to);
+        }
+        if self.result != "ok" {
+            s.push(' ');
+            s.push_str(&self.result);
+        }
+        s
+    }
+}
+
 /// The paths whose plain reads are the image's own libraries: counted in
 /// [`KernelRecord::library_reads`], not listed. The one list: the runner
 /// gets it in the job's header, gVisor's log is read with it.
@@ -168,6 +201,9 @@ pub struct KernelRecord {
     pub starts: Vec<StartAttempt>,
     /// Sockets, connects and binds.
     pub sockets: Vec<SocketCall>,
+    /// Changes to the file system made without an open, in order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub changes: Vec<FsChange>,
     /// True when more happened than was kept.
     pub truncated: bool,
     /// Who recorded the files and sockets; unset in the runner's own record
@@ -252,6 +288,9 @@ pub(crate) fn kernel_sources(m: &mut BTreeMap<String, Source>, kernel: Option<&K
     };
     m.insert("audit.kernel.files".into(), seen);
     m.insert("audit.kernel.sockets".into(), seen);
+    if !k.changes.is_empty() {
+        m.insert("audit.kernel.changes".into(), seen);
+    }
 }
 
 /// The container's cgroup as the kernel kept it, read by the runner after
