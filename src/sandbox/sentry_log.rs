@@ -86,8 +86,18 @@ pub const TRACED: &[&str] = &[
     "fchownat",
 ];
 
-/// The most of a log the bot reads; past it the record says it is cut.
-const MAX_LOG_BYTES: u64 = 256 << 20;
+/// The most a run's log may grow to while the code runs: past it the run
+/// is stopped (the container killed) and ends `tampered`, so a flood of
+/// calls cannot fill the host's disk (a pandas and DuckDB run's log is
+/// about 0.5 MB; a flood of opens writes some 45 MB a second).
+pub const LOG_CAP: u64 = 64 << 20;
+
+/// How often the log's size is looked at while the code runs.
+pub(crate) const LOG_WATCH_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// The most of a log the bot reads: the cap and what the Sentry writes
+/// while the run is stopped; past it the record says it is cut.
+const MAX_LOG_BYTES: u64 = 2 * LOG_CAP;
 
 /// A log older than this is of a container long gone (a run's time limit
 /// and a prepared container's idle wait are far shorter): removed by the
@@ -248,6 +258,29 @@ pub fn read(dir: &Path, id: &str, since: SystemTime) -> Result<SentryRecord, Str
         "gVisor's log of the run read"
     );
     Ok(parser.rec)
+}
+
+/// The size of container `id`'s log now (`None` until the Sentry began
+/// it); `path` keeps where it was found between calls.
+pub fn log_size(
+    dir: &Path,
+    id: &str,
+    since: SystemTime,
+    path: &mut Option<PathBuf>,
+) -> Option<u64> {
+    if path.is_none() {
+        *path = find_log(dir, id, since).ok();
+    }
+    std::fs::metadata(path.as_ref()?).ok().map(|m| m.len())
+}
+
+/// Why a run whose log passed [`LOG_CAP`] (at `size` bytes) was stopped.
+pub fn over_cap(size: u64) -> String {
+    format!(
+        "gVisor's log of the code's calls passed its cap of {} MiB ({} MiB when looked at): the run was stopped (the container killed) so the host's disk does not fill, and its record of the code's calls cannot be whole",
+        LOG_CAP >> 20,
+        size >> 20
+    )
 }
 
 /// Removes the log of container `id` unread (a container discarded before
