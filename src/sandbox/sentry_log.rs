@@ -399,15 +399,14 @@ impl Parser {
         };
         let call = line::syscall_exit(rest);
         match (self.code_pid, call) {
-            (None, Some(call)) => {
+            (None, Some(call))
                 if pid != 1
                     && call.name == "seccomp"
                     && call.ok()
-                    && call.args.starts_with("0x1, 0x1,")
-                {
-                    self.code_pid = Some(pid);
-                    self.rec.started = true;
-                }
+                    && call.args.starts_with("0x1, 0x1,") =>
+            {
+                self.code_pid = Some(pid);
+                self.rec.started = true;
             }
             (Some(code), Some(call)) if code == pid => self.code_call(pid, tid, &call),
             // An exit line of the code's that does not read as the
