@@ -199,18 +199,18 @@ fn files_row(s: &mut String, o: &Outcome, k: &KernelRecord, max: usize) {
     }
 }
 
-/// Changes to the file system made without an open (rename, unlink, ...),
+/// The file-system changes without an open (rename, unlink, mkdir, ...),
 /// when the record has any.
 fn changes_row(s: &mut String, k: &KernelRecord, max: usize) {
     if k.changes.is_empty() {
         return;
     }
-    let changes: Vec<String> = k.changes.iter().map(|c| c.line()).collect();
+    let lines: Vec<String> = k.changes.iter().map(|c| c.line()).collect();
     row(
         s,
-        "File-system changes",
-        &items(&changes, max),
-        opens_seen_by(k),
+        "File system changes",
+        &items(&lines, max),
+        opens_seen_by(k).split(" (").next().unwrap_or_default(),
     );
 }
 
@@ -317,6 +317,34 @@ mod tests {
             changes: vec![],
             truncated: false,
         }
+    }
+
+    #[test]
+    fn changes_to_the_file_system_have_their_row() {
+        let md = audit_md(&outcome(Some(notify())), 10);
+        assert!(!md.contains("File system changes"), "{md}");
+        let mut k = notify();
+        k.changes = vec![
+            crate::sandbox::FileChange {
+                call: "renameat2".into(),
+                path: "/tmp/a".into(),
+                to: Some("/out/b".into()),
+                result: "ok".into(),
+                denied: false,
+            },
+            crate::sandbox::FileChange {
+                call: "unlink".into(),
+                path: "/data/sales.csv".into(),
+                to: None,
+                result: "EACCES".into(),
+                denied: true,
+            },
+        ];
+        let md = audit_md(&outcome(Some(k)), 10);
+        assert!(
+            md.contains("| File system changes | `renameat2 /tmp/a → /out/b`, `unlink /data/sales.csv refused` | seen by the kernel |"),
+            "{md}"
+        );
     }
 
     #[test]

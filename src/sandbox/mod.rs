@@ -67,7 +67,7 @@ pub use pull::{ImageRef, PullPhase, PullProgress};
 pub use sentry_log::{LOG_CAP, LogRuntime, RECORD_RUNTIME, TRACED};
 pub(crate) use session::Session;
 pub use trust::{
-    CgroupFacts, CpuQuota, FsChange, KernelOpen, KernelRecord, LIBRARY_PATHS, SocketCall, Source,
+    CgroupFacts, CpuQuota, FileChange, KernelOpen, KernelRecord, LIBRARY_PATHS, SocketCall, Source,
     StartAttempt, Supervision, Witness, sources,
 };
 pub(crate) use types::BASE_ENV;

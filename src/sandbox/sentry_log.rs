@@ -34,7 +34,7 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 
 use super::trust::{
-    FsChange, KernelOpen, KernelRecord, LIBRARY_PATHS, SocketCall, Supervision, Witness,
+    FileChange, KernelOpen, KernelRecord, LIBRARY_PATHS, SocketCall, Supervision, Witness,
 };
 use super::types::Outcome;
 
@@ -207,7 +207,7 @@ pub struct SentryRecord {
     /// socket, connect and bind calls.
     pub sockets: Vec<SocketCall>,
     /// Changes to the file system without an open.
-    pub changes: Vec<FsChange>,
+    pub changes: Vec<FileChange>,
     /// More happened than was kept (or read).
     pub truncated: bool,
     /// Exit lines of the code's process that did not read as the Sentry's
@@ -532,11 +532,12 @@ impl Parser {
             }
             _ => (self.ambiguous(call, at), None),
         };
-        let change = FsChange {
+        let change = FileChange {
             call: call.name.to_string(),
             path,
             to,
             result: call.result(),
+            denied: false,
         };
         if self.rec.changes.len() < MAX_ITEMS {
             self.rec.changes.push(change);
@@ -1120,9 +1121,9 @@ mod tests {
         assert_eq!(
             changes,
             [
-                "symlink /tmp/s -> /tmp/t/q/r",
-                "rename /tmp/f1 -> /tmp/f2",
-                "link /tmp/f2 -> /tmp/f3",
+                "symlink /tmp/s → /tmp/t/q/r",
+                "rename /tmp/f1 → /tmp/f2",
+                "link /tmp/f2 → /tmp/f3",
                 "unlink /tmp/f3",
                 "truncate /tmp/f2",
                 "ftruncate /tmp/f2",
@@ -1133,12 +1134,12 @@ mod tests {
                 "rmdir /tmp/d1",
                 "chown /tmp/f2 EPERM",
                 "mkdirat /tmp/d2",
-                "renameat /tmp/d2 -> /tmp/d3",
-                "symlinkat /tmp/f5 -> f2",
-                "linkat /tmp/f2 -> /tmp/f6",
+                "renameat /tmp/d2 → /tmp/d3",
+                "symlinkat /tmp/f5 → f2",
+                "linkat /tmp/f2 → /tmp/f6",
                 "unlinkat /tmp/d3",
                 "fchmodat /tmp/f2",
-                "renameat2 /tmp/f2 -> /tmp/f7",
+                "renameat2 /tmp/f2 → /tmp/f7",
                 "mknod /tmp/nod\n{x",
             ]
         );

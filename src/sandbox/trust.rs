@@ -127,36 +127,44 @@ pub struct SocketCall {
     pub result: Option<String>,
 }
 
-/// A change to the file system made without an open: a rename, link,
-/// symlink, unlink, rmdir, truncate, utime, mkdir, mknod, chmod or chown
-/// (or its `*at` variant).
+/// A change to the file system without an open (rename, link, symlink,
+/// unlink, rmdir, mkdir, mknod, truncate, utime and their `*at` forms):
+/// under runc carried out by the runner on the paths it resolved, so the
+/// paths are the ones changed; refused outside `/tmp` and `/out`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FsChange {
-    /// The call (`rename`, `unlinkat`, `utimensat`, ...).
+pub struct FileChange {
+    /// The system call as the code made it (`renameat2`, `unlinkat`, ...).
     pub call: String,
-    /// The path it changes (for a rename or link the old name, for a
-    /// symlink the link's name).
+    /// The path changed (its folder resolved, its last name as given): the
+    /// old name of a rename or link, the link of a symlink.
     pub path: String,
-    /// The second name: a rename's or link's new name, a symlink's target.
+    /// The second path: the new name of a rename or link, the target text
+    /// of a symlink (stored as given, never followed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub to: Option<String>,
-    /// `ok`, or the error the call got (`EPERM`, `ENOENT`, ...).
+    /// `ok`, or the error the call got (`ENOENT`, `EACCES`, ...).
     pub result: String,
+    /// True when the runner refused it (outside `/tmp` and `/out`, or an
+    /// input under `/data`), not the file system.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub denied: bool,
 }
 
-impl FsChange {
-    /// One line: `rename /tmp/a -> /tmp/b`, `unlink /tmp/x EPERM`.
+impl FileChange {
+    /// One line: `renameat2 /tmp/a → /tmp/b`, `unlink /data/x refused`.
     pub fn line(&self) -> String {
-        let mut s = format!("{} {}", self.call, self.path);
+        let mut t = format!("{} {}", self.call, self.path);
         if let Some(to) = &self.to {
-            s.push_str(" -> ");
-            s.push_str(to);
+            t.push_str(" → ");
+            t.push_str(to);
         }
-        if self.result != "ok" {
-            s.push(' ');
-            s.push_str(&self.result);
+        if self.denied {
+            t.push_str(" refused");
+        } else if self.result != "ok" {
+            t.push(' ');
+            t.push_str(&self.result);
         }
-        s
+        t
     }
 }
 
@@ -201,9 +209,8 @@ pub struct KernelRecord {
     pub starts: Vec<StartAttempt>,
     /// Sockets, connects and binds.
     pub sockets: Vec<SocketCall>,
-    /// Changes to the file system made without an open, in order.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub changes: Vec<FsChange>,
+    /// Changes to the file system without an open, in order.
+    pub changes: Vec<FileChange>,
     /// True when more happened than was kept.
     pub truncated: bool,
     /// Who recorded the files and sockets; unset in the runner's own record
@@ -288,9 +295,7 @@ pub(crate) fn kernel_sources(m: &mut BTreeMap<String, Source>, kernel: Option<&K
     };
     m.insert("audit.kernel.files".into(), seen);
     m.insert("audit.kernel.sockets".into(), seen);
-    if !k.changes.is_empty() {
-        m.insert("audit.kernel.changes".into(), seen);
-    }
+    m.insert("audit.kernel.changes".into(), seen);
 }
 
 /// The container's cgroup as the kernel kept it, read by the runner after

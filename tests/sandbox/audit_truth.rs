@@ -436,10 +436,10 @@ print(len(a) > 0, b.count("\n"))
     let changes: Vec<String> = k.changes.iter().map(|c| c.line()).collect();
     for want in [
         "mkdir /tmp/e errno=2 (no such file or directory)",
-        "symlink /tmp/l -> /tmp/t/q/r",
-        "rename /tmp/f1 -> /tmp/f2",
-        "link /tmp/f2 -> /tmp/f3",
-        "symlink /tmp/f4 -> /tmp/f2",
+        "symlink /tmp/l → /tmp/t/q/r",
+        "rename /tmp/f1 → /tmp/f2",
+        "link /tmp/f2 → /tmp/f3",
+        "symlink /tmp/f4 → /tmp/f2",
         "unlink /tmp/f3",
         "truncate /tmp/f2",
         "utimensat /tmp/f2",
