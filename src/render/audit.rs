@@ -218,7 +218,7 @@ fn changes_row(s: &mut String, k: &KernelRecord, max: usize) {
 fn opens_seen_by(k: &KernelRecord) -> &'static str {
     match k.witness() {
         Some(Witness::Sentry) => {
-            "seen by gVisor's kernel (its log of each call it carried out, read by the bot outside the sandbox; Python and native code alike)"
+            "seen by gVisor's kernel (its log of each call it carried out, read by the bot outside the sandbox; Python and native code alike; paths and addresses as the code gave them at the call's entry, which a thread of the code's can change before the call reads them again)"
         }
         _ => "seen by the kernel (each open handed to the runner, Python and native code alike)",
     }

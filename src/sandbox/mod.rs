@@ -64,7 +64,7 @@ pub(crate) use input::InputChanged;
 pub use input::InputFile;
 pub use preload::{HEAVY_PACKAGES, preload_for, preload_while_writing};
 pub use pull::{ImageRef, PullPhase, PullProgress};
-pub use sentry_log::{LogRuntime, RECORD_RUNTIME, TRACED};
+pub use sentry_log::{LOG_CAP, LogRuntime, RECORD_RUNTIME, TRACED};
 pub(crate) use session::Session;
 pub use trust::{
     CgroupFacts, CpuQuota, FileChange, KernelOpen, KernelRecord, LIBRARY_PATHS, SocketCall, Source,

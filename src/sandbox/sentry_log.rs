@@ -33,19 +33,71 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
-use super::trust::{KernelOpen, KernelRecord, LIBRARY_PATHS, SocketCall, Supervision, Witness};
+use super::trust::{
+    FileChange, KernelOpen, KernelRecord, LIBRARY_PATHS, SocketCall, Supervision, Witness,
+};
 use super::types::Outcome;
+
+mod line;
+use line::{Exit, Split};
 
 /// The name `scripts/install-gvisor` registers the recording runtime under.
 pub const RECORD_RUNTIME: &str = "runsc-audit";
 
-/// The system calls the record needs the Sentry to log.
+/// The system calls the record needs the Sentry to log: opens, sockets,
+/// the runner's second stage, program starts, and every call that changes
+/// the file system without an open.
 pub const TRACED: &[&str] = &[
-    "open", "openat", "creat", "socket", "connect", "bind", "seccomp", "execve", "execveat",
+    "open",
+    "openat",
+    "creat",
+    "socket",
+    "connect",
+    "bind",
+    "seccomp",
+    "execve",
+    "execveat",
+    "rename",
+    "renameat",
+    "renameat2",
+    "link",
+    "linkat",
+    "symlink",
+    "symlinkat",
+    "unlink",
+    "unlinkat",
+    "rmdir",
+    "truncate",
+    "ftruncate",
+    "utime",
+    "utimes",
+    "utimensat",
+    "futimesat",
+    "mkdir",
+    "mkdirat",
+    "mknod",
+    "mknodat",
+    "chmod",
+    "fchmod",
+    "fchmodat",
+    "chown",
+    "fchown",
+    "lchown",
+    "fchownat",
 ];
 
-/// The most of a log the bot reads; past it the record says it is cut.
-const MAX_LOG_BYTES: u64 = 256 << 20;
+/// The most a run's log may grow to while the code runs: past it the run
+/// is stopped (the container killed) and ends `tampered`, so a flood of
+/// calls cannot fill the host's disk (a pandas and DuckDB run's log is
+/// about 0.5 MB; a flood of opens writes some 45 MB a second).
+pub const LOG_CAP: u64 = 64 << 20;
+
+/// How often the log's size is looked at while the code runs.
+pub(crate) const LOG_WATCH_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// The most of a log the bot reads: the cap and what the Sentry writes
+/// while the run is stopped; past it the record says it is cut.
+const MAX_LOG_BYTES: u64 = 2 * LOG_CAP;
 
 /// A log older than this is of a container long gone (a run's time limit
 /// and a prepared container's idle wait are far shorter): removed by the
@@ -154,8 +206,16 @@ pub struct SentryRecord {
     pub library_reads: u64,
     /// socket, connect and bind calls.
     pub sockets: Vec<SocketCall>,
+    /// Changes to the file system without an open.
+    pub changes: Vec<FileChange>,
     /// More happened than was kept (or read).
     pub truncated: bool,
+    /// Exit lines of the code's process that did not read as the Sentry's
+    /// (each listed whole among the files).
+    pub unread: u64,
+    /// Texts whose names could not be split out (unread lines, arguments
+    /// with too many `, `), for the interpreter check.
+    raw: Vec<String>,
     /// Every path opened, asked and resolved, each way an ambiguous one
     /// splits (for the interpreter check: "never carried out" is said only
     /// of a path no open may have named).
@@ -198,6 +258,29 @@ pub fn read(dir: &Path, id: &str, since: SystemTime) -> Result<SentryRecord, Str
         "gVisor's log of the run read"
     );
     Ok(parser.rec)
+}
+
+/// The size of container `id`'s log now (`None` until the Sentry began
+/// it); `path` keeps where it was found between calls.
+pub fn log_size(
+    dir: &Path,
+    id: &str,
+    since: SystemTime,
+    path: &mut Option<PathBuf>,
+) -> Option<u64> {
+    if path.is_none() {
+        *path = find_log(dir, id, since).ok();
+    }
+    std::fs::metadata(path.as_ref()?).ok().map(|m| m.len())
+}
+
+/// Why a run whose log passed [`LOG_CAP`] (at `size` bytes) was stopped.
+pub fn over_cap(size: u64) -> String {
+    format!(
+        "gVisor's log of the code's calls passed its cap of {} MiB ({} MiB when looked at): the run was stopped (the container killed) so the host's disk does not fill, and its record of the code's calls cannot be whole",
+        LOG_CAP >> 20,
+        size >> 20
+    )
 }
 
 /// Removes the log of container `id` unread (a container discarded before
@@ -301,43 +384,71 @@ impl Parser {
         if !line.windows(3).any(|w| w == b" X ") {
             return;
         }
-        if let Some(m) = message(line) {
-            self.line(&m);
+        match message(line) {
+            Some(m) => self.line(&m),
+            // The Sentry writes every line whole, as JSON: one that is not
+            // (cut where the log was cut) is kept as it is.
+            None if self.code_pid.is_some() => self.unread(&String::from_utf8_lossy(line)),
+            None => {}
         }
     }
 
     fn line(&mut self, msg: &str) {
-        let Some((pid, tid, rest)) = task_prefix(msg) else {
+        let Some((pid, tid, rest)) = line::task_prefix(msg) else {
             return;
         };
-        let Some(call) = syscall_exit(rest) else {
-            return;
-        };
-        match self.code_pid {
-            None => {
+        let call = line::syscall_exit(rest);
+        match (self.code_pid, call) {
+            (None, Some(call))
                 if pid != 1
                     && call.name == "seccomp"
                     && call.ok()
-                    && call.args.starts_with("0x1, 0x1,")
-                {
-                    self.code_pid = Some(pid);
-                    self.rec.started = true;
-                }
+                    && call.args.starts_with("0x1, 0x1,") =>
+            {
+                self.code_pid = Some(pid);
+                self.rec.started = true;
             }
-            Some(code) if code == pid => self.code_call(pid, tid, &call),
-            Some(_) => {}
+            (Some(code), Some(call)) if code == pid => self.code_call(pid, tid, &call),
+            // An exit line of the code's that does not read as the
+            // Sentry's: never dropped, kept as it is.
+            (Some(code), None) if code == pid && line::is_exit(rest) => self.unread(rest),
+            _ => {}
+        }
+    }
+
+    /// A line of the code's the parser cannot read: listed whole, and the
+    /// record is incomplete.
+    fn unread(&mut self, text: &str) {
+        self.rec.unread += 1;
+        self.keep_raw(text);
+        self.keep_file(KernelOpen {
+            path: format!("(unread) {}", shorten(text.trim())),
+            asked: None,
+            mode: "?".into(),
+            result: "?".into(),
+            denied: false,
+        });
+    }
+
+    /// Text whose names could not be split out, for the interpreter check.
+    fn keep_raw(&mut self, text: &str) {
+        if self.rec.raw.len() < MAX_ITEMS {
+            self.rec.raw.push(text.chars().take(PATH_MAX).collect());
         }
     }
 
     fn code_call(&mut self, pid: u32, tid: u32, call: &Exit<'_>) {
+        let at = At { pid, tid };
         match call.name {
-            "open" | "openat" | "creat" => {
-                if let Some((open, named)) = open_call(call, pid, tid) {
-                    self.note_open(open, named);
-                }
-            }
+            "open" | "openat" | "creat" => self.open_call(call, at),
             "socket" | "connect" | "bind" => {
-                let target = socket_target(call);
+                let mut target = socket_target(call);
+                if call.name != "socket" {
+                    // The Sentry copied the address at the call's entry;
+                    // the call copies it again, after a thread of the
+                    // code's may have changed it.
+                    target.push_str(" (as given at entry)");
+                }
                 self.keep_socket(SocketCall {
                     call: call.name.to_string(),
                     target,
@@ -345,25 +456,105 @@ impl Parser {
                     result: Some(call.result()),
                 });
             }
-            _ => {}
+            "seccomp" | "execve" | "execveat" => {}
+            _ => self.change_call(call, at),
         }
     }
 
-    fn note_open(&mut self, open: KernelOpen, named: Vec<String>) {
-        if self.rec.paths.len() < 20_000 {
-            self.rec.paths.extend(named);
-            if let Some(a) = &open.asked {
-                self.rec.paths.insert(a.clone());
+    /// The names of a call whose arguments split more than one way (or
+    /// not at all): the whole text, marked; each way's names go to the
+    /// interpreter check.
+    fn ambiguous(&mut self, call: &Exit<'_>, at: At) -> String {
+        match &call.split {
+            Split::Many(ways, whole) => {
+                for way in ways {
+                    for n in names(call.name, way, at).into_iter().flatten() {
+                        self.note_path(n.lexical);
+                    }
+                }
+                format!("(ambiguous) {}", shorten(whole))
             }
+            Split::Unsplit(whole) | Split::Free(whole) => {
+                self.keep_raw(whole);
+                format!("(ambiguous) {}", shorten(whole))
+            }
+            Split::One(_) => unreachable!("one way is not ambiguous"),
         }
-        if open.mode == "r" && library(&open.path) {
-            self.rec.library_reads += 1;
-            return;
-        }
+    }
+
+    fn open_call(&mut self, call: &Exit<'_>, at: At) {
+        let fl = match (&call.split, call.name) {
+            (_, "creat") => "O_WRONLY|O_CREAT|O_TRUNC",
+            (Split::One(p), _) => p[p.len() - 2],
+            (Split::Many(ways, _), _) => ways[0][ways[0].len() - 2],
+            _ => "",
+        };
+        let (path, asked) = match &call.split {
+            Split::One(parts) => {
+                let n = names(call.name, parts, at)[0]
+                    .clone()
+                    .expect("an open names a path");
+                self.note_path(n.lexical.clone());
+                let asked = (n.resolved && n.shown != n.given).then(|| n.given.clone());
+                if n.resolved && open_mode(fl) == "r" && library(&n.shown) {
+                    self.rec.library_reads += 1;
+                    return;
+                }
+                (n.shown, asked)
+            }
+            _ => (self.ambiguous(call, at), None),
+        };
+        let open = KernelOpen {
+            path,
+            asked,
+            mode: open_mode(fl),
+            result: call.result(),
+            denied: false,
+        };
         let key = (open.path.clone(), open.mode.clone(), open.result.clone());
-        if !self.seen.insert(key) {
-            return;
+        if self.seen.insert(key) {
+            self.keep_file(open);
         }
+    }
+
+    fn change_call(&mut self, call: &Exit<'_>, at: At) {
+        let (path, to) = match &call.split {
+            Split::One(parts) => {
+                let [first, second] = names(call.name, parts, at);
+                for n in [&first, &second].into_iter().flatten() {
+                    self.note_path(n.lexical.clone());
+                }
+                let to = second.map(|n| n.shown);
+                match first {
+                    Some(n) => (n.shown, to),
+                    None => return,
+                }
+            }
+            _ => (self.ambiguous(call, at), None),
+        };
+        let change = FileChange {
+            call: call.name.to_string(),
+            path,
+            to,
+            result: call.result(),
+            denied: false,
+        };
+        if self.rec.changes.len() < MAX_ITEMS {
+            self.rec.changes.push(change);
+        } else {
+            self.rec.truncated = true;
+        }
+    }
+
+    fn note_path(&mut self, lexical: Option<String>) {
+        if let Some(p) = lexical
+            && self.rec.paths.len() < 20_000
+        {
+            self.rec.paths.insert(p);
+        }
+    }
+
+    fn keep_file(&mut self, open: KernelOpen) {
         if self.rec.files.len() < MAX_ITEMS {
             self.rec.files.push(open);
         } else {
@@ -380,238 +571,172 @@ impl Parser {
     }
 }
 
+/// The longest path the kernel takes (`PATH_MAX`).
+const PATH_MAX: usize = 4096;
+
+/// The code's process and thread of a call (for `/proc/self`).
+#[derive(Debug, Clone, Copy)]
+struct At {
+    pid: u32,
+    tid: u32,
+}
+
+/// `r`, `w` or `rw` of open flags, with `+create` for `O_CREAT`.
+fn open_mode(fl: &str) -> String {
+    let has = |f: &str| fl.split('|').any(|p| p == f);
+    let access = if has("O_RDWR") {
+        "rw"
+    } else if has("O_WRONLY") {
+        "w"
+    } else {
+        "r"
+    };
+    format!("{access}{}", if has("O_CREAT") { "+create" } else { "" })
+}
+
 /// A read of the image's own libraries.
 fn library(path: &str) -> bool {
     LIBRARY_PATHS.iter().any(|p| path.starts_with(p))
 }
 
-/// The Sentry's `[pid:tid] ` prefix (or `[pid(ns pid):tid(ns tid)] `).
-fn task_prefix(msg: &str) -> Option<(u32, u32, &str)> {
-    let inner = msg.strip_prefix('[')?;
-    let (ids, rest) = inner.split_once("] ")?;
-    let (pid, tid) = ids.split_once(':')?;
-    let num = |s: &str| {
-        s.split('(')
-            .next()
-            .and_then(|n| n.trim().parse::<u32>().ok())
-    };
-    Some((num(pid)?, num(tid)?, rest))
+/// One path of a call, as the record shows it.
+#[derive(Debug, Clone)]
+struct Named {
+    /// The file: by name when the log can tell it, else the path as given,
+    /// marked `(unresolved)`.
+    shown: String,
+    /// True when `shown` is the file the kernel resolved (by name).
+    resolved: bool,
+    /// The path as the code gave it.
+    given: String,
+    /// The path by name (`.` and `..` taken as written), for the
+    /// interpreter check; `None` when relative to an unknown directory.
+    lexical: Option<String>,
 }
 
-/// One system call's exit line, after the task's name.
-#[derive(Debug)]
-struct Exit<'a> {
-    name: &'a str,
-    /// The arguments as the Sentry printed them.
-    args: &'a str,
-    /// The errno, when the call failed.
-    errno: Option<i32>,
-}
-
-impl Exit<'_> {
-    fn ok(&self) -> bool {
-        self.errno.is_none()
-    }
-
-    fn result(&self) -> String {
-        self.errno.map_or("ok".into(), errno_name)
-    }
-}
-
-/// `comm X name(args) = rv (0xrv)[ errno=N (text)] (elapsed)`. The task's
-/// name is at most 15 bytes, so the call starts at one of the first 16
-/// positions; of those from which the line parses as a traced call, the
-/// last: text after the real start is the Sentry's fixed format for at
-/// least 14 bytes, then a path under a writable (so not root-level)
-/// directory, out of that window.
-fn syscall_exit(rest: &str) -> Option<Exit<'_>> {
-    let limit = rest.len().min(16);
-    (0..limit)
-        .rev()
-        .filter(|&i| rest.is_char_boundary(i) && rest[i..].starts_with(" X "))
-        .find_map(|i| {
-            let call = &rest[i + 3..];
-            let (name, tail) = call.split_once('(')?;
-            if !TRACED.contains(&name) {
-                return None;
-            }
-            let (args, errno) = split_result(tail)?;
-            let exit = Exit { name, args, errno };
-            valid_args(&exit).then_some(exit)
-        })
-}
-
-/// Splits `args) = rv (0x..)[ errno=N (text)] (elapsed)` from the right.
-fn split_result(tail: &str) -> Option<(&str, Option<i32>)> {
-    // The elapsed time, then the optional errno, then the return value.
-    let (head, elapsed) = tail.strip_suffix(')')?.rsplit_once(" (")?;
-    if elapsed.contains(['(', ')']) {
-        return None;
-    }
-    let (head, errno) = match head.rsplit_once(" errno=") {
-        Some((h, e)) if !e.contains(" errno=") => {
-            let (n, text) = e.split_once(" (")?;
-            text.strip_suffix(')')?;
-            (h, Some(n.parse::<i32>().ok()?))
+/// The (up to two) paths a call names, in its arguments `parts` (split
+/// by [`line::shape`]): what it opens or changes, and a rename's or
+/// link's new name or a symlink's target.
+fn names(call: &str, parts: &[&str], at: At) -> [Option<Named>; 2] {
+    let fd = |i: usize| parts.get(i).and_then(|d| line::fd_name(d));
+    let path = |i: usize| parts.get(i).and_then(|p| line::addr_path(p));
+    let at_dir = |d: usize, p: usize| {
+        if parts.get(p) == Some(&"<null>") {
+            // utimensat on a descriptor: the file is the descriptor's.
+            return fd(d).map(fd_file);
         }
-        _ => (head, None),
+        Some(resolve(fd(d), path(p)?, at))
     };
-    let (args, rv) = head.rsplit_once(") = ")?;
-    let (num, hex) = rv.split_once(' ')?;
-    num.parse::<i64>().ok()?;
-    let hex = hex.strip_prefix("(0x")?.strip_suffix(')')?;
-    if !hex.chars().all(|c| c.is_ascii_hexdigit()) {
-        return None;
-    }
-    Some((args, errno))
-}
-
-/// The arguments have the Sentry's format for the call.
-fn valid_args(exit: &Exit<'_>) -> bool {
-    match exit.name {
-        "openat" => open_parts(exit.args, true).is_some(),
-        "open" => open_parts(exit.args, false).is_some(),
-        "creat" => exit
-            .args
-            .rsplit_once(", ")
-            .is_some_and(|(p, m)| mode(m) && addr_path(p).is_some()),
-        "socket" => exit
-            .args
-            .split_once(", ")
-            .is_some_and(|(d, _)| d.starts_with("AF_") || d.starts_with("0x")),
-        "connect" | "bind" => exit.args.starts_with("0x"),
-        "seccomp" => exit.args.starts_with("0x"),
-        _ => true,
+    let plain = |p: usize| path(p).map(|p| resolve(None, p, at));
+    // The second directory of renameat/linkat is printed as a number: the
+    // first's when it is the same descriptor, the working directory's
+    // for AT_FDCWD when the first is AT_FDCWD too.
+    let second_dir = |d: usize, n: usize| {
+        let first = parts[d];
+        let same = line::fd_number(first) == Some(parts[n])
+            || (parts[n] == "0xffffffffffffff9c" && first.starts_with("AT_FDCWD "));
+        same.then(|| fd(d)).flatten()
+    };
+    match call {
+        "open" | "creat" | "rename" | "link" | "unlink" | "rmdir" | "truncate" | "utime"
+        | "utimes" | "mkdir" | "mknod" | "chmod" | "chown" | "lchown" => [plain(0), plain(1)],
+        "symlink" => [plain(1), path(0).map(given)],
+        "symlinkat" => [at_dir(1, 2), path(0).map(given)],
+        "openat" | "unlinkat" | "futimesat" | "mkdirat" | "mknodat" | "fchmodat" | "fchownat"
+        | "utimensat" => [at_dir(0, 1), None],
+        "renameat" | "renameat2" | "linkat" => [
+            at_dir(0, 1),
+            path(3).map(|p| resolve(second_dir(0, 2), p, at)),
+        ],
+        "ftruncate" | "fchmod" | "fchown" => [fd(0).map(fd_file), None],
+        _ => [None, None],
     }
 }
 
-/// A file mode as the Sentry prints it (`0o644`).
-fn mode(m: &str) -> bool {
-    m.strip_prefix("0o")
-        .is_some_and(|d| !d.is_empty() && d.chars().all(|c| ('0'..='7').contains(&c)))
-}
-
-/// Open flags as the Sentry prints them (`O_RDONLY|O_CLOEXEC`, `0x0`).
-fn flags(f: &str) -> bool {
-    !f.is_empty()
-        && f.split('|').all(|p| {
-            (p.starts_with("O_")
-                && p[2..]
-                    .chars()
-                    .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'))
-                || p.strip_prefix("0x")
-                    .is_some_and(|h| h.chars().all(|c| c.is_ascii_hexdigit()))
-        })
-}
-
-/// `0xADDR path`: the path.
-fn addr_path(s: &str) -> Option<&str> {
-    let (addr, path) = s.split_once(' ')?;
-    addr.strip_prefix("0x")
-        .filter(|h| !h.is_empty() && h.chars().all(|c| c.is_ascii_hexdigit()))?;
-    Some(path)
-}
-
-/// An open's parts: the directory (for `openat`), the path, the flags.
-/// `None` when the line has another shape; the path is `Err` when it could
-/// be split from the directory more than one way: the whole text, and each
-/// way (directory, path).
-type OpenParts<'a> = (Option<&'a str>, Result<&'a str, Ambiguous<'a>>, &'a str);
-
-/// An `openat` whose directory and path split more than one way.
-type Ambiguous<'a> = (&'a str, Vec<(&'a str, &'a str)>);
-
-fn open_parts(args: &str, at: bool) -> Option<OpenParts<'_>> {
-    let (rest, m) = args.rsplit_once(", ")?;
-    let (rest, fl) = rest.rsplit_once(", ")?;
-    if !mode(m) || !flags(fl) {
-        return None;
-    }
-    if !at {
-        return Some((None, Ok(addr_path(rest)?), fl));
-    }
-    // `DIRFD, 0xADDR path`, DIRFD `AT_FDCWD /cwd` or `0xN /name`: split at
-    // the one `, 0x… ` that leaves a directory of that shape.
-    let splits: Vec<(&str, &str)> = rest
-        .match_indices(", 0x")
-        .map(|(i, _)| (&rest[..i], &rest[i + 2..]))
-        .filter(|(dir, p)| dir_name(dir).is_some() && addr_path(p).is_some())
-        .collect();
-    match splits.as_slice() {
-        [(dir, p)] => Some((dir_name(dir), Ok(addr_path(p)?), fl)),
-        [] => None,
-        _ => {
-            let ways = splits
-                .iter()
-                .filter_map(|(d, p)| Some((dir_name(d)?, addr_path(p)?)))
-                .collect();
-            Some((None, Err((rest, ways)), fl))
-        }
+/// The file of a descriptor, named by the Sentry.
+fn fd_file(name: &str) -> Named {
+    Named {
+        shown: name.to_string(),
+        resolved: true,
+        given: name.to_string(),
+        lexical: Some(name.to_string()),
     }
 }
 
-/// The directory of `AT_FDCWD /cwd` or `0xN /name`, absolute.
-fn dir_name(d: &str) -> Option<&str> {
-    let name = match d.strip_prefix("AT_FDCWD ") {
-        Some(cwd) => cwd,
-        None => addr_path(d)?,
-    };
-    name.starts_with('/').then_some(name)
+/// A path kept as text (a symlink's target).
+fn given(p: &str) -> Named {
+    Named {
+        shown: shorten(p),
+        resolved: false,
+        given: p.to_string(),
+        lexical: None,
+    }
 }
 
-/// The record of one open, and every path it may have named (more than
-/// one when it is ambiguous).
-fn open_call(call: &Exit<'_>, pid: u32, tid: u32) -> Option<(KernelOpen, Vec<String>)> {
-    let (dir, path, fl) = match call.name {
-        "creat" => {
-            let (p, _) = call.args.rsplit_once(", ")?;
-            (None, Ok(addr_path(p)?), "O_WRONLY|O_CREAT|O_TRUNC")
-        }
-        name => open_parts(call.args, name == "openat")?,
-    };
-    let access = if fl.contains("O_RDWR") {
-        "rw"
-    } else if fl.contains("O_WRONLY") {
-        "w"
-    } else {
-        "r"
-    };
-    let mode = format!(
-        "{access}{}",
-        if fl.contains("O_CREAT") {
-            "+create"
-        } else {
-            ""
-        }
-    );
-    let resolve = |dir: Option<&str>, p: &str| {
-        let full = if p.starts_with('/') {
-            p.to_string()
-        } else {
-            format!("{}/{p}", dir.unwrap_or("/"))
-        };
-        own_proc(&normalize(&full), pid, tid)
-    };
-    let (path, asked, named) = match path {
-        Ok(p) => {
-            let real = resolve(dir, p);
-            let asked = (real != p).then(|| p.to_string());
-            (real.clone(), asked, vec![real])
-        }
-        Err((whole, ways)) => (
-            format!("(ambiguous) {}", shorten(whole)),
-            None,
-            ways.iter().map(|(d, p)| resolve(Some(d), p)).collect(),
+/// Path `p` of the code's, relative to directory `dir` (the Sentry's name
+/// of it; `None`: unknown). Taken by name (`.` and `..` as written,
+/// `/proc/self` as the code's own) only when each `..` follows a
+/// directory no link of the code's can be: one the Sentry named, or one
+/// in the image's read-only library directories. Otherwise a link the
+/// code made (in `/tmp`, `/out`, `/proc/self/cwd`, ...) may send `..`
+/// anywhere, so the path is shown as given, marked, and never counts as a
+/// library read.
+fn resolve(dir: Option<&str>, p: &str, at: At) -> Named {
+    let (full, trusted) = match dir.filter(|d| d.starts_with('/')) {
+        _ if p.starts_with('/') => (p.to_string(), 0),
+        Some(d) => (
+            format!("{d}/{p}"),
+            d.split('/').filter(|c| !c.is_empty()).count(),
         ),
+        None => {
+            return Named {
+                shown: format!("(unresolved, relative) {}", shorten(p)),
+                resolved: false,
+                given: p.to_string(),
+                lexical: None,
+            };
+        }
     };
-    let open = KernelOpen {
-        path,
-        asked,
-        mode,
-        result: call.result(),
-        denied: false,
-    };
-    Some((open, named))
+    let lexical = own_proc(&normalize(&full), at.pid, at.tid);
+    let resolved = by_name(&full, trusted);
+    Named {
+        shown: if resolved {
+            lexical.clone()
+        } else {
+            format!("(unresolved) {}", shorten(&full))
+        },
+        resolved,
+        given: p.to_string(),
+        lexical: Some(lexical),
+    }
+}
+
+/// True when every `..` of `full` follows a directory no link of the
+/// code's can be: one of the first `trusted` components (the Sentry's
+/// name of a directory), or one under the image's read-only library
+/// directories (`/usr/`, `/opt/compute-bot/`).
+fn by_name(full: &str, trusted: usize) -> bool {
+    let mut stack: Vec<(String, bool)> = Vec::new();
+    for (i, c) in full.split('/').filter(|c| !c.is_empty()).enumerate() {
+        match c {
+            "." => {}
+            ".." => match stack.last() {
+                Some((_, false)) => return false,
+                _ => {
+                    stack.pop();
+                }
+            },
+            name => {
+                let path = format!("{}/{name}/", stack.last().map_or("", |(p, _)| p.as_str()));
+                let safe = i < trusted
+                    || LIBRARY_PATHS
+                        .iter()
+                        .any(|d| d.ends_with('/') && path.starts_with(d));
+                stack.push((path[..path.len() - 1].to_string(), safe));
+            }
+        }
+    }
+    true
 }
 
 /// `/proc/self/…` as the code's own `/proc/<pid>/…`.
@@ -714,10 +839,11 @@ fn errno_name(n: i32) -> String {
     name.to_string()
 }
 
-/// Puts gVisor's record into `outcome`: its files and sockets, seen by
-/// gVisor's kernel, and an open the code's interpreter reports (of an
-/// input or a result) that the Sentry never carried out makes the run
-/// tampered.
+/// Puts gVisor's record into `outcome`: its files, sockets and changes,
+/// seen by gVisor's kernel; an exit line of the code's that did not read
+/// makes the record incomplete, and an open the code's interpreter reports
+/// (of an input or a result) that the Sentry never carried out makes the
+/// run tampered.
 pub fn attach(outcome: &mut Outcome, rec: SentryRecord) {
     if !rec.started {
         outcome.notes.push(
@@ -726,6 +852,12 @@ pub fn attach(outcome: &mut Outcome, rec: SentryRecord) {
         );
         return;
     }
+    if rec.unread > 0 {
+        outcome.notes.push(format!(
+            "{} of the code's calls in gVisor's log did not read as the Sentry writes them: each is listed whole as `(unread)`, and the record is incomplete",
+            rec.unread
+        ));
+    }
     let kernel = outcome.audit.kernel.get_or_insert_with(|| KernelRecord {
         mode: Supervision::Errno,
         ..KernelRecord::default()
@@ -733,7 +865,8 @@ pub fn attach(outcome: &mut Outcome, rec: SentryRecord) {
     kernel.files = rec.files;
     kernel.library_reads = rec.library_reads;
     kernel.sockets = rec.sockets;
-    kernel.truncated |= rec.truncated;
+    kernel.changes = rec.changes;
+    kernel.truncated |= rec.truncated || rec.unread > 0;
     kernel.witness = Some(Witness::Sentry);
     if !rec.truncated {
         // The interpreter's paths come as the runner shows them: cut, and
@@ -743,6 +876,11 @@ pub fn attach(outcome: &mut Outcome, rec: SentryRecord) {
             .iter()
             .map(|p| super::protocol::shown(p))
             .collect();
+        // A name in a text that could not be split may be the open claimed.
+        let in_raw = |p: &str| {
+            let file = p.rsplit('/').next().unwrap_or(p);
+            rec.raw.iter().any(|r| r.contains(file))
+        };
         let unseen: Vec<String> = outcome
             .audit
             .files_opened
@@ -751,7 +889,8 @@ pub fn attach(outcome: &mut Outcome, rec: SentryRecord) {
             .map(|f| normalize(&f.path))
             .filter(|p| p.starts_with("/data/") || p.starts_with("/out/"))
             .filter(|p| {
-                !carried.contains(p) && !rec.paths.contains(&super::protocol::as_logged(p))
+                let logged = super::protocol::as_logged(p);
+                !carried.contains(p) && !rec.paths.contains(&logged) && !in_raw(&logged)
             })
             .take(5)
             .map(|p| {
@@ -835,7 +974,7 @@ mod tests {
             sockets,
             [
                 "socket AF_INET ok",
-                "connect AF_INET 10.0.0.1:80 EHOSTUNREACH"
+                "connect AF_INET 10.0.0.1:80 (as given at entry) EHOSTUNREACH"
             ]
         );
         assert!(r.paths.contains("/data/sales.csv"));
@@ -871,9 +1010,11 @@ mod tests {
                 "(ambiguous) AT_FDCWD /tmp/q, 0x1 /data/sales.csv, 0x7f x.csv r ok",
             ]
         );
-        // A line the Sentry did not write in its format is not a call.
+        // A line the Sentry did not write in its format is not a call: it
+        // is kept whole, unread, never read as an open.
         let r = parse(&[stage, "[   2:   2] python3 X openat(/data/x) = 3"]);
-        assert!(r.files.is_empty());
+        assert_eq!(r.unread, 1);
+        assert_eq!(files(&r), ["(unread) python3 X openat(/data/x) = 3 ? ?"]);
         // Either way the ambiguous open splits, it may have named the file.
         let r = parse(&[stage, split]);
         assert!(
@@ -910,6 +1051,155 @@ mod tests {
         assert_eq!(r.library_reads, 1);
     }
 
+    /// Lines of hostile programs as runsc (release 20221219) wrote them
+    /// here (`docker run --runtime runsc-audit`), the process renumbered 2.
+    const HOSTILE: &[&str] = &[
+        "[   2:   2] python3 X mkdir(0x7fb95cbdd990 /tmp/a errno=2 (x), 0o777) = 0 (0x0) (7.441µs)",
+        "[   2:   2] python3 X openat(AT_FDCWD /tmp, 0x7fb95cbddfd0 /tmp/a errno=2 (x)/f.txt, O_WRONLY|O_CLOEXEC|O_CREAT|O_TRUNC, 0o666) = 3 (0x3) (16.725µs)",
+        "[   2:   2] python3 X openat(AT_FDCWD /tmp, 0x7fb95cd7fc50 /tmp/nope errno=2 (no such file or directory)) = 3 (0x3) (1µs), O_RDONLY|O_CLOEXEC, 0o0) = 0 (0x0) errno=2 (no such file or directory) (2.644µs)",
+        "[   2:   2] python3 X openat(AT_FDCWD /tmp, 0x7fb95cbe7cb0 /tmp/m, O_WRONLY|O_CLOEXEC|O_CREAT, S_ISUID|0o755) = 4 (0x4) (9.654µs)",
+        "[   2:   2] python3 X symlink(0x7fb95cbe7830 /tmp/t/q/r, 0x7fb95cbe75c0 /tmp/s) = 0 (0x0) (4.827µs)",
+        "[   2:   2] python3 X openat(AT_FDCWD /tmp, 0x7fb95cbe0ff0 /tmp/s/../../usr/lib/python3.11/x, O_RDONLY|O_CLOEXEC, 0o0) = 3 (0x3) (173.728µs)",
+        "[   2:   2] python3 X rename(0x7fb95cbe75c0 /tmp/f1, 0x7fb95cbe7830 /tmp/f2) = 0 (0x0) (8.322µs)",
+        "[   2:   2] python3 X link(0x7fb95cbe7830 /tmp/f2, 0x7fb95cbe75c0 /tmp/f3) = 0 (0x0) (3.735µs)",
+        "[   2:   2] python3 X unlink(0x7fb95cbe7830 /tmp/f3) = 0 (0x0) (3.595µs)",
+        "[   2:   2] python3 X truncate(0x7fb95cbe7830 /tmp/f2, 0x1) = 0 (0x0) (7.301µs)",
+        "[   2:   2] python3 X ftruncate(0x3 /tmp/f2, 0x0) = 0 (0x0) (21.181µs)",
+        "[   2:   2] python3 X fchmod(0x3 /tmp/f2, 0o600) = 0 (0x0) (1.272µs)",
+        "[   2:   2] python3 X utimensat(AT_FDCWD /tmp, 0x7fb95cbe7830 /tmp/f2, 0x7fa03ec456c0 {sec=1 nsec=0}, 0x0) = 0 (0x0) (3.295µs)",
+        "[   2:   2] python3 X mkdir(0x7fb95cbe75c0 /tmp/d1, 0o700) = 0 (0x0) (3.705µs)",
+        "[   2:   2] python3 X mknodat(AT_FDCWD /tmp, 0x7fb95cbe75c0 /tmp/fifo, S_IFIFO|0o644, 0x0) = 0 (0x0) (3.555µs)",
+        "[   2:   2] python3 X rmdir(0x7fb95cbe75c0 /tmp/d1) = 0 (0x0) (3.225µs)",
+        "[   2:   2] python3 X chown(0x7fb95cbe75c0 /tmp/f2, 0x0, 0x0) = 0 (0x0) errno=1 (operation not permitted) (1.372µs)",
+        "[   2:   2] python3 X mkdirat(0x3 /tmp, 0x7fb95cbe75c0 d2, 0x1ff) = 0 (0x0) (5.188µs)",
+        "[   2:   2] python3 X renameat(0x3 /tmp, 0x7fb95cbe75c0 d2, 0x3, 0x7fb95cbe7cb0 d3) = 0 (0x0) (4.267µs)",
+        "[   2:   2] python3 X symlinkat(0x7fb95cbe7cb0 f2, 0x3 /tmp, 0x7fb95cbe75c0 f5) = 0 (0x0) (3.865µs)",
+        "[   2:   2] python3 X linkat(0x3 /tmp, 0x7fb95cbe75c0 f2, 0x3, 0x7fb95cbe7cb0 f6, 0x400) = 0 (0x0) (4.547µs)",
+        "[   2:   2] python3 X unlinkat(0x3 /tmp, 0x7fb95cbe7cb0 d3, 0x200) = 0 (0x0) (2.223µs)",
+        "[   2:   2] python3 X fchmodat(0x3 /tmp, 0x7fb95cbe7cb0 f2, 0o640) = 0 (0x0) (1.803µs)",
+        "[   2:   2] python3 X renameat2(AT_FDCWD /tmp, 0x7fb95cbd9520 /tmp/f2, 0xffffffffffffff9c, 0x7fb95cbe5850 /tmp/f7, 0x0) = 0 (0x0) (4.807µs)",
+        "[   2:   2] python3 X mknod(0x7fb95cbe5970 /tmp/nod\n{x, S_IFIFO|0o644, 0x0) = 0 (0x0) (6.9µs)",
+    ];
+
+    #[test]
+    fn an_errno_or_a_mode_bit_in_an_open_moves_nothing() {
+        let r = parse(&[&[REAL[2]], &HOSTILE[..4]].concat());
+        assert_eq!(
+            files(&r),
+            [
+                "/tmp/a errno=2 (x)/f.txt w+create ok",
+                "/tmp/nope errno=2 (no such file or directory)) = 3 (0x3) (1µs) r ENOENT",
+                "/tmp/m w+create ok",
+            ]
+        );
+        assert_eq!(r.unread, 0);
+        assert_eq!(r.changes[0].line(), "mkdir /tmp/a errno=2 (x)");
+    }
+
+    #[test]
+    fn a_link_then_dotdot_is_never_a_library_read() {
+        let r = parse(&[
+            REAL[2],
+            HOSTILE[5],
+            "[   2:   2] python3 X openat(AT_FDCWD /tmp/t/q/r, 0x1 /proc/self/cwd/../../../usr/lib/python3.11/x, O_RDONLY, 0o0) = 3 (0x3) (1µs)",
+            "[   2:   2] python3 X openat(AT_FDCWD /tmp/t/q/r, 0x1 s/../../usr/lib/x, O_RDONLY, 0o0) = 3 (0x3) (1µs)",
+            "[   2:   2] python3 X open(0x1 usr/lib/python3.11/x, O_RDONLY, 0o0) = 3 (0x3) (1µs)",
+            // `..` after the image's own directories and the Sentry's name
+            // of the working directory is taken by name.
+            "[   2:   2] python3 X openat(AT_FDCWD /tmp, 0x1 /usr/local/lib/python3.11/site-packages/numpy/core/../../numpy.libs/x.so, O_RDONLY|O_CLOEXEC, 0o0) = 3 (0x3) (1µs)",
+            "[   2:   2] python3 X openat(AT_FDCWD /tmp/t, 0x1 ../../data/sales.csv, O_RDONLY, 0o0) = 3 (0x3) (1µs)",
+        ]);
+        assert_eq!(
+            files(&r),
+            [
+                "(unresolved) /tmp/s/../../usr/lib/python3.11/x r ok",
+                "(unresolved) /proc/self/cwd/../../../usr/lib/python3.11/x r ok",
+                "(unresolved) /tmp/t/q/r/s/../../usr/lib/x r ok",
+                "(unresolved, relative) usr/lib/python3.11/x r ok",
+                "/data/sales.csv r ok",
+            ]
+        );
+        assert_eq!(r.library_reads, 1);
+        // The interpreter check still knows each by name.
+        assert!(r.paths.contains("/usr/lib/python3.11/x"));
+    }
+
+    #[test]
+    fn changes_without_an_open_are_listed() {
+        let r = parse(&[&[REAL[2]], &HOSTILE[4..]].concat());
+        let changes: Vec<String> = r.changes.iter().map(|c| c.line()).collect();
+        assert_eq!(
+            changes,
+            [
+                "symlink /tmp/s → /tmp/t/q/r",
+                "rename /tmp/f1 → /tmp/f2",
+                "link /tmp/f2 → /tmp/f3",
+                "unlink /tmp/f3",
+                "truncate /tmp/f2",
+                "ftruncate /tmp/f2",
+                "fchmod /tmp/f2",
+                "utimensat /tmp/f2",
+                "mkdir /tmp/d1",
+                "mknodat /tmp/fifo",
+                "rmdir /tmp/d1",
+                "chown /tmp/f2 EPERM",
+                "mkdirat /tmp/d2",
+                "renameat /tmp/d2 → /tmp/d3",
+                "symlinkat /tmp/f5 → f2",
+                "linkat /tmp/f2 → /tmp/f6",
+                "unlinkat /tmp/d3",
+                "fchmodat /tmp/f2",
+                "renameat2 /tmp/f2 → /tmp/f7",
+                "mknod /tmp/nod\n{x",
+            ]
+        );
+        assert_eq!(r.unread, 0);
+    }
+
+    #[test]
+    fn an_exit_line_of_the_codes_that_does_not_read_is_kept() {
+        let odd = "[   2:   2] python3 X openat(AT_FDCWD /tmp, 0x1 /etc/passwd, O_RDONLY, 0o0) = 3 (0x3) errno=x (1µs)";
+        let r = parse(&[
+            REAL[2],
+            odd,
+            "[   1:   1] python3 X openat(?) = 3 (0x3) (1µs)",
+        ]);
+        assert_eq!(r.unread, 1);
+        assert_eq!(r.files.len(), 1);
+        assert!(
+            r.files[0].path.starts_with("(unread)") && r.files[0].path.contains("/etc/passwd"),
+            "{:?}",
+            r.files
+        );
+        // A line that is not JSON, once the code started, is kept too.
+        let mut p = Parser::default();
+        p.line(REAL[2]);
+        p.json_line(
+            b"{\"msg\":\"[   2:   2] python3 X openat(AT_FDCWD /tmp, 0x1 /data/x.csv, O_RDO",
+        );
+        assert_eq!(p.rec.unread, 1);
+        // In the outcome: the record says it is incomplete.
+        let mut o: Outcome = serde_json::from_value(serde_json::json!({
+            "status": "ok", "exit_code": 0, "signal": null, "duration_ms": 5, "collected_ms": 6,
+            "stdout": "", "stderr": "", "stdout_truncated": false, "stderr_truncated": false,
+            "timed_out": false, "oom_killed": false,
+            "image": {"reference": "i", "id": "", "digests": [], "labels": {}},
+            "limits": serde_json::to_value(crate::sandbox::Limits::default()).unwrap(),
+            "resources": {"peak_memory_bytes": 1, "cpu_time_ms": 1},
+            "audit": {"files_opened": [], "network_attempts": [], "subprocess_attempts": [],
+                      "imports": [], "refused": []},
+            "artifacts": [], "code_sha256": "", "container": "c"
+        }))
+        .unwrap();
+        attach(&mut o, r);
+        assert!(o.audit.kernel.as_ref().unwrap().truncated);
+        assert!(
+            o.notes.iter().any(|n| n.contains("incomplete")),
+            "{:?}",
+            o.notes
+        );
+    }
+
     #[test]
     fn the_install_script_registers_the_runtime_the_bot_looks_for() {
         let script = include_str!("../../scripts/install-gvisor");
@@ -928,10 +1218,11 @@ mod tests {
     #[test]
     fn a_runtime_is_the_record_only_with_the_whole_log_on() {
         let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let traced = format!("--strace-syscalls={}", TRACED.join(","));
         let good = args(&[
             "--network=none",
             "--strace",
-            "--strace-syscalls=open,openat,creat,socket,connect,bind,seccomp,execve,execveat",
+            &traced,
             "--debug-log=/var/log/compute-bot/runsc/",
             "--debug-command=boot",
             "--debug-log-format=json",

@@ -1094,3 +1094,151 @@ print("alive")
         _ => panic!("{o:?}"),
     }
 }
+
+/// gVisor's log is read without loss: an open whose path holds ` errno=`
+/// or a mode with extra bits is listed, a path through a link of the
+/// code's and `..` is listed as given (never a library read), and every
+/// change to the file system without an open is listed.
+#[tokio::test]
+async fn gvisors_log_reads_without_loss() {
+    if !under_runsc() {
+        return;
+    }
+    let code = r#"
+import os
+d = "/tmp/e errno=2 (no such file or directory)"
+os.mkdir(d)
+open(d + "/f.txt", "w").write("x")
+os.close(os.open("/tmp/m", os.O_CREAT | os.O_WRONLY, 0o4755))
+os.makedirs("/tmp/t/usr/lib/python3.11")
+os.makedirs("/tmp/t/q/r")
+os.symlink("/etc/passwd", "/tmp/t/usr/lib/python3.11/p")
+os.symlink("/data/sales.csv", "/tmp/t/usr/lib/python3.11/s")
+os.symlink("/tmp/t/q/r", "/tmp/l")
+a = open("/tmp/l/../../usr/lib/python3.11/p").read()
+b = open("/tmp/l/../../usr/lib/python3.11/s").read()
+open("/tmp/f1", "w").write("abc")
+os.rename("/tmp/f1", "/tmp/f2")
+os.link("/tmp/f2", "/tmp/f3")
+os.symlink("/tmp/f2", "/tmp/f4")
+os.unlink("/tmp/f3")
+os.truncate("/tmp/f2", 1)
+os.utime("/tmp/f2", (1, 2))
+os.mkdir("/tmp/d1")
+os.mknod("/tmp/fifo", 0o10644)
+print(len(a) > 0, b.count("\n"))
+"#;
+    let o = run(code, RuntimeRules::default(), sales()).await;
+    assert_eq!(o.status, RunStatus::Ok, "{o:?}");
+    assert_eq!(o.stdout.trim(), "True 3", "{o:?}");
+    let k = opens_record(&o);
+    let files: Vec<String> = k
+        .files
+        .iter()
+        .map(|f| format!("{} {} {}", f.path, f.mode, f.result))
+        .collect();
+    for want in [
+        "/tmp/e errno=2 (no such file or directory)/f.txt w+create ok",
+        "/tmp/m w+create ok",
+        "(unresolved) /tmp/l/../../usr/lib/python3.11/p r ok",
+        "(unresolved) /tmp/l/../../usr/lib/python3.11/s r ok",
+    ] {
+        assert!(files.iter().any(|f| f == want), "{want}: {files:?}");
+    }
+    let changes: Vec<String> = k.changes.iter().map(|c| c.line()).collect();
+    for want in [
+        "mkdir /tmp/e errno=2 (no such file or directory)",
+        "symlink /tmp/l → /tmp/t/q/r",
+        "rename /tmp/f1 → /tmp/f2",
+        "link /tmp/f2 → /tmp/f3",
+        "symlink /tmp/f4 → /tmp/f2",
+        "unlink /tmp/f3",
+        "truncate /tmp/f2",
+        "utimensat /tmp/f2",
+        "mkdir /tmp/d1",
+        "mknodat /tmp/fifo",
+    ] {
+        assert!(changes.iter().any(|c| c == want), "{want}: {changes:?}");
+    }
+    assert_eq!(
+        o.sources.get("audit.kernel.changes"),
+        Some(&Source::SandboxKernelObserved)
+    );
+    assert!(!k.truncated, "{k:?}");
+}
+
+/// A flood of opens cannot fill the host's disk with gVisor's log: past
+/// its cap the run is stopped before the flood ends and ends `tampered`,
+/// saying why, and the log never grows far past the cap.
+#[tokio::test]
+async fn a_flood_of_calls_stops_at_the_logs_cap() {
+    if !under_runsc() {
+        return;
+    }
+    let dir = std::path::PathBuf::from("/var/log/compute-bot/runsc");
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // The largest Sentry log in the directory while the run goes on.
+    let watcher = {
+        let (dir, done) = (dir.clone(), done.clone());
+        std::thread::spawn(move || {
+            let mut largest = 0u64;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                    if let Ok(m) = e.metadata() {
+                        largest = largest.max(m.len());
+                    }
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            largest
+        })
+    };
+    // The flood would go on for 100 s (the deadline is 120 s): only the
+    // log's cap stops it sooner.
+    let code = r#"
+import os, time
+end = time.time() + 100
+i = 0
+while time.time() < end:
+    for _ in range(1000):
+        try:
+            os.close(os.open("/tmp/nx%d" % i, os.O_RDONLY))
+        except OSError:
+            pass
+        i += 1
+print(i)
+"#;
+    let started = std::time::Instant::now();
+    let o = run(code, RuntimeRules::default(), vec![]).await;
+    let took = started.elapsed();
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let largest = watcher.join().unwrap();
+    assert_eq!(
+        o.status,
+        RunStatus::Tampered,
+        "{:?} {:?}",
+        o.status,
+        o.notes
+    );
+    assert!(
+        o.tampered.iter().any(|t| t.contains("passed its cap")),
+        "{:?}",
+        o.tampered
+    );
+    assert!(
+        o.stdout.trim().is_empty(),
+        "the flood ran to its end: {}",
+        o.stdout
+    );
+    let cap = compute_bot::sandbox::LOG_CAP;
+    assert!(
+        largest <= cap + (32 << 20),
+        "the log grew to {} MiB (cap {} MiB)",
+        largest >> 20,
+        cap >> 20
+    );
+    eprintln!(
+        "flood stopped after {took:?}; largest log {} MiB",
+        largest >> 20
+    );
+}

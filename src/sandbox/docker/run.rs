@@ -71,7 +71,78 @@ impl LogFile {
     }
 }
 
+/// A watch on a running container's Sentry log, beside the collector:
+/// every [`LOG_WATCH_EVERY`](crate::sandbox::sentry_log::LOG_WATCH_EVERY)
+/// it looks at the log's size, and past [`crate::sandbox::LOG_CAP`] it
+/// kills the container (the run ends `tampered`, saying why). Dropping it
+/// ends the watch.
+pub(super) struct LogWatch {
+    task: tokio::task::JoinHandle<()>,
+    /// The log's size when it was found past the cap.
+    over: std::sync::Arc<std::sync::OnceLock<u64>>,
+}
+
+impl LogWatch {
+    /// Starts watching `file`, the log of container `name`.
+    fn start(file: &LogFile, docker: Docker, name: String) -> LogWatch {
+        use crate::sandbox::sentry_log::{LOG_WATCH_EVERY, log_size};
+        let over = std::sync::Arc::new(std::sync::OnceLock::new());
+        let seen = over.clone();
+        let file = file.clone();
+        let task = tokio::spawn(async move {
+            let mut path = None;
+            loop {
+                tokio::time::sleep(LOG_WATCH_EVERY).await;
+                let (dir, id, began) = (file.dir.clone(), file.id.clone(), file.began);
+                let looked = tokio::task::spawn_blocking(move || {
+                    let size = log_size(&dir, &id, began, &mut path);
+                    (size, path)
+                })
+                .await;
+                let Ok((size, found)) = looked else { return };
+                path = found;
+                if let Some(size) = size.filter(|&s| s > crate::sandbox::LOG_CAP) {
+                    let _ = seen.set(size);
+                    tracing::warn!(container = %name, bytes = size, "gVisor's log passed its cap; the run is stopped");
+                    let _ = docker
+                        .kill_container(
+                            &name,
+                            Some(KillContainerOptions {
+                                signal: "SIGKILL".into(),
+                            }),
+                        )
+                        .await;
+                    return;
+                }
+            }
+        });
+        LogWatch { task, over }
+    }
+
+    /// The log's size when the watch found it past the cap, if it did.
+    fn over(&self) -> Option<u64> {
+        self.over.get().copied()
+    }
+}
+
+impl Drop for LogWatch {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
 impl GvisorLog {
+    /// A watch on the log's size while the code runs, when the container
+    /// runs under gVisor's log.
+    fn watch(&self, docker: &Docker, name: &str) -> Option<LogWatch> {
+        match self {
+            GvisorLog::Container(file) => {
+                Some(LogWatch::start(file, docker.clone(), name.to_string()))
+            }
+            _ => None,
+        }
+    }
+
     /// The directory of the log a container created under it writes.
     pub(super) fn dir(&self) -> Option<&std::path::Path> {
         match self {
@@ -172,17 +243,20 @@ impl Prepared {
             gvisor,
         } = self;
         let docker = guard.sandbox.docker.clone();
+        let watch = gvisor.watch(&docker, &name);
         let run = Run {
             docker: &docker,
             name: &name,
             limits: &limits,
             preload: &preload,
             boost,
+            watch: watch.as_ref(),
         };
         let mut result = run.execute(image, attach, job).await.map(|mut o| {
             o.seccomp = Some(seccomp);
             o
         });
+        drop(watch);
         // A run with an outcome reads its log (and removes it); any other
         // end leaves the log to the guard, which removes it with the
         // container.
@@ -224,6 +298,8 @@ struct Run<'a> {
     limits: &'a Limits,
     preload: &'a [String],
     boost: Option<CpuBoost>,
+    /// The watch on gVisor's log, under it.
+    watch: Option<&'a LogWatch>,
 }
 
 /// The container's stdin, as the attach stream gives it.
@@ -283,12 +359,19 @@ impl Run<'_> {
             writer.abort();
         }
         let mut no_report = None;
+        let log_over = self.watch.and_then(LogWatch::over);
         if ending.timed_out {
             kill_at_deadline(docker, name, collector.notes()).await;
-        } else if !collector.has_report() && !collector.report_unreadable() {
+        } else if !collector.has_report() && !collector.report_unreadable() && log_over.is_none() {
             no_report = Some(explain_missing_report(docker, name).await);
         }
-        let outcome = collector.finish(&ending, no_report, image, job, name);
+        let mut outcome = collector.finish(&ending, no_report, image, job, name);
+        if let Some(size) = log_over {
+            outcome
+                .tampered
+                .push(crate::sandbox::sentry_log::over_cap(size));
+            outcome.status = RunStatus::Tampered;
+        }
         tracing::debug!(container = %name, status = outcome.status.as_str(), ms = outcome.duration_ms, "run finished");
         Ok(outcome)
     }
