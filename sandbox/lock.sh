@@ -2,8 +2,8 @@
 # Regenerates sandbox/requirements.lock: the exact Python packages of the sandbox
 # image, with the sha256 of each wheel for CPython 3.11 (Debian bookworm's python3)
 # on manylinux x86_64 and aarch64, dependencies included (each resolved once by pip).
-# Both recipes (sandbox/build-debian.sh and
-# sandbox/python/Dockerfile) install from it with `pip install --require-hashes --no-deps`.
+# The recipe (sandbox/build-debian.sh, the one the tests and the release build
+# with) installs from it with `pip install --require-hashes --no-deps`.
 #
 #   sandbox/lock.sh                       # the versions below
 #   PANDAS=2.3.3 NUMPY=2.3.5 MATPLOTLIB=3.11.2 DUCKDB=2.0.1 FASTPARQUET=2026.9.0 OPENPYXL=3.1.5 \

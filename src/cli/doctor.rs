@@ -3,8 +3,10 @@
 //! there; 1 otherwise.
 //!
 //! Checks: the Docker engine (and its API version), the policy, the sandbox
-//! image and its labels (data stack, lock), the container runtime — for the
-//! first environment and for the policy's `sandbox.reserve` —, the model
+//! image and its labels (data stack, lock), whether its layer is the one the
+//! release built, tested and pushed (`sandbox/release-layers`), the container
+//! runtime — for the first environment and for the policy's `sandbox.reserve`
+//! —, the model
 //! endpoint (one small call; skipped without a key), and inside GitHub Actions
 //! whether the token is accepted for the repository.
 
@@ -16,11 +18,16 @@ use sha2::{Digest, Sha256};
 
 use crate::model::{ChatRequest, Message, ModelClient, ModelConfig, ModelOverrides};
 use crate::policy::Policy;
-use crate::sandbox::{DataStack, EngineFacts, Executor, Runtime, Sandbox};
+use crate::sandbox::{DataStack, EngineFacts, Executor, ImageInfo, Runtime, Sandbox};
 
 /// The lock the sandbox image should be built from (its sha256 is compared
 /// with the image's `org.compute-bot.lock-sha256` label).
 const LOCK: &str = include_str!("../../sandbox/requirements.lock");
+
+/// The release's sandbox layer per platform (`linux/amd64 sha256:…` lines),
+/// written by the release before it builds this binary
+/// (`scripts/release-layers`); between releases it names none.
+const RELEASE_LAYERS: &str = include_str!("../../sandbox/release-layers");
 
 /// Flags of `compute-bot doctor`.
 #[derive(Debug, Args)]
@@ -89,7 +96,7 @@ async fn run_checks(args: &DoctorArgs) -> Vec<(&'static str, Check)> {
         None => "DOCKER_HOST",
     };
     let first = Place {
-        names: ["docker", "sandbox image", "runtime"],
+        names: ["docker", "sandbox image", "sandbox layer", "runtime"],
         source,
         address: &envs.engine,
     };
@@ -97,7 +104,12 @@ async fn run_checks(args: &DoctorArgs) -> Vec<(&'static str, Check)> {
     if let Some(reserve) = &envs.reserve {
         let address = reserve.engine.as_deref().unwrap_or(&envs.engine);
         let place = Place {
-            names: ["reserve engine", "reserve image", "reserve runtime"],
+            names: [
+                "reserve engine",
+                "reserve image",
+                "reserve layer",
+                "reserve runtime",
+            ],
             source: "sandbox.reserve",
             address,
         };
@@ -108,23 +120,23 @@ async fn run_checks(args: &DoctorArgs) -> Vec<(&'static str, Check)> {
     out
 }
 
-/// An execution environment doctor checks: the names of its three lines,
-/// where its address comes from and the address.
+/// An execution environment doctor checks: the names of its four lines
+/// (engine, image, layer, runtime), where its address comes from and the address.
 struct Place<'a> {
-    names: [&'static str; 3],
+    names: [&'static str; 4],
     source: &'static str,
     address: &'a str,
 }
 
-/// The engine, image and runtime lines of one environment (the first, or
-/// the policy's reserve).
+/// The engine, image, layer and runtime lines of one environment (the first,
+/// or the policy's reserve).
 async fn check_place(
     out: &mut Vec<(&'static str, Check)>,
     place: &Place<'_>,
     image: &str,
     wanted: Result<Runtime, String>,
 ) {
-    let [engine, image_name, runtime] = place.names;
+    let [engine, image_name, layer, runtime] = place.names;
     let executor = match Sandbox::connect_to(place.address).await {
         Ok(executor) => executor,
         Err(e) => return no_engine(out, place, &e.to_string()),
@@ -132,7 +144,13 @@ async fn check_place(
     match Executor::engine(&executor).await {
         Ok(facts) => {
             out.push((engine, check_engine(&facts)));
-            out.push((image_name, check_image(&executor, image).await));
+            let (image_check, info) = check_image(&executor, image).await;
+            out.push((image_name, image_check));
+            let layer_check = match info {
+                Some(info) => check_layer(RELEASE_LAYERS, &info),
+                None => Check::Skip("no sandbox image on the engine".into()),
+            };
+            out.push((layer, layer_check));
             out.push((runtime, check_runtime(&facts, wanted)));
         }
         Err(e) => no_engine(out, place, &e.to_string()),
@@ -185,7 +203,7 @@ fn check_engine(facts: &EngineFacts) -> Check {
 
 /// No engine answered: the engine line fails with the fix, and what needs it is skipped.
 fn no_engine(out: &mut Vec<(&'static str, Check)>, place: &Place<'_>, error: &str) {
-    let [engine, image, runtime] = place.names;
+    let [engine, image, layer, runtime] = place.names;
     out.push((
         engine,
         Check::Fail(
@@ -198,23 +216,27 @@ fn no_engine(out: &mut Vec<(&'static str, Check)>, place: &Place<'_>, error: &st
             "start Docker (`sudo systemctl start docker`, `sudo dockerd &`, or Docker Desktop), or set DOCKER_HOST to a running engine, e.g. DOCKER_HOST=unix:///var/run/docker.sock".into(),
         ),
     ));
-    out.push((image, Check::Skip("no Docker engine".into())));
-    out.push((runtime, Check::Skip("no Docker engine".into())));
+    for name in [image, layer, runtime] {
+        out.push((name, Check::Skip("no Docker engine".into())));
+    }
 }
 
-async fn check_image(executor: &dyn Executor, image: &str) -> Check {
+/// The image line (there, its data stack, built from this release's lock),
+/// and the image's facts when the engine has it.
+async fn check_image(executor: &dyn Executor, image: &str) -> (Check, Option<ImageInfo>) {
     let info = match executor.image(image).await {
         Ok(i) => i,
         // Pinned by digest or naming its registry: a run pulls it.
         Err(crate::sandbox::SandboxError::ImageMissing { .. })
             if crate::sandbox::ImageRef::parse(image).is_some_and(|r| r.pulls()) =>
         {
-            return Check::Skip(format!(
+            let why = format!(
                 "{image} is not on the engine yet; a run pulls it when it needs it (by digest when pinned; a private registry needs `docker login` first)"
-            ));
+            );
+            return (Check::Skip(why), None);
         }
         Err(e) => {
-            return Check::Fail(
+            let fail = Check::Fail(
                 format!(
                     "{image} is missing ({})",
                     e.to_string().lines().next().unwrap_or("")
@@ -223,13 +245,14 @@ async fn check_image(executor: &dyn Executor, image: &str) -> Check {
                     "build it without a registry: sandbox/build-debian.sh {image} (or scripts/ensure-sandbox-image); on GitHub, name the release's sandbox image by digest in the policy's `sandbox.image` (the bot pulls it)"
                 ),
             );
+            return (fail, None);
         }
     };
     let stack = DataStack::from_labels(&info.labels)
         .summary()
         .unwrap_or_else(|| "no version labels".into());
     let want = hex::encode(Sha256::digest(LOCK.as_bytes()));
-    match info.labels.get("org.compute-bot.lock-sha256") {
+    let check = match info.labels.get("org.compute-bot.lock-sha256") {
         Some(have) if *have == want => {
             Check::Ok(format!("{image}: {stack}; built from this release's lock"))
         }
@@ -242,6 +265,96 @@ async fn check_image(executor: &dyn Executor, image: &str) -> Check {
             format!(
                 "rebuild it: sandbox/build-debian.sh {image} (scripts/ensure-sandbox-image does it when the label differs)"
             ),
+        ),
+    };
+    (check, Some(info))
+}
+
+/// The platforms and layers `recorded` names (the text of
+/// `sandbox/release-layers`: `#` comments, blank lines, `<os/arch>
+/// sha256:<64 hex>` lines), or the first line that is none of those.
+fn release_layers(recorded: &str) -> Result<Vec<(&str, &str)>, String> {
+    let mut out = Vec::new();
+    for (n, line) in recorded.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let mut words = line.split_whitespace();
+        match (words.next(), words.next(), words.next()) {
+            (Some(platform), Some(layer), None)
+                if platform.contains('/') && is_sha256_digest(layer) =>
+            {
+                out.push((platform, layer));
+            }
+            _ => {
+                return Err(format!(
+                    "line {} is not `<os/arch> sha256:<64 hex>`: {line:?}",
+                    n + 1
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// `sha256:` and 64 lowercase hex digits.
+fn is_sha256_digest(s: &str) -> bool {
+    s.strip_prefix("sha256:").is_some_and(|h| {
+        h.len() == 64
+            && h.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    })
+}
+
+/// The layer line: whether the image's layer is the one the release built,
+/// tested and pushed for the image's platform (`recorded`: the text of
+/// `sandbox/release-layers`). A development build records none (skipped).
+fn check_layer(recorded: &str, info: &ImageInfo) -> Check {
+    let image = &info.reference;
+    let have = info.layers.first().map(String::as_str).unwrap_or("none");
+    let layers = match release_layers(recorded) {
+        Ok(l) => l,
+        Err(e) => {
+            return Check::Fail(
+                format!("this build's sandbox/release-layers is unreadable: {e}"),
+                "build the binary from a release commit (its release-layers is what scripts/release-layers wrote)".into(),
+            );
+        }
+    };
+    if layers.is_empty() {
+        return Check::Skip(format!(
+            "a development build records no release layer; {image}'s is {have}"
+        ));
+    }
+    let platform = if info.platform.is_empty() {
+        "?"
+    } else {
+        &info.platform
+    };
+    let Some((_, want)) = layers.iter().find(|(p, _)| *p == platform) else {
+        let recorded: Vec<&str> = layers.iter().map(|(p, _)| *p).collect();
+        return Check::Fail(
+            format!(
+                "{image} is for {platform}; this release built the sandbox image for {} only",
+                recorded.join(" and ")
+            ),
+            "run on one of those platforms with the release's sandbox image".into(),
+        );
+    };
+    let extra = info.layers.len().saturating_sub(1);
+    match info.layers.first() {
+        Some(first) if first == want && extra == 0 => Check::Ok(format!(
+            "{image} is this release's sandbox image for {platform}: layer {want}"
+        )),
+        Some(first) if first == want => Check::Ok(format!(
+            "{image} is built on this release's sandbox image for {platform} (layer {want}) with {extra} layer(s) of its own"
+        )),
+        _ => Check::Fail(
+            format!(
+                "{image}'s layer is {have}, not this release's for {platform} ({want}): not the image the release tested"
+            ),
+            "name the release's sandbox image by digest in the policy's `sandbox.image` (the release notes print it; the bot pulls it); a build from this release's lock gives this layer only from the Debian packages of the release's day".into(),
         ),
     }
 }
@@ -378,5 +491,108 @@ async fn check_token() -> Check {
             format!("{api} did not answer ({e})"),
             "check GITHUB_API_URL and the runner's network".into(),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const AMD64: &str = "sha256:78179dba450f53f7c8b993dfaa5f3f55918e7373134ded9387ead89f79a0395d";
+    const ARM64: &str = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+
+    fn recorded() -> String {
+        format!("# comment\n\nlinux/amd64 {AMD64}\nlinux/arm64 {ARM64}\n")
+    }
+
+    fn image(platform: &str, layers: &[&str]) -> ImageInfo {
+        ImageInfo {
+            reference: "compute-bot-sandbox:python".into(),
+            layers: layers.iter().map(|l| l.to_string()).collect(),
+            platform: platform.into(),
+            ..ImageInfo::default()
+        }
+    }
+
+    /// The committed file is one the binary can read (a release commit's
+    /// names a layer per platform; between releases it names none).
+    #[test]
+    fn the_committed_release_layers_parse() {
+        let layers = release_layers(RELEASE_LAYERS).unwrap();
+        assert!(layers.iter().all(|(p, _)| p.starts_with("linux/")));
+    }
+
+    #[test]
+    fn the_layer_line_says_whether_the_image_is_the_releases() {
+        let r = recorded();
+        let ok = check_layer(&r, &image("linux/amd64", &[AMD64]));
+        assert_eq!(
+            ok,
+            Check::Ok(format!(
+                "compute-bot-sandbox:python is this release's sandbox image for linux/amd64: layer {AMD64}"
+            ))
+        );
+        // The arm64 layer on an arm64 engine; the amd64 one there is another build.
+        assert!(matches!(
+            check_layer(&r, &image("linux/arm64", &[ARM64])),
+            Check::Ok(_)
+        ));
+        let Check::Fail(what, fix) = check_layer(&r, &image("linux/arm64", &[AMD64])) else {
+            panic!("another layer passed");
+        };
+        assert!(
+            what.contains(&format!(
+                "layer is {AMD64}, not this release's for linux/arm64 ({ARM64})"
+            )),
+            "{what}"
+        );
+        assert!(
+            fix.contains("by digest in the policy's `sandbox.image`"),
+            "{fix}"
+        );
+        // Built on the release's image: said so, not claimed to be it.
+        let Check::Ok(derived) = check_layer(&r, &image("linux/amd64", &[AMD64, ARM64])) else {
+            panic!("a derived image failed");
+        };
+        assert!(
+            derived.contains("is built on this release's")
+                && derived.contains("1 layer(s) of its own"),
+            "{derived}"
+        );
+        // A platform the release did not build, an image without layers.
+        let Check::Fail(what, _) = check_layer(&r, &image("linux/riscv64", &[AMD64])) else {
+            panic!("an unbuilt platform passed");
+        };
+        assert!(
+            what.contains("for linux/amd64 and linux/arm64 only"),
+            "{what}"
+        );
+        assert!(matches!(
+            check_layer(&r, &image("linux/amd64", &[])),
+            Check::Fail(..)
+        ));
+    }
+
+    #[test]
+    fn a_development_build_skips_the_layer_line_and_a_broken_record_fails_it() {
+        let info = image("linux/amd64", &[AMD64]);
+        assert_eq!(
+            check_layer("# nothing recorded\n", &info),
+            Check::Skip(format!(
+                "a development build records no release layer; compute-bot-sandbox:python's is {AMD64}"
+            ))
+        );
+        for broken in [
+            "linux/amd64\n",
+            "linux/amd64 sha256:abc\n",
+            &format!("amd64 {AMD64}\n"),
+            &format!("linux/amd64 {}\n", AMD64.to_uppercase()),
+            &format!("linux/amd64 {AMD64} extra\n"),
+        ] {
+            let Check::Fail(what, _) = check_layer(broken, &info) else {
+                panic!("{broken:?} was read");
+            };
+            assert!(what.contains("line 1 is not"), "{what}");
+        }
     }
 }

@@ -35,6 +35,7 @@ fn outcome(stdout: &str) -> Outcome {
             .into_iter()
             .map(|(k, v)| (format!("org.compute-bot.{k}"), v.to_string()))
             .collect(),
+            ..ImageInfo::default()
         },
         limits: Limits::default(),
         resources: Resources {

@@ -20,7 +20,7 @@ pub enum SandboxError {
     #[error(
         "the sandbox image `{image}` is not on the Docker engine at {host}.\n\
          Build it without any registry: sandbox/build-debian.sh {image}\n\
-         or, where images can be pulled: docker build -t {image} -f sandbox/python/Dockerfile sandbox"
+         or, where images can be pulled, name the release's sandbox image by digest in the policy's sandbox.image"
     )]
     ImageMissing {
         /// The image reference.

@@ -523,6 +523,15 @@ pub struct ImageInfo {
     pub(crate) digests: Vec<String>,
     /// Version labels (`org.compute-bot.*`).
     pub(crate) labels: BTreeMap<String, String>,
+    /// The digests of its layers, base first (`RootFS.Layers`: each the
+    /// sha256 of the uncompressed layer tar); `compute-bot doctor` compares
+    /// them with the release's. Not part of the run record.
+    #[serde(skip)]
+    pub(crate) layers: Vec<String>,
+    /// `os/architecture` as the engine names it (`linux/amd64`); empty when
+    /// the engine names neither. Not part of the run record.
+    #[serde(skip)]
+    pub(crate) platform: String,
 }
 
 /// The libraries a sandbox image may name in its labels, in the order they

@@ -283,9 +283,29 @@ async fn doctor_checks_image_labels_policy_and_model() {
     ];
 
     write_policy(&good);
+    let layer = Command::new("docker")
+        .args([
+            "image",
+            "inspect",
+            "--format",
+            "{{index .RootFS.Layers 0}}",
+            &good,
+        ])
+        .output()
+        .unwrap();
+    let layer = String::from_utf8_lossy(&layer.stdout).trim().to_string();
     let o = bot(d.path(), &["doctor", "--policy", "p.yml"], &model_env);
     let out = text(&o);
     remove_image(&good);
+    // This build records no release layer: the line says so and names the
+    // image's own layer (the release's binary compares it: cli/doctor.rs).
+    assert!(layer.starts_with("sha256:"), "{layer}");
+    assert!(
+        out.contains(&format!(
+            "- sandbox layer: skipped (a development build records no release layer; {good}'s is {layer})"
+        )),
+        "{out}"
+    );
     assert_eq!(o.status.code(), Some(0), "{out}");
     assert!(
         out.contains("✓ docker: engine ") && out.contains("API 1."),

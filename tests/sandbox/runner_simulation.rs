@@ -267,3 +267,78 @@ async fn bot_image_answers_a_comment_as_a_container_action() {
                 .all(|l| !l.contains(TOKEN) || l.starts_with("::add-mask::"))
     );
 }
+
+/// The image the release would push (issue 43 item 4): `scripts/build-bot-image`
+/// over the binary, FROM scratch and offline, checked by the script the release
+/// runs on its pushed image (`scripts/check-bot-image`): `--version` names this
+/// version, and `doctor` in the image, through the mounted engine socket, finds
+/// the sandbox image and passes. This binary records no release layer, so
+/// doctor's layer line is skipped with the image's own layer, and the release's
+/// stricter check (`--release-layer`) fails on it.
+#[test]
+fn the_bot_image_runs_version_and_doctor() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let tag = format!("compute-bot-release-check:{}", std::process::id());
+    let build = Command::new(format!("{root}/scripts/build-bot-image"))
+        .args([env!("CARGO_BIN_EXE_compute-bot"), &tag])
+        .output()
+        .unwrap();
+    let _image = Image(tag.clone());
+    assert!(
+        build.status.success(),
+        "{}",
+        String::from_utf8_lossy(&build.stderr)
+    );
+    let sandbox = compute_bot::sandbox::DEFAULT_IMAGE;
+    let check = |strict: bool| {
+        let mut cmd = Command::new(format!("{root}/scripts/check-bot-image"));
+        if strict {
+            cmd.arg("--release-layer");
+        }
+        let out = cmd
+            .args([&tag, env!("CARGO_PKG_VERSION"), sandbox])
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, log) = check(false);
+    assert_eq!(code, Some(0), "{log}");
+    assert!(
+        log.contains(&format!("{tag}: compute-bot {}", env!("CARGO_PKG_VERSION"))),
+        "{log}"
+    );
+    assert!(
+        log.contains(&format!(
+            "✓ sandbox image: {sandbox}: Python 3.11.2, pandas "
+        )),
+        "{log}"
+    );
+    assert!(
+        log.contains("✓ docker: engine ") && log.contains("all checks passed"),
+        "{log}"
+    );
+    let layer = Command::new("docker")
+        .args([
+            "image",
+            "inspect",
+            "--format",
+            "{{index .RootFS.Layers 0}}",
+            sandbox,
+        ])
+        .output()
+        .unwrap();
+    let layer = String::from_utf8_lossy(&layer.stdout).trim().to_string();
+    assert!(layer.starts_with("sha256:"), "{layer}");
+    assert!(
+        log.contains(&format!(
+            "- sandbox layer: skipped (a development build records no release layer; {sandbox}'s is {layer})"
+        )),
+        "{log}"
+    );
+    let (code, log) = check(true);
+    assert_eq!(code, Some(1), "{log}");
+    assert!(log.contains("does not say"), "{log}");
+}

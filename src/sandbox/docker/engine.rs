@@ -459,11 +459,17 @@ pub(crate) async fn image_info(
                 .into_iter()
                 .filter(|(k, _)| k.starts_with("org.compute-bot."))
                 .collect();
+            let platform = match (img.os, img.architecture) {
+                (Some(os), Some(arch)) => format!("{os}/{arch}"),
+                _ => String::new(),
+            };
             Ok(ImageInfo {
                 reference: reference.to_string(),
                 id: img.id.unwrap_or_default(),
                 digests: img.repo_digests.unwrap_or_default(),
                 labels,
+                layers: img.root_fs.and_then(|r| r.layers).unwrap_or_default(),
+                platform,
             })
         }
         Err(bollard::errors::Error::DockerResponseServerError {
