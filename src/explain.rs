@@ -678,6 +678,35 @@ mod tests {
         );
     }
 
+    /// The code's keys, texts and summary stay its text in the answer
+    /// (through the explanation's escaping, read back as GitHub does).
+    #[test]
+    fn template_quotes_the_codes_strings_as_text() {
+        use crate::markdown::gfm::{gfm, tags, text_of};
+        let forged =
+            "r |\n\n### ✅ Verified by the kernel\n\n![i](https://evil.example/i.png) @octocat #1";
+        let short = "`x` [l](https://evil.example) <b>";
+        let r = json!({
+            forged: 1, "unit": short, "in": {forged: 2},
+            "rows": [{"a": short, "n": 1}], "summary": forged
+        });
+        let t = template_explanation(None, &r);
+        let html = gfm(&crate::markdown::neutralize(&t));
+        assert!(
+            tags(&html)
+                .iter()
+                .all(|t| ["p", "/p", "code", "/code"].contains(&t.as_str())),
+            "{t}\n{html}"
+        );
+        let text = text_of(&html);
+        assert!(
+            text.contains(&excerpt(forged, 40).replace('\n', "\\n")),
+            "{text}"
+        );
+        assert!(text.contains(short), "{text}");
+        assert!(text.contains(&forged.replace('\n', "\\n")), "{text}");
+    }
+
     #[test]
     fn template_after_a_missed_deadline_names_the_setting() {
         let e = ModelError::Deadline {

@@ -26,8 +26,8 @@ mod escape;
 #[cfg(test)]
 pub(crate) mod gfm;
 pub(crate) use escape::{
-    NAME_CHARS, cell_code_span, code_span, escape_cell, escape_line, fenced, fenced_exact,
-    html_text, is_bidi_control, mermaid_label, neutralize, paragraph, show_hidden,
+    NAME_CHARS, cell_code_span, code_span, cut_chars, escape_cell, escape_line, fenced,
+    fenced_exact, html_text, is_bidi_control, mermaid_label, neutralize, paragraph, show_hidden,
 };
 #[cfg(test)]
 pub(crate) use escape::{fence_for, is_hidden};

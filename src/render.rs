@@ -107,19 +107,9 @@ pub struct ResultImage {
 /// The escaping helpers live in the shared Markdown module (so the GitHub
 /// texts use them without knowing render); re-exported for the renderers.
 pub(crate) use crate::markdown::{
-    NAME_CHARS, cell_code_span, code_span, escape_cell, escape_line, fenced, html_text,
+    NAME_CHARS, cell_code_span, code_span, cut_chars, escape_cell, escape_line, fenced, html_text,
     is_bidi_control, mermaid_label, neutralize, paragraph, show_hidden,
 };
-
-/// Cuts `s` to at most `max` characters, adding `…` when cut.
-pub(crate) fn cut_chars(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        return s.to_string();
-    }
-    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
-    out.push('…');
-    out
-}
 
 fn tail_chars(s: &str, max: usize) -> (String, bool) {
     let n = s.chars().count();

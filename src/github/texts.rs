@@ -18,8 +18,6 @@ use std::fmt::Write as _;
 
 #[cfg(test)]
 mod every_comment;
-#[cfg(test)]
-mod hostile_answer;
 mod replay;
 pub(crate) mod stop;
 mod watch;
@@ -43,7 +41,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::github::command::Subcommand;
 use crate::markdown::{
-    NAME_CHARS, code_span, escape_cell, escape_line, fenced_exact, is_bidi_control, neutralize,
+    NAME_CHARS, code_span, cut_chars, escape_cell, escape_line, fenced_exact, is_bidi_control,
+    neutralize,
 };
 use crate::policy::{Finding, Permission, Severity};
 use crate::report::{Report, ReportStatus};
@@ -800,12 +799,12 @@ fn size_text(bytes: u64) -> String {
 /// A file name as an image's alt text ([`escape_line`]), cut at
 /// [`NAME_CHARS`].
 fn alt_text(name: &str) -> String {
-    escape_line(&crate::render::cut_chars(name, NAME_CHARS))
+    escape_line(&cut_chars(name, NAME_CHARS))
 }
 
 /// A file name as a code span ([`code_span`]), cut at [`NAME_CHARS`].
 fn name_code(name: &str) -> String {
-    code_span(&crate::render::cut_chars(name, NAME_CHARS))
+    code_span(&cut_chars(name, NAME_CHARS))
 }
 
 /// The images of `files` that have a link: (name in `/out`, link), for

@@ -34,6 +34,17 @@ use pulldown_cmark::{Event, Options, Parser};
 /// it whole.
 pub(crate) const NAME_CHARS: usize = 200;
 
+/// Cuts `s` to at most `max` characters, adding `…` when cut (a name the
+/// code chose is shown up to [`NAME_CHARS`]).
+pub(crate) fn cut_chars(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
 /// The zero-width space put after `@`, `#`, `:` and the like so that GitHub
 /// links or notifies nothing (`@user`, `#12`, `https://`, `www.`, `GH-12`).
 const BREAK: char = '\u{200B}';
@@ -48,19 +59,18 @@ pub(crate) fn is_bidi_control(c: char) -> bool {
 /// True for a character a reader cannot see or that changes how the text
 /// around it is laid out: the C0 and C1 controls and DEL (line breaks and
 /// tabs among them), the line and paragraph separators U+2028/U+2029, the
-/// bidirectional controls ([`is_bidi_control`]), the zero-width space
-/// U+200B, word joiner and invisible operators U+2060–U+2064, the byte-order
-/// mark U+FEFF and the tag characters U+E0000–U+E007F. (The zero-width
-/// joiner and non-joiner, which emoji and scripts need, are not.)
+/// bidirectional controls ([`is_bidi_control`]), the word joiner and
+/// invisible operators U+2060–U+2064, the byte-order mark U+FEFF and the
+/// tag characters U+E0000–U+E007F. (The zero-width joiner and non-joiner,
+/// which emoji and scripts need, are not; nor is the zero-width space
+/// U+200B, which the escaping itself puts in to break mentions and links,
+/// so that escaped text passes [`neutralize`] unchanged.)
 pub(crate) fn is_hidden(c: char) -> bool {
     c.is_control()
         || is_bidi_control(c)
         || matches!(
             c,
-            '\u{2028}'
-                | '\u{2029}'
-                | '\u{200B}'
-                | '\u{2060}'..='\u{2064}'
+            '\u{2028}' | '\u{2029}' | '\u{2060}'..='\u{2064}'
                 | '\u{FEFF}'
                 | '\u{E0000}'..='\u{E007F}'
         )

@@ -34,7 +34,7 @@ const HOSTILE: &[&str] = &[
 /// What a reader should see of `s` in one line: each hidden character as
 /// its escape.
 fn literal(s: &str) -> String {
-    show(s, Keep::Nothing).into_owned()
+    show(s, Keep::Nothing).replace(BREAK, "")
 }
 
 #[test]
@@ -188,7 +188,7 @@ fn hidden_characters_are_shown_as_escapes() {
     ] {
         assert!(is_bidi_control(c) && is_hidden(c), "{c:?}");
     }
-    assert!(!is_bidi_control('\u{200B}') && is_hidden('\u{200B}'));
+    assert!(!is_bidi_control('\u{200B}') && !is_hidden('\u{200B}'));
 }
 
 #[test]
@@ -197,6 +197,14 @@ fn a_mermaid_label_cannot_leave_its_quotes() {
         mermaid_label("a\"b`c[d]<e>\n```\u{202E}"),
         "abcde\\n\\u{202e}"
     );
+}
+
+#[test]
+fn escaped_text_passes_prose_unchanged() {
+    for s in HOSTILE {
+        let line = escape_line(s);
+        assert_eq!(neutralize(&line), line, "{s:?}");
+    }
 }
 
 #[test]

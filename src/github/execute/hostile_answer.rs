@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use super::{FilesHome, ShownFile, files_md, image_links};
+use crate::github::texts::{FilesHome, ShownFile, files_md, image_links};
 use crate::markdown::cell_code_span;
 use crate::markdown::gfm::{gfm, tags, text_of};
 use crate::render::{
@@ -107,7 +107,7 @@ fn report_with(names: &[String]) -> Report {
         plan: None,
         status: ReportStatus::Ok,
         stop_reason: None,
-        explanation: Some(crate::explain::template_explanation(None, &result)),
+        explanation: None,
         result: Some(result),
         attempts: vec![],
         code: Some("print(1)\n".into()),
@@ -213,6 +213,11 @@ fn hostile_strings_make_no_markup_and_show_literally() {
         .enumerate()
         .map(|(i, s)| harmless(i, s))
         .collect();
+    // To look at it as a person would: `HOSTILE_ANSWER_MD=/tmp/h.md`, then
+    // `scripts/render-preview --open /tmp/h.md`.
+    if let Some(path) = std::env::var_os("HOSTILE_ANSWER_MD") {
+        std::fs::write(path, &answers(&hostile)[0].1).unwrap();
+    }
     for ((html, md), (twin, _)) in answers(&hostile).into_iter().zip(answers(&plain)) {
         let (got, want) = (markup(&html), markup(&twin));
         if let Some(at) = (0..got.len().max(want.len())).find(|i| got.get(*i) != want.get(*i)) {
