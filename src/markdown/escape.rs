@@ -133,15 +133,23 @@ pub(crate) fn show_hidden(s: &str) -> String {
 
 /// True when a zero-width space goes after `chars[i]`, so that GitHub
 /// neither notifies nor links: `@name` (a mention, or an e-mail address),
-/// `#12` (an issue; with `owner/repo` before it too), `GH-12`, `scheme://`
-/// and `www.` (autolinks).
+/// `#12` (an issue; with `owner/repo` before it too), `GH-12`, `http://`,
+/// `https://`, `ftp://` and `www.` (the schemes GitHub autolinks).
 fn needs_break(chars: &[char], i: usize) -> bool {
     let next = chars.get(i + 1).copied();
     let lower = |j: usize| chars[j].to_ascii_lowercase();
     match chars[i] {
         '@' => next.is_some_and(|n| n.is_alphanumeric() || n == '-' || n == '_'),
         '#' => next.is_some_and(|n| n.is_ascii_digit()),
-        ':' => next == Some('/'),
+        ':' => {
+            let scheme: String = chars[..i]
+                .iter()
+                .rev()
+                .take_while(|c| c.is_ascii_alphabetic())
+                .map(|c| c.to_ascii_lowercase())
+                .collect();
+            next == Some('/') && matches!(scheme.as_str(), "ptth" | "sptth" | "ptf")
+        }
         '-' => {
             i >= 2
                 && lower(i - 2) == 'g'
@@ -191,7 +199,7 @@ fn escape_inline(shown: &str) -> String {
 /// `~`, `#` and `$` are backslash-escaped (no code, table cell, emphasis,
 /// link, image, strikethrough, heading or math); `<`, `>` and `&` are
 /// entities (no HTML, no character reference); `@name`, `#12`, `GH-12`,
-/// `scheme://` and `www.` get a zero-width space (no mention, reference or
+/// `https://` and `www.` get a zero-width space (no mention, reference or
 /// autolink).
 pub(crate) fn escape_line(s: &str) -> String {
     escape_inline(&show(s, Keep::Nothing))

@@ -164,7 +164,10 @@ fn mentions_references_and_links_are_broken() {
         md,
         "@\u{200B}octocat \\#\u{200B}12 GH-\u{200B}3 https:\u{200B}//x.example www\u{200B}.x.example a@\u{200B}b.example"
     );
-    assert_eq!(escape_line("@ alone # 1 x:y"), "@ alone \\# 1 x:y");
+    assert_eq!(
+        escape_line("@ alone # 1 x:y unix:///s FTP://x"),
+        "@ alone \\# 1 x:y unix:///s FTP:\u{200B}//x"
+    );
     assert_eq!(
         html_text("@octocat #1 https://x"),
         "@\u{200B}octocat #\u{200B}1 https:\u{200B}//x"
