@@ -52,7 +52,7 @@ fn report_with(names: &[String]) -> Report {
         json!([{"label": n(0), "v": 1}, {"label": n(1), "v": 2}, {"label": n(2), "v": 3}]),
     );
     result.insert("summary".into(), Value::from(n(3)));
-    result.insert("nested".into(), json!({ n(4): [[1, 2], [3]] }));
+    result.insert("nested".into(), json!({ n(0): [[1, 2], [3]] }));
     let result = Value::Object(result);
     let mut o = outcome();
     o.artifacts = names
