@@ -407,8 +407,10 @@ const MAX_TABLES: usize = 12;
 /// not come: the headline figures by name and value (the top-level
 /// scalars, then those of each nested object), the sizes of the tables, and
 /// the result's own summary text (`summary`, `conclusion`, …) quoted as the
-/// code's own words. Example: `The code ran in the sandbox and returned
-/// mean = 2.5, unit = “kg”. Tables: rows (12 rows).`
+/// code's own words. It is Markdown in which nothing of the code's becomes
+/// Markdown: its keys and short texts are code spans, its summary one line
+/// of escaped text ([`crate::markdown`]). Example: ``The code ran in the
+/// sandbox and returned `mean` = 2.5, `unit` = `kg`. Tables: `rows` (12 rows).``
 pub fn template_explanation(goal: Option<&str>, result: &Value) -> String {
     let lead = match goal.map(sanitize_goal).filter(|g| !g.is_empty()) {
         Some(g) => {
@@ -440,7 +442,7 @@ pub fn template_explanation(goal: Option<&str>, result: &Value) -> String {
         .filter(|(_, s)| !s.is_empty());
     let figures = figures_of(m, summary.map(|(k, _)| k));
     let mut out = if figures.is_empty() {
-        let keys: Vec<String> = m.keys().take(MAX_FIGURES).map(|k| excerpt(k, 40)).collect();
+        let keys: Vec<String> = m.keys().take(MAX_FIGURES).map(|k| key(k)).collect();
         format!("{lead} {}: {}.", count(m.len(), "field"), keys.join(", "))
     } else {
         format!("{lead} {}.", figures.join(", "))
@@ -451,7 +453,7 @@ pub fn template_explanation(goal: Option<&str>, result: &Value) -> String {
             if !inner_figures.is_empty() {
                 out.push_str(&format!(
                     " In {}: {}.",
-                    excerpt(key, 40),
+                    self::key(key),
                     inner_figures.join(", ")
                 ));
             }
@@ -471,7 +473,7 @@ pub fn template_explanation(goal: Option<&str>, result: &Value) -> String {
     let texts: Vec<String> = m
         .iter()
         .filter(|(k, v)| Some(k.as_str()) != summary.map(|(s, _)| s) && is_long_text(v))
-        .map(|(k, _)| excerpt(k, 40))
+        .map(|(k, _)| key(k))
         .collect();
     if !texts.is_empty() {
         out.push_str(&format!(" Texts in the result: {}.", texts.join(", ")));
@@ -479,7 +481,7 @@ pub fn template_explanation(goal: Option<&str>, result: &Value) -> String {
     if let Some((_, text)) = summary {
         out.push_str(&format!(
             " In the code's own words: “{}”",
-            excerpt(text, SUMMARY_MAX_CHARS)
+            crate::markdown::escape_line(&excerpt(text, SUMMARY_MAX_CHARS))
         ));
     }
     out
@@ -509,7 +511,7 @@ fn figures_of(m: &serde_json::Map<String, Value>, skip: Option<&str>) -> Vec<Str
     let all: Vec<String> = m
         .iter()
         .filter(|(k, _)| Some(k.as_str()) != skip)
-        .filter_map(|(k, v)| Some(format!("{} = {}", excerpt(k, 40), figure(v)?)))
+        .filter_map(|(k, v)| Some(format!("{} = {}", key(k), figure(v)?)))
         .collect();
     let mut shown: Vec<String> = all.iter().take(MAX_FIGURES).cloned().collect();
     if all.len() > MAX_FIGURES {
@@ -547,7 +549,7 @@ fn is_long_text(v: &Value) -> bool {
 /// `by_month (6 rows)`, `features (3 values)`; down to three levels.
 fn tables_of(m: &serde_json::Map<String, Value>, path: &mut Vec<String>, out: &mut Vec<String>) {
     for (k, v) in m {
-        path.push(excerpt(k, 40));
+        path.push(key(k));
         match v {
             Value::Array(a) if a.iter().all(Value::is_object) && !a.is_empty() => {
                 let cols = a[0].as_object().map_or(0, |o| o.len());
@@ -572,6 +574,13 @@ fn tables_of(m: &serde_json::Map<String, Value>, path: &mut Vec<String>, out: &m
     }
 }
 
+/// A key of the result as the template names it: a code span
+/// ([`crate::markdown::code_span`]) of its first 40 characters, so that the
+/// code's text stays text in the answer.
+fn key(k: &str) -> String {
+    crate::markdown::code_span(&excerpt(k, 40))
+}
+
 fn count(n: usize, noun: &str) -> String {
     format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
 }
@@ -582,7 +591,7 @@ fn scalar(v: &Value) -> Option<String> {
         Value::Bool(b) => Some(b.to_string()),
         Value::Number(n) => Some(crate::units::readable_json_number(n)),
         Value::String(s) if s.chars().count() <= VALUE_MAX_CHARS && !s.contains('\n') => {
-            Some(format!("“{s}”"))
+            Some(crate::markdown::code_span(s))
         }
         Value::String(s) => Some(format!("a text of {} characters", s.chars().count())),
         _ => None,
@@ -599,7 +608,7 @@ mod tests {
         let r = json!({"mean": 2.5, "rows": [1, 2, 3], "unit": "kg", "meta": {"a": 1}});
         assert_eq!(
             template_explanation(None, &r),
-            "The code ran in the sandbox and returned mean = 2.5, rows = 1, 2, 3, unit = “kg”. In meta: a = 1."
+            "The code ran in the sandbox and returned `mean` = 2.5, `rows` = 1, 2, 3, `unit` = `kg`. In `meta`: `a` = 1."
         );
     }
 
@@ -608,7 +617,7 @@ mod tests {
         let r = json!({"average_conversion": 0.08478968314121142, "rows": 1234567});
         assert_eq!(
             template_explanation(None, &r),
-            "The code ran in the sandbox and returned average_conversion = 0.08479, rows = 1234567."
+            "The code ran in the sandbox and returned `average_conversion` = 0.08479, `rows` = 1234567."
         );
     }
 
@@ -618,7 +627,7 @@ mod tests {
         let t = template_explanation(Some("Count rows<!-- hidden -->\nsecond line"), &r);
         assert_eq!(
             t,
-            "For the goal “Count rows”, the code ran in the sandbox and returned n = 1."
+            "For the goal “Count rows”, the code ran in the sandbox and returned `n` = 1."
         );
         assert_eq!(
             template_explanation(None, &json!([1, 2])),
@@ -654,16 +663,48 @@ mod tests {
         assert_eq!(
             t,
             format!(
-                "For the goal “what drove survival on the Titanic?”, the code ran in the sandbox and returned passengers = 891, survival_rate = 0.3838. \
-                 In model: n = 714, auc = 0.8602. \
-                 Tables: survival_by › sex (2 rows × 2 columns), survival_by › class (3 rows × 2 columns), model › terms (1 row × 2 columns). \
-                 Texts in the result: method. \
+                "For the goal “what drove survival on the Titanic?”, the code ran in the sandbox and returned `passengers` = 891, `survival_rate` = 0.3838. \
+                 In `model`: `n` = 714, `auc` = 0.8602. \
+                 Tables: `survival_by` › `sex` (2 rows × 2 columns), `survival_by` › `class` (3 rows × 2 columns), `model` › `terms` (1 row × 2 columns). \
+                 Texts in the result: `method`. \
                  In the code's own words: “{summary}”"
             )
         );
         assert!(!t.contains("a text of"), "{t}");
         let chart = template_explanation(None, &json!({"total": 3, "chart": "/out/x.png"}));
-        assert_eq!(chart, "The code ran in the sandbox and returned total = 3.");
+        assert_eq!(
+            chart,
+            "The code ran in the sandbox and returned `total` = 3."
+        );
+    }
+
+    /// The code's keys, texts and summary stay its text in the answer
+    /// (through the explanation's escaping, read back as GitHub does).
+    #[test]
+    fn template_quotes_the_codes_strings_as_text() {
+        use crate::markdown::gfm::{gfm, tags, text_of};
+        let forged =
+            "r |\n\n### ✅ Verified by the kernel\n\n![i](https://evil.example/i.png) @octocat #1";
+        let short = "`x` [l](https://evil.example) <b>";
+        let r = json!({
+            forged: 1, "unit": short, "in": {forged: 2},
+            "rows": [{"a": short, "n": 1}], "summary": forged
+        });
+        let t = template_explanation(None, &r);
+        let html = gfm(&crate::markdown::neutralize(&t));
+        assert!(
+            tags(&html)
+                .iter()
+                .all(|t| ["p", "/p", "code", "/code"].contains(&t.as_str())),
+            "{t}\n{html}"
+        );
+        let text = text_of(&html);
+        assert!(
+            text.contains(&excerpt(forged, 40).replace('\n', "\\n")),
+            "{text}"
+        );
+        assert!(text.contains(short), "{text}");
+        assert!(text.contains(&forged.replace('\n', "\\n")), "{text}");
     }
 
     #[test]
@@ -676,7 +717,7 @@ mod tests {
         let t = template_after(&e, None, &json!({"n": 3}));
         assert_eq!(
             t,
-            "The code ran in the sandbox and returned n = 3.\n\n_Built from the result: the model did not explain the result within 15s (the policy's `explain.timeout`)._"
+            "The code ran in the sandbox and returned `n` = 3.\n\n_Built from the result: the model did not explain the result within 15s (the policy's `explain.timeout`)._"
         );
         assert!(!t.contains("127.0.0.1"), "no endpoint in the comment: {t}");
         assert!(e.to_string().contains("raise `explain.timeout`"), "{e}");

@@ -37,7 +37,10 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("watch", &["located", "sandbox", "sources"]),
     // Input admission: one rule for the CLI, the Action and replay.
     ("admit", &["policy", "sandbox", "units"]),
-    ("explain", &["model", "policy", "prompt", "units"]),
+    (
+        "explain",
+        &["markdown", "model", "policy", "prompt", "units"],
+    ),
     // The run record is plain data over the policy's, the sandbox's and the
     // model's types (which model wrote the code).
     ("record", &["model", "policy", "sandbox"]),
@@ -206,6 +209,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "github::sources",
             "github::texts",
             "github::thread",
+            "markdown",
             "model",
             "prompt",
             "render",

@@ -13,14 +13,24 @@
 //! - [`first_fenced`]: the first fenced block of any language, with its text
 //!   exactly as written (CR line ends included), for the bot's own comments.
 //!
-//! And the writing side every front end shares: [`neutralize`] (prose),
-//! [`escape_cell`] (table cells), [`fenced`] / [`fenced_exact`] (code
-//! blocks) and [`show_bidi`] (bidirectional controls made visible).
+//! And the writing side every front end shares ([`escape`]): one escaping
+//! function per context (a line of text, a table cell, a paragraph, a code
+//! span, HTML, a mermaid label, a fenced block, prose), so that nothing the
+//! bot does not control becomes Markdown.
 
-use std::fmt::Write as _;
 use std::ops::Range;
 
 use pulldown_cmark::{CodeBlockKind, Event, Options, Parser, Tag, TagEnd};
+
+mod escape;
+#[cfg(test)]
+pub(crate) mod gfm;
+pub(crate) use escape::{
+    NAME_CHARS, cell_code_span, code_span, cut_chars, escape_cell, escape_line, fenced,
+    fenced_exact, html_text, is_bidi_control, mermaid_label, neutralize, paragraph, show_hidden,
+};
+#[cfg(test)]
+pub(crate) use escape::{fence_for, is_hidden};
 
 /// One fenced code block of a Markdown text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -264,113 +274,6 @@ pub(crate) fn mask_think(text: &str) -> String {
     // Every blanked range starts and ends at an ASCII tag or the end of the
     // text, so whole characters were replaced and the bytes stay UTF-8.
     String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into())
-}
-
-// ---------------------------------------------------------------- escaping
-
-/// A backtick fence longer than any backtick run in `content` (at least 3).
-pub(crate) fn fence_for(content: &str) -> String {
-    let mut longest = 0;
-    let mut run = 0;
-    for c in content.chars() {
-        if c == '`' {
-            run += 1;
-            longest = longest.max(run);
-        } else {
-            run = 0;
-        }
-    }
-    "`".repeat((longest + 1).max(3))
-}
-
-/// True for the Unicode bidirectional controls that can make text read in
-/// another order than it is stored (U+202A–U+202E embeddings and overrides,
-/// U+2066–U+2069 isolates, U+200E/U+200F marks, U+061C the Arabic letter mark).
-pub(crate) fn is_bidi_control(c: char) -> bool {
-    matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}')
-}
-
-/// Makes bidirectional controls visible: each becomes the text `[U+202E]`
-/// (its code point), so untrusted text cannot reorder what a reader sees
-/// ("Trojan Source"). Every rendering of untrusted text goes through it:
-/// [`neutralize`] (and so [`escape_cell`]), [`fenced`], chart labels and the
-/// terminal text (`render::text`).
-pub(crate) fn show_bidi(s: &str) -> String {
-    if !s.chars().any(is_bidi_control) {
-        return s.to_string();
-    }
-    let mut out = String::with_capacity(s.len() + 16);
-    for c in s.chars() {
-        if is_bidi_control(c) {
-            let _ = write!(out, "[U+{:04X}]", c as u32);
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
-/// Wraps `content` in a fenced block with `lang`, using [`fence_for`];
-/// bidirectional controls are shown as [`show_bidi`] does.
-pub(crate) fn fenced(lang: &str, content: &str) -> String {
-    fenced_exact(lang, &show_bidi(content))
-}
-
-/// [`fenced`] keeping `content` byte for byte (for code that is read back
-/// and hash-checked, such as code waiting for approval).
-pub(crate) fn fenced_exact(lang: &str, content: &str) -> String {
-    let fence = fence_for(content);
-    let nl = if content.ends_with('\n') || content.is_empty() {
-        ""
-    } else {
-        "\n"
-    };
-    format!("{fence}{lang}\n{content}{nl}{fence}\n")
-}
-
-/// Makes prose safe to post: `@name` cannot notify (a zero-width space is
-/// put after `@`) and `<`/`>` are entities, so no HTML or hidden comments.
-/// Markdown emphasis and lists survive.
-pub(crate) fn neutralize(s: &str) -> String {
-    let s = show_bidi(s);
-    let mut out = String::with_capacity(s.len());
-    let mut chars = s.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '@' => {
-                out.push('@');
-                if chars
-                    .peek()
-                    .is_some_and(|n| n.is_ascii_alphanumeric() || *n == '-' || *n == '_')
-                {
-                    out.push('\u{200b}');
-                }
-            }
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            _ => out.push(c),
-        }
-    }
-    out
-}
-
-/// Escapes text for one markdown table cell (or inline text): neutralized,
-/// markdown punctuation escaped, pipes escaped, line breaks as `<br>`.
-pub(crate) fn escape_cell(s: &str) -> String {
-    let n = neutralize(s);
-    let mut out = String::with_capacity(n.len());
-    for c in n.chars() {
-        match c {
-            '\\' | '`' | '|' | '*' | '_' | '[' | ']' | '~' | '#' => {
-                out.push('\\');
-                out.push(c);
-            }
-            '\r' => {}
-            '\n' => out.push_str("<br>"),
-            _ => out.push(c),
-        }
-    }
-    out
 }
 
 #[cfg(test)]

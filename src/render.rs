@@ -106,17 +106,10 @@ pub struct ResultImage {
 
 /// The escaping helpers live in the shared Markdown module (so the GitHub
 /// texts use them without knowing render); re-exported for the renderers.
-pub(crate) use crate::markdown::{escape_cell, fenced, is_bidi_control, neutralize, show_bidi};
-
-/// Cuts `s` to at most `max` characters, adding `…` when cut.
-pub(crate) fn cut_chars(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        return s.to_string();
-    }
-    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
-    out.push('…');
-    out
-}
+pub(crate) use crate::markdown::{
+    NAME_CHARS, cell_code_span, code_span, cut_chars, escape_cell, escape_line, fenced, html_text,
+    is_bidi_control, mermaid_label, neutralize, paragraph, show_hidden,
+};
 
 fn tail_chars(s: &str, max: usize) -> (String, bool) {
     let n = s.chars().count();
@@ -595,7 +588,7 @@ fn code_md(report: &Report, code: &str, b: &Budget) -> String {
     if code.chars().any(is_bidi_control) {
         let _ = writeln!(
             s,
-            "_The code contains bidirectional control characters, shown as `[U+…]`; the sha256 is of the exact code (in the JSON report)._\n"
+            "_The code contains bidirectional control characters, shown as `\\u{{…}}`; the sha256 is of the exact code (in the JSON report)._\n"
         );
     }
     let _ = writeln!(s, "sha256: `{sha}`\n</details>");
@@ -729,17 +722,17 @@ fn sandbox_md(o: &Outcome, b: &Budget) -> String {
             .take(b.items.max(5))
             .map(|a| {
                 format!(
-                    "`{}` ({}, sha256 `{}`)",
-                    a.name.replace('`', "'"),
+                    "{} ({}, sha256 `{}`)",
+                    cell_code_span(&cut_chars(&a.name, NAME_CHARS)),
                     ByteSize(a.size),
                     short_sha(&a.sha256)
                 )
             })
             .collect();
-        let _ = writeln!(s, "| Artifacts | {} |", escape_pipes(&arts.join(", ")));
+        let _ = writeln!(s, "| Artifacts | {} |", arts.join(", "));
     }
     for n in o.notes.iter().take(b.items.max(1)) {
-        let _ = writeln!(s, "| Note | {} |", escape_cell(&cut_chars(n, 300)));
+        let _ = writeln!(s, "| Note | {} |", escape_line(&cut_chars(n, 300)));
     }
     s.push('\n');
     s.push_str(&audit::audit_md(o, b.items));
@@ -786,10 +779,6 @@ fn cpu_quota_row(c: &crate::sandbox::CgroupFacts) -> Option<String> {
         );
     }
     Some(row)
-}
-
-fn escape_pipes(s: &str) -> String {
-    show_bidi(s).replace('|', "\\|")
 }
 
 fn fmt_ms(ms: u64) -> String {
@@ -947,7 +936,7 @@ pub(crate) fn text(report: &Report) -> String {
             );
         }
     }
-    show_bidi(&s)
+    show_hidden(&s)
 }
 
 #[cfg(test)]

@@ -681,6 +681,9 @@ fn publish(
 }
 
 #[cfg(test)]
+mod hostile_answer;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

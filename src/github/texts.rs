@@ -40,7 +40,10 @@ pub(crate) use watch::{
 use serde::{Deserialize, Serialize};
 
 use crate::github::command::Subcommand;
-use crate::markdown::{escape_cell, fenced_exact, is_bidi_control, neutralize};
+use crate::markdown::{
+    NAME_CHARS, code_span, cut_chars, escape_cell, escape_line, fenced_exact, is_bidi_control,
+    neutralize,
+};
 use crate::policy::{Finding, Permission, Severity};
 use crate::report::{Report, ReportStatus};
 
@@ -793,34 +796,15 @@ fn size_text(bytes: u64) -> String {
     }
 }
 
-/// A file name as an image's alt text: no brackets, backticks or line
-/// breaks that could end the image early.
+/// A file name as an image's alt text ([`escape_line`]), cut at
+/// [`NAME_CHARS`].
 fn alt_text(name: &str) -> String {
-    neutralize(name)
-        .chars()
-        .map(|c| match c {
-            '[' | ']' | '(' | ')' | '`' | '\\' | '!' | '<' | '>' => '_',
-            c if c.is_control() => '_',
-            c => c,
-        })
-        .collect()
+    escape_line(&cut_chars(name, NAME_CHARS))
 }
 
-/// A file name in a code span.
+/// A file name as a code span ([`code_span`]), cut at [`NAME_CHARS`].
 fn name_code(name: &str) -> String {
-    format!("`{}`", show_name(name).replace('`', "'"))
-}
-
-fn show_name(name: &str) -> String {
-    name.chars()
-        .map(|c| {
-            if c.is_control() || is_bidi_control(c) {
-                '_'
-            } else {
-                c
-            }
-        })
-        .collect()
+    code_span(&cut_chars(name, NAME_CHARS))
 }
 
 /// The images of `files` that have a link: (name in `/out`, link), for
@@ -989,7 +973,7 @@ mod tests {
         );
         assert!(
             md.contains(
-                "![a__x_ &lt;img src=y&gt;.png](https://h/o/r/blob/s/a.png?raw=true)\n\n<sub>"
+                "![a\\](x) &lt;img src=y&gt;.png](https://h/o/r/blob/s/a.png?raw=true)\n\n<sub>"
             ),
             "{md}"
         );

@@ -5,21 +5,17 @@ use std::fmt::Write as _;
 
 use crate::sandbox::{KernelRecord, Outcome, RunStatus, Source, Witness};
 
-use super::{cut_chars, escape_cell, show_bidi};
+use super::{NAME_CHARS, cell_code_span, cut_chars, escape_line};
 
-/// Up to `max` items as code spans that are safe in a table cell (no
-/// backtick, pipe or line break of the code's survives), then "… and N more".
+/// Up to `max` items, each cut at [`NAME_CHARS`], as code spans in a
+/// table cell ([`cell_code_span`]), then "… and N more".
 fn items(list: &[String], max: usize) -> String {
     let mut s = String::new();
     for it in list.iter().take(max) {
         if !s.is_empty() {
             s.push_str(", ");
         }
-        let safe = show_bidi(&cut_chars(it, 200))
-            .replace('`', "'")
-            .replace('|', "\\|")
-            .replace(['\n', '\r'], " ");
-        let _ = write!(s, "`{safe}`");
+        s.push_str(&cell_code_span(&cut_chars(it, NAME_CHARS)));
     }
     if list.len() > max {
         let _ = write!(s, " … and {} more", list.len() - max);
@@ -41,7 +37,7 @@ pub(super) fn audit_md(o: &Outcome, max: usize) -> String {
             s,
             "**🚫 The run's record was tampered with** ({}), so nothing the code reported is taken: {}\n",
             Source::KernelObserved.label(),
-            escape_cell(&cut_chars(&o.tampered.join("; "), 1200))
+            escape_line(&cut_chars(&o.tampered.join("; "), 1200))
         );
     }
     s.push_str(
@@ -432,7 +428,7 @@ mod tests {
         let mut k = notify();
         k.files[0].path = "/tmp/a|b`c\nd".into();
         let md = audit_md(&outcome(Some(k)), 10);
-        assert!(md.contains("`/tmp/a\\|b'c d (r)`"), "{md}");
+        assert!(md.contains("``/tmp/a\\|b`c\\nd (r)``"), "{md}");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::show_bidi;
+use super::mermaid_label;
 use crate::units::{readable_json_number, readable_number};
 
 /// Most points a chart shows.
@@ -179,12 +179,10 @@ fn find_series_for(result: &Value, hint: Option<&str>) -> Option<Series> {
         .find_map(|(k, v)| series_of(v, k, hint))
 }
 
+/// A title or label as the chart shows it: [`mermaid_label`], at most 40
+/// characters.
 fn chart_text(s: &str) -> String {
-    show_bidi(s)
-        .chars()
-        .filter(|c| !matches!(c, '"' | '`' | '\n' | '\r' | '[' | ']' | '<' | '>'))
-        .take(40)
-        .collect()
+    mermaid_label(s).chars().take(40).collect()
 }
 
 fn num(v: f64) -> String {

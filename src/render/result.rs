@@ -13,13 +13,17 @@
 //!   a folded `<details>` block with the pretty-printed JSON, cut only at
 //!   [`Budget::json`] characters and said so — never one line cut with `…`.
 //!
-//! Every text from the result is escaped ([`escape_cell`], [`neutralize`]).
+//! Every text from the result is escaped for where it stands
+//! ([`crate::markdown`]'s escaping: keys as [`escape_line`], texts as
+//! [`escape_cell`] or a paragraph, JSON titles as [`html_text`]).
 
 use std::fmt::Write as _;
 
 use serde_json::{Map, Value};
 
-use super::{Budget, ResultImage, cut_chars, escape_cell, fenced, neutralize};
+use super::{
+    Budget, ResultImage, code_span, cut_chars, escape_cell, escape_line, fenced, html_text,
+};
 use crate::units::readable_json_number;
 
 /// Most characters of a text shown in a table cell; a longer text value of
@@ -154,7 +158,7 @@ fn fields_text(n: usize) -> String {
 }
 
 fn key_text(k: &str) -> String {
-    escape_cell(&cut_chars(k, KEY_CHARS))
+    escape_line(&cut_chars(k, KEY_CHARS))
 }
 
 /// `survival_by › sex`, escaped for Markdown.
@@ -290,11 +294,11 @@ impl Layout<'_> {
             Shape::Image(image) => {
                 let _ = write!(
                     self.out,
-                    "\n**{}**\n\n![{}]({})\n\n<sub>`{}`</sub>\n",
+                    "\n**{}**\n\n![{}]({})\n\n<sub>{}</sub>\n",
                     path_text(path),
                     key_text(path.last().copied().unwrap_or("chart")),
                     image.url,
-                    image.name.replace('`', "'")
+                    code_span(&cut_chars(&image.name, super::NAME_CHARS))
                 );
             }
             _ => self.out.push_str(&folded_json(path, v, self.b.json)),
@@ -397,15 +401,7 @@ fn paragraph(text: &str, max: usize) -> String {
     let text = text.trim();
     let n = text.chars().count();
     let shown: String = text.chars().take(max).collect();
-    let mut p = escape_cell(&shown);
-    // A leading `-`, `+`, `=` or `1.` would start a list or a rule.
-    let digits = p.chars().take_while(char::is_ascii_digit).count();
-    if p.starts_with(['-', '+', '=']) {
-        p.insert(0, '\\');
-    } else if digits > 0 && p[digits..].starts_with(['.', ')']) {
-        p.insert(digits, '\\');
-    }
-    let mut s = format!("{p}\n");
+    let mut s = format!("{}\n", super::paragraph(&shown));
     if n > max {
         let _ = writeln!(
             s,
@@ -426,7 +422,7 @@ fn folded_json(path: &[&str], v: &Value, max: usize) -> String {
         "result".to_string()
     } else {
         path.iter()
-            .map(|k| neutralize(&cut_chars(k, KEY_CHARS)))
+            .map(|k| html_text(&cut_chars(k, KEY_CHARS)))
             .collect::<Vec<_>>()
             .join(" › ")
     };

@@ -185,7 +185,10 @@ fn escape_cell_rules() {
     assert_eq!(escape_cell("a\r\nb"), "a<br>b");
     assert_eq!(escape_cell("@user"), "@\u{200b}user");
     assert_eq!(escape_cell("x@y.com"), "x@\u{200b}y.com");
-    assert_eq!(escape_cell("[link](http://x)"), "\\[link\\](http://x)");
+    assert_eq!(
+        escape_cell("[link](http://x)"),
+        "\\[link\\](http:\u{200b}//x)"
+    );
     assert_eq!(escape_cell("`code`"), "\\`code\\`");
     assert_eq!(neutralize("@ alone"), "@ alone");
 }
@@ -465,20 +468,14 @@ fn bidi_controls_are_shown_in_values_keys_goal_output_and_code() {
             !md.chars().any(is_bidi_control),
             "a bidi control got through:\n{md}"
         );
-        assert!(md.contains("U+202E"), "{md}");
+        assert!(md.contains("u{202e}"), "{md}");
     }
     let md = markdown(&r, &ctx());
-    assert!(md.contains("invoice\\[U+202E\\]fdp.exe"), "{md}");
-    assert!(md.contains("U+2066") && md.contains("U+200F") && md.contains("U+061C"));
+    assert!(md.contains("invoice\\\\u{202e}fdp.exe"), "{md}");
+    assert!(md.contains("u{2066}") && md.contains("u{200f}") && md.contains("u{61c}"));
     assert!(md.contains("bidirectional control characters"), "{md}");
-    assert_eq!(show_bidi("plain"), "plain");
-    assert_eq!(show_bidi("a\u{202A}b"), "a[U+202A]b");
-    for c in [
-        '\u{202A}', '\u{202E}', '\u{2066}', '\u{2069}', '\u{200E}', '\u{200F}', '\u{061C}',
-    ] {
-        assert!(is_bidi_control(c), "{c:?}");
-    }
-    assert!(!is_bidi_control('\u{200B}') && !is_bidi_control('a'));
+    assert_eq!(show_hidden("plain"), "plain");
+    assert_eq!(show_hidden("a\u{202A}b"), "a\\u{202a}b");
 }
 
 #[test]
