@@ -207,16 +207,6 @@ pub(crate) fn readable_number(v: f64) -> String {
     if t == "-0" { "0".into() } else { t }
 }
 
-/// [`readable_number`] for a JSON number (integers exactly as written).
-pub(crate) fn readable_json_number(n: &serde_json::Number) -> String {
-    if n.is_i64() || n.is_u64() {
-        return n.to_string();
-    }
-    n.as_f64()
-        .map(readable_number)
-        .unwrap_or_else(|| n.to_string())
-}
-
 /// Numbers from this magnitude on are written with thousands separators
 /// (`1,204`); a year is a [`NumberKind::Label`] and stays `2026`.
 const GROUP_FROM: f64 = 1_000.0;
