@@ -265,7 +265,10 @@ fn delimited(
     let kind = names.iter().position(|n| n == KIND_COLUMN);
     let (facts, kinds, last) = csv::column_facts(text, &dialect, file.whole, names.len(), kind);
     let said = if level == DataLevel::Preview {
-        let unseen = facts.rows.saturating_sub(table.rows.len()).min(CSV_LAST_ROWS);
+        let unseen = facts
+            .rows
+            .saturating_sub(table.rows.len())
+            .min(CSV_LAST_ROWS);
         if unseen > 0 {
             out.push_str(&format!(
                 "\nLast {unseen} row(s) read (data rows {} to {}):",
