@@ -424,6 +424,9 @@ pub(crate) fn read_table(text: &str, dialect: &CsvDialect, whole: bool, keep: us
     table
 }
 
+/// The first record of a kind, with its 1-based data row number.
+pub(crate) type KindRow = (usize, Vec<String>);
+
 /// The last records [`column_facts`] keeps.
 const LAST_KEPT: usize = 2;
 
@@ -439,11 +442,7 @@ pub(crate) fn column_facts(
     whole: bool,
     width: usize,
     kind_column: Option<usize>,
-) -> (
-    super::columns::Facts,
-    Vec<(usize, Vec<String>)>,
-    Vec<Vec<String>>,
-) {
+) -> (super::columns::Facts, Vec<KindRow>, Vec<Vec<String>>) {
     let mut records = Records::new(text.as_bytes(), dialect.delimiter, whole);
     let mut facts = super::columns::Facts::new(width, dialect.decimal_comma);
     let mut kinds: Vec<(usize, Vec<String>)> = Vec::new();
