@@ -409,8 +409,61 @@ fn render_md(report: &Report, ctx: &RenderContext, b: &Budget, cut_note: Option<
         s.push('\n');
         s.push_str(note);
     }
-    // The answer first: the explanation (the conclusion), the headline
-    // figures, the charts, the tables; then the details.
+    s.push_str(&answer_md(report, ctx, b));
+    let command = ctx.command.as_deref().unwrap_or("/compute");
+    let approval = ctx.approval.as_deref().filter(|_| {
+        matches!(
+            report.status,
+            ReportStatus::NeedsApproval | ReportStatus::Planned
+        )
+    });
+    if let Some(block) = approval {
+        s.push('\n');
+        s.push_str(block);
+    } else if let Some(code) = &report.code {
+        s.push('\n');
+        s.push_str(&code_md(report, code, b));
+    }
+    if approval.is_none()
+        && let Some(v) = &report.verdict
+        && !v.findings.is_empty()
+    {
+        s.push('\n');
+        s.push_str(&findings_md(v, b.items));
+    }
+    if let Some(o) = &report.outcome {
+        s.push('\n');
+        s.push_str(&sandbox_md(o, b));
+    }
+    if report.attempts.len() > 1 {
+        s.push('\n');
+        s.push_str(&attempts_md(&report.attempts));
+    }
+    if report.record.is_some() {
+        s.push_str(&crate::record::reproduce_line(command));
+    }
+    s.push_str("\n---\n");
+    let mut foot = Vec::new();
+    if let Some(url) = &ctx.run_url {
+        foot.push(format!("[Workflow run]({url})"));
+    }
+    if let Some(p) = &report.policy {
+        foot.push(format!("policy `{}`", p.replace('`', "'")));
+    }
+    foot.push(crate::usage::Usage::of(report).line());
+    if let Some(m) = report.code_model() {
+        foot.push(model_md(&m.model, &m.provider, m.fallback));
+    }
+    foot.push(format!("compute-bot {}", env!("CARGO_PKG_VERSION")));
+    let _ = writeln!(s, "<sub>{}</sub>", foot.join(" · "));
+    s
+}
+
+/// The answer, first: the explanation (the conclusion), the headline
+/// figures, the charts, the tables and the rounding rule; the details
+/// (code, sandbox, attempts) follow it.
+fn answer_md(report: &Report, ctx: &RenderContext, b: &Budget) -> String {
+    let mut s = String::new();
     if let Some(ex) = &report.explanation {
         let _ = write!(s, "\n{}\n", neutralize(&cut_chars(ex.trim(), b.prose)));
         let n = ex.trim().chars().count();
@@ -464,52 +517,6 @@ fn render_md(report: &Report, ctx: &RenderContext, b: &Budget, cut_note: Option<
     {
         s.push_str(&rounding_note());
     }
-    let command = ctx.command.as_deref().unwrap_or("/compute");
-    let approval = ctx.approval.as_deref().filter(|_| {
-        matches!(
-            report.status,
-            ReportStatus::NeedsApproval | ReportStatus::Planned
-        )
-    });
-    if let Some(block) = approval {
-        s.push('\n');
-        s.push_str(block);
-    } else if let Some(code) = &report.code {
-        s.push('\n');
-        s.push_str(&code_md(report, code, b));
-    }
-    if approval.is_none()
-        && let Some(v) = &report.verdict
-        && !v.findings.is_empty()
-    {
-        s.push('\n');
-        s.push_str(&findings_md(v, b.items));
-    }
-    if let Some(o) = &report.outcome {
-        s.push('\n');
-        s.push_str(&sandbox_md(o, b));
-    }
-    if report.attempts.len() > 1 {
-        s.push('\n');
-        s.push_str(&attempts_md(&report.attempts));
-    }
-    if report.record.is_some() {
-        s.push_str(&crate::record::reproduce_line(command));
-    }
-    s.push_str("\n---\n");
-    let mut foot = Vec::new();
-    if let Some(url) = &ctx.run_url {
-        foot.push(format!("[Workflow run]({url})"));
-    }
-    if let Some(p) = &report.policy {
-        foot.push(format!("policy `{}`", p.replace('`', "'")));
-    }
-    foot.push(crate::usage::Usage::of(report).line());
-    if let Some(m) = report.code_model() {
-        foot.push(model_md(&m.model, &m.provider, m.fallback));
-    }
-    foot.push(format!("compute-bot {}", env!("CARGO_PKG_VERSION")));
-    let _ = writeln!(s, "<sub>{}</sub>", foot.join(" · "));
     s
 }
 
