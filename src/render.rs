@@ -489,7 +489,10 @@ fn answer_md(report: &Report, ctx: &RenderContext, b: &Budget) -> String {
         s.push_str(&parts.headline);
         s.push_str(&parts.charts);
     }
-    if let Some(files) = &ctx.files {
+    // The run's files are the charts when the result names none of its
+    // images; else they follow the tables.
+    let files_first = parts.as_ref().is_none_or(|p| p.charts.is_empty());
+    if let Some(files) = ctx.files.as_ref().filter(|_| files_first) {
         s.push('\n');
         s.push_str(&files.markdown);
     }
@@ -516,6 +519,10 @@ fn answer_md(report: &Report, ctx: &RenderContext, b: &Budget) -> String {
         .is_some_and(|r| rounds_numbers("", r))
     {
         s.push_str(&rounding_note());
+    }
+    if let Some(files) = ctx.files.as_ref().filter(|_| !files_first) {
+        s.push('\n');
+        s.push_str(&files.markdown);
     }
     s
 }
