@@ -27,8 +27,10 @@ const EARLIER_MAX_CHARS: usize = 1_500;
 const METHOD_MAX_LINES: usize = 25;
 /// Most characters of the goal put into the explanation prompt.
 const GOAL_MAX_CHARS: usize = 2_000;
-/// Completion budget of the explanation call.
-const EXPLAIN_MAX_TOKENS: u32 = 300;
+/// Completion budget of the explanation call: the 2 to 4 sentences take
+/// 150 to 200 tokens; a model that reasons before it writes spends several
+/// hundred more, which 300 cut short.
+const EXPLAIN_MAX_TOKENS: u32 = 1_000;
 
 const SYSTEM: &str = "You explain the result of a computation to the person who asked for it. \
 The result JSON below was produced by code that actually ran; it is the only source of figures. \
@@ -432,7 +434,7 @@ pub fn template_explanation(goal: Option<&str>, result: &Value) -> String {
         other => {
             return format!(
                 "{lead} {}.",
-                scalar(other).unwrap_or_else(|| "a value".into())
+                scalar("", other).unwrap_or_else(|| "a value".into())
             );
         }
     };
@@ -511,7 +513,7 @@ fn figures_of(m: &serde_json::Map<String, Value>, skip: Option<&str>) -> Vec<Str
     let all: Vec<String> = m
         .iter()
         .filter(|(k, _)| Some(k.as_str()) != skip)
-        .filter_map(|(k, v)| Some(format!("{} = {}", key(k), figure(v)?)))
+        .filter_map(|(k, v)| Some(format!("{} = {}", key(k), figure(k, v)?)))
         .collect();
     let mut shown: Vec<String> = all.iter().take(MAX_FIGURES).cloned().collect();
     if all.len() > MAX_FIGURES {
@@ -522,7 +524,7 @@ fn figures_of(m: &serde_json::Map<String, Value>, skip: Option<&str>) -> Vec<Str
 
 /// A scalar, or a short list of scalars, as the template names it; `None`
 /// for anything else (tables, objects, long texts, `/out/` file names).
-fn figure(v: &Value) -> Option<String> {
+fn figure(key: &str, v: &Value) -> Option<String> {
     match v {
         // A long text, or a file the code saved (a chart): not a figure.
         _ if is_long_text(v) => None,
@@ -532,11 +534,11 @@ fn figure(v: &Value) -> Option<String> {
                 && a.len() <= 6
                 && a.iter().all(|x| !x.is_object() && !x.is_array()) =>
         {
-            let parts: Vec<String> = a.iter().filter_map(scalar).collect();
+            let parts: Vec<String> = a.iter().filter_map(|x| scalar(key, x)).collect();
             Some(parts.join(", "))
         }
         Value::Array(_) | Value::Object(_) => None,
-        other => scalar(other),
+        other => scalar(key, other),
     }
 }
 
@@ -585,11 +587,16 @@ fn count(n: usize, noun: &str) -> String {
     format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
 }
 
-fn scalar(v: &Value) -> Option<String> {
+/// A scalar under `key` as the template names it: a number as people write
+/// it for what the key names (`crate::units::display_json_number`).
+fn scalar(key: &str, v: &Value) -> Option<String> {
     match v {
         Value::Null => Some("null".into()),
         Value::Bool(b) => Some(b.to_string()),
-        Value::Number(n) => Some(crate::units::readable_json_number(n)),
+        Value::Number(n) => Some(crate::units::display_json_number(
+            n,
+            crate::units::NumberKind::of_key(key),
+        )),
         Value::String(s) if s.chars().count() <= VALUE_MAX_CHARS && !s.contains('\n') => {
             Some(crate::markdown::code_span(s))
         }
@@ -614,10 +621,10 @@ mod tests {
 
     #[test]
     fn template_numbers_have_significant_digits_and_integers_stay_exact() {
-        let r = json!({"average_conversion": 0.08478968314121142, "rows": 1234567});
+        let r = json!({"average_conversion": 0.08478968314121142, "rows": 1234567, "revenue": 111797.4});
         assert_eq!(
             template_explanation(None, &r),
-            "The code ran in the sandbox and returned `average_conversion` = 0.08479, `rows` = 1234567."
+            "The code ran in the sandbox and returned `average_conversion` = 0.08479, `rows` = 1,234,567, `revenue` = 111,797.40."
         );
     }
 

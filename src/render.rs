@@ -8,7 +8,7 @@
 //! a result, the goal or the model is escaped so that it cannot inject HTML,
 //! mentions or table cells.
 
-use crate::units::{SIGNIFICANT_DIGITS, readable_json_number};
+use crate::units::{NumberKind, SIGNIFICANT_DIGITS, display_json_number};
 use std::fmt::Write as _;
 
 use serde_json::Value;
@@ -24,8 +24,14 @@ mod result;
 #[cfg(test)]
 use chart::chart;
 pub(crate) use chart::chart_for;
-use chart::has_rounded_numbers;
-use result::{images_shown_in, is_scalar, result_md};
+use result::{images_shown_in, is_scalar, result_md, rounds_numbers};
+
+/// The rule numbers are rounded by, under the tables when some number is.
+fn rounding_note() -> String {
+    format!(
+        "\n_Numbers are rounded to {SIGNIFICANT_DIGITS} significant digits, never inside the integer part, and amounts of money to the cent; the JSON report and the `result` output have every digit._\n"
+    )
+}
 
 /// GitHub's limit on a comment body, in characters.
 pub const COMMENT_LIMIT: usize = 65_536;
@@ -396,51 +402,7 @@ fn render_md(report: &Report, ctx: &RenderContext, b: &Budget, cut_note: Option<
         s.push('\n');
         s.push_str(note);
     }
-    if let Some(answer) = report.result.as_ref().and_then(answer_of) {
-        let _ = writeln!(s, "\n**Answer:** {answer}");
-    }
-    if let Some(result) = &report.result
-        && !result.is_null()
-        && !is_scalar(result)
-    {
-        let images = ctx.files.as_ref().map_or(&[][..], |f| &f.images[..]);
-        s.push_str("\n#### Result\n\n");
-        s.push_str(&result_md(result, b, images));
-    }
-    if report.result.as_ref().is_some_and(has_rounded_numbers) {
-        let _ = writeln!(
-            s,
-            "\n_Numbers are shown to {SIGNIFICANT_DIGITS} significant digits; the JSON report and the `result` output have every digit._"
-        );
-    }
-    if let Some(ex) = &report.explanation {
-        let _ = write!(
-            s,
-            "\n#### Explanation\n\n{}\n",
-            neutralize(&cut_chars(ex.trim(), b.prose))
-        );
-        let n = ex.trim().chars().count();
-        if n > b.prose {
-            let _ = writeln!(
-                s,
-                "\n_The explanation was cut at {} of {n} characters._",
-                b.prose
-            );
-        }
-    }
-    if let Some(files) = &ctx.files {
-        s.push('\n');
-        s.push_str(&files.markdown);
-    }
-    if let Some(chart) = report
-        .result
-        .as_ref()
-        .filter(|_| !ctx.files.as_ref().is_some_and(|f| f.has_images))
-        .and_then(|r| chart_for(r, report.goal.as_deref()))
-    {
-        s.push('\n');
-        s.push_str(&chart);
-    }
+    s.push_str(&answer_md(report, ctx, b));
     let command = ctx.command.as_deref().unwrap_or("/compute");
     let approval = ctx.approval.as_deref().filter(|_| {
         matches!(
@@ -487,6 +449,74 @@ fn render_md(report: &Report, ctx: &RenderContext, b: &Budget, cut_note: Option<
     }
     foot.push(format!("compute-bot {}", env!("CARGO_PKG_VERSION")));
     let _ = writeln!(s, "<sub>{}</sub>", foot.join(" · "));
+    s
+}
+
+/// The answer, first: the explanation (the conclusion), the headline
+/// figures, the charts, the tables and the rounding rule; the details
+/// (code, sandbox, attempts) follow it.
+fn answer_md(report: &Report, ctx: &RenderContext, b: &Budget) -> String {
+    let mut s = String::new();
+    if let Some(ex) = &report.explanation {
+        let _ = write!(s, "\n{}\n", neutralize(&cut_chars(ex.trim(), b.prose)));
+        let n = ex.trim().chars().count();
+        if n > b.prose {
+            let _ = writeln!(
+                s,
+                "\n_The explanation was cut at {} of {n} characters._",
+                b.prose
+            );
+        }
+    }
+    if let Some(answer) = report.result.as_ref().and_then(answer_of) {
+        let _ = writeln!(s, "\n**Answer:** {answer}");
+    }
+    let images = ctx.files.as_ref().map_or(&[][..], |f| &f.images[..]);
+    let parts = report
+        .result
+        .as_ref()
+        .filter(|r| !r.is_null() && !is_scalar(r))
+        .map(|r| result_md(r, b, images));
+    if let Some(parts) = &parts {
+        s.push_str("\n#### Result\n\n");
+        s.push_str(&parts.headline);
+        s.push_str(&parts.charts);
+    }
+    // The run's files are the charts when the result names none of its
+    // images; else they follow the tables.
+    let files_first = parts.as_ref().is_none_or(|p| p.charts.is_empty());
+    if let Some(files) = ctx.files.as_ref().filter(|_| files_first) {
+        s.push('\n');
+        s.push_str(&files.markdown);
+    }
+    if let Some(chart) = report
+        .result
+        .as_ref()
+        .filter(|_| !ctx.files.as_ref().is_some_and(|f| f.has_images))
+        .and_then(|r| chart_for(r, report.goal.as_deref()))
+    {
+        s.push('\n');
+        s.push_str(&chart);
+    }
+    if let Some(parts) = &parts
+        && !parts.tables.is_empty()
+    {
+        if !s.ends_with("\n\n") {
+            s.push('\n');
+        }
+        s.push_str(&parts.tables);
+    }
+    if report
+        .result
+        .as_ref()
+        .is_some_and(|r| rounds_numbers("", r))
+    {
+        s.push_str(&rounding_note());
+    }
+    if let Some(files) = ctx.files.as_ref().filter(|_| !files_first) {
+        s.push('\n');
+        s.push_str(&files.markdown);
+    }
     s
 }
 
@@ -538,7 +568,7 @@ fn scalar_inline(v: &Value) -> String {
     match v {
         Value::String(s) => escape_cell(&cut_chars(s, 2000)),
         Value::Null => "null".into(),
-        Value::Number(n) => format!("`{}`", readable_json_number(n)),
+        Value::Number(n) => format!("`{}`", display_json_number(n, NumberKind::Plain)),
         other => format!("`{other}`"),
     }
 }

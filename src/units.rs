@@ -207,19 +207,209 @@ pub(crate) fn readable_number(v: f64) -> String {
     if t == "-0" { "0".into() } else { t }
 }
 
-/// [`readable_number`] for a JSON number (integers exactly as written).
-pub(crate) fn readable_json_number(n: &serde_json::Number) -> String {
+/// Numbers from this magnitude on are written with thousands separators
+/// (`1,204`); a year is a [`NumberKind::Label`] and stays `2026`.
+const GROUP_FROM: f64 = 1_000.0;
+
+/// What a value's key says about how people write it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum NumberKind {
+    /// A quantity: grouped, to [`SIGNIFICANT_DIGITS`] significant digits.
+    #[default]
+    Plain,
+    /// An amount of money (`revenue`, `price`, `fare`): to the cent.
+    Money,
+    /// A name that is a number (`id`, `year`, `issue`): as written.
+    Label,
+}
+
+/// Words of a key that name an amount of money.
+const MONEY_WORDS: [&str; 18] = [
+    "revenue", "sales", "price", "prices", "cost", "costs", "amount", "spend", "spent", "profit",
+    "income", "usd", "eur", "gbp", "fare", "salary", "budget", "dollars",
+];
+/// Words of a key that name a number used as a name.
+const LABEL_WORDS: [&str; 15] = [
+    "id", "year", "number", "no", "zip", "code", "issue", "pr", "sha", "month", "week", "quarter",
+    "day", "period", "date",
+];
+
+impl NumberKind {
+    /// The kind a key names, by its words (`total_revenue` → money,
+    /// `issue_id` → a label).
+    pub(crate) fn of_key(key: &str) -> NumberKind {
+        let lower = key.to_lowercase();
+        let words: Vec<&str> = lower
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .collect();
+        if words.last().is_some_and(|w| LABEL_WORDS.contains(w)) {
+            NumberKind::Label
+        } else if words.iter().any(|w| MONEY_WORDS.contains(w)) {
+            NumberKind::Money
+        } else {
+            NumberKind::Plain
+        }
+    }
+}
+
+/// A number as people write it: thousands separators from 1,000 on
+/// (`111,797.4`); decimals a value has up to two kept (`7.75`, `12.4`);
+/// other values to [`SIGNIFICANT_DIGITS`] significant digits, never cut
+/// inside the integer part (`12,346`), a share stays a share (`0.08331`);
+/// money to the cent (`111,797.40`); very small or large values in
+/// scientific notation (`1.05e-19`); a [`NumberKind::Label`] as written.
+pub(crate) fn display_number(v: f64, kind: NumberKind) -> String {
+    if !v.is_finite() {
+        return v.to_string();
+    }
+    if kind == NumberKind::Label {
+        return readable_number(v);
+    }
+    let text = if kind == NumberKind::Money && (0.01..1e15).contains(&v.abs()) {
+        format!("{v:.2}")
+    } else if v.fract() != 0.0 && (1.0..1e15).contains(&v.abs()) && has_cents(v) {
+        let t = format!("{v:.2}");
+        t.trim_end_matches('0').to_string()
+    } else {
+        readable_number(v)
+    };
+    if v.abs() >= GROUP_FROM && !text.contains('e') {
+        group_thousands(&text)
+    } else {
+        text
+    }
+}
+
+/// True when `v` has at most two decimals (up to the float's own error):
+/// `111797.40000000001` has, `5.216666` has not.
+fn has_cents(v: f64) -> bool {
+    let cents = v * 100.0;
+    (cents - cents.round()).abs() <= 1e-9 * cents.abs().max(1.0)
+}
+
+/// [`display_number`] of a JSON number (integers exact, with separators).
+pub(crate) fn display_json_number(n: &serde_json::Number, kind: NumberKind) -> String {
     if n.is_i64() || n.is_u64() {
-        return n.to_string();
+        let t = n.to_string();
+        let big = t.trim_start_matches('-').len() > 3;
+        return if big && kind != NumberKind::Label {
+            group_thousands(&t)
+        } else {
+            t
+        };
     }
     n.as_f64()
-        .map(readable_number)
+        .map(|v| display_number(v, kind))
         .unwrap_or_else(|| n.to_string())
+}
+
+/// True when [`display_json_number`] shows fewer digits than `n` has.
+pub(crate) fn is_rounded(n: &serde_json::Number, kind: NumberKind) -> bool {
+    let shown = display_json_number(n, kind).replace(',', "");
+    if n.is_i64() || n.is_u64() {
+        return shown != n.to_string();
+    }
+    shown.parse::<f64>().ok() != n.as_f64()
+}
+
+/// `-1234567.5` → `-1,234,567.5`: separators in the integer part.
+fn group_thousands(t: &str) -> String {
+    let (sign, rest) = match t.strip_prefix('-') {
+        Some(r) => ("-", r),
+        None => ("", t),
+    };
+    let (int, frac) = match rest.split_once('.') {
+        Some((i, f)) => (i, Some(f)),
+        None => (rest, None),
+    };
+    let mut grouped = String::new();
+    for (i, c) in int.chars().enumerate() {
+        if i > 0 && (int.len() - i) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(c);
+    }
+    match frac {
+        Some(f) => format!("{sign}{grouped}.{f}"),
+        None => format!("{sign}{grouped}"),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn numbers_are_written_as_people_write_them() {
+        use NumberKind::{Label, Money, Plain};
+        let n = |v: serde_json::Value, k| match v {
+            serde_json::Value::Number(n) => display_json_number(&n, k),
+            _ => unreachable!(),
+        };
+        // Money: separators and cents, also when the float is off by its error.
+        assert_eq!(n(serde_json::json!(111797.4), Money), "111,797.40");
+        assert_eq!(n(serde_json::json!(111797.40000000001), Plain), "111,797.4");
+        assert_eq!(n(serde_json::json!(32.204207968574636), Money), "32.20");
+        assert_eq!(n(serde_json::json!(-1234.5), Money), "-1,234.50");
+        assert_eq!(n(serde_json::json!(-98765.25), Plain), "-98,765.25");
+        // Shares stay shares, to 4 significant digits.
+        assert_eq!(n(serde_json::json!(0.08330713612071676), Plain), "0.08331");
+        assert_eq!(n(serde_json::json!(0.5), Money), "0.50");
+        assert_eq!(n(serde_json::json!(-0.0369), Plain), "-0.0369");
+        // Counts and large integers: exact, grouped.
+        assert_eq!(n(serde_json::json!(3035), Plain), "3,035");
+        assert_eq!(n(serde_json::json!(999), Plain), "999");
+        assert_eq!(n(serde_json::json!(12345), Plain), "12,345");
+        assert_eq!(n(serde_json::json!(-1234567), Plain), "-1,234,567");
+        assert_eq!(
+            n(serde_json::json!(u64::MAX), Plain),
+            "18,446,744,073,709,551,615"
+        );
+        assert_eq!(n(serde_json::json!(3035.0), Plain), "3,035");
+        assert_eq!(n(serde_json::json!(8120.0), Money), "8,120.00");
+        assert_eq!(n(serde_json::json!(8120), Money), "8,120");
+        assert_eq!(n(serde_json::json!(1234567.0), Plain), "1,234,567");
+        // Significant digits never cut into the integer part.
+        assert_eq!(n(serde_json::json!(12345.678), Plain), "12,346");
+        assert_eq!(n(serde_json::json!(5.216666666666667), Plain), "5.217");
+        assert_eq!(n(serde_json::json!(7.75), Plain), "7.75");
+        // Tiny p-values and huge values in scientific notation.
+        assert_eq!(n(serde_json::json!(1.05e-19), Plain), "1.05e-19");
+        assert_eq!(n(serde_json::json!(1.2e-5), Plain), "1.2e-5");
+        assert_eq!(n(serde_json::json!(6.02214076e23), Money), "6.022e23");
+        // Numbers used as names stay as written.
+        assert_eq!(n(serde_json::json!(40213), Label), "40213");
+        assert_eq!(n(serde_json::json!(2026), Label), "2026");
+        // Not finite (no JSON has them, a computed float may).
+        assert_eq!(display_number(f64::NAN, Plain), "NaN");
+        assert_eq!(display_number(f64::NEG_INFINITY, Money), "-inf");
+    }
+
+    #[test]
+    fn keys_name_money_and_labels_by_their_words() {
+        assert_eq!(NumberKind::of_key("total_revenue"), NumberKind::Money);
+        assert_eq!(NumberKind::of_key("Fare"), NumberKind::Money);
+        assert_eq!(NumberKind::of_key("issue_id"), NumberKind::Label);
+        assert_eq!(NumberKind::of_key("year"), NumberKind::Label);
+        assert_eq!(NumberKind::of_key("fiscal_quarter"), NumberKind::Label);
+        // `paid` is not `id`, `salesperson` not `sales`.
+        assert_eq!(NumberKind::of_key("paid"), NumberKind::Plain);
+        assert_eq!(NumberKind::of_key("salesperson"), NumberKind::Plain);
+    }
+
+    #[test]
+    fn a_number_is_rounded_only_when_digits_are_dropped() {
+        let r = |v: serde_json::Value, k| match v {
+            serde_json::Value::Number(n) => is_rounded(&n, k),
+            _ => unreachable!(),
+        };
+        assert!(!r(serde_json::json!(111797.4), NumberKind::Money));
+        assert!(!r(serde_json::json!(1234567), NumberKind::Plain));
+        assert!(!r(serde_json::json!(7.75), NumberKind::Plain));
+        assert!(r(serde_json::json!(0.08330713612071676), NumberKind::Plain));
+        assert!(r(serde_json::json!(32.204207968574636), NumberKind::Money));
+    }
 
     #[test]
     fn sizes_parse_with_binary_and_decimal_units() {

@@ -600,8 +600,9 @@ pub(crate) fn approved_run(user: &str, request_url: &str, sha256: &str) -> Strin
     )
 }
 
-/// Where an answer's `github:` data were fetched: the requests made of the
-/// budget, and where the snapshot is kept (`commit` on the files branch,
+/// Where an answer's `github:` data were fetched: the GitHub API requests
+/// made, the request budget apart (so the count never reads as a share of
+/// the data), and where the snapshot is kept (`commit` on the files branch,
 /// else the run's artifact).
 pub(crate) fn data_fetched_here(requests: u32, budget: u32, commit: Option<&str>) -> String {
     let home = match commit {
@@ -611,7 +612,10 @@ pub(crate) fn data_fetched_here(requests: u32, budget: u32, commit: Option<&str>
         ),
         None => "kept in the run's artifact".to_string(),
     };
-    format!("{requests} of {budget} requests; the snapshot is {home}")
+    let plural = if requests == 1 { "" } else { "s" };
+    format!(
+        "fetched with {requests} GitHub API request{plural} (request budget: {budget}); the snapshot is {home}"
+    )
 }
 
 /// The runs named in an origin of `github:` data.

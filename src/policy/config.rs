@@ -78,7 +78,11 @@ impl<'de> Deserialize<'de> for Attempts {
 }
 
 /// The explanation's deadline when the policy names none.
-const EXPLAIN_TIMEOUT: Duration = Duration::from_secs(15);
+/// A careful model writes its 2 to 4 sentences in 150 to 200 tokens, and
+/// one that reasons first spends several hundred more before them: up to
+/// [`crate::explain`]'s 1,000-token cap at about 40 tokens a second, with
+/// the time to its first token and a retry, is about 45 s.
+const EXPLAIN_TIMEOUT: Duration = Duration::from_secs(45);
 /// The range of `explain.timeout`.
 const EXPLAIN_TIMEOUTS: std::ops::RangeInclusive<Duration> =
     Duration::from_secs(1)..=Duration::from_secs(600);
@@ -90,7 +94,7 @@ const EXPLAIN_TIMEOUTS: std::ops::RangeInclusive<Duration> =
 pub struct Explain {
     /// Ask the model (else the deterministic template explains).
     pub enabled: bool,
-    /// How long the explanation may take, retries included (`15s` unless
+    /// How long the explanation may take, retries included (`45s` unless
     /// set, 1s..=10m; reasoning models need more). After it the template
     /// explains and the result is not held back.
     #[serde(with = "crate::units::human_duration")]

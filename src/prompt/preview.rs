@@ -22,9 +22,10 @@ use csv::CsvDialect;
 use text::Encoding;
 
 /// Most bytes of one input preview.
-pub(super) const PREVIEW_MAX_BYTES: usize = 4096;
-/// Most bytes of a preview's column facts (one line per column).
-const FACTS_MAX_BYTES: usize = 1600;
+pub(super) const PREVIEW_MAX_BYTES: usize = 6144;
+/// Most bytes of a preview's column facts (one line per column, with a
+/// text column's values and counts).
+const FACTS_MAX_BYTES: usize = 3000;
 /// The column whose values are kinds of rows, each shown in the preview:
 /// `github:issues` lists pull requests as issues.
 const KIND_COLUMN: &str = "is_pull_request";
@@ -38,7 +39,9 @@ const PREVIEW_LINE_CHARS: usize = 160;
 const VALUE_CHARS: usize = 60;
 /// Data rows of a delimited file shown at `preview` (the column facts say
 /// the types, gaps and ranges; the rows show how values are written).
-const CSV_ROWS: usize = 3;
+const CSV_ROWS: usize = 5;
+/// The last data rows shown too, where exports keep a `TOTAL` line.
+const CSV_LAST_ROWS: usize = 2;
 /// Data rows read for the column kinds at `schema`.
 const KIND_ROWS: usize = 50;
 
@@ -260,8 +263,23 @@ fn delimited(
     }
     out.push_str(&columns_and_rows(&names, &table.rows, level));
     let kind = names.iter().position(|n| n == KIND_COLUMN);
-    let (facts, kinds) = csv::column_facts(text, &dialect, file.whole, names.len(), kind);
+    let (facts, kinds, last) = csv::column_facts(text, &dialect, file.whole, names.len(), kind);
     let said = if level == DataLevel::Preview {
+        let unseen = facts
+            .rows
+            .saturating_sub(table.rows.len())
+            .min(CSV_LAST_ROWS);
+        if unseen > 0 {
+            out.push_str(&format!(
+                "\nLast {unseen} row(s) read (data rows {} to {}):",
+                facts.rows - unseen + 1,
+                facts.rows
+            ));
+            for r in &last[last.len() - unseen..] {
+                out.push('\n');
+                out.push_str(&json_list(r, 400));
+            }
+        }
         out.push_str(&other_kinds(&names, &table.rows, &kinds));
         columns::Said::Values
     } else {

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::mermaid_label;
-use crate::units::{readable_json_number, readable_number};
+use crate::units::readable_number;
 
 /// Most points a chart shows.
 const CHART_MAX_POINTS: usize = 100;
@@ -190,16 +190,6 @@ fn num(v: f64) -> String {
         format!("{}", v as i64)
     } else {
         format!("{v}")
-    }
-}
-
-/// True when some number in `v` is shown with fewer digits than it has.
-pub(super) fn has_rounded_numbers(v: &Value) -> bool {
-    match v {
-        Value::Number(n) => readable_json_number(n) != n.to_string(),
-        Value::Array(a) => a.iter().any(has_rounded_numbers),
-        Value::Object(m) => m.values().any(has_rounded_numbers),
-        _ => false,
     }
 }
 

@@ -261,10 +261,14 @@ fn an_over_budget_result_keeps_its_headline_and_summary() {
         "{}",
         md.chars().count()
     );
-    assert!(md.contains("| total\\_revenue | 12345679 |"), "{md}");
+    assert!(md.contains("| total\\_revenue | 12,345,678.90 |"), "{md}");
     assert!(md.contains("| regions | 30 |"), "{md}");
     assert!(md.contains("Revenue grew in 27 of 30 regions"), "{md}");
-    assert!(md.contains("#### Explanation\n\nRevenue grew."), "{md}");
+    // The explanation comes first, before the result.
+    assert!(
+        md.find("\nRevenue grew.\n").unwrap() < md.find("#### Result").unwrap(),
+        "{md}"
+    );
     assert!(md.contains("nested result"), "the cut is said: {md}");
     assert!(
         !md.contains("cut at the size limit"),
@@ -287,5 +291,172 @@ fn an_over_budget_result_keeps_its_headline_and_summary() {
     insta::assert_snapshot!(outline.join("\n"));
     // The job summary, with its larger budget, shows the nested tables.
     let sum = summary(&report, &RenderContext::default());
-    assert!(sum.contains("**region\\_0 › stores**"), "{}", &sum[..2000]);
+    assert!(
+        sum.contains("<b>region_0 › stores</b> · 400 rows"),
+        "{}",
+        &sum[..2000]
+    );
+    assert!(sum.contains("| store-0-399 |"), "{}", &sum[..2000]);
+}
+
+/// The README's answer: a dict of dicts (`by_channel`) is one table with a
+/// row per channel, the outer key its first column.
+#[test]
+fn an_object_of_records_is_one_table() {
+    let result = json!({
+        "best_channel": "social",
+        "overall_conversion": 0.08330713612071676,
+        "days": 14,
+        "by_channel": {
+            "social": {"leads": 3035, "paid": 319, "conversion": 0.10510708401976936},
+            "email": {"leads": 3108, "paid": 252, "conversion": 0.08108108108108109},
+            "search": {"leads": 3400, "paid": 224, "conversion": 0.06588235294117648}
+        }
+    });
+    let md = result_part(result, None, None);
+    assert!(
+        md.contains("| channel | leads | paid | conversion |\n| --- | --- | --- | --- |\n| social | 3,035 | 319 | 0.1051 |"),
+        "{md}"
+    );
+    assert!(
+        !md.contains("by\\_channel ›"),
+        "one table, not one per channel: {md}"
+    );
+    insta::assert_snapshot!(md);
+    // pandas' to_dict(orient="index") at the top: the key is the first column.
+    let top = result_part(
+        json!({"a": {"x": 1, "y": 2.5}, "b": {"x": 3, "y": 4.5}}),
+        None,
+        None,
+    );
+    assert!(
+        top.contains("| key | x | y |\n| --- | --- | --- |\n| a | 1 | 2.5 |"),
+        "{top}"
+    );
+    // Records that differ in their fields stay sections of their own.
+    let mixed = result_part(json!({"s": {"a": {"x": 1}, "b": {"y": 2}}}), None, None);
+    assert!(mixed.contains("**s › a**"), "{mixed}");
+}
+
+/// pandas' to_dict(orient="list"): one table with a row per position; equal
+/// lists of texts alone (two lists of names) are not a table.
+#[test]
+fn an_object_of_equal_lists_is_one_table() {
+    let result = json!({
+        "forecast": {
+            "date": ["2026-10-05", "2026-10-12", "2026-10-19"],
+            "orders": [120, 131, 127],
+            "low": [101.5, 110.25, 104.0]
+        },
+        "names": {"kept": ["a", "b"], "dropped": ["c", "d"]}
+    });
+    let md = result_part(result, None, None);
+    assert!(
+        md.contains("**forecast**\n\n| date | orders | low |\n| --- | --- | --- |\n| 2026-10-05 | 120 | 101.50 |"),
+        "{md}"
+    );
+    assert!(!md.contains("| date | 2026-10-05"), "{md}");
+    assert!(md.contains("**names**"), "{md}");
+    assert!(md.contains("| kept | a, b |"), "{md}");
+    insta::assert_snapshot!(md);
+}
+
+/// The messy export: the conclusion's figures stay on top; the mapping, the
+/// cleaning log and a long table fold into `<details>` with a summary.
+#[test]
+fn auxiliary_parts_fold_with_a_one_line_summary() {
+    let regions = ["North", "South", "East", "West"];
+    let mapping: serde_json::Map<String, Value> = [
+        "N", "north", "NORTH", "Nord", "S", "south", "E", "east", "W", "west", "Wst",
+    ]
+    .iter()
+    .enumerate()
+    .map(|(i, k)| (k.to_string(), json!(regions[i % 4])))
+    .collect();
+    let weekly: Vec<Value> = (1..=12)
+        .map(|w| json!({"week": w, "revenue": 9000.0 + w as f64 * 125.5}))
+        .collect();
+    let result = json!({
+        "total_revenue": 111797.40000000001,
+        "by_region": [
+            {"region": "North", "revenue": 40213.25},
+            {"region": "South", "revenue": 30001.0},
+            {"region": "East", "revenue": 21000.15},
+            {"region": "West", "revenue": 20583.0}
+        ],
+        "region_mapping": Value::Object(mapping),
+        "cleaning_log": ["dropped the TOTAL row", "read -999 as missing (14 cells)"],
+        "weekly": weekly,
+        "notes": "Revenue is net of refunds."
+    });
+    let md = result_part(result, None, None);
+    assert!(md.contains("| total\\_revenue | 111,797.40 |"), "{md}");
+    // The short table stays open.
+    assert!(
+        md.contains("**by\\_region**\n\n| region | revenue |"),
+        "{md}"
+    );
+    for (key, what) in [
+        ("region_mapping", "11 fields"),
+        ("cleaning_log", "2 rows"),
+        ("weekly", "12 rows"),
+        ("notes", "26 characters"),
+    ] {
+        assert!(
+            md.contains(&format!(
+                "<details><summary><b>{key}</b> · {what}</summary>"
+            )),
+            "{key}: {md}"
+        );
+    }
+    assert_eq!(
+        md.matches("<details").count(),
+        md.matches("</details>").count()
+    );
+    // A short object of different texts is not a mapping.
+    let plain = result_part(
+        json!({"m": {"test": "t-test", "tail": "two-sided"}}),
+        None,
+        None,
+    );
+    assert!(!plain.contains("<details"), "{plain}");
+    insta::assert_snapshot!(md);
+}
+
+/// A table wider than the comment column: split into column groups that
+/// repeat the first column; a one-row one is transposed.
+#[test]
+fn wide_tables_are_split_or_transposed() {
+    let row = |d: &str, k: u64| {
+        json!({
+            "date": d, "store_code": "ST-0042", "region": "North-West",
+            "orders": 1200 + k, "revenue": 48211.5 + k as f64, "refunds": 312.25,
+            "net_revenue": 47899.25 + k as f64, "conversion": 0.0833071, "median_basket": 38.5,
+            "returning_share": 0.4172, "new_customers": 311 + k
+        })
+    };
+    let rows = json!({"daily": [row("2026-10-05", 1), row("2026-10-06", 2)]});
+    let md = result_part(rows, None, None);
+    assert!(md.contains("_Columns 1 of 2:_"), "{md}");
+    assert!(
+        md.contains("_Columns 2 of 2:_\n\n| date |"),
+        "the first column repeats: {md}"
+    );
+    for table in md.split("_Columns").skip(1) {
+        let header = table.lines().find(|l| l.starts_with("| ")).unwrap();
+        assert!(header.chars().count() < 110, "{header}");
+    }
+    insta::assert_snapshot!(md);
+    let one = result_part(json!({"today": [row("2026-10-05", 1)]}), None, None);
+    assert!(
+        one.contains("| Field | Value |\n| --- | --- |\n| date | 2026-10-05 |"),
+        "{one}"
+    );
+    // A narrow table is one table.
+    let narrow = result_part(
+        json!({"t": [{"a": 1, "b": 2}, {"a": 3, "b": 4}]}),
+        None,
+        None,
+    );
+    assert!(!narrow.contains("_Columns"), "{narrow}");
 }

@@ -137,7 +137,13 @@ fn comment_has_every_part() {
     assert!(md.contains("✅"));
     assert!(md.contains("**Answer:** `3`"));
     assert!(md.contains("| answer | 3 |") && md.contains("| n | 5 |"));
-    assert!(md.contains("#### Explanation"));
+    // The explanation first, then the headline figures, then the details.
+    let explanation = md.find("\nThe mean is 3.").expect("the explanation");
+    assert!(explanation < md.find("**Answer:**").unwrap(), "{md}");
+    assert!(
+        md.find("| n | 5 |").unwrap() < md.find("<details>").unwrap(),
+        "{md}"
+    );
     assert!(md.contains("```python\nprint(3)\n```"));
     assert!(md.contains(&sha256_hex("print(3)\n")));
     assert!(md.contains("network none"));
@@ -432,8 +438,8 @@ fn nested_record_lists_get_their_own_table_and_the_goal_picks_the_charted_field(
             {"day": "d2", "leads": 100, "paid": 60, "conversion": 0.6}
         ]
     });
-    let mut b = String::new();
-    b.push_str(&result_md(&result, &COMMENT_BUDGETS[0], &[]));
+    let parts = result_md(&result, &COMMENT_BUDGETS[0], &[]);
+    let b = format!("{}{}", parts.headline, parts.tables);
     assert!(b.contains("| average | 0.5 |"), "{b}");
     assert!(b.contains("**by\\_day**"), "{b}");
     assert!(
@@ -552,14 +558,19 @@ fn numbers_are_readable_in_text_and_exact_in_json() {
     let result = json!({"rate": 0.08478968314121142, "n": 123456789});
     let md = markdown(&report(result.clone(), "print(1)\n"), &ctx());
     assert!(md.contains("| rate | 0.08479 |"), "{md}");
-    assert!(md.contains("| n | 123456789 |"), "{md}");
+    assert!(md.contains("| n | 123,456,789 |"), "{md}");
     assert!(!md.contains("0.08478968314121142"), "{md}");
-    assert!(md.contains("4 significant digits"), "{md}");
+    assert!(
+        md.contains("rounded to 4 significant digits, never inside the integer part"),
+        "{md}"
+    );
     // The scalar answer line too.
     let md = markdown(&report(json!({"answer": 2.0 / 3.0}), "print(1)\n"), &ctx());
     assert!(md.contains("**Answer:** `0.6667`"), "{md}");
-    // Exact numbers get no note.
-    let md = markdown(&report(json!({"n": 3, "x": 0.5}), "print(1)\n"), &ctx());
+    // Exact numbers get no note, also when grouped or to the cent.
+    let exact = json!({"n": 3, "x": 0.5, "big": 1234567, "revenue": 111797.4});
+    let md = markdown(&report(exact, "print(1)\n"), &ctx());
+    assert!(md.contains("| revenue | 111,797.40 |"), "{md}");
     assert!(!md.contains("significant digits"), "{md}");
 }
 

@@ -564,7 +564,7 @@ async fn explanation_is_a_small_grounded_call() {
     assert_eq!(text, "The mean is 2.5.");
     assert_eq!(usage.output_tokens, Some(7));
     let r = &llm.requests()[0];
-    assert_eq!(r.json.as_ref().unwrap()["max_tokens"], 300);
+    assert_eq!(r.json.as_ref().unwrap()["max_tokens"], 1_000);
     assert!(
         r.messages()[0].1.contains("{\"mean\":2.5}"),
         "{:?}",

@@ -57,7 +57,7 @@ fn wrong_type_reports_its_position() {
 fn explain_is_a_switch_or_a_section_with_its_timeout() {
     let p = Policy::from_yaml_str("explain: false\n", "test.yml").unwrap();
     assert!(!p.explain.enabled);
-    assert_eq!(p.explain.timeout, Duration::from_secs(15));
+    assert_eq!(p.explain.timeout, Duration::from_secs(45));
     let p = Policy::from_yaml_str("explain:\n  timeout: 90s\n", "test.yml").unwrap();
     assert!(p.explain.enabled);
     assert_eq!(p.explain.timeout, Duration::from_secs(90));
@@ -220,7 +220,7 @@ fn defaults_are_safe() {
     assert_eq!(p.limits(), Limits::default());
     assert_eq!(p.attempts.get(), 3);
     assert!(p.explain.enabled);
-    assert_eq!(p.explain.timeout, Duration::from_secs(15));
+    assert_eq!(p.explain.timeout, Duration::from_secs(45));
     assert_eq!(p.code.max_bytes, ByteSize::kib(64));
     assert_eq!(p.inputs.max_file_bytes, ByteSize::mib(16));
     assert_eq!(p.inputs.max_total_bytes, ByteSize::mib(64));

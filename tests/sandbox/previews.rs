@@ -346,6 +346,12 @@ fn fact_lines(preview: &str) -> Vec<FactLine> {
         .take_while(|l| l.starts_with('"'))
         .map(|l| {
             let (name, rest) = l[1..].split_once("\": ").expect("name");
+            // A text column's values with their counts end the line, and may hold `; `.
+            let rest = match (rest.find(" distinct: "), rest.find("; e.g. ")) {
+                (Some(i), _) => &rest[..i + " distinct".len()],
+                (None, Some(i)) => &rest[..i],
+                (None, None) => rest,
+            };
             let parts: Vec<&str> = rest.split("; ").collect();
             let mut missing = 0;
             let mut range = None;
@@ -354,11 +360,20 @@ fn fact_lines(preview: &str) -> Vec<FactLine> {
                 if p.contains(" missing (") {
                     let n = p.split(' ').next().unwrap();
                     missing = n.parse().unwrap_or_else(|e| panic!("{e}: {l}"));
-                } else if let Some(n) = p.strip_suffix(" distinct") {
+                } else if p.starts_with("e.g. ")
+                    || p.ends_with(" zero(s)")
+                    || p.ends_with(" negative")
+                    || p.contains(" repeated ")
+                {
+                    // Samples, zeros, negatives and a sentinel: not compared here.
+                } else if let Some((n, _)) = p.split_once(" distinct") {
+                    // `7 distinct` or `7 distinct: "a" 3, "b" 4` (the values with their counts).
                     distinct = Some(n.parse().unwrap_or_else(|e| panic!("{e}: {l}")));
                 } else {
                     let p = p.trim_end_matches(" (dates as text)");
-                    let (a, b) = p.split_once(" to ").expect("a range");
+                    let (a, b) = p
+                        .split_once(" to ")
+                        .unwrap_or_else(|| panic!("a range: {p:?} in {l}"));
                     range = Some((a.to_string(), b.to_string()));
                 }
             }

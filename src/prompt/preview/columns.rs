@@ -7,7 +7,7 @@
 //! head beyond (the facts then say so). `tests/sandbox/previews.rs` checks
 //! each fact against pandas itself in the sandbox image.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 
 /// pandas' default missing-value strings (`pandas._libs.parsers.STR_NA_VALUES`
 /// in pandas 2, with the empty field), matched exactly, without trimming.
@@ -72,6 +72,44 @@ pub(crate) struct ColumnFacts {
     pub range: Option<(Extreme, Extreme)>,
     /// Smallest and largest ISO date text (a text column of ISO dates only).
     pub dates: Option<(String, String)>,
+    /// A text column's values with their counts, most frequent first, when
+    /// it has at most [`VALUES_SHOWN`] distinct (a junk value, spellings of
+    /// one label); else a value of each of the first few shapes
+    /// ([`SAMPLE_SHAPES`]) with count 0.
+    pub values: Vec<(String, usize)>,
+    /// A number column's zeros and negative values.
+    pub zeros: usize,
+    /// See [`ColumnFacts::zeros`].
+    pub negatives: usize,
+    /// A number column's most repeated value other than zero, as written,
+    /// with its count, when it stands out (a sentinel such as `-999`):
+    /// repeated at least 3 times, and more than 3 times as often as the
+    /// median value.
+    pub repeated: Option<(String, usize)>,
+}
+
+/// Most distinct values of a text column shown with their counts.
+pub(crate) const VALUES_SHOWN: usize = 20;
+/// Samples of different shapes shown of a text column with more values.
+const SAMPLE_SHAPES: usize = 3;
+
+/// A value's shape: digits as `9`, letters as `a`, runs of one collapsed
+/// (`2026-10-05` → `9-9-9`, `N.` → `a.`).
+fn shape(v: &str) -> String {
+    let mut out = String::new();
+    for c in v.chars() {
+        let k = if c.is_ascii_digit() {
+            '9'
+        } else if c.is_alphabetic() {
+            'a'
+        } else {
+            c
+        };
+        if !out.ends_with(k) || !matches!(k, '9' | 'a') {
+            out.push(k);
+        }
+    }
+    out
 }
 
 /// Accumulates one column's values.
@@ -86,12 +124,55 @@ struct Column {
     /// Which truth values were seen (pandas reads every spelling as one).
     truths: [bool; 2],
     all_iso_date: bool,
-    distinct: HashSet<String>,
+    /// Each distinct value with its count, up to [`DISTINCT_MAX`] of them.
+    distinct: HashMap<String, usize>,
     distinct_overflow: bool,
+    zeros: usize,
+    negatives: usize,
     min: Option<Extreme>,
     max: Option<Extreme>,
     min_text: Option<String>,
     max_text: Option<String>,
+}
+
+impl Column {
+    /// Each value's count, by count then value (a stable order).
+    fn counted(&self) -> Vec<(&String, usize)> {
+        let mut all: Vec<(&String, usize)> = self.distinct.iter().map(|(v, n)| (v, *n)).collect();
+        all.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+        all
+    }
+
+    /// See [`ColumnFacts::values`].
+    fn values(&self) -> Vec<(String, usize)> {
+        let all = self.counted();
+        if all.len() <= VALUES_SHOWN && !self.distinct_overflow {
+            return all.into_iter().map(|(v, n)| (v.clone(), n)).collect();
+        }
+        let mut shapes: Vec<String> = Vec::new();
+        let mut out = Vec::new();
+        for (v, _) in all {
+            let s = shape(v);
+            if !shapes.contains(&s) {
+                shapes.push(s);
+                out.push((v.clone(), 0));
+                if out.len() == SAMPLE_SHAPES {
+                    break;
+                }
+            }
+        }
+        out
+    }
+
+    /// See [`ColumnFacts::repeated`]: zeros are counted apart.
+    fn repeated(&self, decimal_comma: bool) -> Option<(String, usize)> {
+        let all = self.counted();
+        let median = all.get(all.len() / 2).map_or(0, |x| x.1);
+        let (v, n) = all
+            .into_iter()
+            .find(|(v, _)| number(v, decimal_comma) != Some(0.0))?;
+        (n >= 3 && n > 3 * median).then(|| (v.trim().to_string(), n))
+    }
 }
 
 /// The facts of every column, fed one data record at a time.
@@ -174,6 +255,8 @@ impl Facts {
             c.all_iso_date = c.all_iso_date && iso_date(v);
             match c.all_float.then(|| number(v, self.decimal_comma)).flatten() {
                 Some(n) => {
+                    c.zeros += usize::from(n == 0.0);
+                    c.negatives += usize::from(n < 0.0);
                     if c.min.as_ref().is_none_or(|m| n < m.value) {
                         c.min = Some(Extreme {
                             value: n,
@@ -197,12 +280,14 @@ impl Facts {
                     c.max_text = Some(v.to_string());
                 }
             }
-            if !c.distinct_overflow && !c.distinct.contains(v) {
+            if let Some(n) = c.distinct.get_mut(v) {
+                *n += 1;
+            } else if !c.distinct_overflow {
                 if c.distinct.len() >= DISTINCT_MAX {
                     c.distinct_overflow = true;
                     c.distinct.clear();
                 } else {
-                    c.distinct.insert(v.to_string());
+                    c.distinct.insert(v.to_string(), 1);
                 }
             }
         }
@@ -249,6 +334,18 @@ impl Facts {
                             Some((a.clone(), b.clone()))
                         }
                         _ => None,
+                    },
+                    values: if dtype == Dtype::Object && !c.all_iso_date {
+                        c.values()
+                    } else {
+                        Vec::new()
+                    },
+                    zeros: if numeric { c.zeros } else { 0 },
+                    negatives: if numeric { c.negatives } else { 0 },
+                    repeated: if numeric {
+                        c.repeated(self.decimal_comma)
+                    } else {
+                        None
                     },
                 }
             })
@@ -307,9 +404,63 @@ pub(crate) fn describe(
                 None => line.push_str(&format!("; more than {DISTINCT_MAX} distinct")),
             }
         }
+        line.push_str(&values_said(c));
         line
     });
     budgeted(out, lines, names.len(), max)
+}
+
+/// Most characters of one column's values and counts.
+const VALUES_CHARS: usize = 360;
+
+/// What a column's values say beyond its range: a text column's values
+/// with their counts (`: "North" 412, "N." 3`) or samples of its shapes;
+/// a number column's zeros, negatives and a repeated value that stands out.
+fn values_said(c: &ColumnFacts) -> String {
+    let quoted = |v: &str| {
+        serde_json::to_string(&super::excerpt(&super::strip_invisible(v), 30)).unwrap_or_default()
+    };
+    let mut out = String::new();
+    let counted = c.values.iter().all(|(_, n)| *n > 0);
+    if !c.values.is_empty() {
+        let parts: Vec<String> = c
+            .values
+            .iter()
+            .map(|(v, n)| {
+                if counted {
+                    format!("{} {n}", quoted(v))
+                } else {
+                    quoted(v)
+                }
+            })
+            .collect();
+        let mut list = String::new();
+        for (i, p) in parts.iter().enumerate() {
+            if list.len() + p.len() > VALUES_CHARS {
+                list.push_str(&format!(", … +{} more", parts.len() - i));
+                break;
+            }
+            if i > 0 {
+                list.push_str(", ");
+            }
+            list.push_str(p);
+        }
+        out.push_str(&if counted {
+            format!(": {list}")
+        } else {
+            format!("; e.g. {list}")
+        });
+    }
+    if c.zeros > 0 {
+        out.push_str(&format!("; {} zero(s)", c.zeros));
+    }
+    if c.negatives > 0 {
+        out.push_str(&format!("; {} negative", c.negatives));
+    }
+    if let Some((v, n)) = &c.repeated {
+        out.push_str(&format!("; {} repeated {n} times", quoted(v)));
+    }
+    out
 }
 
 /// A column name as a fact line starts: JSON-quoted, cut to 60 characters.

@@ -424,21 +424,29 @@ pub(crate) fn read_table(text: &str, dialect: &CsvDialect, whole: bool, keep: us
     table
 }
 
+/// The first record of a kind, with its 1-based data row number.
+pub(crate) type KindRow = (usize, Vec<String>);
+
+/// The last records [`column_facts`] keeps.
+const LAST_KEPT: usize = 2;
+
 /// The facts of every column of `text` read with `dialect` (every data
 /// record after the header, as pandas reads them; see [`super::columns`]),
 /// and for `kind_column` the first record of each of its values (at most
 /// four kinds), with its 1-based data row number: a file mixing kinds of
-/// rows (issues and pull requests) shows one of each.
+/// rows (issues and pull requests) shows one of each; and the last
+/// [`LAST_KEPT`] records read (an export's `TOTAL` line).
 pub(crate) fn column_facts(
     text: &str,
     dialect: &CsvDialect,
     whole: bool,
     width: usize,
     kind_column: Option<usize>,
-) -> (super::columns::Facts, Vec<(usize, Vec<String>)>) {
+) -> (super::columns::Facts, Vec<KindRow>, Vec<Vec<String>>) {
     let mut records = Records::new(text.as_bytes(), dialect.delimiter, whole);
     let mut facts = super::columns::Facts::new(width, dialect.decimal_comma);
     let mut kinds: Vec<(usize, Vec<String>)> = Vec::new();
+    let mut last: Vec<Vec<String>> = Vec::new();
     let mut fields = Vec::new();
     let mut header = true;
     while let Step::Record(_) = records.next(Some(&mut fields)) {
@@ -446,6 +454,12 @@ pub(crate) fn column_facts(
             continue;
         }
         facts.add(&fields);
+        if last.len() == LAST_KEPT {
+            last.remove(0);
+        }
+        let mut row = fields.clone();
+        row.resize(width, String::new());
+        last.push(row);
         if let Some(v) = kind_column.and_then(|k| fields.get(k))
             && kinds.len() < 4
             && !kinds
@@ -457,7 +471,7 @@ pub(crate) fn column_facts(
             kinds.push((facts.rows, row));
         }
     }
-    (facts, kinds)
+    (facts, kinds, last)
 }
 
 #[cfg(test)]

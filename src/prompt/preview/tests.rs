@@ -10,7 +10,7 @@ fn at(name: &str, bytes: &[u8], level: DataLevel) -> String {
 }
 
 #[test]
-fn csv_preview_shows_header_and_three_rows_with_cut_values() {
+fn csv_preview_shows_header_and_five_rows_with_cut_values() {
     let mut csv = String::from("id,name,value\n");
     for i in 0..20 {
         csv.push_str(&format!("{i},row{i},{}\n", i * 10));
@@ -28,8 +28,8 @@ fn csv_preview_shows_header_and_three_rows_with_cut_values() {
         "{p}"
     );
     assert!(p.contains("\n[\"0\", \"row0\", \"0\"]\n"), "{p}");
-    assert!(p.contains("[\"2\", \"row2\", \"20\"]"), "{p}");
-    assert!(!p.contains("\"row3\""), "{p}");
+    assert!(p.contains("[\"4\", \"row4\", \"40\"]"), "{p}");
+    assert!(!p.contains("\"row5\""), "{p}");
     let long = "x".repeat(500);
     let p2 = preview_input("wide.tsv", format!("a\tb\n1\t{long}\n").as_bytes());
     assert!(p2.contains("TSV: 1 data row(s) × 2 column(s)"), "{p2}");
@@ -251,4 +251,62 @@ fn a_file_mixing_issues_and_pull_requests_shows_a_row_of_each() {
     // When the first rows show both kinds, nothing is added.
     let both = "number,is_pull_request\n1,true\n2,false\n3,true\n4,false\n";
     assert!(!preview_input("github/issues.csv", both.as_bytes()).contains("The first row with"));
+}
+
+/// A messy export as the model receives it: the first 5 rows and the last
+/// 2 (its TOTAL line), each spelling of a label with its count, a junk
+/// value, a repeated sentinel, zeros and negatives.
+#[test]
+fn a_messy_export_shows_its_values_sentinels_and_last_rows() {
+    let regions = ["North", "north", "N.", "South", "SOUTH ", "East", "West"];
+    let mut csv = String::from("order_id,region,sex,revenue\n");
+    for i in 0..60 {
+        let sex = if i == 17 {
+            "0"
+        } else if i % 2 == 0 {
+            "F"
+        } else {
+            "M"
+        };
+        let revenue = match i % 10 {
+            0 => "-999".to_string(),
+            5 => "0".to_string(),
+            7 if i < 20 => format!("-{}.5", i),
+            _ => format!("{}.25", 100 + i * 7),
+        };
+        csv.push_str(&format!(
+            "{},{},{sex},{revenue}\n",
+            1000 + i,
+            regions[i % 7]
+        ));
+    }
+    csv.push_str("TOTAL,,,35123.75\n");
+    let p = preview_input("export.csv", csv.as_bytes());
+    assert!(p.contains("First 5 row(s)"), "{p}");
+    assert!(
+        p.contains("[\"1004\", \"SOUTH \", \"F\", \"128.25\"]"),
+        "{p}"
+    );
+    assert!(
+        p.contains("Last 2 row(s) read (data rows 60 to 61):\n[\"1059\", \"South\", \"M\", \"513.25\"]\n[\"TOTAL\", \"\", \"\", \"35123.75\"]"),
+        "{p}"
+    );
+    // Every spelling, with its count; the junk "0" among the sexes.
+    assert!(p.contains("\"region\": object; 1 missing (1.6%); 7 distinct: \"N.\" 9, \"North\" 9, \"South\" 9, \"north\" 9"), "{p}");
+    assert!(p.contains("\"SOUTH \" 8"), "{p}");
+    assert!(
+        p.contains("\"sex\": object; 1 missing (1.6%); 3 distinct: \"F\" 30, \"M\" 29, \"0\" 1"),
+        "{p}"
+    );
+    // The sentinel, the zeros and the negatives of a number column.
+    assert!(
+        p.contains("\"revenue\": float64; -999 to 35123.75; 6 zero(s); 8 negative; \"-999\" repeated 6 times"),
+        "{p}"
+    );
+    // A text column of many values: samples of each shape, no counts.
+    assert!(
+        p.contains("\"order_id\": object; 61 distinct; e.g. \"1000\", \"TOTAL\""),
+        "{p}"
+    );
+    assert!(p.len() <= PREVIEW_MAX_BYTES, "{}", p.len());
 }

@@ -370,7 +370,7 @@ impl Run<'_> {
             outcome
                 .tampered
                 .push(crate::sandbox::sentry_log::over_cap(size));
-            outcome.status = RunStatus::Tampered;
+            outcome.status = crate::sandbox::RunStatus::Tampered;
         }
         tracing::debug!(container = %name, status = outcome.status.as_str(), ms = outcome.duration_ms, "run finished");
         Ok(outcome)
