@@ -104,8 +104,36 @@ const MAX_LOG_BYTES: u64 = 2 * LOG_CAP;
 /// next run that reads the directory (one whose bot died left it).
 const STALE: std::time::Duration = std::time::Duration::from_secs(3600);
 
-/// The most files and socket calls listed (as the runner keeps).
+/// The most files of one kind ([`file_kind`]), changes and socket calls
+/// listed (as the runner keeps).
 const MAX_ITEMS: usize = 200;
+
+/// The most files of one kind under `/data` and `/out` listed.
+const MAX_ITEMS_IO: usize = 1000;
+
+/// The kind a file's cap counts in: its top folder (one of the image's
+/// root folders, else `?`, so names the code makes up are one kind) and
+/// how the open ended.
+fn file_kind(open: &KernelOpen) -> (&'static str, &'static str) {
+    const TOPS: [&str; 20] = [
+        "data", "out", "tmp", "etc", "usr", "proc", "sys", "dev", "opt", "lib", "lib64", "bin",
+        "sbin", "var", "home", "root", "run", "srv", "mnt", "media",
+    ];
+    let top = open
+        .path
+        .strip_prefix('/')
+        .and_then(|p| p.split('/').next())
+        .and_then(|t| TOPS.iter().find(|k| **k == t).copied())
+        .unwrap_or("?");
+    let end = if open.denied {
+        "denied"
+    } else if open.result == "ok" {
+        "ok"
+    } else {
+        "failed"
+    };
+    (top, end)
+}
 
 /// A runtime the engine offers that runs gVisor with its strace log on, in
 /// a directory of this machine.
@@ -375,6 +403,8 @@ struct Parser {
     code_pid: Option<u32>,
     rec: SentryRecord,
     seen: HashSet<(String, String, String)>,
+    /// Files kept so far per kind ([`file_kind`]), each kind up to its cap.
+    kinds: std::collections::HashMap<(&'static str, &'static str), usize>,
 }
 
 impl Parser {
@@ -554,8 +584,19 @@ impl Parser {
         }
     }
 
+    /// Keeps a file up to the cap of its kind, as the runner does under
+    /// runc: a flood of one kind (files made in `/tmp`, missing paths)
+    /// cannot push a later open of another (`/etc/passwd`, an input) out.
     fn keep_file(&mut self, open: KernelOpen) {
-        if self.rec.files.len() < MAX_ITEMS {
+        let kind = file_kind(&open);
+        let cap = if matches!(kind.0, "data" | "out") {
+            MAX_ITEMS_IO
+        } else {
+            MAX_ITEMS
+        };
+        let held = self.kinds.entry(kind).or_default();
+        if *held < cap {
+            *held += 1;
             self.rec.files.push(open);
         } else {
             self.rec.truncated = true;
@@ -1094,6 +1135,32 @@ mod tests {
         );
         assert_eq!(r.unread, 0);
         assert_eq!(r.changes[0].line(), "mkdir /tmp/a errno=2 (x)");
+    }
+
+    #[test]
+    fn a_flood_of_one_kind_does_not_push_a_later_open_out() {
+        let flood: Vec<String> = (0..300)
+            .map(|i| format!("[   2:   2] python3 X openat(AT_FDCWD /tmp, 0x1 /tmp/f{i}, O_WRONLY|O_CREAT, 0o644) = 3 (0x3) (1µs)"))
+            .chain((0..300).map(|i| format!("[   2:   2] python3 X openat(AT_FDCWD /tmp, 0x1 /nowhere{i}/x, O_RDONLY, 0o0) = 0 (0x0) errno=2 (no such file or directory) (1µs)")))
+            .collect();
+        let mut lines: Vec<&str> = vec![REAL[2]];
+        lines.extend(flood.iter().map(String::as_str));
+        lines.push("[   2:   2] python3 X openat(AT_FDCWD /tmp, 0x1 /etc/passwd, O_RDONLY, 0o0) = 3 (0x3) (1µs)");
+        lines.push("[   2:   2] python3 X openat(AT_FDCWD /tmp, 0x1 /data/sales.csv, O_RDONLY, 0o0) = 3 (0x3) (1µs)");
+        let r = parse(&lines);
+        assert!(r.truncated, "the flood is over the cap");
+        let listed = files(&r);
+        for path in ["/etc/passwd r ok", "/data/sales.csv r ok"] {
+            assert!(
+                listed.iter().any(|l| l == path),
+                "{path}: {} listed",
+                listed.len()
+            );
+        }
+        assert_eq!(
+            listed.iter().filter(|l| l.starts_with("/tmp/f")).count(),
+            MAX_ITEMS
+        );
     }
 
     #[test]

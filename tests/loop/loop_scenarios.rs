@@ -676,7 +676,7 @@ async fn the_explanation_waits_the_policys_explain_timeout() {
     let r = &run.report;
     assert_eq!(r.status, ReportStatus::Ok, "{r:#?}");
     let text = r.explanation.as_deref().unwrap();
-    assert!(text.contains("total = 6"), "{text}");
+    assert!(text.contains("`total` = 6"), "{text}");
     assert!(
         text.contains("within 1s (the policy's `explain.timeout`)"),
         "{text}"
@@ -942,7 +942,7 @@ async fn the_key_never_reaches_the_logs() {
             .explanation
             .as_deref()
             .unwrap()
-            .contains("total = 6"),
+            .contains("`total` = 6"),
         "the template stands in for a failed explanation"
     );
 
@@ -986,7 +986,7 @@ async fn exact_code_in_the_goal_runs_without_a_model() {
         r.explanation.as_deref(),
         Some(template_explanation(r.goal.as_deref(), r.result.as_ref().unwrap()).as_str())
     );
-    assert!(r.explanation.as_deref().unwrap().contains("total = 6"));
+    assert!(r.explanation.as_deref().unwrap().contains("`total` = 6"));
     assert_eq!(r.usage, TokenUsage::default());
     assert!(r.plan.is_none());
     assert!(
@@ -1214,7 +1214,7 @@ async fn a_timeout_is_repaired_with_the_limit_named() {
     );
     // explain: false → the template, no model call for it.
     assert_eq!(llm.requests().len(), 2);
-    assert!(r.explanation.as_deref().unwrap().contains("total = 6"));
+    assert!(r.explanation.as_deref().unwrap().contains("`total` = 6"));
 }
 
 #[tokio::test]
