@@ -46,6 +46,8 @@ fn outcome(stdout: &str, stderr: &str, exit: i64) -> Outcome {
         sources: Default::default(),
         environment: None,
         seccomp: None,
+        step: None,
+        value: None,
     }
 }
 

@@ -66,6 +66,8 @@ fn outcome(stdout: &str) -> Outcome {
         sources: Default::default(),
         environment: None,
         seccomp: None,
+        step: None,
+        value: None,
     }
 }
 

@@ -498,6 +498,8 @@ impl Collector {
             notes: self.notes,
             environment: None,
             seccomp: None,
+            step: None,
+            value: None,
         }
     }
 }

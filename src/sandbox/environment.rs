@@ -18,7 +18,7 @@ use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use tokio::sync::OnceCell;
 
-use super::executor::{EngineFacts, Executor, PreparedRun};
+use super::executor::{EngineFacts, Executor, PreparedRun, StepOptions, Steps};
 use super::types::{ImageInfo, Job, Outcome, Runtime, SandboxConfig};
 use super::{Sandbox, SandboxError};
 
@@ -365,6 +365,48 @@ impl PreparedRun for Placed {
 
     fn discard(self: Box<Self>) -> BoxFuture<'static, Result<(), SandboxError>> {
         self.run.discard()
+    }
+
+    fn begin<'a>(
+        self: Box<Self>,
+        job: &'a Job,
+        options: StepOptions,
+    ) -> BoxFuture<'a, Result<(Outcome, Box<dyn Steps>), SandboxError>> {
+        Box::pin(async move {
+            let Placed { run, env } = *self;
+            let (mut outcome, steps) = run.begin(job, options).await?;
+            outcome.environment = Some(env.clone());
+            Ok((outcome, Box::new(PlacedSteps { steps, env }) as Box<dyn Steps>))
+        })
+    }
+}
+
+/// A session and the environment it runs in, which each step's outcome
+/// names.
+struct PlacedSteps {
+    steps: Box<dyn Steps>,
+    env: Environment,
+}
+
+impl Steps for PlacedSteps {
+    fn step<'a>(
+        &'a mut self,
+        code: &'a str,
+        options: StepOptions,
+    ) -> BoxFuture<'a, Result<Outcome, SandboxError>> {
+        Box::pin(async move {
+            let mut outcome = self.steps.step(code, options).await?;
+            outcome.environment = Some(self.env.clone());
+            Ok(outcome)
+        })
+    }
+
+    fn is_over(&self) -> bool {
+        self.steps.is_over()
+    }
+
+    fn end<'a>(self: Box<Self>, last: Option<&'a mut Outcome>) -> BoxFuture<'a, ()> {
+        self.steps.end(last)
     }
 }
 

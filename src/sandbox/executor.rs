@@ -14,6 +14,50 @@ use tokio::task::JoinHandle;
 
 use super::{ImageInfo, Job, Outcome, PullProgress, SandboxConfig, SandboxError};
 
+/// How one step of a session runs ([`PreparedRun::begin`], [`Steps::step`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StepOptions {
+    /// The step is meant to give the result: the files in `/out` are
+    /// collected when it ends (a look step's are not).
+    pub last: bool,
+    /// The step's own deadline, counted from its code's start.
+    pub timeout: std::time::Duration,
+}
+
+/// A session's container after a step: its interpreter waits, globals
+/// kept, for the next step's code ([`Steps::step`]) or for the end
+/// ([`Steps::end`]). Between steps the container is frozen (the engine's
+/// pause), so nothing the code left behind runs while the model thinks.
+/// Dropped without [`Steps::end`], the container is removed in the
+/// background, like a dropped [`Preparing`].
+pub trait Steps: Send {
+    /// Runs `code` as the next step in the same interpreter. The outcome is
+    /// this step's alone: its output, its facts (files, attempts, CPU time,
+    /// duration) and its status; `outcome.step` numbers it. A step whose
+    /// outcome ends the session (a timeout, the memory limit, a kill,
+    /// tampering, the interpreter gone) leaves [`Steps::is_over`] true.
+    fn step<'a>(
+        &'a mut self,
+        code: &'a str,
+        options: StepOptions,
+    ) -> BoxFuture<'a, Result<Outcome, SandboxError>>;
+    /// True once no further step can run in this session.
+    fn is_over(&self) -> bool;
+    /// Ends the session and removes its container. `last`: the outcome of
+    /// the step that gave the result, to which what only the session's end
+    /// can say is added (under gVisor, the Sentry's log of the session's
+    /// calls).
+    fn end<'a>(self: Box<Self>, last: Option<&'a mut Outcome>) -> BoxFuture<'a, ()>;
+}
+
+/// A backend that runs no sessions: [`PreparedRun::begin`]'s default.
+fn no_sessions() -> SandboxError {
+    SandboxError::Engine {
+        action: "starting a session of steps",
+        detail: "this backend runs one program per container only; set `session.max_steps: 1` in the policy".into(),
+    }
+}
+
 /// What a backend is and what it offers, for `compute-bot doctor` and the
 /// run record.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -112,6 +156,22 @@ pub trait PreparedRun: Send {
     fn execute<'a>(self: Box<Self>, job: &'a Job) -> BoxFuture<'a, Result<Outcome, SandboxError>>;
     /// Removes what was prepared without running anything.
     fn discard(self: Box<Self>) -> BoxFuture<'static, Result<(), SandboxError>>;
+    /// Starts a session in the prepared container: writes the job's inputs
+    /// and runs its code as step 1 in an interpreter that stays, and
+    /// returns that step's outcome with the session, which runs further
+    /// steps ([`Steps`]). On an error the container is removed.
+    fn begin<'a>(
+        self: Box<Self>,
+        job: &'a Job,
+        options: StepOptions,
+    ) -> BoxFuture<'a, Result<(Outcome, Box<dyn Steps>), SandboxError>> {
+        let _ = (job, options);
+        let discard = self.discard();
+        Box::pin(async move {
+            let _ = discard.await;
+            Err(no_sessions())
+        })
+    }
 }
 
 /// A container being prepared in the background: the one owner of the

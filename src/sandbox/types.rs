@@ -665,6 +665,15 @@ pub struct Outcome {
     /// backend does not say (older records).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seccomp: Option<SeccompProfile>,
+    /// In a session of steps ([`super::Steps`]), which step this is (1 for
+    /// the first); `None` for a run of one program.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<u32>,
+    /// A step's last expression, as the code's interpreter shows it (its
+    /// `repr`, as a notebook shows `Out[n]`; cut at 4,096 characters);
+    /// reported by the interpreter, so the code controls it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
 }
 
 #[cfg(test)]

@@ -278,6 +278,8 @@ async fn answer(
         sources: Default::default(),
         environment: None,
         seccomp: None,
+        step: None,
+        value: None,
     })
 }
 

@@ -150,6 +150,8 @@ fn outcome() -> Outcome {
         sources: Default::default(),
         environment: None,
         seccomp: None,
+        step: None,
+        value: None,
     }
 }
 
