@@ -126,6 +126,11 @@ pub(crate) struct Collector {
     ready: Option<tokio::sync::oneshot::Sender<()>>,
     /// The run was held (the runner sends one [`Frame::Ready`]).
     hold: bool,
+    /// A session's step: its own deadline in place of the limits'.
+    step_timeout: Option<Duration>,
+    /// The report in hand is a step's ([`Frame::StepReport`]): the
+    /// interpreter waits for the next step.
+    step_report: bool,
 }
 
 impl Collector {
@@ -136,15 +141,18 @@ impl Collector {
     /// that wait until the code starts (and a preload that overruns is
     /// named as such). `hold`: the code waits, once its modules are loaded,
     /// for the backend's [`protocol::GO`] ([`Collector::ready_signal`]).
+    /// `session`: the job's code is step 1 of a session with these options
+    /// (see [`Collector::next_step`]).
     pub(crate) fn new(
         job: &Job,
         limits: &Limits,
         preload: &[String],
         hold: bool,
+        session: Option<super::StepOptions>,
     ) -> Result<(Collector, Vec<u8>), SandboxError> {
         job.check(limits)?;
         let key = FrameKey::random();
-        let stdin = protocol::encode_job(&key, job, limits, hold);
+        let stdin = protocol::encode_job(&key, job, limits, hold, session);
         let collector = Collector {
             reader: FrameReader::new(&key),
             limits: limits.clone(),
@@ -163,6 +171,8 @@ impl Collector {
             tampered: Vec::new(),
             ready: None,
             hold,
+            step_timeout: session.map(|o| o.timeout),
+            step_report: false,
         };
         Ok((collector, stdin))
     }
@@ -182,7 +192,7 @@ impl Collector {
         output: &mut (impl Stream<Item = Result<Chunk, String>> + Unpin),
     ) -> Ending {
         let started = Instant::now();
-        let timeout = self.limits.timeout;
+        let timeout = self.step_timeout.unwrap_or(self.limits.timeout);
         let preloading = !self.preload.is_empty();
         let mut timed_out = false;
         let mut error = None;
@@ -274,6 +284,12 @@ impl Collector {
             Frame::Report(r) => {
                 self.finish_artifact();
                 self.report = Some(*r);
+                self.step_report = false;
+            }
+            Frame::StepReport(r) => {
+                self.finish_artifact();
+                self.report = Some(*r);
+                self.step_report = true;
             }
             Frame::Ready => match self.ready.take() {
                 Some(tx) if self.hold && self.started.is_none() => {
@@ -413,19 +429,53 @@ impl Collector {
         status
     }
 
+    /// The run's limits.
+    pub(crate) fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// True when the last outcome was a session's step and its interpreter
+    /// waits for the next one (a step's report came, nothing was found
+    /// tampered with, and the deadline did not pass).
+    pub(crate) fn waits_for_a_step(&self, outcome: &Outcome) -> bool {
+        self.step_report
+            && outcome.step.is_some()
+            && !outcome.timed_out
+            && !matches!(
+                outcome.status,
+                RunStatus::Tampered
+                    | RunStatus::Timeout
+                    | RunStatus::Oom
+                    | RunStatus::Killed
+                    | RunStatus::Lost
+            )
+    }
+
+    /// Ready for a session's next step with its own deadline: what the
+    /// last step collected was taken by [`Collector::outcome`].
+    pub(crate) fn next_step(&mut self, timeout: Duration) {
+        self.step_timeout = Some(timeout);
+        self.step_report = false;
+        // Only step 1 waits for the preload.
+        self.preload.clear();
+    }
+
     /// The outcome. `no_report`: what the backend found when the output
     /// ended without a report and before the deadline (`None` when it did
     /// not need to ask: a report came, readable or not, or the deadline
-    /// passed). `image` and `container` say where it ran.
-    pub(crate) fn finish(
-        mut self,
+    /// passed). `code` is what ran; `container` says where.
+    /// One outcome (a run's, or a session's step's): what was collected
+    /// since the last is taken, so the next step starts empty.
+    pub(crate) fn outcome(
+        &mut self,
         ending: &Ending,
         no_report: Option<NoReport>,
         image: ImageInfo,
-        job: &Job,
+        code: &str,
         container: &str,
     ) -> Outcome {
-        let runner_err = self.runner_stderr.text();
+        let runner_err =
+            std::mem::replace(&mut self.runner_stderr, CappedBuffer::new(8 * 1024)).text();
         if !runner_err.trim().is_empty() {
             self.notes
                 .push(format!("runner stderr: {}", runner_err.trim()));
@@ -474,6 +524,19 @@ impl Collector {
             status = RunStatus::Tampered;
         }
         let sources = super::sources(audit.kernel.as_ref(), report.is_some());
+        let (step, value) = report
+            .as_ref()
+            .map_or((None, None), |r| (r.step, r.value.clone()));
+        let stdout = std::mem::replace(
+            &mut self.stdout,
+            CappedBuffer::new(self.limits.stdout_cap.bytes()),
+        );
+        let stderr = std::mem::replace(
+            &mut self.stderr,
+            CappedBuffer::new(self.limits.stderr_cap.bytes()),
+        );
+        self.started = None;
+        self.artifact_bytes = 0;
         Outcome {
             status,
             tampered,
@@ -482,24 +545,24 @@ impl Collector {
             signal,
             duration_ms,
             collected_ms: ending.duration.as_millis() as u64,
-            stdout: self.stdout.text(),
-            stderr: self.stderr.text(),
-            stdout_truncated: self.stdout.truncated,
-            stderr_truncated: self.stderr.truncated,
+            stdout: stdout.text(),
+            stderr: stderr.text(),
+            stdout_truncated: stdout.truncated,
+            stderr_truncated: stderr.truncated,
             timed_out: ending.timed_out,
             oom_killed: status == RunStatus::Oom,
             image,
-            limits: self.limits,
+            limits: self.limits.clone(),
             resources,
             audit,
-            artifacts: self.artifacts,
-            code_sha256: sha256_hex(job.code.as_bytes()),
+            artifacts: std::mem::take(&mut self.artifacts),
+            code_sha256: sha256_hex(code.as_bytes()),
             container: container.to_string(),
-            notes: self.notes,
+            notes: std::mem::take(&mut self.notes),
             environment: None,
             seccomp: None,
-            step: None,
-            value: None,
+            step,
+            value,
         }
     }
 }
@@ -523,7 +586,7 @@ mod tests {
 
     /// A collector for a run that is held (`hold`) or not.
     fn held(limits: &Limits, hold: bool) -> (Collector, Framer) {
-        let (c, stdin) = Collector::new(&Job::default(), limits, &[], hold).unwrap();
+        let (c, stdin) = Collector::new(&Job::default(), limits, &[], hold, None).unwrap();
         let header = stdin.split(|b| *b == b'\n').next().unwrap();
         let header: serde_json::Value = serde_json::from_slice(header).unwrap();
         let key: [u8; 32] = hex::decode(header["key"].as_str().unwrap())
@@ -577,13 +640,7 @@ mod tests {
         let (mut c, nonce) = collector(limits);
         let ending = c.read(&mut output(&nonce)).await;
         let reported = c.has_report();
-        let o = c.finish(
-            &ending,
-            no_report,
-            ImageInfo::default(),
-            &Job::default(),
-            "box",
-        );
+        let o = c.outcome(&ending, no_report, ImageInfo::default(), "", "box");
         (ending, reported, o)
     }
 
@@ -776,13 +833,14 @@ mod tests {
     /// own time (`None`: it never started), `preload` being preloaded.
     fn timed_out(preload: &[&str], code_ran: Option<Duration>) -> Outcome {
         let preload: Vec<String> = preload.iter().map(|m| m.to_string()).collect();
-        let (c, _) = Collector::new(&Job::default(), &Limits::default(), &preload, false).unwrap();
+        let (mut c, _) =
+            Collector::new(&Job::default(), &Limits::default(), &preload, false, None).unwrap();
         let ending = Ending {
             timed_out: true,
             duration: Duration::from_secs(40),
             code_ran,
         };
-        c.finish(&ending, None, ImageInfo::default(), &Job::default(), "box")
+        c.outcome(&ending, None, ImageInfo::default(), "", "box")
     }
 
     #[test]

@@ -64,6 +64,14 @@ struct Header<'a> {
     /// The image's own libraries: their reads are counted, not listed
     /// ([`super::LIBRARY_PATHS`]).
     library: &'static [&'static str],
+    /// A session of steps: the interpreter stays after the code (step 1)
+    /// and waits for [`encode_step`] or [`END`].
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    session: bool,
+    /// In a session: step 1 is meant to give the result (its `/out` files
+    /// are collected when it ends).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    last: bool,
 }
 
 /// The longest string of the report, in characters (the runner's
@@ -132,6 +140,24 @@ pub(crate) fn as_logged(shown: &str) -> String {
 /// CPU quota is the code's).
 pub(crate) const GO: &[u8] = b"go\n";
 
+/// What the bot writes to end a session: the child interpreter's pipe
+/// closes and it exits.
+pub(crate) const END: &[u8] = b"end\n";
+
+/// The next step of a session, for the runner's stdin: the line
+/// `step <length> <last 0|1> <timeout ms>` and the code.
+pub(crate) fn encode_step(code: &str, options: super::StepOptions) -> Vec<u8> {
+    let mut out = format!(
+        "step {} {} {}\n",
+        code.len(),
+        u8::from(options.last),
+        options.timeout.as_millis()
+    )
+    .into_bytes();
+    out.extend_from_slice(code.as_bytes());
+    out
+}
+
 #[derive(Serialize)]
 struct InputHeader<'a> {
     name: &'a str,
@@ -153,7 +179,15 @@ struct Caps {
 /// and the code. Each input's bytes follow in order, streamed by the
 /// backend from [`InputFile::chunks`], so no input is held whole here.
 /// `hold`: the code waits for [`GO`] once its modules are loaded.
-pub(crate) fn encode_job(key: &FrameKey, job: &Job, limits: &Limits, hold: bool) -> Vec<u8> {
+/// `session`: the job's code is step 1 of a session, with these options
+/// (the timeout is the step's, in place of the limits').
+pub(crate) fn encode_job(
+    key: &FrameKey,
+    job: &Job,
+    limits: &Limits,
+    hold: bool,
+    session: Option<super::StepOptions>,
+) -> Vec<u8> {
     let key = hex::encode(key.0);
     let header = Header {
         key: &key,
@@ -171,11 +205,13 @@ pub(crate) fn encode_job(key: &FrameKey, job: &Job, limits: &Limits, hold: bool)
             stderr: limits.stderr_cap.bytes(),
             artifacts_max_files: limits.artifacts_max_files,
             artifacts_max_bytes: limits.artifacts_max_bytes.bytes(),
-            timeout_ms: limits.timeout.as_millis() as u64,
+            timeout_ms: session.map_or(limits.timeout, |o| o.timeout).as_millis() as u64,
         },
         rules: &job.rules,
         hold,
         library: super::LIBRARY_PATHS,
+        session: session.is_some(),
+        last: session.is_some_and(|o| o.last),
     };
     let mut out = serde_json::to_vec(&header).expect("header serializes");
     out.push(b'\n');
@@ -288,6 +324,13 @@ pub(crate) struct RunnerReport {
     /// written by the code, the interpreter's record against the kernel's).
     #[serde(default)]
     pub(crate) tampered: Vec<String>,
+    /// In a session: the step this report is of.
+    #[serde(default)]
+    pub(crate) step: Option<u32>,
+    /// In a session: the repr of the step's last expression, as the
+    /// interpreter reports it.
+    #[serde(default)]
+    pub(crate) value: Option<String>,
 }
 
 /// One decoded frame.
@@ -311,6 +354,9 @@ pub(crate) enum Frame {
     ReportPiece,
     /// The final report.
     Report(Box<RunnerReport>),
+    /// A session's step ended: its report (the interpreter waits for the
+    /// next step).
+    StepReport(Box<RunnerReport>),
     /// An authentic frame that does not decode: the runner wrote it, so
     /// what it read from the code's side (a name, a path) steered its
     /// output. Tampering. What failed.
@@ -457,7 +503,7 @@ impl FrameReader {
                 self.keep_piece(&payload);
                 Frame::ReportPiece
             }
-            b'r' => {
+            b'r' | b't' => {
                 self.keep_piece(&payload);
                 let whole = std::mem::take(&mut self.report);
                 if std::mem::take(&mut self.report_over) {
@@ -467,6 +513,7 @@ impl FrameReader {
                     )));
                 }
                 match serde_json::from_slice(&whole) {
+                    Ok(r) if kind == b't' => Frame::StepReport(Box::new(r)),
                     Ok(r) => Frame::Report(Box::new(r)),
                     Err(e) => unreadable(e.to_string()),
                 }
@@ -731,7 +778,7 @@ mod tests {
             inputs: vec![InputFile::new("a.csv", b"x\n1\n".to_vec())],
             rules: RuntimeRules::default(),
         };
-        let bytes = encode_job(&FrameKey([1; 32]), &job, &Limits::default(), false);
+        let bytes = encode_job(&FrameKey([1; 32]), &job, &Limits::default(), false, None);
         let nl = bytes.iter().position(|&b| b == b'\n').unwrap();
         let header: serde_json::Value = serde_json::from_slice(&bytes[..nl]).unwrap();
         assert_eq!(header["code_len"], 8);

@@ -73,7 +73,9 @@ if src is None:
 os.write(int(sys.argv[2]), b"ready\n")
 if rd.read(1) != b"g":
     os._exit(70)
-rd.close()
+steps = "t" in flags
+if not steps:
+    rd.close()
 try:
     with open("/proc/self/oom_score_adj", "w") as f:
         f.write("1000")
@@ -250,16 +252,32 @@ def hook(event, args):
         p = norm(args[0]) if args else None
         if restrict and p and p.startswith("/data"):
             refuse(event + " on " + p)
-def show_source():
+def show_source(name="main.py", text=None):
     import linecache
-    linecache.cache["main.py"] = (len(src), None, src.splitlines(True), "main.py")
+    text = src if text is None else text
+    linecache.cache[name] = (len(text), None, text.splitlines(True), name)
+def split_last(text, name):
+    # A step of a session: its last statement, when an expression, is
+    # evaluated apart, so its value is shown as a notebook shows Out[n].
+    import ast
+    tree = ast.parse(text, name)
+    last = None
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        last = compile(ast.Expression(tree.body.pop().value), name, "eval")
+    return compile(tree, name, "exec"), last
+last_expr = None
 try:
-    code = compile(src, "main.py", "exec")
+    if steps:
+        code, last_expr = split_last(src, "main.py")
+    else:
+        code = compile(src, "main.py", "exec")
 except SyntaxError:
     import traceback
     show_source()
     traceback.print_exc(limit=0)
-    sys.exit(1)
+    if not steps:
+        sys.exit(1)
+    code = compile("raise SystemExit(1)", "main.py", "exec")
 sys.stdout.reconfigure(line_buffering=True)
 g = {"__name__": "__main__", "__builtins__": builtins, "__file__": "main.py"}
 # DuckDB, confined like Python: every connection the code makes (the default
@@ -444,27 +462,77 @@ try:
     os.write(AUD, b"start\n")
 except OSError:
     pass
-rc = 0
-try:
-    exec(code, g)
-except SystemExit as e:
-    c = e.code
-    rc = c if isinstance(c, int) else (0 if c is None else 1)
-    if not isinstance(c, int) and c is not None:
-        print(c, file=sys.stderr)
-except BaseException as e:
-    import traceback
-    show_source()
-    tb = e.__traceback__
-    while tb is not None and tb.tb_frame.f_code.co_filename != "main.py":
-        tb = tb.tb_next
-    traceback.print_exception(type(e), e, tb)
-    rc = 1
-try:
-    sys.stdout.flush()
-    sys.stderr.flush()
-except BaseException:
-    pass
+def run_step(code, last, name, text):
+    # One program, or one step of a session: its exit code and, for a
+    # step, the repr of its last expression (None: there was none).
+    rc, shown = 0, None
+    try:
+        exec(code, g)
+        if last is not None:
+            v = eval(last, g)
+            if v is not None:
+                g["_"] = v
+                shown = repr(v)
+    except SystemExit as e:
+        c = e.code
+        rc = c if isinstance(c, int) else (0 if c is None else 1)
+        if not isinstance(c, int) and c is not None:
+            print(c, file=sys.stderr)
+    except BaseException as e:
+        import traceback
+        show_source(name, text)
+        tb = e.__traceback__
+        while tb is not None and tb.tb_frame.f_code.co_filename != name:
+            tb = tb.tb_next
+        traceback.print_exception(type(e), e, tb)
+        rc = 1
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BaseException:
+        pass
+    return rc, shown
+rc, shown = run_step(code, last_expr, "main.py", src)
+# A session: after each step, say it ended (its exit code and value) on the
+# audit channel, then wait for the next step's code from the runner
+# ("<length>\n<code>"); the pipe's end closes the session. The globals stay.
+# The code runs in this process, so a step's end is the interpreter's word:
+# the runner holds it to its order (one end per step handed over).
+n = 1
+while steps:
+    try:
+        v = "" if shown is None else shown[:4096]
+        os.write(AUD, ("stepend\t%d\t%d\t%s\n" % (rc, shown is not None, esc(v))).encode("utf-8", "surrogatepass"))
+    except BaseException:
+        os._exit(70)
+    count[0] = 0
+    head = rd.readline()
+    if not head:
+        break
+    try:
+        text = rd.read(int(head)).decode("utf-8", "replace")
+    except BaseException:
+        os._exit(70)
+    n += 1
+    name = "step%d.py" % n
+    user_files.add(name)
+    try:
+        os.write(AUD, b"step\n")
+    except OSError:
+        pass
+    try:
+        code, last_expr = split_last(text, name)
+    except SyntaxError:
+        import traceback
+        show_source(name, text)
+        traceback.print_exc(limit=0)
+        try:
+            sys.stderr.flush()
+        except BaseException:
+            pass
+        rc, shown = 1, None
+        continue
+    rc, shown = run_step(code, last_expr, name, text)
 os._exit(rc)
 '''
 
@@ -583,6 +651,14 @@ class Supervisor:
     def record(self):
         return {"mode": self.mode, "files": self.files, "library_reads": self.library_reads,
                 "execs": self.execs, "sockets": self.sockets, "changes": self.changes, "truncated": self.truncated}
+
+    def take_step(self):
+        # A session's step ended: its record, and a fresh one for the next.
+        rec = self.record()
+        self.files, self.execs, self.sockets, self.changes = [], [], [], []
+        self.seen, self.kinds, self.paths = set(), {}, set()
+        self.library_reads, self.truncated = 0, False
+        return rec
 
     # -- what only this process holds
     def guard(self):
@@ -1505,7 +1581,7 @@ def collect_out(report, caps):
         report["artifacts"].append({"name": rel, "size": len(data), "sha256": hashlib.sha256(data).hexdigest()})
 
 
-def send_report(report):
+def send_report(report, kind=b"r"):
     # Every string shown(), then the JSON in pieces that each fit a frame
     # line of the bot's reader: `p` frames, the last piece an `r` frame.
     left = report.pop("notes_left_out", 0)
@@ -1515,7 +1591,7 @@ def send_report(report):
     while len(data) > REPORT_PIECE:
         frame(b"p", data[:REPORT_PIECE])
         data = data[REPORT_PIECE:]
-    frame(b"r", data)
+    frame(kind, data)
 
 
 def main():
@@ -1596,24 +1672,38 @@ def main():
     started = time.monotonic()
     rules = header.get("rules") or {}
     flags = ("f" if rules.get("restrict_files") else "") + ("s" if rules.get("deny_subprocess") else "") + ("n" if rules.get("deny_network") else "")
+    # A session of steps (see "sessions" below): the child keeps its
+    # interpreter and waits for each next step.
+    session = bool(header.get("session"))
+    if session:
+        flags += "t"
     denied = ",".join(m for m in rules.get("deny_imports") or [] if "," not in m and "\t" not in m)
     totals = {b"o": 0, b"e": 0}
+    # What each pump has framed of the current step (the caps hold per step
+    # in a session), and a lock each holds from reading a chunk until it is
+    # framed: a step's end waits for both (see drain).
+    sent = {b"o": 0, b"e": 0}
+    pumping = {b"o": threading.Lock(), b"e": threading.Lock()}
 
     def pump(fd, kind, cap):
-        sent = 0
         while True:
             try:
-                chunk = os.read(fd, 1 << 15)
-            except OSError:
+                select.select([fd], [], [])
+            except (OSError, ValueError):
                 break
-            if not chunk:
-                break
-            totals[kind] += len(chunk)
-            if sent <= cap:
-                piece = chunk[: cap + 1 - sent]
-                sent += len(piece)
-                for i in range(0, len(piece), 3072):
-                    frame(kind, piece[i:i + 3072])
+            with pumping[kind]:
+                try:
+                    chunk = os.read(fd, 1 << 15)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                totals[kind] += len(chunk)
+                if sent[kind] <= cap:
+                    piece = chunk[: cap + 1 - sent[kind]]
+                    sent[kind] += len(piece)
+                    for i in range(0, len(piece), 3072):
+                        frame(kind, piece[i:i + 3072])
 
     audit = {"files_opened": [], "network_attempts": [], "subprocess_attempts": [], "imports": [], "refused": [], "preloaded": [], "preload_skipped": [], "truncated": False}
 
@@ -1647,7 +1737,8 @@ def main():
         released.append(cpu_quota())
         try:
             os.write(code_w, b"g")
-            os.close(code_w)
+            if not session:
+                os.close(code_w)
         except OSError:
             pass
 
@@ -1681,10 +1772,27 @@ def main():
                     sup.keep(sup.tampered, "a second start on the interpreter's audit channel: something else wrote to it")
                 elif k == "start":
                     code_started[0] = time.monotonic()
+                    step[0]["began"] = code_started[0]
                     frame(b"s", b"")
                     # The code has its whole time limit from here: the
                     # backstop counts from its start, not from the handover.
                     deadline[0] = time.monotonic() + timeout_s + 35.0
+                elif k == "step" and not (session and step[0]["handed"] and step[0]["began"] is None):
+                    sup.keep(sup.tampered, "a step's start came on the interpreter's audit channel when no step was handed over: something else wrote to it")
+                elif k == "step":
+                    step[0]["began"] = time.monotonic()
+                    frame(b"s", b"")
+                    deadline[0] = time.monotonic() + step[0]["timeout"] + 35.0
+                elif k == "stepend" and not (session and len(parts) == 4 and step[0]["began"] is not None):
+                    sup.keep(sup.tampered, "a step's end came on the interpreter's audit channel when no step ran: something else wrote to it")
+                elif k == "stepend":
+                    try:
+                        rc_step = int(parts[1])
+                    except ValueError:
+                        rc_step = 1
+                    end_step(rc_step, parts[3] if parts[2] == "1" else None)
+                    records = 0
+                    next_step()
                 elif k == "open" and len(parts) == 5:
                     audit["files_opened"].append({"path": parts[1], "mode": parts[2], "denied": parts[3] == "1"})
                     if parts[4] == "1" or code_started[0] is None:
@@ -1732,6 +1840,122 @@ def main():
                     pass
                 return
 
+    # ------------------------------------------------------------ sessions
+    # In a session the child keeps its interpreter after each step. At a
+    # step's end (its "stepend" record) the runner waits until the step's
+    # output is framed, reports the step with its own facts (a `t` frame:
+    # the report's shape, each figure this step's; the kernel's record of
+    # this step; the files in /out for a last step), and reads the bot's
+    # next line: "step <length> <last 0|1> <timeout ms>" and the code, or
+    # "end" (or the end of stdin: the bot is gone), which closes the
+    # child's pipe so it exits. The bot freezes the container while it
+    # waits for the model, so nothing runs between steps.
+    step = [dict(n=1, handed=True, began=None, last=bool(header.get("last")), timeout=timeout_s,
+                 cpu0=0, out0=0, err0=0, oom0=oom_before)]
+
+    def drain():
+        # The step's output is in the pipes before its end is written (the
+        # child flushes first): wait until both are read, and framed.
+        import fcntl, struct, termios
+        until = time.monotonic() + 2.0
+        while time.monotonic() < until:
+            left = 0
+            for fd in (out_r, err_r):
+                try:
+                    left += struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
+                except OSError:
+                    pass
+            if not left:
+                break
+            time.sleep(0.001)
+        with pumping[b"o"], pumping[b"e"]:
+            pass
+
+    def proc_cpu_ms():
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) * 1000 // os.sysconf("SC_CLK_TCK")
+        except (OSError, ValueError, IndexError):
+            return None
+
+    def proc_peak():
+        # The kernel's high-water mark of the process's memory: the peak of
+        # the session so far.
+        try:
+            with open("/proc/%d/status" % pid) as f:
+                for line in f:
+                    if line.startswith("VmHWM:"):
+                        return int(line.split()[1]) * 1024
+        except (OSError, ValueError, IndexError):
+            pass
+        return 0
+
+    def end_step(rc, value):
+        ended_at = time.monotonic()
+        st = step[0]
+        drain()
+        cpu = proc_cpu_ms()
+        oom = oom_kills()
+        files = audit["files_opened"]
+        report = {
+            "exit_code": rc,
+            "signal": None,
+            "duration_ms": int((ended_at - st["began"]) * 1000),
+            "start_wait_ms": int((st["began"] - started) * 1000) if st["n"] == 1 else 0,
+            "peak_memory_bytes": proc_peak(),
+            "cpu_time_ms": max(0, (cpu or 0) - st["cpu0"]),
+            "stdout_bytes": totals[b"o"] - st["out0"],
+            "stderr_bytes": totals[b"e"] - st["err0"],
+            "oom_kills": None if oom is None or st["oom0"] is None else oom - st["oom0"],
+            "audit": dict(audit),
+            "artifacts": [],
+            "notes": [],
+            "cgroup": dict(cgroup_facts(), cpu_before_code=cpu_before, cpu_at_code_start=released[0] if released else None),
+            "tampered": sup.tampered + sup.unseen([f for f in files if f["path"] not in unchecked]),
+            "step": st["n"],
+            "value": value,
+        }
+        report["kernel"] = sup.take_step()
+        for key in ("files_opened", "network_attempts", "subprocess_attempts", "imports", "refused"):
+            audit[key] = []
+        audit["truncated"] = False
+        if st["last"]:
+            collect_out(report, caps)
+        send_report(report, b"t")
+        sent[b"o"] = sent[b"e"] = 0
+        deadline[0] = float("inf")
+        step[0] = dict(n=st["n"] + 1, handed=False, began=None, last=False, timeout=timeout_s,
+                       cpu0=cpu or 0, out0=totals[b"o"], err0=totals[b"e"], oom0=oom)
+
+    def next_step():
+        line = stdin.readline(256)
+        parts = line.split()
+        if len(parts) == 4 and parts[0] == b"step":
+            try:
+                size, last, ms = int(parts[1]), parts[2] == b"1", int(parts[3])
+                text = read_exact(stdin, size)
+            except (ValueError, EOFError):
+                text = None
+            if text is not None:
+                st = step[0]
+                st.update(handed=True, last=last, timeout=ms / 1000.0)
+                deadline[0] = time.monotonic() + st["timeout"] + 65.0
+                try:
+                    os.write(code_w, b"%d\n" % len(text))
+                    view = memoryview(text)
+                    while view:
+                        view = view[os.write(code_w, view[:1 << 16]):]
+                except OSError:
+                    pass
+                return
+        # "end", the end of stdin, or a line the bot never writes: the
+        # child's pipe closes and it exits.
+        try:
+            os.close(code_w)
+        except OSError:
+            pass
+
     exited = threading.Event()
     sup = Supervisor(pid, rules, aud_fd)
     threads = [
@@ -1765,6 +1989,8 @@ def main():
     # The audit thread may read the child's "start" only after wait4 returned
     # (a short program on a loaded host): the code ran no later than it ended.
     began = min(code_started[0] or started, ended)
+    if session and step[0]["began"] is not None:
+        began = min(step[0]["began"], ended)  # the step that was running
     report = {
         "exit_code": exit_code if exit_code >= 0 else None,
         "signal": -exit_code if exit_code < 0 else None,
@@ -1781,9 +2007,13 @@ def main():
         "kernel": sup.record(),
         "cgroup": dict(cgroup_facts(), cpu_before_code=cpu_before, cpu_at_code_start=released[0] if released else None),
         "tampered": sup.tampered + sup.unseen([f for f in audit["files_opened"] if f["path"] not in unchecked]),
+        "step": step[0]["n"] if session else None,
     }
     reap_orphans()
-    collect_out(report, caps)
+    # A session's /out goes with its last steps; here only when the child
+    # ended during a step meant to give the result.
+    if not session or (step[0]["last"] and step[0]["began"] is not None):
+        collect_out(report, caps)
     send_report(report)
     out.flush()
     os._exit(0)

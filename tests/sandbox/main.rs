@@ -17,6 +17,7 @@ mod pull;
 mod reserve;
 mod runner_simulation;
 mod sandbox;
+mod session;
 mod stack;
 mod unchecked;
 mod validate_python_output;

@@ -11,8 +11,8 @@ use futures_util::future::BoxFuture;
 use tokio::io::AsyncWriteExt;
 
 use super::super::collect::{Chunk, Collector, NoReport};
-use super::super::executor::PreparedRun;
-use super::super::protocol::GO;
+use super::super::executor::{PreparedRun, StepOptions, Steps};
+use super::super::protocol::{END, GO, encode_step};
 use super::super::types::{
     CPU_PERIOD_US, CpuBoost, ImageInfo, Job, Limits, Outcome, SeccompProfile,
 };
@@ -279,6 +279,291 @@ impl PreparedRun for Prepared {
     fn discard(self: Box<Self>) -> BoxFuture<'static, Result<(), SandboxError>> {
         Box::pin(Prepared::discard(*self))
     }
+
+    fn begin<'a>(
+        self: Box<Self>,
+        job: &'a Job,
+        options: StepOptions,
+    ) -> BoxFuture<'a, Result<(Outcome, Box<dyn Steps>), SandboxError>> {
+        Box::pin(async move {
+            let (outcome, session) = Prepared::begin(*self, job, options).await?;
+            Ok((outcome, Box::new(session) as Box<dyn Steps>))
+        })
+    }
+}
+
+impl Prepared {
+    /// Starts a session: the job's code runs as step 1 in an interpreter
+    /// that stays ([`Steps`]); the container is frozen until the next step.
+    pub async fn begin(
+        self,
+        job: &Job,
+        options: StepOptions,
+    ) -> Result<(Outcome, SessionRun), SandboxError> {
+        let Prepared {
+            name,
+            image,
+            limits,
+            attach,
+            guard,
+            preload,
+            boost,
+            seccomp,
+            gvisor,
+        } = self;
+        let docker = guard.sandbox.docker.clone();
+        let watch = gvisor.watch(&docker, &name);
+        let run = Run {
+            docker: &docker,
+            name: &name,
+            limits: &limits,
+            preload: &preload,
+            boost,
+            watch: watch.as_ref(),
+        };
+        let first = run.first(image.clone(), attach, job, Some(options)).await;
+        let (mut outcome, live) = match first {
+            Ok(first) => first,
+            Err(e) => {
+                drop(watch);
+                finally_remove(guard).await;
+                return Err(e);
+            }
+        };
+        outcome.seccomp = Some(seccomp);
+        let mut session = SessionRun {
+            docker,
+            name,
+            image,
+            seccomp,
+            live,
+            guard,
+            gvisor,
+            watch,
+            over: false,
+            paused: false,
+        };
+        session.after_step(&mut outcome).await;
+        Ok((outcome, session))
+    }
+}
+
+/// Removes a run's container as its connection removes them: before
+/// returning (tests) or beside the answer.
+async fn finally_remove(guard: Guard) {
+    match guard.sandbox.removal {
+        Removal::BesideTheAnswer => guard.remove_in_background(),
+        Removal::BeforeTheOutcome => guard.remove_after_run().await,
+    }
+}
+
+/// A session of steps in one Docker container ([`Steps`]): its runner
+/// keeps the child interpreter between steps, and the container is paused
+/// (its cgroup frozen) while the bot waits for the model. Dropped, its
+/// guard removes the container.
+pub struct SessionRun {
+    docker: Docker,
+    name: String,
+    image: ImageInfo,
+    seccomp: SeccompProfile,
+    live: Live,
+    guard: Guard,
+    gvisor: GvisorLog,
+    watch: Option<LogWatch>,
+    /// No further step can run.
+    over: bool,
+    /// The container is paused by this session.
+    paused: bool,
+}
+
+impl std::fmt::Debug for SessionRun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionRun")
+            .field("name", &self.name)
+            .field("over", &self.over)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SessionRun {
+    /// After a step: the session is over when its interpreter does not
+    /// wait for another; else the container is frozen until the next.
+    async fn after_step(&mut self, outcome: &mut Outcome) {
+        if !self.live.collector.waits_for_a_step(outcome) || self.live.stdin.is_none() {
+            self.over = true;
+            return;
+        }
+        match self.docker.pause_container(&self.name).await {
+            Ok(()) => self.paused = true,
+            Err(e) => outcome.notes.push(format!(
+                "the container could not be frozen after this step ({e}): what the code left \
+                 running could run while the model wrote the next step"
+            )),
+        }
+    }
+
+    /// Thaws the container when this session froze it.
+    async fn thaw(&mut self) -> Result<(), SandboxError> {
+        if self.paused {
+            self.docker
+                .unpause_container(&self.name)
+                .await
+                .map_err(|e| SandboxError::Engine {
+                    action: "thawing the session's container for its next step",
+                    detail: e.to_string(),
+                })?;
+            self.paused = false;
+        }
+        Ok(())
+    }
+
+    /// The next step (see [`Steps::step`]).
+    pub async fn step(
+        &mut self,
+        code: &str,
+        options: StepOptions,
+    ) -> Result<Outcome, SandboxError> {
+        if self.over {
+            return Err(SandboxError::Engine {
+                action: "running a session's next step",
+                detail:
+                    "the session is over: its last step ended it (that step's outcome says how)"
+                        .into(),
+            });
+        }
+        if let Err(e) = self.thaw().await {
+            self.over = true;
+            return Err(e);
+        }
+        self.live.collector.next_step(options.timeout);
+        let wrote = match self.live.stdin.as_mut() {
+            Some(stdin) => {
+                stdin.write_all(&encode_step(code, options)).await.is_ok()
+                    && stdin.flush().await.is_ok()
+            }
+            None => false,
+        };
+        if !wrote {
+            // The runner is gone: its output says how.
+            self.live.stdin = None;
+        }
+        let run = Run {
+            docker: &self.docker,
+            name: &self.name,
+            limits: &self.live.collector.limits().clone(),
+            preload: &[],
+            boost: None,
+            watch: self.watch.as_ref(),
+        };
+        let ending = self.live.collector.read(&mut self.live.output).await;
+        let mut outcome = run
+            .conclude(&mut self.live.collector, ending, self.image.clone(), code)
+            .await;
+        outcome.seccomp = Some(self.seccomp);
+        self.after_step(&mut outcome).await;
+        Ok(outcome)
+    }
+
+    /// Ends the session (see [`Steps::end`]).
+    pub async fn end(self, last: Option<&mut Outcome>) {
+        let SessionRun {
+            docker,
+            name,
+            image,
+            mut live,
+            mut guard,
+            gvisor,
+            watch,
+            paused,
+            ..
+        } = self;
+        drop(watch);
+        if paused {
+            let _ = docker.unpause_container(&name).await;
+        }
+        let mut last = last;
+        let ended = match live.stdin.as_mut() {
+            Some(stdin) => stdin.write_all(END).await.is_ok() && stdin.flush().await.is_ok(),
+            None => false,
+        };
+        if ended && let Some(last) = last.as_deref_mut() {
+            account_for_the_end(&mut live, &name, image, last).await;
+        }
+        if let (Some(last), GvisorLog::Container(_)) = (last, &gvisor) {
+            // The Sentry's log is whole once the container stops.
+            let _ = docker
+                .kill_container(
+                    &name,
+                    Some(KillContainerOptions {
+                        signal: "SIGKILL".into(),
+                    }),
+                )
+                .await;
+            let _ = docker
+                .wait_container(
+                    &name,
+                    None::<bollard::query_parameters::WaitContainerOptions>,
+                )
+                .next()
+                .await;
+            guard.log = None;
+            gvisor.add_to(last).await;
+        }
+        finally_remove(guard).await;
+    }
+}
+
+/// How long the runner may take to report a session's end.
+const END_REPORT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The runner's last report of a session, after its end: what happened
+/// after the last step's own report reaches that step's outcome. Tampering
+/// (a step's end the code wrote itself, so a later one arrived when no step
+/// ran) makes it `tampered`; what the code's process still did (output,
+/// the kernel's record of opens, changes, sockets) is noted.
+async fn account_for_the_end(live: &mut Live, name: &str, image: ImageInfo, last: &mut Outcome) {
+    live.collector.next_step(END_REPORT);
+    let ending = live.collector.read(&mut live.output).await;
+    if !live.collector.has_report() {
+        last.notes.push(format!(
+            "the runner did not report the session's end within {} s; what the code did after this step is not known",
+            END_REPORT.as_secs()
+        ));
+        return;
+    }
+    let tail = live.collector.outcome(&ending, None, image, "", name);
+    if !tail.tampered.is_empty() {
+        last.tampered.extend(tail.tampered);
+        last.status = crate::sandbox::RunStatus::Tampered;
+    }
+    let after = tail.audit.kernel.as_ref().map_or(0, |k| {
+        k.files.len() + k.changes.len() + k.sockets.len() + k.starts.len()
+    });
+    let printed = tail.stdout.len() + tail.stderr.len();
+    if after > 0 || printed > 0 {
+        last.notes.push(format!(
+            "after this step ended, the code's process went on until the session's end: {after} \
+             calls in the kernel's record, {printed} bytes of output (not part of the result)"
+        ));
+    }
+}
+
+impl Steps for SessionRun {
+    fn step<'a>(
+        &'a mut self,
+        code: &'a str,
+        options: StepOptions,
+    ) -> BoxFuture<'a, Result<Outcome, SandboxError>> {
+        Box::pin(SessionRun::step(self, code, options))
+    }
+
+    fn is_over(&self) -> bool {
+        self.over
+    }
+
+    fn end<'a>(self: Box<Self>, last: Option<&'a mut Outcome>) -> BoxFuture<'a, ()> {
+        Box::pin(SessionRun::end(*self, last))
+    }
 }
 
 /// The attach stream's items as plain chunks.
@@ -305,6 +590,15 @@ struct Run<'a> {
 /// The container's stdin, as the attach stream gives it.
 type Stdin = std::pin::Pin<Box<dyn tokio::io::AsyncWrite + Send>>;
 
+/// What a session keeps between its steps: the collector (one frame
+/// sequence spans the session), the runner's output and its stdin.
+struct Live {
+    collector: Collector,
+    output: futures_util::stream::BoxStream<'static, Result<Chunk, String>>,
+    /// `None` once the runner is gone (a write failed).
+    stdin: Option<Stdin>,
+}
+
 impl Run<'_> {
     async fn execute(
         &self,
@@ -312,6 +606,18 @@ impl Run<'_> {
         attach: AttachContainerResults,
         job: &Job,
     ) -> Result<Outcome, SandboxError> {
+        Ok(self.first(image, attach, job, None).await?.0)
+    }
+
+    /// The job's run, or (`session`) step 1 of a session, with what the
+    /// session keeps for its next steps.
+    async fn first(
+        &self,
+        image: ImageInfo,
+        attach: AttachContainerResults,
+        job: &Job,
+        session: Option<StepOptions>,
+    ) -> Result<(Outcome, Live), SandboxError> {
         let (docker, name, limits, preload) = (self.docker, self.name, self.limits, self.preload);
         let hold = self.boost.is_some();
         let (mut collector, start, streamed) = if limits.data_on_disk() && !job.inputs.is_empty() {
@@ -323,16 +629,17 @@ impl Run<'_> {
                 inputs: Vec::new(),
                 ..job.clone()
             };
-            let (collector, start) = Collector::new(&code_only, limits, preload, hold)?;
+            let (collector, start) = Collector::new(&code_only, limits, preload, hold, session)?;
             (collector, start, Vec::new())
         } else {
-            let (collector, start) = Collector::new(job, limits, preload, hold)?;
+            let (collector, start) = Collector::new(job, limits, preload, hold, session)?;
             (collector, start, job.inputs.clone())
         };
         let mut ready = hold.then(|| collector.ready_signal());
         let AttachContainerResults { output, input } = attach;
         let mut writer = tokio::spawn(write_job(input, start, streamed));
-        let mut output = output.map(chunk);
+        let mut output = output.map(chunk).boxed();
+        let keep = hold || session.is_some();
         let mut stdin: Option<Option<Stdin>> = None;
         let ending = {
             let read = collector.read(&mut output);
@@ -340,8 +647,8 @@ impl Run<'_> {
             loop {
                 tokio::select! {
                     ending = &mut read => break ending,
-                    // Kept for a held run's GO only.
-                    w = &mut writer, if stdin.is_none() => stdin = Some(written(w)?.filter(|_| hold)),
+                    // Kept for a held run's GO and a session's steps only.
+                    w = &mut writer, if stdin.is_none() => stdin = Some(written(w)?.filter(|_| keep)),
                     r = async { ready.as_mut().expect("held").await }, if ready.is_some() => {
                         ready = None;
                         if r.is_ok() {
@@ -349,15 +656,49 @@ impl Run<'_> {
                                 stdin = Some(written((&mut writer).await)?);
                             }
                             self.release(stdin.as_mut().and_then(Option::as_mut)).await?;
-                            stdin = Some(None);
+                            if session.is_none() {
+                                stdin = Some(None);
+                            }
                         }
                     }
                 }
             }
         };
+        if stdin.is_none() && session.is_some() {
+            // The step ended before the writer was polled again: it is
+            // done (the runner reads every input before the code starts).
+            stdin = Some(
+                match tokio::time::timeout(std::time::Duration::from_secs(5), &mut writer).await {
+                    Ok(w) => written(w)?,
+                    Err(_) => None,
+                },
+            );
+        }
         if stdin.is_none() {
             writer.abort();
         }
+        let outcome = self
+            .conclude(&mut collector, ending, image, &job.code)
+            .await;
+        let live = Live {
+            collector,
+            output,
+            stdin: stdin.flatten(),
+        };
+        Ok((outcome, live))
+    }
+
+    /// The outcome once a run's (or a step's) output ended: kill the
+    /// container at the deadline, ask the engine why when no report came,
+    /// and end the run `tampered` when gVisor's log passed its cap.
+    async fn conclude(
+        &self,
+        collector: &mut Collector,
+        ending: crate::sandbox::collect::Ending,
+        image: ImageInfo,
+        code: &str,
+    ) -> Outcome {
+        let (docker, name) = (self.docker, self.name);
         let mut no_report = None;
         let log_over = self.watch.and_then(LogWatch::over);
         if ending.timed_out {
@@ -365,15 +706,15 @@ impl Run<'_> {
         } else if !collector.has_report() && !collector.report_unreadable() && log_over.is_none() {
             no_report = Some(explain_missing_report(docker, name).await);
         }
-        let mut outcome = collector.finish(&ending, no_report, image, job, name);
+        let mut outcome = collector.outcome(&ending, no_report, image, code, name);
         if let Some(size) = log_over {
             outcome
                 .tampered
                 .push(crate::sandbox::sentry_log::over_cap(size));
             outcome.status = crate::sandbox::RunStatus::Tampered;
         }
-        tracing::debug!(container = %name, status = outcome.status.as_str(), ms = outcome.duration_ms, "run finished");
-        Ok(outcome)
+        tracing::debug!(container = %name, status = outcome.status.as_str(), ms = outcome.duration_ms, step = ?outcome.step, "run finished");
+        outcome
     }
 
     /// A held run's modules are loaded: lower the container's CPU quota to

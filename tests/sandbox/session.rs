@@ -1,0 +1,315 @@
+//! Sessions of steps against the real Docker engine: one container and one
+//! interpreter per session, globals kept from step to step, each step's
+//! output and facts its own, the container frozen between steps, and a
+//! forged step end caught.
+
+use std::time::Duration;
+
+use compute_bot::sandbox::{
+    InputFile, Job, Outcome, PreparedRun, RunStatus, Sandbox, SandboxConfig, StepOptions, Steps,
+};
+
+async fn sandbox() -> Sandbox {
+    Sandbox::connect()
+        .await
+        .expect("the Docker engine must be running for the sandbox tests")
+}
+
+fn config() -> SandboxConfig {
+    crate::long_deadline_config(1.0)
+}
+
+fn look() -> StepOptions {
+    StepOptions {
+        last: false,
+        timeout: Duration::from_secs(60),
+    }
+}
+
+fn last() -> StepOptions {
+    StepOptions {
+        last: true,
+        ..look()
+    }
+}
+
+fn job(code: &str, inputs: Vec<InputFile>) -> Job {
+    Job {
+        code: code.to_string(),
+        inputs,
+        rules: compute_bot::policy::Policy::default().runtime_rules(),
+    }
+}
+
+/// Starts a session with `code` as step 1 in a fresh container.
+async fn begin(sb: &Sandbox, code: &str, inputs: Vec<InputFile>) -> (Outcome, Box<dyn Steps>) {
+    let prepared: Box<dyn PreparedRun> = Box::new(sb.prepare(&config()).await.expect("prepare"));
+    prepared
+        .begin(&job(code, inputs), look())
+        .await
+        .expect("step 1")
+}
+
+/// The engine's `start` events for `container` so far.
+fn starts(container: &str) -> usize {
+    let out = std::process::Command::new("docker")
+        .args([
+            "events",
+            "--since",
+            "10m",
+            "--until",
+            "0s",
+            "--filter",
+            "event=start",
+            "--filter",
+        ])
+        .arg(format!("container={container}"))
+        .output()
+        .expect("docker events");
+    String::from_utf8_lossy(&out.stdout).lines().count()
+}
+
+fn paused(container: &str) -> bool {
+    let out = std::process::Command::new("docker")
+        .args(["inspect", "-f", "{{.State.Paused}}", container])
+        .output()
+        .expect("docker inspect");
+    String::from_utf8_lossy(&out.stdout).trim() == "true"
+}
+
+#[tokio::test]
+async fn a_session_keeps_its_globals_and_each_step_has_its_own_output_in_one_container() {
+    let sb = sandbox().await;
+    let csv = InputFile::new(
+        "sales.csv",
+        b"region,amount\nnorth,10\nsouth,5\nnorth,7\n".to_vec(),
+    );
+    let (one, mut steps) = begin(
+        &sb,
+        "import pandas as pd\ndf = pd.read_csv('/data/sales.csv')\nprint(df['region'].value_counts().to_dict())\n",
+        vec![csv],
+    )
+    .await;
+    assert_eq!(one.status, RunStatus::Ok, "{one:#?}");
+    assert_eq!(one.step, Some(1));
+    assert_eq!(one.stdout, "{'north': 2, 'south': 1}\n");
+    let container = one.container.clone();
+    assert!(
+        paused(&container),
+        "the container is frozen while the model thinks"
+    );
+
+    let two = steps
+        .step(
+            "total = int(df['amount'].sum())\nprint('rows', len(df))\ntotal * 2",
+            look(),
+        )
+        .await
+        .expect("step 2");
+    assert_eq!(two.status, RunStatus::Ok, "{two:#?}");
+    assert_eq!(two.step, Some(2));
+    assert_eq!(two.stdout, "rows 3\n", "step 2's output is its own");
+    assert_eq!(
+        two.value.as_deref(),
+        Some("44"),
+        "the last expression's value"
+    );
+    assert_eq!(two.container, container);
+
+    // A crash keeps the session: the next step repairs from the same state.
+    let three = steps
+        .step("print('before')\nundefined_name + 1\n", look())
+        .await
+        .expect("step 3");
+    assert_eq!(three.status, RunStatus::Error);
+    assert_eq!(three.stdout, "before\n");
+    assert!(
+        three.stderr.contains("step3.py") && three.stderr.contains("NameError"),
+        "{}",
+        three.stderr
+    );
+    assert!(
+        !steps.is_over(),
+        "a step that raised leaves the session open"
+    );
+
+    let mut four = steps
+        .step(
+            "import json, os\nos.makedirs('/out', exist_ok=True)\nopen('/out/note.txt', 'w').write('n')\nprint(json.dumps({'total': total}))\n",
+            last(),
+        )
+        .await
+        .expect("step 4");
+    assert_eq!(four.status, RunStatus::Ok, "{four:#?}");
+    assert_eq!(four.stdout, "{\"total\": 22}\n");
+    assert_eq!(
+        four.artifacts
+            .iter()
+            .map(|a| a.name.as_str())
+            .collect::<Vec<_>>(),
+        ["note.txt"],
+        "a last step's /out files are collected"
+    );
+    assert!(
+        one.artifacts.is_empty() && two.artifacts.is_empty(),
+        "a look step's are not"
+    );
+    steps.end(Some(&mut four)).await;
+    assert_eq!(four.status, RunStatus::Ok, "{four:#?}");
+    sb.settled().await;
+    assert_eq!(starts(&container), 1, "one container start per session");
+    assert!(
+        sb.docker()
+            .inspect_container(&container, None)
+            .await
+            .is_err(),
+        "the session's container is removed at its end"
+    );
+}
+
+#[tokio::test]
+async fn each_step_has_its_own_record_of_files() {
+    if crate::machine_runtime() == compute_bot::sandbox::Runtime::Runsc {
+        // gVisor's record is the session's, read at its end.
+        return;
+    }
+    let sb = sandbox().await;
+    let (one, mut steps) = begin(
+        &sb,
+        "text = open('/data/a.csv').read()\nprint(len(text))\n",
+        vec![InputFile::new("a.csv", b"a\n1\n".to_vec())],
+    )
+    .await;
+    let files = |o: &Outcome| -> Vec<String> {
+        o.audit
+            .kernel
+            .as_ref()
+            .map(|k| k.files.iter().map(|f| f.path.clone()).collect())
+            .unwrap_or_default()
+    };
+    assert!(
+        files(&one).contains(&"/data/a.csv".to_string()),
+        "{:?}",
+        files(&one)
+    );
+    let two = steps
+        .step("open('/tmp/x', 'w').write(text)\nprint('ok')\n", look())
+        .await
+        .expect("step 2");
+    assert_eq!(two.status, RunStatus::Ok, "{two:#?}");
+    assert!(
+        files(&two).contains(&"/tmp/x".to_string()),
+        "{:?}",
+        files(&two)
+    );
+    assert!(
+        !files(&two).contains(&"/data/a.csv".to_string()),
+        "step 1's open is not step 2's: {:?}",
+        files(&two)
+    );
+    steps.end(None).await;
+    sb.settled().await;
+}
+
+#[tokio::test]
+async fn nothing_the_code_left_running_works_between_steps() {
+    let sb = sandbox().await;
+    let (one, mut steps) = begin(
+        &sb,
+        "import threading, time\nticks = [0]\ndef tick():\n    while True:\n        ticks[0] += 1\n        time.sleep(0.01)\nthreading.Thread(target=tick, daemon=True).start()\ntime.sleep(0.2)\nprint(ticks[0])\n",
+        vec![],
+    )
+    .await;
+    assert_eq!(one.status, RunStatus::Ok, "{one:#?}");
+    let before: u64 = one.stdout.trim().parse().expect("a count");
+    // The model thinks for a second.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let two = steps
+        .step("print(ticks[0])\n", look())
+        .await
+        .expect("step 2");
+    let after: u64 = two.stdout.trim().parse().expect("a count");
+    assert!(
+        after < before + 40,
+        "the thread ticked {} times while the container waited (frozen: a few at most)",
+        after - before
+    );
+    steps.end(None).await;
+    sb.settled().await;
+}
+
+#[tokio::test]
+async fn a_forged_step_end_makes_the_session_tampered() {
+    let sb = sandbox().await;
+    // The code writes a step's end on the interpreter's audit channel
+    // itself, then goes on: its output and facts would land in the next
+    // step's account.
+    let (one, mut steps) = begin(
+        &sb,
+        "import os, sys, time\nos.write(int(sys.argv[2]), b'stepend\\t0\\t0\\t\\n')\ntime.sleep(0.3)\nprint('late')\n",
+        vec![],
+    )
+    .await;
+    let two = if steps.is_over() {
+        one
+    } else {
+        steps.step("print('two')\n", look()).await.expect("step 2")
+    };
+    assert_eq!(two.status, RunStatus::Tampered, "{two:#?}");
+    assert!(
+        two.tampered.iter().any(|t| t.contains("step")),
+        "{:?}",
+        two.tampered
+    );
+    assert!(steps.is_over(), "a tampered step ends the session");
+    steps.end(None).await;
+    sb.settled().await;
+}
+
+#[tokio::test]
+async fn a_step_past_its_deadline_ends_the_session_as_a_timeout() {
+    let sb = sandbox().await;
+    let (one, mut steps) = begin(&sb, "x = 1\n", vec![]).await;
+    assert_eq!(one.status, RunStatus::Ok, "{one:#?}");
+    let two = steps
+        .step(
+            "import time\ntime.sleep(30)\n",
+            StepOptions {
+                last: false,
+                timeout: Duration::from_secs(2),
+            },
+        )
+        .await
+        .expect("step 2");
+    assert_eq!(two.status, RunStatus::Timeout, "{two:#?}");
+    assert!(steps.is_over());
+    assert!(steps.step("print(x)\n", look()).await.is_err());
+    let container = two.container.clone();
+    steps.end(None).await;
+    sb.settled().await;
+    assert!(
+        sb.docker()
+            .inspect_container(&container, None)
+            .await
+            .is_err()
+    );
+}
+
+#[tokio::test]
+async fn a_forged_step_end_in_the_last_step_is_caught_at_the_sessions_end() {
+    let sb = sandbox().await;
+    let prepared: Box<dyn PreparedRun> = Box::new(sb.prepare(&config()).await.expect("prepare"));
+    let (mut one, steps) = prepared
+        .begin(
+            &job(
+                "import os, sys, time\nprint('{\"total\": 1}')\nos.write(int(sys.argv[2]), b'stepend\\t0\\t0\\t\\n')\ntime.sleep(0.3)\nopen('/tmp/after', 'w').write('x')\n",
+                vec![],
+            ),
+            last(),
+        )
+        .await
+        .expect("step 1");
+    steps.end(Some(&mut one)).await;
+    assert_eq!(one.status, RunStatus::Tampered, "{one:#?}");
+    sb.settled().await;
+}
