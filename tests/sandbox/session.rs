@@ -50,31 +50,41 @@ async fn begin(sb: &Sandbox, code: &str, inputs: Vec<InputFile>) -> (Outcome, Bo
         .expect("step 1")
 }
 
-/// The engine's `start` events for `container` so far.
-fn starts(container: &str) -> usize {
-    let out = std::process::Command::new("docker")
-        .args([
-            "events",
-            "--since",
-            "10m",
-            "--until",
-            "0s",
-            "--filter",
-            "event=start",
-            "--filter",
-        ])
-        .arg(format!("container={container}"))
-        .output()
-        .expect("docker events");
-    String::from_utf8_lossy(&out.stdout).lines().count()
+/// The engine's `start` events for `container` in the last ten minutes,
+/// as the engine's events API gives them (Docker or Podman).
+async fn starts(sb: &Sandbox, container: &str) -> usize {
+    use futures_util::StreamExt;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs();
+    let filters =
+        std::collections::HashMap::from([("event", vec!["start"]), ("container", vec![container])]);
+    let options = bollard::query_parameters::EventsOptionsBuilder::new()
+        .since(&(now - 600).to_string())
+        .until(&(now + 1).to_string())
+        .filters(&filters)
+        .build();
+    sb.docker()
+        .events(Some(options))
+        .filter(|e| {
+            let start = e
+                .as_ref()
+                .is_ok_and(|e| e.action.as_deref() == Some("start"));
+            async move { start }
+        })
+        .count()
+        .await
 }
 
-fn paused(container: &str) -> bool {
-    let out = std::process::Command::new("docker")
-        .args(["inspect", "-f", "{{.State.Paused}}", container])
-        .output()
-        .expect("docker inspect");
-    String::from_utf8_lossy(&out.stdout).trim() == "true"
+async fn paused(sb: &Sandbox, container: &str) -> bool {
+    sb.docker()
+        .inspect_container(container, None)
+        .await
+        .ok()
+        .and_then(|i| i.state)
+        .and_then(|s| s.paused)
+        == Some(true)
 }
 
 #[tokio::test]
@@ -95,7 +105,7 @@ async fn a_session_keeps_its_globals_and_each_step_has_its_own_output_in_one_con
     assert_eq!(one.stdout, "{'north': 2, 'south': 1}\n");
     let container = one.container.clone();
     assert!(
-        paused(&container),
+        paused(&sb, &container).await,
         "the container is frozen while the model thinks"
     );
 
@@ -157,7 +167,11 @@ async fn a_session_keeps_its_globals_and_each_step_has_its_own_output_in_one_con
     steps.end(Some(&mut four)).await;
     assert_eq!(four.status, RunStatus::Ok, "{four:#?}");
     sb.settled().await;
-    assert_eq!(starts(&container), 1, "one container start per session");
+    assert_eq!(
+        starts(&sb, &container).await,
+        1,
+        "one container start per session"
+    );
     assert!(
         sb.docker()
             .inspect_container(&container, None)
