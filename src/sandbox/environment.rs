@@ -18,7 +18,7 @@ use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use tokio::sync::OnceCell;
 
-use super::executor::{EngineFacts, Executor, PreparedRun, StepOptions, Steps};
+use super::executor::{Begun, EngineFacts, Executor, PreparedRun, StepOptions, Steps};
 use super::types::{ImageInfo, Job, Outcome, Runtime, SandboxConfig};
 use super::{Sandbox, SandboxError};
 
@@ -371,7 +371,7 @@ impl PreparedRun for Placed {
         self: Box<Self>,
         job: &'a Job,
         options: StepOptions,
-    ) -> BoxFuture<'a, Result<(Outcome, Box<dyn Steps>), SandboxError>> {
+    ) -> BoxFuture<'a, Result<Begun, SandboxError>> {
         Box::pin(async move {
             let Placed { run, env } = *self;
             let (mut outcome, steps) = run.begin(job, options).await?;

@@ -50,6 +50,9 @@ pub trait Steps: Send {
     fn end<'a>(self: Box<Self>, last: Option<&'a mut Outcome>) -> BoxFuture<'a, ()>;
 }
 
+/// A begun session: step 1's outcome and the session for the next steps.
+pub type Begun = (Outcome, Box<dyn Steps>);
+
 /// A backend that runs no sessions: [`PreparedRun::begin`]'s default.
 fn no_sessions() -> SandboxError {
     SandboxError::Engine {
@@ -164,7 +167,7 @@ pub trait PreparedRun: Send {
         self: Box<Self>,
         job: &'a Job,
         options: StepOptions,
-    ) -> BoxFuture<'a, Result<(Outcome, Box<dyn Steps>), SandboxError>> {
+    ) -> BoxFuture<'a, Result<Begun, SandboxError>> {
         let _ = (job, options);
         let discard = self.discard();
         Box::pin(async move {

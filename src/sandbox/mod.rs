@@ -56,7 +56,7 @@ pub use docker::{
 pub use environment::{Environment, Role};
 pub(crate) use environment::{Environments, Reserve};
 pub use error::SandboxError;
-pub use executor::{EngineFacts, Executor, PreparedRun, Preparing, StepOptions, Steps};
+pub use executor::{Begun, EngineFacts, Executor, PreparedRun, Preparing, StepOptions, Steps};
 pub use files::{FileKind, write_files};
 pub(crate) use host::docker_host;
 pub use host::plain_remote;

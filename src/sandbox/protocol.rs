@@ -2,13 +2,16 @@
 //!
 //! Bot → runner (container stdin): one JSON header line, the code, then each
 //! input file's bytes; for a held run (the header's `hold`), later the line
-//! [`GO`] once the bot has lowered the container's CPU quota. Runner → bot
+//! [`GO`] once the bot has lowered the container's CPU quota. In a session
+//! (the header's `session`), after each step's report, the next step
+//! ([`encode_step`]) or [`END`]. Runner → bot
 //! (container stdout): lines `<seq>:<kind>:<base64>:<tag>` where kind is `q`
 //! (a held run's modules are loaded: the code waits for [`GO`]), `s` (the
 //! code started), `o`
 //! (stdout chunk), `e` (stderr chunk), `a` (artifact header), `c` (artifact
-//! chunk), `p` (a piece of the final report, more follow) or `r` (the final
-//! report, or its last piece), `seq` counts the frames from 0 and `tag` is
+//! chunk), `p` (a piece of the final report, more follow), `r` (the final
+//! report, or its last piece) or `t` (in a session, a step's report, or
+//! its last piece: the interpreter waits for the next step), `seq` counts the frames from 0 and `tag` is
 //! the first 16 bytes (hex) of HMAC-SHA256 over `<seq>:<kind>:<base64>` with
 //! the run's key. The key is random per run, goes in on stdin (read by the
 //! runner before the code starts) and never appears on the output, so a

@@ -11,7 +11,7 @@ use futures_util::future::BoxFuture;
 use tokio::io::AsyncWriteExt;
 
 use super::super::collect::{Chunk, Collector, NoReport};
-use super::super::executor::{PreparedRun, StepOptions, Steps};
+use super::super::executor::{Begun, PreparedRun, StepOptions, Steps};
 use super::super::protocol::{END, GO, encode_step};
 use super::super::types::{
     CPU_PERIOD_US, CpuBoost, ImageInfo, Job, Limits, Outcome, SeccompProfile,
@@ -284,7 +284,7 @@ impl PreparedRun for Prepared {
         self: Box<Self>,
         job: &'a Job,
         options: StepOptions,
-    ) -> BoxFuture<'a, Result<(Outcome, Box<dyn Steps>), SandboxError>> {
+    ) -> BoxFuture<'a, Result<Begun, SandboxError>> {
         Box::pin(async move {
             let (outcome, session) = Prepared::begin(*self, job, options).await?;
             Ok((outcome, Box::new(session) as Box<dyn Steps>))

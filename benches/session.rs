@@ -1,0 +1,131 @@
+//! Side-by-side benchmark of a session of steps against one program.
+//!
+//! (a) six trivial steps in one session (step 1 with the container's
+//!     start, five more, each paused and thawed between) against one
+//!     program doing the same six statements: the difference over five is
+//!     a step's own overhead (the round trip through the runner, the
+//!     freeze and the thaw), without the code's time and the model's;
+//! (b) a one-step session (its code given as the last step, then the
+//!     session's end) against a run of the same code today.
+//!
+//! Both sides start from a container prepared ahead and end with it
+//! removed; rounds are interleaved so machine noise hits both alike.
+//! Run with: `cargo bench --bench session` (add `-- 30` for 30 rounds).
+
+use std::time::{Duration, Instant};
+
+use compute_bot::sandbox::{Job, PreparedRun, Sandbox, SandboxConfig, StepOptions};
+
+fn median(mut v: Vec<Duration>) -> f64 {
+    v.sort();
+    v[v.len() / 2].as_secs_f64() * 1000.0
+}
+
+fn line(name: &str, v: &[Duration]) -> f64 {
+    let m = median(v.to_vec());
+    println!("{name:<58} n={:<3} median {m:>7.1} ms", v.len());
+    m
+}
+
+const STEPS: [&str; 6] = [
+    "a = 1",
+    "b = a + 1",
+    "c = b * 2",
+    "d = [a, b, c]",
+    "e = sum(d)",
+    "print(e)",
+];
+
+fn options(last: bool) -> StepOptions {
+    StepOptions {
+        last,
+        timeout: Duration::from_secs(60),
+    }
+}
+
+fn job(code: &str) -> Job {
+    Job {
+        code: code.into(),
+        ..Default::default()
+    }
+}
+
+/// Six steps in one session: the time from handing over step 1 to the
+/// session's end (the container removed).
+async fn session(sb: &Sandbox, cfg: &SandboxConfig) -> Duration {
+    let prepared: Box<dyn PreparedRun> = Box::new(sb.prepare(cfg).await.unwrap());
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let t = Instant::now();
+    let (_, mut steps) = prepared
+        .begin(&job(STEPS[0]), options(false))
+        .await
+        .unwrap();
+    let mut last = None;
+    for (i, code) in STEPS.iter().enumerate().skip(1) {
+        last = Some(
+            steps
+                .step(code, options(i == STEPS.len() - 1))
+                .await
+                .unwrap(),
+        );
+    }
+    let mut last = last.unwrap();
+    steps.end(Some(&mut last)).await;
+    let took = t.elapsed();
+    assert_eq!(last.stdout.trim(), "8", "{last:?}");
+    took
+}
+
+/// The same six statements as one program.
+async fn program(sb: &Sandbox, cfg: &SandboxConfig, code: &str) -> Duration {
+    let prepared = sb.prepare(cfg).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let t = Instant::now();
+    let o = prepared.execute(&job(code)).await.unwrap();
+    let took = t.elapsed();
+    assert_eq!(o.stdout.trim(), "8", "{o:?}");
+    took
+}
+
+/// The program as a one-step session.
+async fn one_step(sb: &Sandbox, cfg: &SandboxConfig, code: &str) -> Duration {
+    let prepared: Box<dyn PreparedRun> = Box::new(sb.prepare(cfg).await.unwrap());
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let t = Instant::now();
+    let (mut o, steps) = prepared.begin(&job(code), options(true)).await.unwrap();
+    steps.end(Some(&mut o)).await;
+    let took = t.elapsed();
+    assert_eq!(o.stdout.trim(), "8", "{o:?}");
+    took
+}
+
+fn main() {
+    let rounds: usize = std::env::args()
+        .filter_map(|a| a.parse().ok())
+        .next()
+        .unwrap_or(15);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let sb = Sandbox::connect().await.expect("Docker engine");
+        let cfg = SandboxConfig::default();
+        let whole = STEPS.join("\n");
+        // Warm-up: image facts cached, page cache warm on every side.
+        session(&sb, &cfg).await;
+        program(&sb, &cfg, &whole).await;
+        let (mut six, mut one, mut single) = (vec![], vec![], vec![]);
+        for _ in 0..rounds {
+            six.push(session(&sb, &cfg).await);
+            one.push(program(&sb, &cfg, &whole).await);
+            single.push(one_step(&sb, &cfg, &whole).await);
+        }
+        println!("session benchmark, {rounds} interleaved rounds (handover to removal):");
+        let s = line("(a) six trivial steps in one session", &six);
+        let p = line("(a) one program with the same six statements", &one);
+        println!(
+            "    a step's own overhead: ({s:.1} - {p:.1}) / 5 = {:.1} ms",
+            (s - p) / 5.0
+        );
+        let o = line("(b) the program as a one-step session", &single);
+        println!("    one-step session / run: {:.2}x", o / p);
+    });
+}
