@@ -1148,6 +1148,30 @@ def nondumpable():
         pass
 
 
+def scrub_environ():
+    # /proc/1/environ is the live memory of the environment block this
+    # process was started with. Linux keeps it from the code (non-dumpable);
+    # this gVisor gives it mode 0444. So the block is zeroed in place: the
+    # interpreter already holds its copy (os.environ, which the child's
+    # environment is made from), and no libc call of the runner needs one
+    # (TZ, the locale and the rest are read at start-up). Then libc's
+    # environ is emptied too, so nothing reads the zeroed strings.
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None)
+        env = ctypes.POINTER(ctypes.c_char_p).in_dll(libc, "environ")
+        p = ctypes.cast(env, ctypes.POINTER(ctypes.c_void_p))
+        i = 0
+        while p[i]:
+            ctypes.memset(p[i], 0, len(ctypes.string_at(p[i])))
+            i += 1
+        if i:
+            p[0] = None
+    except Exception as e:
+        os.write(2, ("compute-bot sandbox: the runner could not clear its environment (" + repr(e)[:200] + "); nothing was run\n").encode())
+        os._exit(70)
+
+
 # ---------------------------------------------------------------- two uids
 # Started as root with only CAP_SETUID and CAP_SETGID (the engine's third
 # argument, "<runner uid>:<code uid>", says so), the runner gives them up
@@ -1521,6 +1545,7 @@ def send_report(report):
 def main():
     drop_root()
     nondumpable()
+    scrub_environ()
     cpu_before = cpu_quota()
     # SIGINT ignored from the start (Python would install a handler), and
     # the code inherits that; every other signal once the child is spawned
