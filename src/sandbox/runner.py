@@ -1080,20 +1080,10 @@ class Supervisor:
                 d, leaf = self.folder(tid, sfd(a[0]), a[1], item, opened)
                 os.mkdir(leaf, (a[2] & 0o7777) & ~self.umask(tid), dir_fd=d)
             elif at == "truncate":
-                # The file the path leads to (symlinks followed, no magic
-                # link), opened for writing as truncate(2) requires.
-                path = self.read_str(tid, a[1])
-                if path is None:
-                    raise OSError(E.EFAULT, "")
-                item["path"] = path
-                d = self.base(tid, AT_FDCWD, path, opened)
                 # Where the path leads first (no permission asked), checked,
-                # and only then opened for writing through that same file.
-                where = self.openat2(d, path, os.O_PATH | os.O_CLOEXEC, 0, RESOLVE_NO_MAGICLINKS)
-                opened.append(where)
-                item["path"] = os.readlink("/proc/self/fd/%d" % where)
-                if not self.changeable(item["path"]):
-                    raise PermissionError(E.EACCES, "")
+                # and only then opened for writing through that same file,
+                # as truncate(2) requires.
+                where = self.resolve(tid, AT_FDCWD, a[1], item, opened)
                 f = os.open("/proc/self/fd/%d" % where, os.O_WRONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
                 opened.append(f)
                 length = a[2] - (1 << 64) if a[2] >= 1 << 63 else a[2]
@@ -1155,6 +1145,23 @@ class Supervisor:
             raise PermissionError(E.EACCES, "")
         return d, leaf
 
+    def resolve(self, tid, dirfd, addr, item, opened):
+        # The file a path leads to (symlinks followed, no magic link),
+        # opened here with O_PATH (no permission asked) and checked: the
+        # change is made through that descriptor, on exactly that file.
+        E = self.errno
+        path = self.read_str(tid, addr)
+        if path is None:
+            raise OSError(E.EFAULT, "")
+        item["path"] = path
+        d = self.base(tid, dirfd, path, opened)
+        f = self.openat2(d, path, os.O_PATH | os.O_CLOEXEC, 0, RESOLVE_NO_MAGICLINKS)
+        opened.append(f)
+        item["path"] = os.readlink("/proc/self/fd/%d" % f)
+        if not self.changeable(item["path"]):
+            raise PermissionError(E.EACCES, "")
+        return f
+
     def utime(self, tid, name, a, item, opened):
         # The times are read once into this process; the file is opened here
         # (O_PATH, no magic link) and its times set through that descriptor.
@@ -1181,13 +1188,7 @@ class Supervisor:
             d, leaf = self.folder(tid, dirfd, addr, item, opened)
             return self.syscall(UTIMENSAT, d, os.fsencode(leaf), ts, 0x100)
         if addr:
-            path = self.read_str(tid, addr)
-            if path is None:
-                raise OSError(E.EFAULT, "")
-            item["path"] = path
-            d = self.base(tid, dirfd, path, opened)
-            f = self.openat2(d, path, os.O_PATH | os.O_CLOEXEC, 0, RESOLVE_NO_MAGICLINKS)
-            opened.append(f)
+            f = self.resolve(tid, dirfd, addr, item, opened)
         elif name == "utimensat":
             # futimens: the code's own descriptor.
             try:
@@ -1195,11 +1196,11 @@ class Supervisor:
             except OSError:
                 raise OSError(E.EBADF, "")
             opened.append(f)
+            item["path"] = os.readlink("/proc/self/fd/%d" % f)
+            if not self.changeable(item["path"]):
+                raise PermissionError(E.EACCES, "")
         else:
             raise OSError(E.EFAULT, "")
-        item["path"] = os.readlink("/proc/self/fd/%d" % f)
-        if not self.changeable(item["path"]):
-            raise PermissionError(E.EACCES, "")
         self.syscall(UTIMENSAT, AT_FDCWD, os.fsencode("/proc/self/fd/%d" % f), ts, 0)
 
     def syscall(self, nr, *args):
@@ -1222,6 +1223,30 @@ def nondumpable():
         ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 4
     except Exception:
         pass
+
+
+def scrub_environ():
+    # /proc/1/environ is the live memory of the environment block this
+    # process was started with. Linux keeps it from the code (non-dumpable);
+    # this gVisor gives it mode 0444. So the block is zeroed in place: the
+    # interpreter already holds its copy (os.environ, which the child's
+    # environment is made from), and no libc call of the runner needs one
+    # (TZ, the locale and the rest are read at start-up). Then libc's
+    # environ is emptied too, so nothing reads the zeroed strings.
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None)
+        env = ctypes.POINTER(ctypes.c_char_p).in_dll(libc, "environ")
+        p = ctypes.cast(env, ctypes.POINTER(ctypes.c_void_p))
+        i = 0
+        while p[i]:
+            ctypes.memset(p[i], 0, len(ctypes.string_at(p[i])))
+            i += 1
+        if i:
+            p[0] = None
+    except Exception as e:
+        os.write(2, ("compute-bot sandbox: the runner could not clear its environment (" + repr(e)[:200] + "); nothing was run\n").encode())
+        os._exit(70)
 
 
 # ---------------------------------------------------------------- two uids
@@ -1597,6 +1622,7 @@ def send_report(report, kind=b"r"):
 def main():
     drop_root()
     nondumpable()
+    scrub_environ()
     cpu_before = cpu_quota()
     # SIGINT ignored from the start (Python would install a handler), and
     # the code inherits that; every other signal once the child is spawned

@@ -126,8 +126,8 @@ print(json.dumps(out))
         assert_ne!(v[fd], "OPENED", "{v}");
     }
     if under_runsc() {
-        // This gVisor gives pid 1's environ mode 0444 (the container's
-        // environment, the code's own; pid_1_is_out_of_the_codes_reach).
+        // This gVisor gives pid 1's environ mode 0444 (it reads as zeros:
+        // pid_1s_environment_holds_nothing).
         return;
     }
     assert!(!o.stdout.contains("OPENED"), "{}", o.stdout);
@@ -763,9 +763,9 @@ print(json.dumps(out))
     }
     if under_runsc() {
         // This gVisor (20221219) makes pid 1's environ and maps mode 0444
-        // for every uid and checks nothing else: they hold the container's
-        // environment (the code's own) and an address layout, not the key
-        // (mem, ptrace and the descriptors stay out of reach).
+        // for every uid and checks nothing else: environ reads as zeros
+        // (pid_1s_environment_holds_nothing), maps shows an address layout,
+        // not the key (mem, ptrace and the descriptors stay out of reach).
         assert!(v["fds"].as_u64().unwrap() >= 3, "{v}");
     } else {
         assert!(opened.is_empty(), "{v}");
@@ -799,6 +799,44 @@ print(json.dumps(out))
         }
         assert_eq!(v[who]["Groups"], serde_json::json!([]), "{who}: {v}");
     }
+}
+
+/// Pid 1's environment holds nothing of the runner's: under runc the code
+/// cannot open it (non-dumpable, and the runner refuses another process's
+/// /proc); under this gVisor, which gives it mode 0444, it opens but reads
+/// as zeros (the runner clears its environment block at start). The code's
+/// own environment is whole.
+#[tokio::test]
+async fn pid_1s_environment_holds_nothing() {
+    let code = r#"
+import json, os
+out = {}
+for path in ("/proc/1/environ", "/proc/self/environ"):
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+        out[path] = {"len": len(data), "text": data.replace(b"\0", b"").decode("latin-1")}
+    except OSError as e:
+        out[path] = e.errno
+print(json.dumps(out))
+"#;
+    let o = run(code, RuntimeRules::default(), vec![]).await;
+    assert_eq!(o.status, RunStatus::Ok, "{o:?}");
+    let v: serde_json::Value = serde_json::from_str(o.stdout.trim()).expect(&o.stdout);
+    let runner = &v["/proc/1/environ"];
+    if under_runsc() {
+        assert!(
+            runner["len"].as_u64().is_some(),
+            "this gVisor opens it: {v}"
+        );
+        assert_eq!(runner["text"], "", "pid 1's environment read: {v}");
+    } else {
+        assert!(runner.is_number(), "pid 1's environ opened under runc: {v}");
+    }
+    let own = v["/proc/self/environ"]["text"]
+        .as_str()
+        .expect("the code's own");
+    assert!(own.contains("HOME=/tmp") && own.contains("TZ=UTC"), "{v}");
 }
 
 /// Every signal the code sends to pid 1 (or to any of its threads) is
