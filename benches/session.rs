@@ -3,8 +3,9 @@
 //! (a) six trivial steps in one session (step 1 with the container's
 //!     start, five more, each paused and thawed between) against one
 //!     program doing the same six statements: the difference over five is
-//!     a step's own overhead (the round trip through the runner, the
-//!     freeze and the thaw), without the code's time and the model's;
+//!     a step's own overhead (the round trip through the runner and the
+//!     thaw; the freeze runs while the model thinks, 150 ms here, not
+//!     counted), without the code's time and the model's;
 //! (b) a one-step session (its code given as the last step, then the
 //!     session's end) against a run of the same code today.
 //!
@@ -50,8 +51,17 @@ fn job(code: &str) -> Job {
     }
 }
 
+/// Each later step's whole time and its collection (from the code handed
+/// over to its report), for the split printed at the end.
+static COLLECTED: std::sync::Mutex<Vec<(Duration, Duration)>> = std::sync::Mutex::new(Vec::new());
+
+/// What the model takes between steps here: not counted. The container's
+/// freeze runs in it, as it does while a real model writes.
+const MODEL: Duration = Duration::from_millis(150);
+
 /// Six steps in one session: the time from handing over step 1 to the
-/// session's end (the container removed).
+/// session's end (the container removed), without the model's time
+/// between steps.
 async fn session(sb: &Sandbox, cfg: &SandboxConfig) -> Duration {
     let prepared: Box<dyn PreparedRun> = Box::new(sb.prepare(cfg).await.unwrap());
     tokio::time::sleep(Duration::from_millis(400)).await;
@@ -60,19 +70,28 @@ async fn session(sb: &Sandbox, cfg: &SandboxConfig) -> Duration {
         .begin(&job(STEPS[0]), options(false))
         .await
         .unwrap();
+    let mut took = t.elapsed();
     let mut last = None;
     for (i, code) in STEPS.iter().enumerate().skip(1) {
-        last = Some(
-            steps
-                .step(code, options(i == STEPS.len() - 1))
-                .await
-                .unwrap(),
-        );
+        tokio::time::sleep(MODEL).await;
+        let t = Instant::now();
+        let o = steps
+            .step(code, options(i == STEPS.len() - 1))
+            .await
+            .unwrap();
+        let spent = t.elapsed();
+        took += spent;
+        COLLECTED
+            .lock()
+            .unwrap()
+            .push((spent, Duration::from_millis(o.collected_ms)));
+        last = Some(o);
     }
     let mut last = last.unwrap();
+    let t = Instant::now();
     steps.end(Some(&mut last)).await;
-    let took = t.elapsed();
-    assert_eq!(last.stdout.trim(), "8", "{last:?}");
+    took += t.elapsed();
+    assert_eq!(last.stdout.trim(), "7", "{last:?}");
     took
 }
 
@@ -83,7 +102,7 @@ async fn program(sb: &Sandbox, cfg: &SandboxConfig, code: &str) -> Duration {
     let t = Instant::now();
     let o = prepared.execute(&job(code)).await.unwrap();
     let took = t.elapsed();
-    assert_eq!(o.stdout.trim(), "8", "{o:?}");
+    assert_eq!(o.stdout.trim(), "7", "{o:?}");
     took
 }
 
@@ -95,7 +114,7 @@ async fn one_step(sb: &Sandbox, cfg: &SandboxConfig, code: &str) -> Duration {
     let (mut o, steps) = prepared.begin(&job(code), options(true)).await.unwrap();
     steps.end(Some(&mut o)).await;
     let took = t.elapsed();
-    assert_eq!(o.stdout.trim(), "8", "{o:?}");
+    assert_eq!(o.stdout.trim(), "7", "{o:?}");
     took
 }
 
@@ -124,6 +143,12 @@ fn main() {
         println!(
             "    a step's own overhead: ({s:.1} - {p:.1}) / 5 = {:.1} ms",
             (s - p) / 5.0
+        );
+        let split = COLLECTED.lock().unwrap().clone();
+        let whole = median(split.iter().map(|s| s.0).collect());
+        let runner = median(split.iter().map(|s| s.1).collect());
+        println!(
+            "    a later step, median: {whole:.1} ms in all, {runner:.1} ms from handover to its report (the rest: thaw and the bot)"
         );
         let o = line("(b) the program as a one-step session", &single);
         println!("    one-step session / run: {:.2}x", o / p);

@@ -104,10 +104,16 @@ async fn a_session_keeps_its_globals_and_each_step_has_its_own_output_in_one_con
     assert_eq!(one.step, Some(1));
     assert_eq!(one.stdout, "{'north': 2, 'south': 1}\n");
     let container = one.container.clone();
-    assert!(
-        paused(&sb, &container).await,
-        "the container is frozen while the model thinks"
-    );
+    // The pause goes on while the outcome returns.
+    let mut frozen = false;
+    for _ in 0..100 {
+        frozen = paused(&sb, &container).await;
+        if frozen {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(frozen, "the container is frozen while the model thinks");
 
     let two = steps
         .step(

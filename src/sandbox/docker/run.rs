@@ -341,9 +341,10 @@ impl Prepared {
             gvisor,
             watch,
             over: false,
-            paused: false,
+            freezing: None,
+            unfrozen: None,
         };
-        session.after_step(&mut outcome).await;
+        session.after_step(&outcome).await;
         Ok((outcome, session))
     }
 }
@@ -372,8 +373,12 @@ pub struct SessionRun {
     watch: Option<LogWatch>,
     /// No further step can run.
     over: bool,
-    /// The container is paused by this session.
-    paused: bool,
+    /// The pause this session asked for after its last step: under way
+    /// while the model thinks, awaited (and undone) before the next step.
+    freezing: Option<tokio::task::JoinHandle<Result<(), String>>>,
+    /// Why the container could not be frozen after the last step, for the
+    /// next step's outcome.
+    unfrozen: Option<String>,
 }
 
 impl std::fmt::Debug for SessionRun {
@@ -388,33 +393,46 @@ impl std::fmt::Debug for SessionRun {
 impl SessionRun {
     /// After a step: the session is over when its interpreter does not
     /// wait for another; else the container is frozen until the next.
-    async fn after_step(&mut self, outcome: &mut Outcome) {
+    async fn after_step(&mut self, outcome: &Outcome) {
         if !self.live.collector.waits_for_a_step(outcome) || self.live.stdin.is_none() {
             self.over = true;
             return;
         }
-        match self.docker.pause_container(&self.name).await {
-            Ok(()) => self.paused = true,
-            Err(e) => outcome.notes.push(format!(
-                "the container could not be frozen after this step ({e}): what the code left \
-                 running could run while the model wrote the next step"
-            )),
-        }
+        // The pause goes on while the outcome returns (and the model
+        // thinks): a step waits for it only when it comes first.
+        let (docker, name) = (self.docker.clone(), self.name.clone());
+        self.freezing = Some(tokio::spawn(async move {
+            docker
+                .pause_container(&name)
+                .await
+                .map_err(|e| e.to_string())
+        }));
     }
 
-    /// Thaws the container when this session froze it.
+    /// Thaws the container when this session froze it; a pause that
+    /// failed is kept for the next step's outcome.
     async fn thaw(&mut self) -> Result<(), SandboxError> {
-        if self.paused {
-            self.docker
+        let Some(freezing) = self.freezing.take() else {
+            return Ok(());
+        };
+        match freezing.await {
+            Ok(Ok(())) => self
+                .docker
                 .unpause_container(&self.name)
                 .await
                 .map_err(|e| SandboxError::Engine {
                     action: "thawing the session's container for its next step",
                     detail: e.to_string(),
-                })?;
-            self.paused = false;
+                }),
+            Ok(Err(e)) => {
+                self.unfrozen = Some(format!(
+                    "the container could not be frozen after the last step ({e}): what the code \
+                     left running could run while the model wrote this step"
+                ));
+                Ok(())
+            }
+            Err(_) => Ok(()),
         }
-        Ok(())
     }
 
     /// The next step (see [`Steps::step`]).
@@ -460,12 +478,14 @@ impl SessionRun {
             .conclude(&mut self.live.collector, ending, self.image.clone(), code)
             .await;
         outcome.seccomp = Some(self.seccomp);
-        self.after_step(&mut outcome).await;
+        outcome.notes.extend(self.unfrozen.take());
+        self.after_step(&outcome).await;
         Ok(outcome)
     }
 
     /// Ends the session (see [`Steps::end`]).
-    pub async fn end(self, last: Option<&mut Outcome>) {
+    pub async fn end(mut self, last: Option<&mut Outcome>) {
+        let _ = self.thaw().await;
         let SessionRun {
             docker,
             name,
@@ -474,13 +494,9 @@ impl SessionRun {
             mut guard,
             gvisor,
             watch,
-            paused,
             ..
         } = self;
         drop(watch);
-        if paused {
-            let _ = docker.unpause_container(&name).await;
-        }
         let mut last = last;
         let ended = match live.stdin.as_mut() {
             Some(stdin) => stdin.write_all(END).await.is_ok() && stdin.flush().await.is_ok(),
