@@ -498,6 +498,7 @@ impl Agent<'_> {
             prices: self.policy.model.prices,
             cost_usd: None,
             timings_ms: BTreeMap::new(),
+            steps: Vec::new(),
             record: None,
         }
     }

@@ -97,6 +97,7 @@ fn report(result: serde_json::Value, code: &str) -> Report {
         prices: None,
         cost_usd: None,
         timings_ms: BTreeMap::new(),
+        steps: Vec::new(),
         record: None,
     }
 }
