@@ -225,6 +225,25 @@ impl Report {
             .as_ref()
     }
 
+    /// The code that ran and its outcome, cell by cell: each step of a
+    /// session (its attempt's code and outcome), else the final code and
+    /// outcome; empty when nothing ran.
+    pub(crate) fn executed(&self) -> Vec<(&str, &Outcome)> {
+        if self.steps.is_empty() {
+            return match (&self.code, &self.outcome) {
+                (Some(code), Some(o)) => vec![(code.as_str(), o)],
+                _ => Vec::new(),
+            };
+        }
+        self.steps
+            .iter()
+            .filter_map(|s| {
+                let a = self.attempts.get(s.attempt.checked_sub(1)? as usize)?;
+                Some((s.code.as_str(), a.outcome.as_ref()?))
+            })
+            .collect()
+    }
+
     /// The record of a report's final run, or `None` when no code ran.
     /// The result hash is of the validated result, else of the last
     /// attempt's parsed (invalid) result.
