@@ -25,6 +25,8 @@ use crate::validate::{ValidateError, Validator};
 
 use crate::problems::{RESULT_FILE, findings_text, truncated_output_problem};
 
+mod session;
+
 /// Why an outcome is unusable, and why one stops the loop (the sandbox
 /// tests check the texts the loop acts on).
 pub use crate::problems::{engine_problem, outcome_problem};
@@ -208,6 +210,8 @@ enum Next {
     /// Plan only: the code passed the check (or would need an approval) and
     /// is shown, not run.
     Planned,
+    /// A session goes on to its next step: the model has the step's output.
+    Continue,
 }
 
 /// What an unusable reply leads to: a repair, except for the second reply
@@ -380,6 +384,9 @@ impl Agent<'_> {
 
     /// The attempts, the explanation and the report of a begun request.
     async fn answer_run(&self, mut run: Run, total: Instant) -> Result<Report, AgentError> {
+        if self.in_session(&run) {
+            return self.answer_session(run, total).await;
+        }
         for number in 1..=run.attempts_allowed {
             let mut attempt = Attempt {
                 number,
@@ -498,6 +505,7 @@ impl Agent<'_> {
             prices: self.policy.model.prices,
             cost_usd: None,
             timings_ms: BTreeMap::new(),
+            steps: Vec::new(),
             record: None,
         }
     }
@@ -600,6 +608,7 @@ impl Agent<'_> {
                 run.report.status = ReportStatus::Planned;
                 true
             }
+            Next::Continue => false,
         };
         run.report.attempts.push(attempt);
         ends

@@ -58,6 +58,15 @@ impl CodeBlock {
     fn is_python(&self) -> bool {
         is_python(&self.lang)
     }
+
+    /// The second word of the info string, lower-cased (`look` for
+    /// ```` ```python look ````); `None` when there is none.
+    pub(crate) fn tag(&self) -> Option<String> {
+        self.info
+            .split_whitespace()
+            .nth(1)
+            .map(|w| w.trim_matches(['{', '}', '.', ',']).to_ascii_lowercase())
+    }
 }
 
 /// True for the language tags that mean Python.
@@ -227,6 +236,15 @@ pub(crate) fn reply_code(reply: &str) -> Result<ReplyCode, ReplyProblem> {
         prose,
         block: chosen.clone(),
     })
+}
+
+/// The python blocks of a model reply outside `<think>` sections, in
+/// order (closed or not), with spans into `reply`.
+pub(crate) fn reply_python_blocks(reply: &str) -> Vec<CodeBlock> {
+    code_blocks(&mask_think(reply))
+        .into_iter()
+        .filter(CodeBlock::is_python)
+        .collect()
 }
 
 /// `text` with its think sections blanked (same length, newlines kept, so

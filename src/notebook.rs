@@ -164,16 +164,29 @@ impl Notebook {
     /// The notebook of one run: a single code cell with the exact code and
     /// the outcome's real output.
     pub fn of_run(code: &str, outcome: &Outcome) -> Notebook {
+        Notebook::of_cells(&[(code, outcome)])
+    }
+
+    /// The notebook of a session's steps (or of one run): one code cell per
+    /// step, its exact code and real outputs — stdout, stderr, the value of
+    /// its last expression as `Out[n]`, the traceback — with the step's
+    /// sha256, duration and status in the cell's metadata.
+    pub fn of_cells(cells: &[(&str, &Outcome)]) -> Notebook {
         Notebook {
-            steps: vec![Step {
-                code: code.to_string(),
-                outputs: outputs_of(outcome),
-                duration_ms: outcome.duration_ms,
-                record_id: outcome.container.clone(),
-                status: outcome.status.as_str().to_string(),
-                truncated: outcome.stdout_truncated || outcome.stderr_truncated,
-            }],
-            python: outcome.image.labels.get("org.compute-bot.python").cloned(),
+            steps: cells
+                .iter()
+                .map(|(code, outcome)| Step {
+                    code: code.to_string(),
+                    outputs: outputs_of(outcome),
+                    duration_ms: outcome.duration_ms,
+                    record_id: outcome.container.clone(),
+                    status: outcome.status.as_str().to_string(),
+                    truncated: outcome.stdout_truncated || outcome.stderr_truncated,
+                })
+                .collect(),
+            python: cells
+                .last()
+                .and_then(|(_, o)| o.image.labels.get("org.compute-bot.python").cloned()),
         }
     }
 }
@@ -200,7 +213,17 @@ fn outputs_of(o: &Outcome) -> Vec<Output> {
             text: before.to_string(),
         });
     }
+    let value = o
+        .value
+        .as_deref()
+        .filter(|v| !v.is_empty() && error.is_none());
     out.extend(error);
+    if let Some(plain) = value {
+        out.push(Output::Value {
+            plain: plain.to_string(),
+            html: None,
+        });
+    }
     out
 }
 
@@ -266,10 +289,15 @@ pub(crate) fn file_name(stem: &str, taken: &[&str]) -> String {
 /// The notebook of one run as a file beside the run's own: named from
 /// `stem` ([`file_name`]) so that it takes no name of the run's files nor
 /// one of `taken`.
-pub(crate) fn run_file(code: &str, outcome: &Outcome, stem: &str, taken: &[&str]) -> Artifact {
-    let mut names: Vec<&str> = outcome.artifacts.iter().map(|a| a.name.as_str()).collect();
+/// `cells`: the code that ran and its outcome, step by step (one for a
+/// run of one program); the files the last one left are the run's.
+pub(crate) fn run_file(cells: &[(&str, &Outcome)], stem: &str, taken: &[&str]) -> Artifact {
+    let mut names: Vec<&str> = cells
+        .last()
+        .map(|(_, o)| o.artifacts.iter().map(|a| a.name.as_str()).collect())
+        .unwrap_or_default();
     names.extend(taken);
-    let bytes = Notebook::of_run(code, outcome).to_bytes();
+    let bytes = Notebook::of_cells(cells).to_bytes();
     Artifact {
         name: file_name(stem, &names),
         size: bytes.len() as u64,

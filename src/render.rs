@@ -21,6 +21,7 @@ use crate::units::{ByteSize, format_duration};
 mod audit;
 mod chart;
 mod result;
+mod steps;
 #[cfg(test)]
 use chart::chart;
 pub(crate) use chart::chart_for;
@@ -413,6 +414,9 @@ fn render_md(report: &Report, ctx: &RenderContext, b: &Budget, cut_note: Option<
     if let Some(block) = approval {
         s.push('\n');
         s.push_str(block);
+    } else if !report.steps.is_empty() {
+        s.push('\n');
+        s.push_str(&steps::steps_md(&report.steps, b.code, b.output));
     } else if let Some(code) = &report.code {
         s.push('\n');
         s.push_str(&code_md(report, code, b));
@@ -533,10 +537,11 @@ fn model_md(model: &str, provider: &str, fallback: bool) -> String {
 
 fn status_line(report: &Report) -> String {
     let n = report.attempts.len();
-    let attempts = if n == 1 {
-        "1 attempt".to_string()
-    } else {
-        format!("{n} attempts")
+    let attempts = match (n, report.steps.len()) {
+        (_, 1) => "1 step".to_string(),
+        (_, s) if s > 1 => format!("{s} steps in one session"),
+        (1, _) => "1 attempt".to_string(),
+        (n, _) => format!("{n} attempts"),
     };
     match report.status {
         ReportStatus::Ok => format!("**Status:** ok · {attempts} · result validated"),

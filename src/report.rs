@@ -98,6 +98,62 @@ pub struct Attempt {
     pub model: Option<ModelId>,
 }
 
+/// What the model meant a step to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepKind {
+    /// A look: its output goes back to the model.
+    Look,
+    /// The final step: its printed JSON is the result.
+    Final,
+}
+
+impl StepKind {
+    /// The word for people and the model: `look`, `final`.
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            StepKind::Look => "look",
+            StepKind::Final => "final",
+        }
+    }
+}
+
+/// One step of a session that ran in the sandbox (a refused step did not
+/// run and is only an attempt): its exact code, bounded output and facts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Step {
+    /// 1-based step number in the session's interpreter.
+    pub number: u32,
+    /// The attempt (model turn) that wrote it.
+    pub attempt: u32,
+    /// What the model meant it to do.
+    pub kind: StepKind,
+    /// True for the step whose output is the validated result.
+    #[serde(default)]
+    pub result: bool,
+    /// The exact code that ran.
+    pub code: String,
+    /// Hex SHA-256 of `code`.
+    pub code_sha256: String,
+    /// Its stdout, head and tail within a budget.
+    pub stdout: String,
+    /// Its stderr (the traceback), head and tail within a budget.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub stderr: String,
+    /// Hex SHA-256 of the whole stdout it printed.
+    pub stdout_sha256: String,
+    /// The value of its last expression, as a notebook shows `Out[n]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    /// How it ended.
+    pub status: crate::sandbox::RunStatus,
+    /// Milliseconds its code ran.
+    pub duration_ms: u64,
+    /// The files it left in `/out` (a final step's are collected).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<String>,
+}
+
 /// The whole story of one request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Report {
@@ -115,6 +171,9 @@ pub struct Report {
     pub explanation: Option<String>,
     /// Every attempt, in order.
     pub attempts: Vec<Attempt>,
+    /// The steps of a session that ran, in order (empty for one program).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<Step>,
     /// The final (executed or waiting) code.
     pub code: Option<String>,
     /// Hex SHA-256 of `code`.
@@ -164,6 +223,25 @@ impl Report {
             .find(|a| a.code_sha256 == sha)?
             .model
             .as_ref()
+    }
+
+    /// The code that ran and its outcome, cell by cell: each step of a
+    /// session (its attempt's code and outcome), else the final code and
+    /// outcome; empty when nothing ran.
+    pub(crate) fn executed(&self) -> Vec<(&str, &Outcome)> {
+        if self.steps.is_empty() {
+            return match (&self.code, &self.outcome) {
+                (Some(code), Some(o)) => vec![(code.as_str(), o)],
+                _ => Vec::new(),
+            };
+        }
+        self.steps
+            .iter()
+            .filter_map(|s| {
+                let a = self.attempts.get(s.attempt.checked_sub(1)? as usize)?;
+                Some((s.code.as_str(), a.outcome.as_ref()?))
+            })
+            .collect()
     }
 
     /// The record of a report's final run, or `None` when no code ran.

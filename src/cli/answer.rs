@@ -96,11 +96,10 @@ fn model_client(args: &RunArgs) -> Result<Option<ModelClient>, String> {
 /// `run` was asked for.
 fn print_report(report: &crate::report::Report, args: &RunArgs) {
     let files = match (&args.artifacts, &report.outcome, &report.code) {
-        (Some(dir), Some(o), Some(code)) => {
+        (Some(dir), Some(o), Some(_)) => {
             let mut files = o.artifacts.clone();
             files.push(super::files::run_notebook(
-                code,
-                o,
+                &report.executed(),
                 args.code.as_deref(),
                 dir,
             ));

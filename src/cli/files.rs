@@ -44,8 +44,7 @@ fn link(dir: &Path, name: &str) -> String {
 /// `--code` file itself when it sits in `dir` (`--code a.ipynb
 /// --artifacts .` leaves `a.ipynb` as it was).
 pub(crate) fn run_notebook(
-    code: &str,
-    outcome: &Outcome,
+    cells: &[(&str, &Outcome)],
     code_file: Option<&Path>,
     dir: &Path,
 ) -> Artifact {
@@ -65,7 +64,7 @@ pub(crate) fn run_notebook(
         .into_iter()
         .collect();
     let taken: Vec<&str> = own.iter().map(String::as_str).collect();
-    crate::notebook::run_file(code, outcome, &stem, &taken)
+    crate::notebook::run_file(cells, &stem, &taken)
 }
 
 /// Writes `files` into `dir`; returns the Markdown block linking them

@@ -17,7 +17,7 @@ fn write_artifacts(
     dir: &Path,
 ) -> std::io::Result<()> {
     crate::sandbox::write_files(&outcome.artifacts, dir)?;
-    let notebook = super::files::run_notebook(code, outcome, Some(code_file), dir);
+    let notebook = super::files::run_notebook(&[(code, outcome)], Some(code_file), dir);
     crate::sandbox::write_files(std::slice::from_ref(&notebook), dir).map(|_| ())
 }
 

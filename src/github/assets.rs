@@ -41,12 +41,9 @@ fn run_files(report: &Report) -> Vec<&Artifact> {
 /// A successful run as a notebook (`answer.ipynb`, or another name when the
 /// code left a file of that name): its exact code and real output.
 fn run_notebook(report: &Report) -> Option<Artifact> {
-    match (report.status, &report.code, &report.outcome) {
-        (ReportStatus::Ok, Some(code), Some(o)) => {
-            Some(crate::notebook::run_file(code, o, "answer", &[]))
-        }
-        _ => None,
-    }
+    let cells = report.executed();
+    (report.status == ReportStatus::Ok && !cells.is_empty())
+        .then(|| crate::notebook::run_file(&cells, "answer", &[]))
 }
 
 /// Splits `files` into those within the caps (in order, until the count or

@@ -196,13 +196,70 @@ fn the_file_name_never_takes_a_name_of_the_runs_files() {
         sha256: String::new(),
         bytes: Vec::new(),
     });
-    let a = run_file("pass\n", &o, "answer", &[]);
+    let a = run_file(&[("pass\n", &o)], "answer", &[]);
     assert_eq!(a.name, "answer.run.ipynb");
     assert_eq!(
-        run_file("pass\n", &o, "answer", &["answer.run.ipynb"]).name,
+        run_file(&[("pass\n", &o)], "answer", &["answer.run.ipynb"]).name,
         "answer.run-2.ipynb"
     );
     assert_eq!(a.sha256, sha256_hex(&a.bytes));
     let v: Value = serde_json::from_slice(&a.bytes).unwrap();
     assert_eq!(schema_errors(&v), Vec::<String>::new());
+}
+
+#[test]
+fn a_session_is_one_cell_per_step_with_its_real_outputs_and_facts() {
+    let look_code = "import pandas as pd\ndf = pd.read_csv('/data/orders.csv')\nprint(df['status'].value_counts().to_string())\ndf.tail(2)\n";
+    let mut look = outcome("paid     40\npayed     2\n", "", 0);
+    look.step = Some(1);
+    look.value = Some("   id status  amount\n99 100  TOTAL 725".into());
+    let crash_code = "print(df.state.sum())\n";
+    let mut crash = outcome(
+        "",
+        "Traceback (most recent call last):\n  File \"<step 2>\", line 1, in <module>\nAttributeError: 'DataFrame' object has no attribute 'state'\n",
+        1,
+    );
+    crash.step = Some(2);
+    crash.value = Some("ignored after an error".into());
+    let final_code = "import json\nprint(json.dumps({'paid_total': float(df.amount.sum())}))\n";
+    let mut last = outcome("{\"paid_total\": 450.0}\n", "", 0);
+    last.step = Some(3);
+    last.duration_ms = 310;
+    let cells = [
+        (look_code, &look),
+        (crash_code, &crash),
+        (final_code, &last),
+    ];
+    let a = run_file(&cells, "answer", &[]);
+    let v: Value = serde_json::from_slice(&a.bytes).unwrap();
+    assert_eq!(schema_errors(&v), Vec::<String>::new(), "{v:#}");
+    let got = v["cells"].as_array().unwrap();
+    assert_eq!(got.len(), 3);
+    for (cell, (code, o)) in got.iter().zip(cells) {
+        let source: String = cell["source"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l.as_str().unwrap())
+            .collect();
+        assert_eq!(source, code, "the cell is the executed code byte for byte");
+        let meta = &cell["metadata"]["compute_bot"];
+        assert_eq!(meta["code_sha256"], sha256_hex(code.as_bytes()));
+        assert_eq!(meta["duration_ms"], o.duration_ms);
+        assert_eq!(meta["record_id"], "compute-bot-0123456789ab");
+    }
+    let kinds = |i: usize| -> Vec<String> {
+        got[i]["outputs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| o["output_type"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(kinds(0), ["stream", "execute_result"], "the look's Out[1]");
+    assert_eq!(got[0]["outputs"][1]["execution_count"], 1);
+    assert_eq!(kinds(1), ["error"], "no value after an error");
+    assert_eq!(got[1]["metadata"]["compute_bot"]["status"], "error");
+    assert_eq!(kinds(2), ["stream"]);
+    assert_eq!(got[2]["execution_count"], 3);
 }

@@ -21,6 +21,7 @@ use super::inputs::Inputs;
 use super::output::Output;
 use super::prices::Prices;
 use super::sandbox::SandboxPolicy;
+use super::session::Session;
 use crate::sandbox::{Limits, RuntimeRules};
 use crate::units::ByteSize;
 
@@ -238,6 +239,8 @@ pub struct Policy {
     pub escalation: Escalation,
     /// What the model provider may see of the data.
     pub model: ModelPolicy,
+    /// How model-written code runs as steps in one sandbox.
+    pub session: Session,
     /// Where the policy came from (not part of the file).
     #[serde(skip)]
     pub origin: Option<PathBuf>,
@@ -256,6 +259,7 @@ impl Default for Policy {
             explain: Explain::default(),
             escalation: Escalation::default(),
             model: ModelPolicy::default(),
+            session: Session::default(),
             origin: None,
         }
     }

@@ -69,6 +69,7 @@ mod prices;
 mod reader;
 mod rules;
 mod sandbox;
+mod session;
 mod verdict;
 
 pub use authorize::{
@@ -83,4 +84,5 @@ pub(crate) use output::{OnCheckFailure, Repeat, VerifyMode};
 pub use prices::Prices;
 pub use reader::PolicyError;
 pub use rules::RuleId;
+pub use session::{MaxSteps, Session};
 pub use verdict::{Decision, Finding, Severity, Verdict};

@@ -27,6 +27,7 @@ fn bare(goal: &str, result: Value, explanation: Option<&str>) -> Report {
         prices: None,
         cost_usd: None,
         timings_ms: Default::default(),
+        steps: Vec::new(),
         record: None,
     }
 }

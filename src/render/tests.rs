@@ -97,6 +97,7 @@ fn report(result: serde_json::Value, code: &str) -> Report {
         prices: None,
         cost_usd: None,
         timings_ms: BTreeMap::new(),
+        steps: Vec::new(),
         record: None,
     }
 }
@@ -687,4 +688,79 @@ fn the_answer_names_the_system_call_filter_that_held() {
         let md = markdown(&r, &ctx());
         assert!(md.contains(&format!("| System calls | {words}")), "{md}");
     }
+}
+
+/// A session's steps as the report carries them: a look with its output
+/// and value, a step that raised, and the final step that gave the result.
+fn session_steps() -> Vec<crate::report::Step> {
+    use crate::report::{Step, StepKind};
+    let step = |number: u32, kind, code: &str, stdout: &str, status| Step {
+        number,
+        attempt: number,
+        kind,
+        result: false,
+        code: code.to_string(),
+        code_sha256: sha256_hex(code),
+        stdout: stdout.to_string(),
+        stderr: String::new(),
+        stdout_sha256: sha256_hex(stdout),
+        value: None,
+        status,
+        duration_ms: 420 * u64::from(number),
+        files: Vec::new(),
+    };
+    let mut look = step(
+        1,
+        StepKind::Look,
+        "import pandas as pd\ndf = pd.read_csv('/data/orders.csv')\nprint(df['status'].value_counts().to_string())\ndf.tail(2)\n",
+        "paid     40\nPaid      3\npayed     2\nTOTAL     1\n",
+        RunStatus::Ok,
+    );
+    look.value = Some("   id status  amount\n98  99  paid  10\n99 100  TOTAL 725".into());
+    let mut crash = step(
+        2,
+        StepKind::Final,
+        "print(df.state.sum())\n",
+        "",
+        RunStatus::Error,
+    );
+    crash.stderr = "Traceback (most recent call last):\n  File \"<step 2>\", line 1, in <module>\nAttributeError: 'DataFrame' object has no attribute 'state'\n".into();
+    let mut last = step(
+        3,
+        StepKind::Final,
+        "import json\nstatus = df['status'].str.lower()\npaid = df[status.isin(['paid', 'payed'])]\nfig = paid.plot.bar().figure\nfig.savefig('/out/paid.png')\nprint(json.dumps({'answer': float(paid['amount'].sum())}))\n",
+        "{\"answer\": 450.0}\n",
+        RunStatus::Ok,
+    );
+    last.result = true;
+    last.files = vec!["paid.png".into()];
+    vec![look, crash, last]
+}
+
+#[test]
+fn a_sessions_steps_follow_the_answer_each_folded_with_its_audit_line() {
+    let steps = session_steps();
+    insta::assert_snapshot!(steps::steps_md(&steps, usize::MAX, 4_000));
+    let mut r = report(json!({"answer": 450.0}), &steps[2].code);
+    r.steps = steps;
+    let md = markdown(&r, &ctx());
+    assert!(
+        md.contains("**Status:** ok · 3 steps in one session · result validated"),
+        "{md}"
+    );
+    let explanation = md.find("The mean is 3").unwrap();
+    let at = md.find("**Steps:** 3 in one session").unwrap();
+    let sandbox = md.find("Sandbox").unwrap();
+    assert!(
+        explanation < at && at < sandbox,
+        "answer, then steps, then the sandbox:\n{md}"
+    );
+    assert!(
+        !md.contains("Executed code"),
+        "the final code is shown as its step"
+    );
+    assert_eq!(md.matches("<details><summary>Step ").count(), 3);
+    // A budget that leaves the outputs out says so, and keeps the code.
+    let tight = steps::steps_md(&r.steps, usize::MAX, 0);
+    assert!(tight.contains("left out to fit the comment") && tight.contains("df.tail(2)"));
 }

@@ -275,6 +275,7 @@ fn needs_approval_report(code: &str) -> compute_bot::report::Report {
         prices: None,
         cost_usd: None,
         timings_ms: Default::default(),
+        steps: Vec::new(),
         record: None,
     }
 }

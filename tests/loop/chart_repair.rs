@@ -14,7 +14,11 @@ const NUMBERS: &str = "import json\nprint(json.dumps({'by_day': [{'day': '2024-0
 const CHART: &str = "import json\nimport matplotlib.pyplot as plt\nfig, ax = plt.subplots()\nax.plot(['2024-03-01', '2024-03-02'], [0.1, 0.2])\nfig.savefig('/out/rate.png')\nprint(json.dumps({'by_day': [{'day': '2024-03-01', 'rate': 0.1}, {'day': '2024-03-02', 'rate': 0.2}]}))\n";
 
 fn policy() -> Policy {
-    Policy::from_yaml_str("version: 1\nattempts: 3\nexplain: false\n", "inline").unwrap()
+    Policy::from_yaml_str(
+        "version: 1\nattempts: 3\nexplain: false\nsession: {max_steps: 1}\n",
+        "inline",
+    )
+    .unwrap()
 }
 
 async fn answer(llm: &LlmStandin, goal: &str) -> Report {

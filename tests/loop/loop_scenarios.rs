@@ -42,6 +42,8 @@ fn policy(attempts: u8, timeout: &str, memory: &str, explain: bool) -> Policy {
         "version: 1
 attempts: {attempts}
 explain: {explain}
+session:
+  max_steps: 1
 sandbox:
   timeout: {timeout}
   memory: {memory}
@@ -661,8 +663,9 @@ async fn rate_limited_then_success_honours_retry_after() {
 #[tokio::test]
 async fn the_explanation_waits_the_policys_explain_timeout() {
     let explain_policy = |timeout: &str| {
-        let yaml =
-            format!("version: 1\nexplain:\n  timeout: {timeout}\noutput:\n  schema:{SCHEMA}\n");
+        let yaml = format!(
+            "version: 1\nsession:\n  max_steps: 1\nexplain:\n  timeout: {timeout}\noutput:\n  schema:{SCHEMA}\n"
+        );
         Policy::from_yaml_str(&yaml, "inline-test-policy").expect("inline policy")
     };
     let llm = LlmStandin::openai().await;

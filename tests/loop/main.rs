@@ -13,4 +13,5 @@ mod model_config;
 mod model_fallback;
 mod model_providers;
 mod replay;
+mod session_steps;
 mod verify_checks;

@@ -404,7 +404,9 @@ async fn run_loop(
     goal: &str,
     csv: &[u8],
 ) -> compute_bot::report::Report {
-    let policy = compute_bot::policy::Policy::from_yaml_str(policy_yaml, "inline").unwrap();
+    // One program per request: these tests are about the one-program loop.
+    let yaml = format!("{policy_yaml}\nsession: {{max_steps: 1}}\n");
+    let policy = compute_bot::policy::Policy::from_yaml_str(&yaml, "inline").unwrap();
     let sandbox = compute_bot::sandbox::Sandbox::connect()
         .await
         .expect("the Docker engine must be running");

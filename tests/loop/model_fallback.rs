@@ -369,8 +369,11 @@ const SUM: &str = "import json\nprint(json.dumps({'total': sum(range(11))}))\n";
 async fn answer(
     model: &ModelClient,
 ) -> Result<compute_bot::report::Report, compute_bot::agent::AgentError> {
-    let policy =
-        compute_bot::policy::Policy::from_yaml_str("version: 1\nattempts: 2\n", "inline").unwrap();
+    let policy = compute_bot::policy::Policy::from_yaml_str(
+        "version: 1\nattempts: 2\nsession: {max_steps: 1}\n",
+        "inline",
+    )
+    .unwrap();
     let sandbox = compute_bot::sandbox::Sandbox::connect()
         .await
         .expect("the Docker engine must be running");

@@ -444,3 +444,31 @@ fn preload_cpus_is_host_or_cores_and_reads_back() {
     let e = err("sandbox:\n  preload_cpus: 0\n");
     assert_at(&e, 2, 17, "preload_cpus `0` is out of range");
 }
+
+#[test]
+fn session_settings_default_and_errors_name_the_field() {
+    let p = Policy::default();
+    assert_eq!(p.session.max_steps.get(), 6);
+    assert_eq!(p.session.code_time, Duration::from_secs(60));
+    assert_eq!(p.session.model_wait, Duration::from_secs(120));
+    let p = Policy::from_yaml_str(
+        "session:\n  max_steps: 1\n  code_time: 90s\n  model_wait: 5m\n",
+        "test.yml",
+    )
+    .unwrap();
+    assert_eq!(p.session.max_steps.get(), 1);
+    assert_eq!(p.session.code_time, Duration::from_secs(90));
+    assert_eq!(p.session.model_wait, Duration::from_secs(300));
+    let again = Policy::from_yaml_str(&p.to_effective_yaml(), "effective.yml").unwrap();
+    assert_eq!(again.session, p.session);
+    let e = err("session:\n  max_steps: 0\n");
+    assert_at(&e, 2, 14, "session.max_steps `0` is out of range");
+    let e = err("session:\n  max_steps: many\n");
+    assert_at(&e, 2, 14, "session.max_steps `many` is not a number");
+    let e = err("session:\n  code_time: 2h\n");
+    assert_at(&e, 2, 14, "session.code_time `7200s` is out of range");
+    let e = err("session:\n  model_wait: 500ms\n");
+    assert_at(&e, 2, 15, "session.model_wait `500ms` is out of range");
+    let e = err("session:\n  steps: 3\n");
+    assert_at(&e, 2, 3, "unknown field `steps`");
+}

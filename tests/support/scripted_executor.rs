@@ -3,6 +3,10 @@
 //! run) answers with the next scripted [`Outcome`]; it keeps every job and
 //! counts what was prepared, executed, run once, discarded and dropped.
 //! It can take its time (prepare, execute, discard) and fail to prepare.
+//! A prepared run can also begin a session of steps ([`PreparedRun::begin`]):
+//! each step answers with the next scripted outcome too, and every job
+//! records which container (prepared run) and which step it ran as, so a
+//! test can assert one container per session.
 //!
 //! The behaviour lives in [`ScriptedExecutor`]'s and [`ScriptedRun`]'s own
 //! methods; the `Executor` / `PreparedRun` impls at the end are a thin
@@ -15,8 +19,8 @@ use std::time::Duration;
 
 use compute_bot::policy::Policy;
 use compute_bot::sandbox::{
-    Audit, EngineFacts, Executor, ImageInfo, Job, Limits, Outcome, PreparedRun, Resources,
-    RunStatus, SandboxConfig, SandboxError, sha256_hex,
+    Artifact, Audit, EngineFacts, Executor, ImageInfo, Job, Limits, Outcome, PreparedRun,
+    Resources, RunStatus, SandboxConfig, SandboxError, StepOptions, Steps, sha256_hex,
 };
 use futures_util::future::BoxFuture;
 
@@ -30,6 +34,8 @@ pub struct Scripted {
     stdout: String,
     stderr: String,
     takes: Duration,
+    value: Option<String>,
+    files: Vec<String>,
 }
 
 impl Scripted {
@@ -40,7 +46,21 @@ impl Scripted {
             stdout: stdout.to_string(),
             stderr: stderr.to_string(),
             takes: Duration::ZERO,
+            value: None,
+            files: Vec::new(),
         }
+    }
+
+    /// A step whose last expression has this value (its `repr`).
+    pub fn with_value(mut self, value: &str) -> Self {
+        self.value = Some(value.to_string());
+        self
+    }
+
+    /// The run leaves a file of this name in `/out` (a few bytes).
+    pub fn with_file(mut self, name: &str) -> Self {
+        self.files.push(name.to_string());
+        self
     }
 
     /// Exit code 0 with this stdout.
@@ -70,6 +90,14 @@ pub struct SeenJob {
     /// True for a one-off run (repeat, check, verification), false for a
     /// prepared run the loop executed.
     pub one_off: bool,
+    /// The prepared run (container) it ran in, numbered from 1 in the order
+    /// they were prepared; `None` for a one-off run.
+    pub container: Option<usize>,
+    /// Its step in that container's session (1 for the first); `None` for
+    /// a run of one program.
+    pub step: Option<u32>,
+    /// What the loop asked of the step (`last`, `timeout`).
+    pub options: Option<StepOptions>,
 }
 
 /// What the executor and its prepared runs share.
@@ -82,6 +110,9 @@ struct State {
     one_off: AtomicUsize,
     discarded: AtomicUsize,
     dropped: AtomicUsize,
+    sessions: AtomicUsize,
+    ended: AtomicUsize,
+    steps_dropped: AtomicUsize,
 }
 
 /// Makes the error a failing prepare returns (errors are not `Clone`).
@@ -168,6 +199,21 @@ impl ScriptedExecutor {
         self.state.dropped.load(Ordering::SeqCst)
     }
 
+    /// Sessions begun (each in its own prepared container).
+    pub fn sessions(&self) -> usize {
+        self.state.sessions.load(Ordering::SeqCst)
+    }
+
+    /// Sessions ended by the loop ([`Steps::end`]).
+    pub fn sessions_ended(&self) -> usize {
+        self.state.ended.load(Ordering::SeqCst)
+    }
+
+    /// Sessions dropped without [`Steps::end`].
+    pub fn sessions_dropped(&self) -> usize {
+        self.state.steps_dropped.load(Ordering::SeqCst)
+    }
+
     /// Scripted outcomes not used.
     pub fn left(&self) -> usize {
         self.state.script.lock().unwrap().len()
@@ -186,11 +232,13 @@ impl ScriptedExecutor {
             if let Some(make) = fails {
                 return Err(make());
             }
+            let container = state.prepared.load(Ordering::SeqCst);
             Ok(ScriptedRun {
                 state,
                 limits,
                 discard_takes,
                 finished: false,
+                container,
             })
         }
     }
@@ -198,7 +246,20 @@ impl ScriptedExecutor {
     /// A one-off run of `job` (no container kept in between).
     async fn run_once(&self, job: &Job) -> Result<Outcome, SandboxError> {
         self.state.one_off.fetch_add(1, Ordering::SeqCst);
-        answer(&self.state, &self.limits, job, true).await
+        let seen = seen(job, true);
+        answer(&self.state, &self.limits, seen).await
+    }
+}
+
+/// A job as received, not yet placed in a container or step.
+fn seen(job: &Job, one_off: bool) -> SeenJob {
+    SeenJob {
+        code: job.code.clone(),
+        inputs: job.inputs.iter().map(|f| f.name.clone()).collect(),
+        one_off,
+        container: None,
+        step: None,
+        options: None,
     }
 }
 
@@ -208,13 +269,39 @@ pub struct ScriptedRun {
     limits: Limits,
     discard_takes: Duration,
     finished: bool,
+    container: usize,
 }
 
 impl ScriptedRun {
     async fn execute(mut self, job: &Job) -> Result<Outcome, SandboxError> {
         self.finished = true;
         self.state.executed.fetch_add(1, Ordering::SeqCst);
-        answer(&self.state, &self.limits, job, false).await
+        let seen = SeenJob {
+            container: Some(self.container),
+            ..seen(job, false)
+        };
+        answer(&self.state, &self.limits, seen).await
+    }
+
+    /// Step 1 of a session in this container; the session runs the rest.
+    async fn begin(
+        mut self,
+        job: &Job,
+        options: StepOptions,
+    ) -> Result<(Outcome, ScriptedSteps), SandboxError> {
+        self.finished = true;
+        self.state.sessions.fetch_add(1, Ordering::SeqCst);
+        let mut steps = ScriptedSteps {
+            state: self.state.clone(),
+            limits: self.limits.clone(),
+            container: self.container,
+            inputs: job.inputs.iter().map(|f| f.name.clone()).collect(),
+            done: 0,
+            over: false,
+            ended: false,
+        };
+        let outcome = steps.step(&job.code, options).await?;
+        Ok((outcome, steps))
     }
 
     async fn discard(mut self) -> Result<(), SandboxError> {
@@ -233,18 +320,61 @@ impl Drop for ScriptedRun {
     }
 }
 
-/// Keeps `job` and answers it with the next scripted outcome.
-async fn answer(
-    state: &State,
-    limits: &Limits,
-    job: &Job,
-    one_off: bool,
-) -> Result<Outcome, SandboxError> {
-    state.jobs.lock().unwrap().push(SeenJob {
-        code: job.code.clone(),
-        inputs: job.inputs.iter().map(|f| f.name.clone()).collect(),
-        one_off,
-    });
+/// A session of steps in one scripted container: each step answers with
+/// the next scripted outcome; a step that ends a session (timeout, memory,
+/// kill, tampering, lost) leaves it over.
+pub struct ScriptedSteps {
+    state: Arc<State>,
+    limits: Limits,
+    container: usize,
+    inputs: Vec<String>,
+    done: u32,
+    over: bool,
+    ended: bool,
+}
+
+impl ScriptedSteps {
+    async fn step(&mut self, code: &str, options: StepOptions) -> Result<Outcome, SandboxError> {
+        assert!(!self.over, "a step was asked of a session that is over");
+        self.done += 1;
+        let seen = SeenJob {
+            code: code.to_string(),
+            inputs: self.inputs.clone(),
+            one_off: false,
+            container: Some(self.container),
+            step: Some(self.done),
+            options: Some(options),
+        };
+        let mut outcome = answer(&self.state, &self.limits, seen).await?;
+        outcome.step = Some(self.done);
+        if !options.last {
+            outcome.artifacts.clear();
+        }
+        self.over = !matches!(
+            outcome.status,
+            RunStatus::Ok | RunStatus::Error | RunStatus::OutputLimit
+        );
+        Ok(outcome)
+    }
+
+    fn end(mut self) {
+        self.ended = true;
+        self.state.ended.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+impl Drop for ScriptedSteps {
+    fn drop(&mut self) {
+        if !self.ended {
+            self.state.steps_dropped.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+}
+
+/// Keeps the job `seen` and answers it with the next scripted outcome.
+async fn answer(state: &State, limits: &Limits, seen: SeenJob) -> Result<Outcome, SandboxError> {
+    let code = seen.code.clone();
+    state.jobs.lock().unwrap().push(seen);
     let next = state.script.lock().unwrap().pop_front();
     let Some(s) = next else {
         return Err(SandboxError::Engine {
@@ -270,8 +400,17 @@ async fn answer(
         limits: limits.clone(),
         resources: Resources::default(),
         audit: Audit::default(),
-        artifacts: Vec::new(),
-        code_sha256: sha256_hex(job.code.as_bytes()),
+        artifacts: s
+            .files
+            .iter()
+            .map(|name| Artifact {
+                name: name.clone(),
+                size: 3,
+                sha256: sha256_hex(b"png"),
+                bytes: b"png".to_vec(),
+            })
+            .collect(),
+        code_sha256: sha256_hex(code.as_bytes()),
         container: "in-memory".into(),
         notes: Vec::new(),
         tampered: Vec::new(),
@@ -279,7 +418,7 @@ async fn answer(
         environment: None,
         seccomp: None,
         step: None,
-        value: None,
+        value: s.value,
     })
 }
 
@@ -332,5 +471,35 @@ impl PreparedRun for ScriptedRun {
 
     fn discard(self: Box<Self>) -> BoxFuture<'static, Result<(), SandboxError>> {
         Box::pin(ScriptedRun::discard(*self))
+    }
+
+    fn begin<'a>(
+        self: Box<Self>,
+        job: &'a Job,
+        options: StepOptions,
+    ) -> BoxFuture<'a, Result<(Outcome, Box<dyn Steps>), SandboxError>> {
+        Box::pin(async move {
+            let (outcome, steps) = ScriptedRun::begin(*self, job, options).await?;
+            Ok((outcome, Box::new(steps) as Box<dyn Steps>))
+        })
+    }
+}
+
+impl Steps for ScriptedSteps {
+    fn step<'a>(
+        &'a mut self,
+        code: &'a str,
+        options: StepOptions,
+    ) -> BoxFuture<'a, Result<Outcome, SandboxError>> {
+        Box::pin(ScriptedSteps::step(self, code, options))
+    }
+
+    fn is_over(&self) -> bool {
+        self.over
+    }
+
+    fn end<'a>(self: Box<Self>, _last: Option<&'a mut Outcome>) -> BoxFuture<'a, ()> {
+        ScriptedSteps::end(*self);
+        Box::pin(async {})
     }
 }

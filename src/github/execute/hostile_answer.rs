@@ -121,6 +121,7 @@ fn report_with(names: &[String]) -> Report {
         prices: None,
         cost_usd: None,
         timings_ms: Default::default(),
+        steps: Vec::new(),
         record: None,
     }
 }
