@@ -376,7 +376,10 @@ impl PreparedRun for Placed {
             let Placed { run, env } = *self;
             let (mut outcome, steps) = run.begin(job, options).await?;
             outcome.environment = Some(env.clone());
-            Ok((outcome, Box::new(PlacedSteps { steps, env }) as Box<dyn Steps>))
+            Ok((
+                outcome,
+                Box::new(PlacedSteps { steps, env }) as Box<dyn Steps>,
+            ))
         })
     }
 }
