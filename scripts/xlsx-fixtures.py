@@ -3,7 +3,11 @@
 expected.json: what pandas.read_excel reports for each column of each
 sheet — dtype, missing count, distinct count, min and max as str() writes
 them. The preview's unit tests (src/prompt/preview/xlsx/tests.rs) compare
-the sheet facts with it.
+the sheet facts with it. Then first_look.xlsx, a messy export (spellings of
+one region, a junk value, a -999 sentinel, a TOTAL line last) and
+first_look.json: pandas' value counts of each text column with at most 20
+distinct values, each number column's zeros, negatives and most repeated
+value other than zero, and the last 2 rows as str() writes them.
 
 Needs pandas 2.3 and openpyxl 3.1 (as in the sandbox image); run from the
 repository root."""
@@ -62,4 +66,29 @@ for sheet, df in pd.read_excel(f"{out}/facts.xlsx", sheet_name=None).items():
     expected[sheet] = {"rows": len(df), "columns": res}
 with open(f"{out}/expected.json", "w") as f:
     json.dump(expected, f, indent=1, ensure_ascii=False)
+    f.write("\n")
+
+regions = ["North", "north", "N.", "South", "south ", "S.", "East", "EAST", "West", "W."]
+wb = openpyxl.Workbook()
+ws = wb.active
+ws.title = "export"
+ws.append(["region", "sex", "amount", "units"])
+for i in range(30):
+    ws.append([regions[i % len(regions)] if i % 7 else "North", "0" if i == 13 else "MF"[i % 2],
+               -999 if i % 6 == 0 else (0 if i % 10 == 3 else 10.5 * i), i % 4 - 1])
+ws.append(["TOTAL", None, 12345.5, 42])
+wb.save(f"{out}/first_look.xlsx")
+df = pd.read_excel(f"{out}/first_look.xlsx")
+look = {"columns": {}, "last": [[("" if pd.isna(v) else str(v)) for v in r] for r in df.tail(2).itertuples(index=False)]}
+for c in df.columns:
+    s = df[c].dropna()
+    if df[c].dtype == object:
+        if s.nunique() <= 20:
+            look["columns"][c] = {"values": {str(k): int(n) for k, n in s.value_counts().items()}}
+    else:
+        counts = s[s != 0].value_counts()
+        look["columns"][c] = {"zeros": int((s == 0).sum()), "negatives": int((s < 0).sum()),
+                              "most": [str(counts.index[0]), int(counts.iloc[0])]}
+with open(f"{out}/first_look.json", "w") as f:
+    json.dump(look, f, indent=1, ensure_ascii=False)
     f.write("\n")

@@ -102,7 +102,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "github::flow",
         &["github::actions::event", "github::command", "policy"],
     ),
-    // Every text the bot posts: over plain data, never a handler.
+    // Every text the bot posts: over plain data, never a handler; numbers
+    // and folds by the answer's rules (`units`, `render::FOLD_ROWS`).
     (
         "github::texts",
         &[
@@ -110,8 +111,10 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "github::command",
             "markdown",
             "policy",
+            "render",
             "report",
             "sandbox",
+            "units",
         ],
     ),
     // The conversation: the tracking comment, and `thread::conclude`, the

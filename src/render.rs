@@ -25,6 +25,7 @@ mod steps;
 #[cfg(test)]
 use chart::chart;
 pub(crate) use chart::chart_for;
+pub(crate) use result::FOLD_ROWS;
 use result::{images_shown_in, is_scalar, result_md, rounds_numbers};
 
 /// The rule numbers are rounded by, under the tables when some number is.

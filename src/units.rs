@@ -313,6 +313,29 @@ pub(crate) fn is_rounded(n: &serde_json::Number, kind: NumberKind) -> bool {
     shown.parse::<f64>().ok() != n.as_f64()
 }
 
+/// `v` to `decimals` decimals with thousands separators (`1,204.50`): a
+/// percentage or a rate whose decimals a reader compares.
+pub(crate) fn display_fixed(v: f64, decimals: usize) -> String {
+    let t = format!("{v:.decimals$}");
+    if !v.is_finite() {
+        return v.to_string();
+    }
+    let t = if t
+        .trim_start_matches('-')
+        .trim_start_matches(['0', '.'])
+        .is_empty()
+    {
+        t.trim_start_matches('-').to_string()
+    } else {
+        t
+    };
+    if v.abs() >= GROUP_FROM {
+        group_thousands(&t)
+    } else {
+        t
+    }
+}
+
 /// `-1234567.5` → `-1,234,567.5`: separators in the integer part.
 fn group_thousands(t: &str) -> String {
     let (sign, rest) = match t.strip_prefix('-') {
@@ -384,6 +407,14 @@ mod tests {
         // Not finite (no JSON has them, a computed float may).
         assert_eq!(display_number(f64::NAN, Plain), "NaN");
         assert_eq!(display_number(f64::NEG_INFINITY, Money), "-inf");
+    }
+
+    #[test]
+    fn fixed_decimals_are_grouped_and_never_negative_zero() {
+        assert_eq!(display_fixed(19.047619, 2), "19.05");
+        assert_eq!(display_fixed(-1234.5, 2), "-1,234.50");
+        assert_eq!(display_fixed(-0.001, 2), "0.00");
+        assert_eq!(display_fixed(f64::INFINITY, 2), "inf");
     }
 
     #[test]

@@ -455,6 +455,9 @@ fn workbook(path: &str, bytes: &[u8], whole: bool, level: DataLevel) -> String {
         })];
         let names = csv::pandas_names(&s.header);
         out.push_str(&columns_and_rows(&names, rows, level));
+        if level == DataLevel::Preview {
+            out.push_str(&last_sheet_rows(s, rows.len()));
+        }
         // The first sheet (pandas' default) gets the whole budget.
         let budget = if i == 0 {
             FACTS_MAX_BYTES
@@ -462,6 +465,25 @@ fn workbook(path: &str, bytes: &[u8], whole: bool, level: DataLevel) -> String {
             FACTS_MAX_BYTES / 4
         };
         out.push_str(&sheet_facts(&names, s, level, budget));
+    }
+    out
+}
+
+/// The last rows of a sheet past the `shown` first ones, as for CSV.
+fn last_sheet_rows(s: &xlsx::Sheet, shown: usize) -> String {
+    let unseen: Vec<&(usize, Vec<String>)> = s.last.iter().filter(|(n, _)| *n > shown).collect();
+    let (Some(first), Some(last)) = (unseen.first(), unseen.last()) else {
+        return String::new();
+    };
+    let mut out = format!(
+        "\nLast {} row(s) read (data rows {} to {}):",
+        unseen.len(),
+        first.0,
+        last.0
+    );
+    for (_, r) in unseen {
+        out.push('\n');
+        out.push_str(&json_list(r, 400));
     }
     out
 }
@@ -502,6 +524,12 @@ fn sheet_facts(names: &[String], s: &xlsx::Sheet, level: DataLevel, max: usize) 
         } else if c.dtype == "object" {
             line.push_str(&format!("; more than {} distinct", columns::DISTINCT_MAX));
         }
+        line.push_str(&columns::values_said(
+            &c.values,
+            c.zeros,
+            c.negatives,
+            c.repeated.as_ref(),
+        ));
         line
     });
     columns::budgeted(header, lines, names.len(), max)

@@ -203,13 +203,159 @@ fn called_for(hints: &str) -> Vec<String> {
     out
 }
 
+/// What a question asks of the data beyond a figure, read from its
+/// phrasing (words near each other, not one keyword): each need brings the
+/// notes of the libraries that answer it, whatever library words it has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Need {
+    /// An effect, an association or a difference with its significance
+    /// ("each factor's effect with its p-value"): a regression's
+    /// coefficients with their p-values (statsmodels).
+    Effect,
+    /// What drives an outcome ("what drove survival", "which factors
+    /// matter most"): a model of the outcome on the candidate factors
+    /// (statsmodels for effects, scikit-learn for predictive importance).
+    Drivers,
+    /// Values ahead in time ("forecast", "next quarter"): statsmodels' time
+    /// series models.
+    Forecast,
+}
+
+/// Words (each matched at the start of a word) that name an effect or an
+/// association of one variable with another.
+const EFFECT_WORDS: &[&str] = &[
+    "effect",
+    "impact",
+    "influenc",
+    "associat",
+    "relationship",
+    "coefficient",
+    "factor",
+    "predictor",
+    "affect",
+    "contribut",
+    "depend on",
+    "odds",
+];
+/// Words that ask for the significance of what is found.
+const SIGNIFICANCE_WORDS: &[&str] = &[
+    "p value",
+    "pvalue",
+    "significan",
+    "confidence interval",
+    "standard error",
+    "by chance",
+];
+/// Phrases that ask what drives an outcome.
+const DRIVER_WORDS: &[&str] = &[
+    "what drove",
+    "what drives",
+    "what drive",
+    "driver",
+    "driving",
+    "which factor",
+    "what factor",
+    "factors that",
+    "factors behind",
+    "what explains",
+    "what explained",
+    "explains the",
+    "determinant",
+    "what predicts",
+    "what predicted",
+    "why some",
+    "key factor",
+    "most important factor",
+    "what made",
+    "what makes",
+];
+/// Phrases that ask for values ahead in time.
+const FORECAST_WORDS: &[&str] = &[
+    "forecast",
+    "projection",
+    "projected",
+    "extrapolat",
+    "next month",
+    "next quarter",
+    "next year",
+    "next week",
+    "coming month",
+    "coming week",
+    "coming quarter",
+    "months ahead",
+    "weeks ahead",
+    "predict next",
+    "predict the next",
+    "future value",
+];
+
+/// The needs the phrasing of `hints` states ([`Need`]).
+fn needs(hints: &str) -> Vec<Need> {
+    let text = format!(" {} ", words(hints).join(" "));
+    let has = |ws: &[&str]| ws.iter().any(|p| text.contains(&format!(" {p}")));
+    let mut out = Vec::new();
+    if has(EFFECT_WORDS) && has(SIGNIFICANCE_WORDS) {
+        out.push(Need::Effect);
+    }
+    if has(DRIVER_WORDS) {
+        out.push(Need::Drivers);
+    }
+    if has(FORECAST_WORDS) {
+        out.push(Need::Forecast);
+    }
+    out
+}
+
+/// The libraries the needs of `hints` call for, beside those its words name.
+fn needed_libraries(needs: &[Need]) -> Vec<&'static str> {
+    let mut out = Vec::new();
+    for n in needs {
+        let libs: &[&str] = match n {
+            Need::Effect | Need::Forecast => &["statsmodels"],
+            Need::Drivers => &["statsmodels", "sklearn"],
+        };
+        out.extend(
+            libs.iter()
+                .filter(|l| !out.contains(*l))
+                .collect::<Vec<_>>(),
+        );
+    }
+    out
+}
+
+/// The notes of a need beyond the libraries' own paragraphs, when its
+/// library is offered.
+fn need_lines(ctx: &PromptContext, needs: &[Need]) -> String {
+    let mut out = String::new();
+    let statsmodels = offered(ctx, "statsmodels").is_some();
+    if needs.contains(&Need::Drivers) && statsmodels {
+        let importance = if offered(ctx, "sklearn").is_some() {
+            " A scikit-learn model's permutation_importance (sklearn.inspection) can rank the factors by predictive power; say that it is not an effect size."
+        } else {
+            ""
+        };
+        out.push_str(&format!(
+            "- What drives an outcome: fit one model of the outcome on the candidate factors together (smf.logit for a 0/1 outcome such as survival, smf.ols for a quantity; C(col) for a category), and report each factor's effect (coefficient, or odds ratio np.exp(fit.params) for logit) with its p-value and confidence interval, largest first; drop rows with missing values in the model's columns and say how many.{importance}\n"
+        ));
+    }
+    if needs.contains(&Need::Forecast) && statsmodels {
+        out.push_str(
+            "- A forecast: put the series on a regular DatetimeIndex (df.set_index(date).asfreq(\"MS\") or resample), fit statsmodels.tsa.holtwinters.ExponentialSmoothing(series, trend=\"add\", seasonal=\"add\", seasonal_periods=12) (seasonal=None with fewer than two full seasons) and take fit.forecast(steps); report the horizon, the method and the last observed value beside the forecast.\n",
+        );
+    }
+    out
+}
+
 /// When the image has them, the policy allows them and the hints call for
-/// them: which library a reviewer expects for tests and p-values (SciPy),
+/// them (by their words, or by what the question needs, [`Need`]): which
+/// library a reviewer expects for tests and p-values (SciPy),
 /// regression summaries (statsmodels), models and splits (scikit-learn) and
 /// statistical charts (seaborn), so the model calls them instead of
 /// re-implementing numerical algorithms from memory.
 pub(super) fn analysis_lines(ctx: &PromptContext, hints: &str) -> String {
-    let called = called_for(hints);
+    let needs = needs(hints);
+    let mut called = called_for(hints);
+    called.extend(needed_libraries(&needs).into_iter().map(str::to_string));
     let offered = |lib: &str| offered(ctx, lib).filter(|_| called.iter().any(|c| c == lib));
     let mut out = String::new();
     if let Some(v) = offered("scipy") {
@@ -241,6 +387,7 @@ heatmap of a correlation matrix); it draws on matplotlib, so save the figure as 
 (plt.savefig(\"/out/<short_name>.png\", dpi=100)).\n"
         ));
     }
+    out.push_str(&need_lines(ctx, &needs));
     out
 }
 
@@ -374,6 +521,82 @@ mod tests {
         assert_eq!(
             paragraphs("mean fare\nfrom sklearn.linear_model import LinearRegression\nValueError"),
             ["scikit-learn"]
+        );
+    }
+
+    /// The issue's examples and paraphrases of them: what the question
+    /// needs brings the notes, whether or not it names a library or a method.
+    #[test]
+    fn the_notes_follow_what_the_question_needs() {
+        let all = [
+            "pandas.*",
+            "scipy.*",
+            "statsmodels.*",
+            "sklearn.*",
+            "seaborn.*",
+        ];
+        let c = ctx(STACK, &all);
+        let notes = |hints: &str| {
+            let s = analysis_lines(&c, hints);
+            [
+                "SciPy",
+                "statsmodels",
+                "scikit-learn",
+                "seaborn",
+                "What drives an outcome",
+                "A forecast",
+            ]
+            .into_iter()
+            .filter(|lib| s.contains(&format!("- {lib}")))
+            .collect::<Vec<_>>()
+        };
+        // An effect with its significance: statsmodels' regression note.
+        for effect in [
+            "Report each factor's effect with its p-value.",
+            "Does the discount affect revenue, and is that significant?",
+            "How strongly is age associated with the fare? Give a confidence interval.",
+            "the impact of each channel on conversions, with p values",
+        ] {
+            assert!(
+                notes(effect).contains(&"statsmodels"),
+                "{effect}: {:?}",
+                notes(effect)
+            );
+        }
+        // A driver analysis: the modelling note (statsmodels and scikit-learn).
+        for drivers in [
+            "What drove survival?",
+            "Which factors matter most for churn?",
+            "What explains the differences in salary between teams?",
+            "the key factors behind late deliveries",
+        ] {
+            let n = notes(drivers);
+            assert!(
+                n.contains(&"What drives an outcome") && n.contains(&"statsmodels"),
+                "{drivers}: {n:?}"
+            );
+        }
+        assert!(analysis_lines(&c, "What drove survival?").contains("smf.logit for a 0/1 outcome"));
+        // A forecast: statsmodels' time series note.
+        for forecast in [
+            "Forecast revenue for the next three months.",
+            "What will sales be next quarter?",
+            "extrapolate the monthly signups",
+        ] {
+            assert_eq!(notes(forecast), ["statsmodels", "A forecast"], "{forecast}");
+        }
+        // A plain figure needs none; an effect without significance is a figure too.
+        assert!(notes("What is the mean fare per class?").is_empty());
+        assert!(notes("total revenue by region, and its effect on the chart colours").is_empty());
+        assert!(notes("the project's budget per month").is_empty());
+        // A policy without statsmodels gets neither its paragraph nor its notes.
+        let s = analysis_lines(
+            &ctx(STACK, &["pandas.*", "sklearn.*"]),
+            "What drove survival?",
+        );
+        assert!(
+            !s.contains("statsmodels") && !s.contains("What drives"),
+            "{s}"
         );
     }
 

@@ -51,7 +51,7 @@ const MAX_COLUMNS: usize = 12;
 /// Most characters of a key shown in a table or a heading.
 const KEY_CHARS: usize = 100;
 /// Rows from which a table beyond the headline is folded into `<details>`.
-pub(super) const FOLD_ROWS: usize = 10;
+pub(crate) const FOLD_ROWS: usize = 10;
 /// Words of a key that name an auxiliary part (folded): `cleaning_log`,
 /// `notes`, `region_mapping`.
 const AUXILIARY_WORDS: [&str; 8] = [

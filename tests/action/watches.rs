@@ -109,6 +109,13 @@ async fn a_scheduled_watch_keeps_one_sticky_comment_and_speaks_only_on_change() 
     assert_eq!(bots.len(), 1, "{bots:?}");
     assert!(bots[0].body.contains("| /total | 43 |"));
     assert_eq!(history_rows(&bots[0].body), 3);
+    assert!(
+        bots[0]
+            .body
+            .contains("No value moved by more than 5 % of its previous value"),
+        "{}",
+        bots[0].body
+    );
 
     // Beyond the tolerance (43 → 60): one short notification linking the sticky one.
     set_total(&f, 60);
@@ -123,6 +130,22 @@ async fn a_scheduled_watch_keeps_one_sticky_comment_and_speaks_only_on_change() 
         "{note}"
     );
     assert!(!note.contains("compute-bot:watch="), "{note}");
+    // The sticky comment reads like an answer: status, conclusion, values,
+    // chart, history, then the details folded.
+    let body = &bots[0].body;
+    let at = |part: &str| {
+        body.find(part)
+            .unwrap_or_else(|| panic!("{part:?} in {body}"))
+    };
+    let order = [
+        at("**Status:** ok · the check passes"),
+        at("Since the previous run"),
+        at("| /total | 60 | +17 (+39.53 %) |"),
+        at("```mermaid"),
+        at("**History**"),
+        at("<details><summary>Watch file, checks and code"),
+    ];
+    assert!(order.is_sorted(), "{order:?}\n{body}");
 
     // A failing check fails the job, names the watch and the check, and notifies once.
     set_total(&f, 150);

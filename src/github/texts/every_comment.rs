@@ -390,13 +390,17 @@ fn values() -> BTreeMap<String, serde_json::Value> {
 
 #[test]
 fn watch_sticky_comment() {
-    let values = values();
+    // Numbers as an answer writes them: separators, money to the cent.
+    let values = BTreeMap::from([
+        ("/rows".to_string(), json!(1204)),
+        ("/total_revenue".to_string(), json!(111797.4)),
+    ]);
     let checks = [CheckView {
-        check: "total > 40",
+        check: "total_revenue > 40",
         passed: true,
         error: None,
     }];
-    let older = BTreeMap::from([("/total".to_string(), json!(40))]);
+    let older = BTreeMap::from([("/total_revenue".to_string(), json!(100000.5))]);
     let history = [
         HistoryRow {
             at: "2026-01-05 06:00",
@@ -412,6 +416,14 @@ fn watch_sticky_comment() {
         },
     ];
     let state = watch_state_marker(br#"{"runs":2}"#);
+    let (before, after) = (json!(100000.5), json!(111797.4));
+    let moved = Moved {
+        values: vec![("/total_revenue", Some(&before), Some(&after))],
+        started_failing: vec![],
+        stopped_failing: vec![],
+        result: None,
+    };
+    let chart = "```mermaid\nxychart-beta\n    line [100000.5, 111797.4]\n```\n";
     assert_snapshot!(watch_sticky(&Sticky {
         name: "sales",
         file: ".github/compute/sales.yml",
@@ -420,11 +432,61 @@ fn watch_sticky_comment() {
         checks: &checks,
         error: None,
         history: &history,
+        tolerance: 0.05,
+        run_url: RUN_URL,
+        state: &state,
+        chart: Some(chart),
+        moved: Some(&moved),
+    }));
+}
+
+#[test]
+fn watch_sticky_first_run_and_failures() {
+    let values = values();
+    let failing = [CheckView {
+        check: "total < 40",
+        passed: false,
+        error: Some("the expression is false"),
+    }];
+    let first = [HistoryRow {
+        at: "2026-01-05 06:00",
+        values: &values,
+        failing: 1,
+        error: None,
+    }];
+    let state = watch_state_marker(b"{}");
+    let sticky = |checks, error, history| Sticky {
+        name: "sales",
+        file: ".github/compute/sales.yml",
+        code_sha256: None,
+        values: &values,
+        checks,
+        error,
+        history,
         tolerance: 0.0,
         run_url: RUN_URL,
         state: &state,
         chart: None,
-    }));
+        moved: None,
+    };
+    let empty = BTreeMap::new();
+    let none = [HistoryRow {
+        at: "2026-01-05 06:00",
+        values: &empty,
+        failing: 0,
+        error: Some("the model is unavailable"),
+    }];
+    let no_result = Sticky {
+        values: &empty,
+        ..sticky(&[], Some("the model is unavailable"), &none)
+    };
+    assert_snapshot!(
+        [
+            watch_sticky(&sticky(&failing, None, &first)),
+            watch_sticky(&no_result),
+        ]
+        .join("\n---\n")
+    );
 }
 
 #[test]
@@ -480,7 +542,22 @@ fn watch_replies_and_summaries() {
     );
     assert_snapshot!(
         "watch_summary",
-        watch_summary("sales", &values(), &[], None, Some(ANSWER_URL))
+        [
+            watch_summary("sales", &values(), &[], None, Some(ANSWER_URL)),
+            watch_summary(
+                "sales",
+                &values(),
+                &[CheckView {
+                    check: "total < 40",
+                    passed: false,
+                    error: Some("the expression is false"),
+                }],
+                None,
+                None
+            ),
+            watch_summary("sales", &BTreeMap::new(), &[], Some("no model"), None),
+        ]
+        .join("\n---\n")
     );
     assert_snapshot!(
         "watch_files_unusable",

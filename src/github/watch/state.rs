@@ -207,6 +207,7 @@ pub(super) async fn keep_sticky(
         .collect();
     let views = run.views();
     let chart = history_chart(&state.history);
+    let m = prev.as_ref().map(|p| moved(p, &now, w.tolerance));
     let body = texts::watch_sticky(&texts::Sticky {
         name: &w.name,
         file: &w.file,
@@ -219,6 +220,7 @@ pub(super) async fn keep_sticky(
         run_url: &ctx.env.run_url(),
         state: &state_marker,
         chart: chart.as_deref(),
+        moved: m.as_ref(),
     });
     let id = match found {
         Some((id, _)) => {
@@ -228,13 +230,12 @@ pub(super) async fn keep_sticky(
         None => ctx.gh.create_comment(issue, &body).await?,
     };
     let url = ctx.comment_url(issue, id);
-    if let Some(prev) = prev {
-        let m = moved(&prev, &now, w.tolerance);
-        if !m.is_empty() {
-            ctx.gh
-                .create_comment(issue, &texts::watch_notification(&w.name, &url, &m))
-                .await?;
-        }
+    if let Some(m) = m
+        && !m.is_empty()
+    {
+        ctx.gh
+            .create_comment(issue, &texts::watch_notification(&w.name, &url, &m))
+            .await?;
     }
     Ok(url)
 }

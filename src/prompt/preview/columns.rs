@@ -145,34 +145,55 @@ impl Column {
 
     /// See [`ColumnFacts::values`].
     fn values(&self) -> Vec<(String, usize)> {
-        let all = self.counted();
-        if all.len() <= VALUES_SHOWN && !self.distinct_overflow {
-            return all.into_iter().map(|(v, n)| (v.clone(), n)).collect();
-        }
-        let mut shapes: Vec<String> = Vec::new();
-        let mut out = Vec::new();
-        for (v, _) in all {
-            let s = shape(v);
-            if !shapes.contains(&s) {
-                shapes.push(s);
-                out.push((v.clone(), 0));
-                if out.len() == SAMPLE_SHAPES {
-                    break;
-                }
-            }
-        }
-        out
+        shown_values(&self.counted(), self.distinct_overflow)
     }
 
     /// See [`ColumnFacts::repeated`]: zeros are counted apart.
     fn repeated(&self, decimal_comma: bool) -> Option<(String, usize)> {
-        let all = self.counted();
-        let median = all.get(all.len() / 2).map_or(0, |x| x.1);
-        let (v, n) = all
-            .into_iter()
-            .find(|(v, _)| number(v, decimal_comma) != Some(0.0))?;
-        (n >= 3 && n > 3 * median).then(|| (v.trim().to_string(), n))
+        standing_out(&self.counted(), |v| number(v, decimal_comma) == Some(0.0))
     }
+}
+
+/// A text column's values with their counts (`all`: each distinct value,
+/// most frequent first) when it has at most [`VALUES_SHOWN`] and none was
+/// left uncounted (`overflow`); else a value of each of the first
+/// [`SAMPLE_SHAPES`] shapes, with count 0. CSV and Excel columns alike.
+pub(crate) fn shown_values<S: AsRef<str>>(
+    all: &[(S, usize)],
+    overflow: bool,
+) -> Vec<(String, usize)> {
+    if all.len() <= VALUES_SHOWN && !overflow {
+        return all
+            .iter()
+            .map(|(v, n)| (v.as_ref().to_string(), *n))
+            .collect();
+    }
+    let mut shapes: Vec<String> = Vec::new();
+    let mut out = Vec::new();
+    for (v, _) in all {
+        let s = shape(v.as_ref());
+        if !shapes.contains(&s) {
+            shapes.push(s);
+            out.push((v.as_ref().to_string(), 0));
+            if out.len() == SAMPLE_SHAPES {
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// A number column's most repeated value other than zero (`all`: each
+/// distinct value as written, most frequent first) when it stands out: a
+/// sentinel such as `-999`, repeated at least 3 times and more than 3 times
+/// as often as the median value.
+pub(crate) fn standing_out<S: AsRef<str>>(
+    all: &[(S, usize)],
+    is_zero: impl Fn(&str) -> bool,
+) -> Option<(String, usize)> {
+    let median = all.get(all.len() / 2).map_or(0, |x| x.1);
+    let (v, n) = all.iter().find(|(v, _)| !is_zero(v.as_ref()))?;
+    (*n >= 3 && *n > 3 * median).then(|| (v.as_ref().trim().to_string(), *n))
 }
 
 /// The facts of every column, fed one data record at a time.
@@ -404,7 +425,12 @@ pub(crate) fn describe(
                 None => line.push_str(&format!("; more than {DISTINCT_MAX} distinct")),
             }
         }
-        line.push_str(&values_said(c));
+        line.push_str(&values_said(
+            &c.values,
+            c.zeros,
+            c.negatives,
+            c.repeated.as_ref(),
+        ));
         line
     });
     budgeted(out, lines, names.len(), max)
@@ -413,18 +439,23 @@ pub(crate) fn describe(
 /// Most characters of one column's values and counts.
 const VALUES_CHARS: usize = 360;
 
-/// What a column's values say beyond its range: a text column's values
-/// with their counts (`: "North" 412, "N." 3`) or samples of its shapes;
-/// a number column's zeros, negatives and a repeated value that stands out.
-fn values_said(c: &ColumnFacts) -> String {
+/// What a column's values say beyond its range: a text column's `values`
+/// with their counts (`: "North" 412, "N." 3`) or samples of its shapes
+/// (counts 0); a number column's zeros, negatives and a `repeated` value
+/// that stands out. CSV and Excel columns alike.
+pub(crate) fn values_said(
+    values: &[(String, usize)],
+    zeros: usize,
+    negatives: usize,
+    repeated: Option<&(String, usize)>,
+) -> String {
     let quoted = |v: &str| {
         serde_json::to_string(&super::excerpt(&super::strip_invisible(v), 30)).unwrap_or_default()
     };
     let mut out = String::new();
-    let counted = c.values.iter().all(|(_, n)| *n > 0);
-    if !c.values.is_empty() {
-        let parts: Vec<String> = c
-            .values
+    let counted = values.iter().all(|(_, n)| *n > 0);
+    if !values.is_empty() {
+        let parts: Vec<String> = values
             .iter()
             .map(|(v, n)| {
                 if counted {
@@ -451,13 +482,13 @@ fn values_said(c: &ColumnFacts) -> String {
             format!("; e.g. {list}")
         });
     }
-    if c.zeros > 0 {
-        out.push_str(&format!("; {} zero(s)", c.zeros));
+    if zeros > 0 {
+        out.push_str(&format!("; {zeros} zero(s)"));
     }
-    if c.negatives > 0 {
-        out.push_str(&format!("; {} negative", c.negatives));
+    if negatives > 0 {
+        out.push_str(&format!("; {negatives} negative"));
     }
-    if let Some((v, n)) = &c.repeated {
+    if let Some((v, n)) = repeated {
         out.push_str(&format!("; {} repeated {n} times", quoted(v)));
     }
     out

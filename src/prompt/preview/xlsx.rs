@@ -50,7 +50,14 @@ pub(crate) struct Sheet {
     pub error: Option<String>,
     /// Each column's facts over the data rows read ([`facts`]).
     pub facts: Vec<SheetColumn>,
+    /// The last [`LAST_ROWS`] data rows read, with their data row numbers
+    /// (1 is the row under the header): where exports keep their `TOTAL`
+    /// line.
+    pub last: Vec<(usize, Vec<String>)>,
 }
+
+/// The last rows of a sheet kept for its preview.
+pub(crate) const LAST_ROWS: usize = 2;
 
 /// The sheets of a workbook (up to [`MAX_SHEETS`] read in detail) and the
 /// total number of sheets.
@@ -113,6 +120,12 @@ pub(crate) fn read_workbook(bytes: &[u8], whole: bool) -> Result<(Vec<Sheet>, us
         .filter_map(|(_, _, s)| s.as_ref().ok())
         .flat_map(|s| {
             let kept = s.kept.iter().flatten().filter_map(|(_, c)| c.shared());
+            let tail = s
+                .tail
+                .iter()
+                .flat_map(|(_, r)| r)
+                .filter_map(|(_, c)| c.shared());
+            let kept = kept.chain(tail);
             kept.chain(s.cells.iter().flat_map(facts::ColumnCells::wanted))
         })
         .collect();
@@ -292,6 +305,8 @@ struct Scan {
     cell: Option<Pending>,
     in_inline: bool,
     kept: Vec<Vec<(usize, Cell)>>,
+    /// The last rows with cells past [`KEEP_ROWS`], by sheet row number.
+    tail: Vec<(usize, Vec<(usize, Cell)>)>,
     last_row: usize,
     first_row: usize,
     width: usize,
@@ -401,6 +416,16 @@ impl Scan {
         }
         if (1..=KEEP_ROWS).contains(&self.row) {
             self.kept[self.row - 1].push((p.col, cell));
+        } else if self.row > KEEP_ROWS && p.col < MAX_COLUMNS {
+            match self.tail.last_mut() {
+                Some((r, cells)) if *r == self.row => cells.push((p.col, cell)),
+                _ => {
+                    if self.tail.len() == LAST_ROWS {
+                        self.tail.remove(0);
+                    }
+                    self.tail.push((self.row, vec![(p.col, cell)]));
+                }
+            }
         }
     }
 
@@ -426,6 +451,21 @@ impl Scan {
         let facts = (0..self.width)
             .map(|i| facts::column(self.cells.get(i).unwrap_or(&none), count, strings, date1904))
             .collect();
+        // The last data rows (sheet row 2 on); a row without cells is empty.
+        let empty = Vec::new();
+        let last = (self.last_row.saturating_sub(LAST_ROWS - 1).max(2)..=self.last_row)
+            .map(|r| {
+                let cells = match r {
+                    ..=KEEP_ROWS => &self.kept[r - 1],
+                    _ => self
+                        .tail
+                        .iter()
+                        .find(|(t, _)| *t == r)
+                        .map_or(&empty, |(_, c)| c),
+                };
+                (r - 1, grid_row(cells))
+            })
+            .collect();
         Sheet {
             name,
             hidden,
@@ -445,6 +485,7 @@ impl Scan {
             partial: self.partial,
             error: None,
             facts,
+            last,
         }
     }
 }

@@ -29,9 +29,11 @@ pub(crate) struct ColumnCells {
     /// Text cells by shared-string index or inline text, with their counts.
     shared: HashMap<usize, usize>,
     inline: HashMap<String, usize>,
-    /// Distinct numbers and dates seen (their bits).
-    numbers: std::collections::HashSet<u64>,
-    dates_seen: std::collections::HashSet<u64>,
+    /// Distinct numbers and dates seen (their bits), with their counts.
+    numbers: HashMap<u64, usize>,
+    dates_seen: HashMap<u64, usize>,
+    /// Boolean cells (and texts pandas reads as booleans), False then True.
+    bool_counts: [usize; 2],
     /// More distinct texts than [`DISTINCT_MAX`]: counts are lower bounds.
     overflow: bool,
 }
@@ -44,6 +46,7 @@ impl ColumnCells {
             Cell::Bool(b) => {
                 self.bool_cells += 1;
                 self.bools[usize::from(*b)] = true;
+                self.bool_counts[usize::from(*b)] += 1;
                 // In a number column a boolean is 0 or 1.
                 let v = f64::from(u8::from(*b));
                 self.min = Some(self.min.map_or(v, |m| m.min(v)));
@@ -52,9 +55,7 @@ impl ColumnCells {
             Cell::Number { raw, date } => match raw.trim().parse::<f64>() {
                 Ok(v) if *date => {
                     self.dates += 1;
-                    if self.dates_seen.len() < DISTINCT_MAX {
-                        self.dates_seen.insert(v.to_bits());
-                    }
+                    count_into(&mut self.dates_seen, v.to_bits());
                     self.date_min = Some(self.date_min.map_or(v, |m| m.min(v)));
                     self.date_max = Some(self.date_max.map_or(v, |m| m.max(v)));
                 }
@@ -79,9 +80,7 @@ impl ColumnCells {
         }
         self.min = Some(self.min.map_or(v, |m| m.min(v)));
         self.max = Some(self.max.map_or(v, |m| m.max(v)));
-        if self.numbers.len() < DISTINCT_MAX {
-            self.numbers.insert(v.to_bits());
-        }
+        count_into(&mut self.numbers, v.to_bits());
     }
 
     fn text_cell(&mut self, shared: Option<usize>, text: &str) {
@@ -105,6 +104,21 @@ impl ColumnCells {
     }
 }
 
+/// Counts `key` in `counts`, which holds at most [`DISTINCT_MAX`] keys.
+fn count_into(counts: &mut HashMap<u64, usize>, key: u64) {
+    if let Some(n) = counts.get_mut(&key) {
+        *n += 1;
+    } else if counts.len() < DISTINCT_MAX {
+        counts.insert(key, 1);
+    }
+}
+
+/// Values with their counts, most frequent first, then by value.
+fn by_count(mut all: Vec<(String, usize)>) -> Vec<(String, usize)> {
+    all.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    all
+}
+
 /// A column's facts, as the preview states them.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct SheetColumn {
@@ -113,6 +127,16 @@ pub(crate) struct SheetColumn {
     /// Smallest and largest value as pandas prints it.
     pub range: Option<(String, String)>,
     pub distinct: Option<usize>,
+    /// An object column's values as pandas prints them, with their counts
+    /// (up to [`columns::VALUES_SHOWN`]), or samples of their shapes
+    /// (counts 0): [`columns::shown_values`].
+    pub values: Vec<(String, usize)>,
+    /// A number column's zeros and negative values.
+    pub zeros: usize,
+    /// See [`SheetColumn::zeros`].
+    pub negatives: usize,
+    /// A number column's value that stands out ([`columns::standing_out`]).
+    pub repeated: Option<(String, usize)>,
 }
 
 /// The facts of a column of `rows` data rows, its text resolved with
@@ -126,7 +150,7 @@ pub(crate) fn column(
     let mut c = c.clone();
     let mut na = 0;
     let (mut bool_texts, mut texts) = (0, 0);
-    let mut distinct_texts = std::collections::HashSet::new();
+    let mut distinct_texts: HashMap<String, usize> = HashMap::new();
     let resolved: Vec<(String, usize)> = c
         .shared
         .iter()
@@ -145,10 +169,12 @@ pub(crate) fn column(
             || columns::FALSE_VALUES.contains(&text.as_str())
         {
             bool_texts += n;
-            c.bools[usize::from(columns::TRUE_VALUES.contains(&text.as_str()))] = true;
+            let truth = usize::from(columns::TRUE_VALUES.contains(&text.as_str()));
+            c.bools[truth] = true;
+            c.bool_counts[truth] += n;
         } else {
             texts += n;
-            distinct_texts.insert(text);
+            *distinct_texts.entry(text).or_default() += n;
         }
     }
     let missing = rows - c.present.min(rows) + c.errors + na;
@@ -192,10 +218,78 @@ pub(crate) fn column(
         ),
         _ => None,
     };
+    let (values, zeros, negatives, repeated) = first_look(&c, dtype, distinct_texts, date1904);
     SheetColumn {
         dtype,
         missing,
         range,
         distinct,
+        values,
+        zeros,
+        negatives,
+        repeated,
     }
+}
+
+/// A column's values, zeros, negatives and repeated value (the fields of
+/// [`SheetColumn`] of the same names).
+type FirstLook = (Vec<(String, usize)>, usize, usize, Option<(String, usize)>);
+
+/// What a first look at a column shows beyond its range (as for CSV): an
+/// object column's values with their counts (`texts`: its texts pandas
+/// keeps as text), a number column's zeros, negatives and a value that
+/// stands out.
+fn first_look(
+    c: &ColumnCells,
+    dtype: &str,
+    texts: HashMap<String, usize>,
+    date1904: bool,
+) -> FirstLook {
+    let shown = |v: f64| super::python_number(v);
+    let numeric = matches!(dtype, "int64" | "float64");
+    let numbers = || {
+        by_count(
+            c.numbers
+                .iter()
+                .map(|(bits, n)| (shown(f64::from_bits(*bits)), *n))
+                .collect(),
+        )
+    };
+    let values = if dtype == "object" {
+        let mut all = numbers();
+        all.extend(texts);
+        all.extend(c.dates_seen.iter().map(|(bits, n)| {
+            let v = f64::from_bits(*bits);
+            (
+                super::excel_date(v, date1904).unwrap_or_else(|| shown(v)),
+                *n,
+            )
+        }));
+        for (truth, n) in ["False", "True"].iter().zip(c.bool_counts) {
+            if n > 0 {
+                all.push((truth.to_string(), n));
+            }
+        }
+        let overflow = c.overflow || c.numbers.len() >= DISTINCT_MAX;
+        columns::shown_values(&by_count(all), overflow)
+    } else {
+        Vec::new()
+    };
+    let count_where = |f: fn(f64) -> bool| -> usize {
+        c.numbers
+            .iter()
+            .filter(|(bits, _)| f(f64::from_bits(**bits)))
+            .map(|(_, n)| n)
+            .sum()
+    };
+    if !numeric {
+        return (values, 0, 0, None);
+    }
+    let repeated = columns::standing_out(&numbers(), |v| v.parse::<f64>() == Ok(0.0));
+    (
+        values,
+        count_where(|v| v == 0.0),
+        count_where(|v| v < 0.0),
+        repeated,
+    )
 }

@@ -219,3 +219,84 @@ fn the_workbook_preview_states_each_sheets_facts() {
     );
     assert!(!s.contains("2025") && !s.contains("distinct"), "{s}");
 }
+
+/// The first look at a messy export against what pandas 2.3 + openpyxl 3.1
+/// report for it (`scripts/xlsx-fixtures.py` wrote
+/// `tests/fixtures/xlsx/first_look.xlsx` and `first_look.json`): every
+/// value of a text column with its count, the zeros, negatives and the
+/// sentinel of a number column, and the last rows with the TOTAL line.
+#[test]
+fn the_first_look_at_a_sheet_is_what_pandas_counts() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/xlsx");
+    let book = std::fs::read(format!("{dir}/first_look.xlsx")).unwrap();
+    let want: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(format!("{dir}/first_look.json")).unwrap()).unwrap();
+    let (sheets, _) = read_workbook(&book, true).unwrap();
+    let s = &sheets[0];
+    let names = ["region", "sex", "amount", "units"];
+    for (name, c) in names.iter().zip(&s.facts) {
+        let theirs = &want["columns"][name];
+        if let Some(values) = theirs.get("values") {
+            let ours: serde_json::Map<String, serde_json::Value> = c
+                .values
+                .iter()
+                .map(|(v, n)| (v.clone(), (*n).into()))
+                .collect();
+            assert_eq!(&serde_json::Value::Object(ours), values, "{name}");
+            continue;
+        }
+        assert_eq!(c.zeros as u64, theirs["zeros"].as_u64().unwrap(), "{name}");
+        assert_eq!(
+            c.negatives as u64,
+            theirs["negatives"].as_u64().unwrap(),
+            "{name}"
+        );
+        // A value that stands out is pandas' most repeated; a spread column has none.
+        if let Some((v, n)) = &c.repeated {
+            let most = &theirs["most"];
+            assert_eq!(
+                v.parse::<f64>().ok(),
+                most[0].as_str().unwrap().parse().ok()
+            );
+            assert_eq!(*n as u64, most[1].as_u64().unwrap());
+        }
+    }
+    assert_eq!(s.facts[2].repeated, Some(("-999".to_string(), 5)));
+    assert_eq!(s.facts[3].repeated, None);
+    let last: Vec<Vec<String>> = s.last.iter().map(|(_, r)| r.clone()).collect();
+    let theirs: Vec<Vec<String>> = serde_json::from_value(want["last"].clone()).unwrap();
+    let num = |r: &[String]| -> Vec<Option<f64>> { r.iter().map(|v| v.parse().ok()).collect() };
+    assert_eq!(
+        last.iter()
+            .map(|r| (r[0].clone(), num(r)))
+            .collect::<Vec<_>>(),
+        theirs
+            .iter()
+            .map(|r| (r[0].clone(), num(r)))
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(s.last.iter().map(|(n, _)| *n).collect::<Vec<_>>(), [30, 31]);
+}
+
+/// The preview tells the model what the first rows hide, as for CSV.
+#[test]
+fn the_workbook_preview_shows_counts_sentinels_and_the_last_rows() {
+    use crate::policy::DataLevel;
+    use crate::prompt::preview::preview_input_at;
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/xlsx");
+    let book = std::fs::read(format!("{dir}/first_look.xlsx")).unwrap();
+    let p = preview_input_at("e.xlsx", &book, book.len() as u64, DataLevel::Preview);
+    for part in [
+        "\nFirst 5 row(s) (each value as text):",
+        "\nLast 2 row(s) read (data rows 30 to 31):\n[\"W.\", \"F\", \"304.5\", \"0\"]\n[\"TOTAL\", \"\", \"12345.5\", \"42\"]",
+        "\n\"region\": object; 11 distinct: \"North\" 7, \"E",
+        "\"TOTAL\" 1",
+        "\n\"sex\": object; 1 missing (3.2%); 3 distinct: \"M\" 15, \"F\" 14, \"0\" 1",
+        "; 3 zero(s); 5 negative; \"-999\" repeated 5 times",
+        "\n\"units\": int64; -1 to 42; 8 zero(s); 8 negative",
+    ] {
+        assert!(p.contains(part), "{part:?} missing:\n{p}");
+    }
+    let s = preview_input_at("e.xlsx", &book, book.len() as u64, DataLevel::Schema);
+    assert!(!s.contains("TOTAL") && !s.contains("-999"), "{s}");
+}
