@@ -837,13 +837,24 @@ impl Agent<'_> {
         let t = Instant::now();
         // At `model.data: none` nothing of the result leaves: the template.
         let sends = self.policy.model.data != DataLevel::None;
+        // A session's method is in all the steps that ran without an error
+        // (the looks read the inputs; the final step may only sum).
+        let steps_code = (!run.report.steps.is_empty()).then(|| {
+            run.report
+                .steps
+                .iter()
+                .filter(|s| s.status == crate::sandbox::RunStatus::Ok)
+                .map(|s| s.code.as_str())
+                .collect::<Vec<_>>()
+                .join("\n")
+        });
         let explanation = match (self.policy.explain.enabled && sends, self.model) {
             (true, Some(model)) => {
                 let called = Instant::now();
                 let asked = explain::Asked {
                     goal: goal.unwrap_or(""),
                     plan: run.report.plan.as_deref(),
-                    code: run.report.code.as_deref(),
+                    code: steps_code.as_deref().or(run.report.code.as_deref()),
                     earlier_result: run.request.earlier.as_ref().and_then(|e| e.result.as_ref()),
                     inputs: &run.ctx.inputs,
                 };

@@ -365,6 +365,10 @@ container waited; the session ended after {} step(s)",
         value: &serde_json::Value,
     ) -> Next {
         self.end_session(run, s, Some(&mut outcome)).await;
+        // The plan the answer and its explanation show is the final step's.
+        if attempt.plan.is_some() {
+            run.report.plan = attempt.plan.clone();
+        }
         attempt.outcome = Some(outcome.clone());
         if let Some(step) = run.report.steps.last_mut() {
             step.result = true;

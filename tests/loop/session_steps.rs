@@ -174,9 +174,10 @@ async fn a_look_then_a_final_step_in_one_container_with_the_looks_real_output() 
     assert_eq!(look.stdout, COUNTS);
     assert_eq!(look.code, jobs[0].code);
     assert_eq!(report.code.as_deref(), Some(jobs[1].code.as_str()));
+    // The answer's plan is the final step's (the look's is with its step).
     assert_eq!(
         report.plan.as_deref(),
-        Some("read the file, print the raw status counts and the last rows")
+        Some("normalise the labels, drop the total row, sum the paid amounts")
     );
     // Tokens of every step are in the usage.
     assert_eq!(report.usage.input_tokens, Some(2100));
