@@ -451,6 +451,18 @@ impl Collector {
             )
     }
 
+    /// The bytes that hand a session's next step to the runner, signed
+    /// with the session's key ([`protocol::encode_step`]); `number` is the
+    /// step's.
+    pub(crate) fn step_line(
+        &self,
+        number: u32,
+        code: &str,
+        options: super::StepOptions,
+    ) -> Vec<u8> {
+        protocol::encode_step(self.reader.key(), number, code, options)
+    }
+
     /// Ready for a session's next step with its own deadline: what the
     /// last step collected was taken by [`Collector::outcome`].
     pub(crate) fn next_step(&mut self, timeout: Duration) {

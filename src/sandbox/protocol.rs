@@ -148,15 +148,20 @@ pub(crate) const GO: &[u8] = b"go\n";
 pub(crate) const END: &[u8] = b"end\n";
 
 /// The next step of a session, for the runner's stdin: the line
-/// `step <length> <last 0|1> <timeout ms>` and the code.
-pub(crate) fn encode_step(code: &str, options: super::StepOptions) -> Vec<u8> {
-    let mut out = format!(
-        "step {} {} {}\n",
-        code.len(),
-        u8::from(options.last),
-        options.timeout.as_millis()
-    )
-    .into_bytes();
+/// `step <length> <last 0|1> <timeout ms> <tag>` and the code. The tag is
+/// the session key's over `step:<number>:<last>:<timeout ms>:` and the code,
+/// so a line the code itself writes to the runner's stdin (under gVisor
+/// it can open `/proc/1/fd/0`) is never run as a step.
+pub(crate) fn encode_step(
+    key: &FrameKey,
+    number: u32,
+    code: &str,
+    options: super::StepOptions,
+) -> Vec<u8> {
+    let (last, ms) = (u8::from(options.last), options.timeout.as_millis());
+    let mut signed = format!("step:{number}:{last}:{ms}:").into_bytes();
+    signed.extend_from_slice(code.as_bytes());
+    let mut out = format!("step {} {last} {ms} {}\n", code.len(), key.tag(&signed)).into_bytes();
     out.extend_from_slice(code.as_bytes());
     out
 }
@@ -406,6 +411,11 @@ impl FrameReader {
         }
     }
 
+    /// The session's key, for signing what the bot sends.
+    pub(crate) fn key(&self) -> &FrameKey {
+        &self.key
+    }
+
     fn tamper(&mut self, what: String) {
         if self.tampered.len() < 5 {
             self.tampered.push(what);
@@ -632,6 +642,29 @@ mod tests {
             r.push(&key().frame(seq, 'o', b"x"));
         }
         assert!(r.tampered.is_empty());
+    }
+
+    #[test]
+    fn a_step_line_is_signed_over_its_number_options_and_code() {
+        let key = key();
+        let options = crate::sandbox::StepOptions {
+            last: false,
+            timeout: std::time::Duration::from_secs(5),
+        };
+        let line = encode_step(&key, 2, "x = 1\n", options);
+        let text = String::from_utf8(line.clone()).unwrap();
+        let (head, code) = text.split_once('\n').unwrap();
+        assert_eq!(code, "x = 1\n");
+        let tag = key.tag(b"step:2:0:5000:x = 1\n");
+        assert_eq!(head, format!("step 6 0 5000 {tag}"));
+        // Another number, option or code: another tag.
+        assert_ne!(line, encode_step(&key, 3, "x = 1\n", options));
+        assert_ne!(line, encode_step(&key, 2, "x = 2\n", options));
+        let last = crate::sandbox::StepOptions {
+            last: true,
+            ..options
+        };
+        assert_ne!(line, encode_step(&key, 2, "x = 1\n", last));
     }
 
     #[test]

@@ -553,6 +553,14 @@ def set_key(key):
     pads[:] = [_sha(bytes(b ^ 0x36 for b in block)), _sha(bytes(b ^ 0x5C for b in block))]
 
 
+def tag(body):
+    inner = pads[0].copy()
+    inner.update(body)
+    outer = pads[1].copy()
+    outer.update(inner.digest())
+    return outer.hexdigest()[:32].encode()
+
+
 def frame(kind, payload):
     # <seq>:<kind>:<base64>:<tag>, tag = HMAC-SHA256(key, the rest)[:16]:
     # the key never leaves this process, so whoever reads the frames cannot
@@ -1955,13 +1963,22 @@ def main():
                        cpu0=cpu or 0, out0=totals[b"o"], err0=totals[b"e"], oom0=oom)
 
     def next_step():
+        # The bot's line carries a tag over the step's number, options and
+        # code with the session's key: under gVisor the code can open pid
+        # 1's stdin (/proc/1/fd/0), and a step it wrote there itself would
+        # otherwise run, and be reported, as the bot's.
+        from _operator import _compare_digest
         line = stdin.readline(256)
         parts = line.split()
-        if len(parts) == 4 and parts[0] == b"step":
+        if len(parts) == 5 and parts[0] == b"step":
             try:
                 size, last, ms = int(parts[1]), parts[2] == b"1", int(parts[3])
                 text = read_exact(stdin, size)
             except (ValueError, EOFError):
+                text = None
+            signed = b"step:%d:%s:%s:" % (step[0]["n"], parts[2], parts[3])
+            if text is not None and not _compare_digest(tag(signed + text), parts[4]):
+                sup.keep(sup.tampered, "a step came on the runner's stdin without the bot's tag: something else wrote there")
                 text = None
             if text is not None:
                 st = step[0]

@@ -333,3 +333,40 @@ async fn a_forged_step_end_in_the_last_step_is_caught_at_the_sessions_end() {
     assert_eq!(one.status, RunStatus::Tampered, "{one:#?}");
     sb.settled().await;
 }
+
+#[tokio::test]
+async fn a_step_the_code_writes_to_the_runners_stdin_never_runs() {
+    let sb = sandbox().await;
+    // pid 1's stdin carries the bot's steps: the code cannot open it for
+    // writing (runc: the runner refuses /proc/1/fd/*, ELOOP; runsc: it is
+    // the runner's uid's, EACCES). Were it written, a step line without
+    // the session key's tag would never run and would make the session
+    // tampered (the runner checks every step's tag).
+    // No runtime rules: the interpreter's hook would refuse the open
+    // first; what is tested is the runner and the kernel.
+    let prepared: Box<dyn PreparedRun> = Box::new(sb.prepare(&config()).await.expect("prepare"));
+    let code = "import os\ntry:\n    fd = os.open('/proc/1/fd/0', os.O_WRONLY)\n    os.write(fd, b'step 17 0 5000 ' + b'0' * 32 + b'\\nprint(\"injected\")')\n    print('written')\nexcept OSError as e:\n    print('refused', e.errno)\n";
+    let job = Job {
+        code: code.into(),
+        ..Default::default()
+    };
+    let (one, mut steps) = prepared.begin(&job, look()).await.expect("step 1");
+    assert_eq!(one.status, RunStatus::Ok, "{one:#?}");
+    let two = steps.step("print('two')\n", look()).await.expect("step 2");
+    assert!(!two.stdout.contains("injected"), "{two:#?}");
+    if one.stdout.starts_with("written") {
+        assert_eq!(two.status, RunStatus::Tampered, "{two:#?}");
+        assert!(
+            two.tampered
+                .iter()
+                .any(|t| t.contains("without the bot's tag")),
+            "{:?}",
+            two.tampered
+        );
+    } else {
+        assert!(one.stdout.starts_with("refused"), "{}", one.stdout);
+        assert_eq!(two.stdout, "two\n", "{two:#?}");
+    }
+    steps.end(None).await;
+    sb.settled().await;
+}

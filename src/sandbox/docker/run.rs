@@ -12,7 +12,7 @@ use tokio::io::AsyncWriteExt;
 
 use super::super::collect::{Chunk, Collector, NoReport};
 use super::super::executor::{Begun, PreparedRun, StepOptions, Steps};
-use super::super::protocol::{END, GO, encode_step};
+use super::super::protocol::{END, GO};
 use super::super::types::{
     CPU_PERIOD_US, CpuBoost, ImageInfo, Job, Limits, Outcome, SeccompProfile,
 };
@@ -343,6 +343,7 @@ impl Prepared {
             over: false,
             freezing: None,
             unfrozen: None,
+            number: 1,
         };
         session.after_step(&outcome).await;
         Ok((outcome, session))
@@ -379,6 +380,8 @@ pub struct SessionRun {
     /// Why the container could not be frozen after the last step, for the
     /// next step's outcome.
     unfrozen: Option<String>,
+    /// The number of the last step handed over.
+    number: u32,
 }
 
 impl std::fmt::Debug for SessionRun {
@@ -454,11 +457,10 @@ impl SessionRun {
             return Err(e);
         }
         self.live.collector.next_step(options.timeout);
+        self.number += 1;
+        let line = self.live.collector.step_line(self.number, code, options);
         let wrote = match self.live.stdin.as_mut() {
-            Some(stdin) => {
-                stdin.write_all(&encode_step(code, options)).await.is_ok()
-                    && stdin.flush().await.is_ok()
-            }
+            Some(stdin) => stdin.write_all(&line).await.is_ok() && stdin.flush().await.is_ok(),
             None => false,
         };
         if !wrote {
