@@ -78,8 +78,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "agent",
         &[
-            "explain", "model", "policy", "problems", "prompt", "report", "sandbox", "validate",
-            "units", "status", "verify",
+            "explain", "model", "notebook", "policy", "problems", "prompt", "report", "sandbox",
+            "validate", "units", "status", "verify",
         ],
     ),
     // ---- src/github/, bottom up. A layer uses the layers below it, never
