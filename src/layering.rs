@@ -65,7 +65,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "replay",
         &[
-            "admit", "problems", "record", "render", "report", "sandbox", "validate", "verify",
+            "admit", "notebook", "problems", "record", "render", "report", "sandbox", "validate",
+            "verify",
         ],
     ),
     // Render knows no GitHub: the approval block comes in its context.
