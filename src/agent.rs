@@ -25,6 +25,8 @@ use crate::validate::{ValidateError, Validator};
 
 use crate::problems::{RESULT_FILE, findings_text, truncated_output_problem};
 
+mod cells;
+pub(crate) use cells::{exact_cells, first_line};
 mod session;
 
 /// Why an outcome is unusable, and why one stops the loop (the sandbox
@@ -386,6 +388,11 @@ impl Agent<'_> {
     async fn answer_run(&self, mut run: Run, total: Instant) -> Result<Report, AgentError> {
         if self.in_session(&run) {
             return self.answer_session(run, total).await;
+        }
+        if let Some(cells) = run.fixed_code.as_deref().and_then(|c| {
+            cells::exact_cells(c, self.policy.session.in_steps() && !run.request.plan_only)
+        }) {
+            return self.answer_cells(run, cells, total).await;
         }
         for number in 1..=run.attempts_allowed {
             let mut attempt = Attempt {

@@ -65,7 +65,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "replay",
         &[
-            "admit", "problems", "record", "render", "report", "sandbox", "validate", "verify",
+            "admit", "notebook", "problems", "record", "render", "report", "sandbox", "validate",
+            "verify",
         ],
     ),
     // Render knows no GitHub: the approval block comes in its context.
@@ -78,8 +79,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "agent",
         &[
-            "explain", "model", "policy", "problems", "prompt", "report", "sandbox", "validate",
-            "units", "status", "verify",
+            "explain", "model", "notebook", "policy", "problems", "prompt", "report", "sandbox",
+            "validate", "units", "status", "verify",
         ],
     ),
     // ---- src/github/, bottom up. A layer uses the layers below it, never

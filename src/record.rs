@@ -153,6 +153,20 @@ pub struct RunRecord {
     /// (so that a replay can show a diff); the report has it in `result`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<Value>,
+    /// A session's steps in the order they ran (each step's code and stdout
+    /// hashes), which a replay re-runs in one fresh session; empty for one
+    /// program and in records written before sessions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<RecordedStep>,
+}
+
+/// One step of a recorded session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordedStep {
+    /// Hex SHA-256 of the step's exact code.
+    pub code_sha256: String,
+    /// Hex SHA-256 of the whole stdout it printed.
+    pub stdout_sha256: String,
 }
 
 /// Largest result (canonical JSON characters) carried in a comment marker.
@@ -250,6 +264,7 @@ impl RunRecord {
             model: None,
             parent: None,
             result: None,
+            steps: Vec::new(),
         }
     }
 
@@ -408,6 +423,10 @@ mod tests {
             files: None,
             repeats: Vec::new(),
             checks: Vec::new(),
+            steps: vec![RecordedStep {
+                code_sha256: "12".repeat(32),
+                stdout_sha256: "34".repeat(32),
+            }],
             verification: None,
             model: Some(crate::model::ModelId {
                 provider: "anthropic".into(),

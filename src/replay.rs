@@ -41,6 +41,35 @@ pub struct Recorded {
     result: Option<Value>,
     /// Where it came from, for messages (`report.json`, a comment URL).
     source: String,
+    /// A session's steps: each recorded step's code, found by its hash in
+    /// the source (`None` when it is not there); empty for one program.
+    pub(crate) steps: Vec<Option<String>>,
+}
+
+/// The code of each recorded step, found by its sha256 among `texts` and
+/// their `# %%` cells (a report's steps and code; a comment's code blocks,
+/// the folded steps among them): the one rule of report files and comments.
+fn step_codes(record: &RunRecord, texts: &[String]) -> Vec<Option<String>> {
+    let mut candidates: Vec<String> = Vec::new();
+    for t in texts {
+        let t = t.replace("\r\n", "\n");
+        candidates.extend(
+            crate::notebook::cells::percent_cells(&t)
+                .into_iter()
+                .map(|c| c.code),
+        );
+        candidates.push(t);
+    }
+    record
+        .steps
+        .iter()
+        .map(|s| {
+            candidates
+                .iter()
+                .find(|c| sha256_hex(c.as_bytes()) == s.code_sha256)
+                .cloned()
+        })
+        .collect()
 }
 
 impl Recorded {
@@ -67,11 +96,15 @@ impl Recorded {
             .result
             .clone()
             .or_else(|| report.attempts.last().and_then(|a| a.result.clone()));
+        let mut texts: Vec<String> = report.steps.iter().map(|s| s.code.clone()).collect();
+        texts.push(code.clone());
+        let steps = step_codes(&record, &texts);
         Ok(Recorded {
             record,
             code,
             result,
             source,
+            steps,
         })
     }
 
@@ -98,11 +131,13 @@ impl Recorded {
             }
         };
         let result = record.result.clone();
+        let steps = step_codes(&record, &python_blocks(body));
         Ok(Recorded {
             record,
             code,
             result,
             source: source.to_string(),
+            steps,
         })
     }
 }
@@ -336,6 +371,9 @@ pub(crate) struct ReplayVerdict {
     source: String,
     /// What differs: hashes, status, and the result diff.
     pub(crate) differences: Vec<String>,
+    /// A session's first step whose output differs from the record's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) first_differing_step: Option<u32>,
     /// Notes that do not decide the verdict (environment, engine, bot version).
     pub(crate) notes: Vec<String>,
     /// The recorded stdout sha256.
@@ -432,6 +470,16 @@ pub(crate) async fn replay(
 ) -> Result<ReplayVerdict, ReplayError> {
     let record = &rec.record;
     let mut problems: Vec<String> = code_mismatch(rec).into_iter().collect();
+    for (i, (code, step)) in rec.steps.iter().zip(&record.steps).enumerate() {
+        if code.is_none() {
+            problems.push(format!(
+                "step {}: no code with the recorded sha256 {} is in {}, so the session cannot be re-run",
+                i + 1,
+                step.code_sha256,
+                rec.source
+            ));
+        }
+    }
     let image = match check_image(sandbox, record, image).await {
         Ok(i) => Some(i),
         Err(e) => {
@@ -480,7 +528,14 @@ pub(crate) async fn replay(
         rules: record.rules.clone(),
     };
     let t = Instant::now();
-    let outcome = sandbox.run(&cfg, &job).await?;
+    let (outcome, mut steps) = if rec.steps.is_empty() {
+        (sandbox.run(&cfg, &job).await?, Vec::new())
+    } else {
+        let codes: Vec<&str> = rec.steps.iter().flatten().map(String::as_str).collect();
+        let mut steps = run_steps(sandbox, &cfg, &job, &codes).await?;
+        let last = steps.pop().expect("step 1 ran");
+        (last, steps)
+    };
     let total_ms = t.elapsed().as_millis() as u64;
     if let Some(engine) = &record.runtime.engine
         && let Some(now) = crate::record::engine_version(sandbox).await
@@ -490,7 +545,70 @@ pub(crate) async fn replay(
             "engine: the run used Docker {engine}, this is {now}"
         ));
     }
-    Ok(judge(rec, outcome, runtime, notes, total_ms))
+    let mut verdict = judge(rec, outcome, runtime, notes, total_ms);
+    steps.push(verdict.outcome.clone());
+    if let Some(first) = first_differing_step(record, &steps) {
+        verdict.reproduced = false;
+        verdict.verdict = "differs";
+        verdict.differences.insert(0, first.1);
+        verdict.first_differing_step = Some(first.0);
+    }
+    Ok(verdict)
+}
+
+/// Runs `codes` in order as the steps of one fresh session (each with the
+/// recorded deadline; the last one collects `/out`); every step's outcome.
+/// A step that raises does not stop it (a session's repaired step is
+/// replayed as it ran); one that ends the session does.
+async fn run_steps(
+    sandbox: &dyn Executor,
+    cfg: &SandboxConfig,
+    job: &Job,
+    codes: &[&str],
+) -> Result<Vec<Outcome>, SandboxError> {
+    let options = |i: usize| crate::sandbox::StepOptions {
+        last: i + 1 == codes.len(),
+        timeout: cfg.limits.timeout,
+    };
+    let first = Job {
+        code: codes[0].to_string(),
+        ..job.clone()
+    };
+    let prepared = sandbox.prepare(cfg.clone()).await?;
+    let (outcome, mut steps) = prepared.begin(&first, options(0)).await?;
+    let mut outcomes = vec![outcome];
+    for (i, code) in codes.iter().enumerate().skip(1) {
+        if steps.is_over() {
+            break;
+        }
+        match steps.step(code, options(i)).await {
+            Ok(o) => outcomes.push(o),
+            Err(e) => {
+                steps.end(None).await;
+                return Err(e);
+            }
+        }
+    }
+    steps.end(outcomes.last_mut()).await;
+    Ok(outcomes)
+}
+
+/// The first step whose output differs from the record's (its stdout hash,
+/// or it did not run), and the line that says so.
+fn first_differing_step(record: &RunRecord, outcomes: &[Outcome]) -> Option<(u32, String)> {
+    record.steps.iter().enumerate().find_map(|(i, step)| {
+        let n = i as u32 + 1;
+        let Some(o) = outcomes.get(i) else {
+            return Some((n, format!("step {n} is the first whose output differs: it did not run (the session ended before it)")));
+        };
+        let now = sha256_hex(o.stdout.as_bytes());
+        (now != step.stdout_sha256).then(|| {
+            (n, format!(
+                "step {n} is the first whose output differs: stdout sha256 recorded {}, replay {now}",
+                step.stdout_sha256
+            ))
+        })
+    })
 }
 
 fn judge(
@@ -543,6 +661,7 @@ fn judge(
         verdict: if reproduced { "reproduced" } else { "differs" },
         source: rec.source.clone(),
         differences: diffs,
+        first_differing_step: None,
         notes,
         recorded_stdout_sha256: record.stdout_sha256.clone(),
         stdout_sha256,

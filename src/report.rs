@@ -275,6 +275,19 @@ impl Report {
         );
         r.policy_sha256 = Some(crate::record::policy_sha256(policy));
         r.model = report.code_model().cloned();
+        // The code is the report's (exact code in cells: all of it; a
+        // session: its final step), and a session's steps are recorded.
+        if let Some(sha) = &report.code_sha256 {
+            r.code_sha256 = sha.clone();
+        }
+        r.steps = report
+            .steps
+            .iter()
+            .map(|s| crate::record::RecordedStep {
+                code_sha256: s.code_sha256.clone(),
+                stdout_sha256: s.stdout_sha256.clone(),
+            })
+            .collect();
         Some(r)
     }
 

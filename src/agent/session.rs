@@ -383,11 +383,21 @@ container waited; the session ended after {} step(s)",
 
     /// Ends the session and removes its container, once.
     async fn end_session(&self, run: &mut Run, s: &mut Session, last: Option<&mut Outcome>) {
-        if let Some(steps) = s.steps.take() {
-            let t = Instant::now();
-            steps.end(last).await;
-            run.clock.sandbox += t.elapsed();
-        }
+        end_steps(run, &mut s.steps, last).await;
+    }
+}
+
+/// Ends a session's `steps` and removes its container, once (the time goes
+/// to the sandbox's share).
+pub(super) async fn end_steps(
+    run: &mut Run,
+    steps: &mut Option<Box<dyn Steps>>,
+    last: Option<&mut Outcome>,
+) {
+    if let Some(steps) = steps.take() {
+        let t = Instant::now();
+        steps.end(last).await;
+        run.clock.sandbox += t.elapsed();
     }
 }
 
@@ -441,7 +451,7 @@ fn stopped_by_model(reason: &str, steps: &[Step]) -> String {
 }
 
 /// The report's record of a step that ran.
-fn step_of(number: u32, attempt: u32, last: bool, code: &str, o: &Outcome) -> Step {
+pub(super) fn step_of(number: u32, attempt: u32, last: bool, code: &str, o: &Outcome) -> Step {
     Step {
         number,
         attempt,

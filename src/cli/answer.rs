@@ -145,7 +145,7 @@ pub(crate) async fn answer_command(args: RunArgs, session: &Session) -> Status {
         None => None,
     };
     let (code, note) = match &args.code {
-        Some(path) => match read_code(path) {
+        Some(path) => match read_code(path, policy.session.in_steps()) {
             Ok(c) => (Some(c.code), c.note),
             Err(e) => return usage(&e),
         },

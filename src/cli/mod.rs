@@ -10,6 +10,7 @@ mod files;
 mod init;
 mod replay;
 mod run;
+mod run_cells;
 mod unchecked;
 mod watch;
 
@@ -180,9 +181,11 @@ pub(crate) struct CodeFile {
 }
 
 /// Reads `--code FILE`: a UTF-8 Python file as it is, or (named `.ipynb`) a
-/// Jupyter notebook whose code cells run joined in order as one program;
-/// the error names the file and what to pass instead.
-pub(crate) fn read_code(path: &Path) -> Result<CodeFile, String> {
+/// Jupyter notebook whose code cells make the program, joined in order (each
+/// cell after its `# %% cell N` line); `steps`: the cells run as the steps of
+/// one session (the note says so), else as one program. The error names the
+/// file and what to pass instead.
+pub(crate) fn read_code(path: &Path, steps: bool) -> Result<CodeFile, String> {
     let is_notebook = path
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("ipynb"));
@@ -207,20 +210,20 @@ pub(crate) fn read_code(path: &Path) -> Result<CodeFile, String> {
     }
     Ok(CodeFile {
         code: crate::notebook::cells::joined(&cells),
-        note: Some(notebook_note(&shown, &cells)),
+        note: Some(notebook_note(&shown, &cells, steps)),
     })
 }
 
 /// The note of a notebook run as one program; it names the first line of
 /// IPython syntax (`%matplotlib inline`, `!pip install`), which is no Python.
-fn notebook_note(file: &str, cells: &[crate::notebook::cells::CodeCell]) -> String {
-    let count = if cells.len() == 1 {
-        "its 1 code cell".to_string()
-    } else {
-        format!("its {} code cells, joined in order,", cells.len())
+fn notebook_note(file: &str, cells: &[crate::notebook::cells::CodeCell], steps: bool) -> String {
+    let count = match cells.len() {
+        1 => "its 1 code cell ran as one program".to_string(),
+        n if steps => format!("its {n} code cells ran in order as {n} steps of one session"),
+        n => format!("its {n} code cells, joined in order, ran as one program"),
     };
     let mut note = format!(
-        "`{file}` is a notebook: {count} ran as one program in one interpreter; each cell begins at its `# %% cell N` line (N: its place in the notebook)"
+        "`{file}` is a notebook: {count} in one interpreter; each cell begins at its `# %% cell N` line (N: its place in the notebook)"
     );
     let magic = cells.iter().find_map(|c| {
         let line = c.code.lines().find(|l| l.starts_with(['%', '!']))?;

@@ -5,7 +5,9 @@ use std::path::Path;
 use crate::policy::Policy;
 use crate::sandbox::{Job, Outcome, RunStatus, SandboxConfig, Session};
 
-use super::{Format, RunArgs, admit_inputs, read_code, resolve_runtime, unchecked, usage};
+use super::{
+    Format, RunArgs, admit_inputs, read_code, resolve_runtime, run_cells, unchecked, usage,
+};
 use crate::status::Status;
 
 /// Writes the artifacts of an outcome into `dir`, and the run of `code`
@@ -39,14 +41,17 @@ pub(crate) async fn run_command(args: RunArgs, session: &Session) -> Status {
     let Some(code_path) = args.code.as_deref() else {
         return usage("give --code FILE, or --goal TEXT");
     };
-    let (code, note) = match read_code(code_path) {
-        Ok(c) => (c.code, c.note),
-        Err(e) => return usage(&e),
-    };
     // No --policy: the built-in data-analysis policy applies (as `--help` says):
     // its inputs section, its static check first, then its runtime rules
     // inside the sandbox.
     let policy = Policy::default();
+    let steps = !args.unchecked && policy.session.in_steps();
+    let (code, note) = match read_code(code_path, steps) {
+        Ok(c) => (c.code, c.note),
+        Err(e) => return usage(&e),
+    };
+    // Two or more `# %%` cells run as the steps of one session.
+    let cells = crate::agent::exact_cells(&code, steps);
     let inputs = match admit_inputs(&args.inputs, &policy.inputs) {
         Ok(admitted) => admitted.into_iter().map(|a| a.file).collect(),
         Err(e) => {
@@ -66,7 +71,16 @@ pub(crate) async fn run_command(args: RunArgs, session: &Session) -> Status {
     if args.unchecked {
         unchecked::warn(args.format == Format::Json);
     } else {
-        match check_builtin(&policy, &code, args.format) {
+        let checked = check_builtin(&policy, &code, args.format).and_then(|v| {
+            match cells
+                .as_deref()
+                .map(|c| run_cells::check_cells(&policy, &code, c))
+            {
+                Some(Err(refused)) => Err(print_refusal(refused, args.format)),
+                _ => Ok(v),
+            }
+        });
+        match checked {
             Ok(verdict) => cfg.preload = policy.preload_of(&verdict),
             Err(status) => {
                 // The findings' lines are the joined program's.
@@ -86,6 +100,9 @@ pub(crate) async fn run_command(args: RunArgs, session: &Session) -> Status {
             policy.runtime_rules()
         },
     };
+    if let Some(cells) = &cells {
+        return run_as_steps(&args, session, &policy, (&cfg, &job), cells, note).await;
+    }
     // Dropped (Ctrl-C, SIGTERM), the run's container goes when `cli::main`
     // closes the session.
     let run = async {
@@ -115,6 +132,40 @@ pub(crate) async fn run_command(args: RunArgs, session: &Session) -> Status {
     } else {
         Status::Failed
     }
+}
+
+/// Runs the cells of `run --code` as steps, prints them and writes the
+/// session's notebook under `--artifacts`.
+async fn run_as_steps(
+    args: &RunArgs,
+    session: &Session,
+    policy: &Policy,
+    (cfg, job): (&SandboxConfig, &Job),
+    cells: &[crate::notebook::cells::CodeCell],
+    note: Option<String>,
+) -> Status {
+    let ran = async {
+        let executor = session.sandbox(&policy.sandbox.environments()).await?;
+        run_cells::run_steps(executor, cfg, job, cells).await
+    };
+    let mut outcomes = match ran.await {
+        Ok(o) => o,
+        Err(e) if e.is_configuration() => return usage(&e.to_string()),
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Status::Failed;
+        }
+    };
+    if let Some(last) = outcomes.last_mut() {
+        last.notes.extend(note);
+    }
+    if let (Some(dir), Some(code_path)) = (&args.artifacts, &args.code)
+        && let Err(e) = run_cells::write_steps(&outcomes, cells, code_path, dir)
+    {
+        eprintln!("error: could not write artifacts to {}: {e}", dir.display());
+    }
+    run_cells::print_steps(&outcomes, cells, args);
+    run_cells::status_of(&outcomes, cells)
 }
 
 /// The sandbox configuration of `run --code`: the built-in limits, tightened
@@ -155,6 +206,12 @@ fn check_builtin(
     if verdict.decision == crate::policy::Decision::Allow {
         return Ok(verdict);
     }
+    Err(print_refusal(verdict, format))
+}
+
+/// Prints the built-in policy's refusal of `verdict` in the chosen format;
+/// how the command ends.
+fn print_refusal(verdict: crate::policy::Verdict, format: Format) -> Status {
     if format == Format::Json {
         let v = serde_json::json!({"status": "not_run", "policy": "built-in default", "verdict": verdict});
         println!(
@@ -167,10 +224,10 @@ fn check_builtin(
             crate::policy::cli::render_text(&verdict)
         );
     }
-    Err(match verdict.decision {
+    match verdict.decision {
         crate::policy::Decision::Escalate => Status::NeedsApproval,
         _ => Status::Failed,
-    })
+    }
 }
 
 /// Prints an outcome in the format `run` was asked for.
@@ -191,7 +248,7 @@ fn print_outcome(outcome: &Outcome, args: &RunArgs) {
 }
 
 /// A short terminal summary of an outcome.
-fn outcome_text(o: &Outcome) -> String {
+pub(super) fn outcome_text(o: &Outcome) -> String {
     let mut s = String::new();
     s.push_str(&format!(
         "status: {}  exit code: {}  duration: {} ms\n",

@@ -165,8 +165,27 @@ fn the_cell(bytes: &[u8], program: &str) -> serde_json::Value {
     cells[0].clone()
 }
 
+/// The code cells of a written notebook, after checking the notebook
+/// against nbformat 4.5's schema and its sources against `codes`.
+fn the_cells(bytes: &[u8], codes: &[&str]) -> Vec<serde_json::Value> {
+    use crate::support::notebook;
+    assert_eq!(notebook::schema_errors(bytes), Vec::<String>::new());
+    let nb = notebook::read(bytes);
+    let cells = nb["cells"].as_array().unwrap().clone();
+    let sources: Vec<String> = cells.iter().map(|c| notebook::text(&c["source"])).collect();
+    assert_eq!(sources, codes, "byte for byte, one cell per step");
+    cells
+}
+
+/// The analysis notebook's code cells, each as it runs as a step.
+const ANALYSIS_CELLS: [&str; 3] = [
+    "import json\ncounts = {'paid': 2, 'payed': 1}\n",
+    "print('counts:', counts)\n",
+    "print(json.dumps({'paid': counts['paid'] + counts['payed']}))\n",
+];
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn run_code_notebook_runs_its_code_cells_joined_and_writes_the_run_as_a_notebook() {
+async fn run_code_notebook_runs_its_code_cells_as_steps_and_writes_the_session_as_a_notebook() {
     let dir = tempfile::tempdir().unwrap();
     let input = serde_json::to_vec_pretty(&analysis_notebook()).unwrap();
     std::fs::write(dir.path().join("analysis.ipynb"), &input).unwrap();
@@ -188,20 +207,32 @@ async fn run_code_notebook_runs_its_code_cells_joined_and_writes_the_run_as_a_no
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     let o: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(o["status"], "ok", "{o:#}");
-    // Cell 4 printed what cell 2 defined: one program, one interpreter.
+    // Each cell is its own step with its own output; step 2 printed what
+    // step 1 defined: one interpreter, state kept.
+    let steps = o["steps"].as_array().unwrap();
+    let stdouts: Vec<&str> = steps
+        .iter()
+        .map(|s| s["stdout"].as_str().unwrap())
+        .collect();
     assert_eq!(
-        o["stdout"],
-        "counts: {'paid': 2, 'payed': 1}\n{\"paid\": 3}\n"
+        stdouts,
+        ["", "counts: {'paid': 2, 'payed': 1}\n", "{\"paid\": 3}\n"]
     );
+    let numbers: Vec<u64> = steps.iter().map(|s| s["step"].as_u64().unwrap()).collect();
+    assert_eq!(numbers, [1, 2, 3]);
+    let containers: std::collections::BTreeSet<&str> = steps
+        .iter()
+        .map(|s| s["container"].as_str().unwrap())
+        .collect();
     assert_eq!(
-        o["code_sha256"],
-        compute_bot::sandbox::sha256_hex(ANALYSIS_PROGRAM.as_bytes())
+        containers.len(),
+        1,
+        "one container for the session: {containers:?}"
     );
+    assert_eq!(o["stdout"], "{\"paid\": 3}\n", "the final step's outcome");
     let notes = o["notes"].to_string();
     assert!(
-        notes.contains(
-            "`analysis.ipynb` is a notebook: its 3 code cells, joined in order, ran as one program"
-        ),
+        notes.contains("`analysis.ipynb` is a notebook: its 3 code cells ran in order as 3 steps of one session"),
         "{notes}"
     );
     assert_eq!(
@@ -210,17 +241,60 @@ async fn run_code_notebook_runs_its_code_cells_joined_and_writes_the_run_as_a_no
         "the input is left as it was"
     );
     let written = std::fs::read(dir.path().join("analysis.run.ipynb")).unwrap();
-    let cell = the_cell(&written, ANALYSIS_PROGRAM);
+    let cells = the_cells(&written, &ANALYSIS_CELLS);
     assert_eq!(
-        cell["outputs"],
+        cells[1]["outputs"],
         serde_json::json!([{"output_type": "stream", "name": "stdout",
-            "text": ["counts: {'paid': 2, 'payed': 1}\n", "{\"paid\": 3}\n"]}])
+            "text": ["counts: {'paid': 2, 'payed': 1}\n"]}])
     );
-    let meta = &cell["metadata"]["compute_bot"];
-    assert_eq!(meta["code_sha256"], o["code_sha256"]);
-    assert_eq!(meta["record_id"], o["container"]);
-    assert_eq!(meta["duration_ms"], o["duration_ms"]);
-    assert_eq!(meta["status"], "ok");
+    for (cell, code) in cells.iter().zip(ANALYSIS_CELLS) {
+        let meta = &cell["metadata"]["compute_bot"];
+        assert_eq!(
+            meta["code_sha256"],
+            compute_bot::sandbox::sha256_hex(code.as_bytes())
+        );
+        assert_eq!(meta["status"], "ok");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn percent_code_runs_as_steps_a_failing_cell_stops_and_a_refused_cell_runs_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let code = "# %% load\nrows = {'a': 1}\nprint('looking')\n# %% fail\nprint(rows['b'])\n# %% never\nprint('not reached')\n";
+    std::fs::write(dir.path().join("look.py"), code).unwrap();
+    let out = run_in(
+        dir.path(),
+        &["run", "--code", "look.py", "--format", "json"],
+    )
+    .await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let o: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let steps = o["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 2, "the third cell did not run: {o:#}");
+    assert_eq!(steps[0]["stdout"], "looking\n");
+    assert_eq!(steps[1]["status"], "error");
+    assert!(
+        steps[1]["stderr"].as_str().unwrap().contains("KeyError"),
+        "{o:#}"
+    );
+    // A refused cell: nothing runs, and the line is the file's.
+    let refused = "# %%\nx = 1\nprint(x)\n# %%\nimport socket\n";
+    std::fs::write(dir.path().join("net.py"), refused).unwrap();
+    let out = run_in(dir.path(), &["run", "--code", "net.py"]).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("5:8 network deny"), "{stderr}");
+    assert!(out.stdout.is_empty(), "nothing ran");
+    // A cell that is no program alone (a block split across cells) is
+    // refused before anything runs.
+    let split = "# %%\nprint('first')\nif True:\n# %%\n    print('inside')\n";
+    std::fs::write(dir.path().join("split.py"), split).unwrap();
+    let out = run_in(dir.path(), &["run", "--code", "split.py"]).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("syntax-error"), "{stderr}");
+    assert!(out.stdout.is_empty(), "nothing ran");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -295,7 +369,7 @@ async fn a_notebook_with_ipython_syntax_is_refused_and_the_note_names_its_cell()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_loop_runs_a_notebook_as_its_exact_code_and_notes_it() {
+async fn the_loop_runs_a_notebook_s_cells_as_steps_and_notes_it() {
     let dir = tempfile::tempdir().unwrap();
     let input = serde_json::to_vec(&analysis_notebook()).unwrap();
     std::fs::write(dir.path().join("analysis.ipynb"), &input).unwrap();
@@ -327,10 +401,34 @@ async fn the_loop_runs_a_notebook_as_its_exact_code_and_notes_it() {
             .contains("`analysis.ipynb` is a notebook"),
         "{r:#}"
     );
-    let written = std::fs::read(dir.path().join("out/analysis.ipynb")).unwrap();
-    let cell = the_cell(&written, ANALYSIS_PROGRAM);
+    // The cells ran as steps: each its own output, the last one the result.
+    let steps = r["steps"].as_array().unwrap();
+    let shown: Vec<(&str, &str, bool)> = steps
+        .iter()
+        .map(|s| {
+            (
+                s["kind"].as_str().unwrap(),
+                s["stdout"].as_str().unwrap(),
+                s["result"].as_bool().unwrap(),
+            )
+        })
+        .collect();
     assert_eq!(
-        cell["metadata"]["compute_bot"]["code_sha256"],
-        r["code_sha256"]
+        shown,
+        [
+            ("look", "", false),
+            ("look", "counts: {'paid': 2, 'payed': 1}\n", false),
+            ("final", "{\"paid\": 3}\n", true)
+        ]
+    );
+    assert_eq!(
+        r["code_sha256"],
+        compute_bot::sandbox::sha256_hex(ANALYSIS_PROGRAM.as_bytes())
+    );
+    let written = std::fs::read(dir.path().join("out/analysis.ipynb")).unwrap();
+    let cells = the_cells(&written, &ANALYSIS_CELLS);
+    assert_eq!(
+        cells[2]["metadata"]["compute_bot"]["code_sha256"],
+        steps[2]["code_sha256"]
     );
 }

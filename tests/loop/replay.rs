@@ -488,3 +488,48 @@ fn a_file_that_comes_out_different_is_named_by_replay() {
     // The result (the numbers) is the same.
     assert!(!s.contains("result sha256"), "{s}");
 }
+
+/// Exact code in `# %%` cells: the steps of one session.
+const CELLS: &str = "# %% load\nimport json, csv, random\nrows = list(csv.DictReader(open('/data/sales.csv')))\nprint('rows', len(rows))\n# %% look\nprint('draw', DRAW)\n# %% result\nprint(json.dumps({'total': sum(float(r['amount']) for r in rows), 'n': len(rows)}))\n";
+
+#[test]
+fn a_session_replays_step_by_step_and_names_the_first_step_whose_output_differs() {
+    // Deterministic steps: every step's stdout and the result reproduce.
+    let (dir, report) = recorded_run(&CELLS.replace("DRAW", "7"));
+    let r: Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    let steps = r["record"]["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 3, "{r:#}");
+    for (s, rs) in steps.iter().zip(r["steps"].as_array().unwrap()) {
+        assert_eq!(s["code_sha256"], rs["code_sha256"]);
+        assert_eq!(s["stdout_sha256"], rs["stdout_sha256"]);
+    }
+    let out = bot(dir.path(), &["replay", report.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).starts_with("reproduced"),
+        "{}",
+        text(&out)
+    );
+    // Step 2 draws at random: it is named as the first step that differs,
+    // while the result (step 3, from step 1's rows) still reproduces.
+    let (dir, report) = recorded_run(&CELLS.replace("DRAW", "random.random()"));
+    let out = bot(dir.path(), &["replay", report.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(s.starts_with("differs"), "{s}");
+    assert!(
+        s.contains("step 2 is the first whose output differs"),
+        "{s}"
+    );
+    assert!(!s.contains("result sha256"), "the result is the same: {s}");
+    // Steps changed after the run: a precondition, nothing re-runs.
+    edit_report(&report, |v| {
+        v["steps"][1]["code"] = Value::from("print('other')\n")
+    });
+    edit_report(&report, |v| {
+        let code = v["code"].as_str().unwrap().replace("random.random()", "0");
+        v["code"] = Value::from(code)
+    });
+    let out = bot(dir.path(), &["replay", report.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+}
