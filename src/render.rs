@@ -489,7 +489,10 @@ fn answer_md(report: &Report, ctx: &RenderContext, b: &Budget) -> String {
     }
     // The run's files are the charts when the result names none of its
     // images; else they follow the tables.
-    let files_first = parts.as_ref().is_none_or(|p| p.charts.is_empty());
+    // Files without an image (a notebook, a CSV) are details: after the
+    // tables.
+    let files_first = ctx.files.as_ref().is_some_and(|f| f.has_images)
+        && parts.as_ref().is_none_or(|p| p.charts.is_empty());
     if let Some(files) = ctx.files.as_ref().filter(|_| files_first) {
         s.push('\n');
         s.push_str(&files.markdown);
@@ -817,7 +820,8 @@ fn cpu_quota_row(c: &crate::sandbox::CgroupFacts) -> Option<String> {
     Some(row)
 }
 
-fn fmt_ms(ms: u64) -> String {
+/// Milliseconds as the answer shows a duration: `420 ms`, `1.26 s`.
+pub(crate) fn fmt_ms(ms: u64) -> String {
     if ms >= 1000 {
         format!("{:.2} s", ms as f64 / 1000.0)
     } else {

@@ -8,7 +8,6 @@ use std::fmt::Write as _;
 use crate::markdown::{fenced, html_text};
 use crate::report::Step;
 use crate::sandbox::RunStatus;
-use crate::units::format_duration;
 
 /// The steps, each in its own `<details>`. `code` and `output`: the most
 /// characters of a step's code and of each of its outputs (0 leaves them
@@ -45,7 +44,7 @@ fn step_md(step: &Step, code: usize, output: usize) -> String {
     s
 }
 
-/// `Step 2 · final · gave the result · ok · 420ms · 1 file: chart.png ·
+/// `Step 2 · final · gave the result · ok · 420 ms · 1 file: chart.png ·
 /// sha256 0123456789ab`.
 fn audit_line(step: &Step) -> String {
     let mut parts = vec![
@@ -56,9 +55,7 @@ fn audit_line(step: &Step) -> String {
         parts.push("<b>gave the result</b>".to_string());
     }
     parts.push(step.status.as_str().to_string());
-    parts.push(format_duration(std::time::Duration::from_millis(
-        step.duration_ms,
-    )));
+    parts.push(super::fmt_ms(step.duration_ms));
     if !step.files.is_empty() {
         let plural = if step.files.len() == 1 { "" } else { "s" };
         let names: Vec<String> = step.files.iter().take(5).map(|f| html_name(f)).collect();

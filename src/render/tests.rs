@@ -764,3 +764,31 @@ fn a_sessions_steps_follow_the_answer_each_folded_with_its_audit_line() {
     let tight = steps::steps_md(&r.steps, usize::MAX, 0);
     assert!(tight.contains("left out to fit the comment") && tight.contains("df.tail(2)"));
 }
+
+#[test]
+fn files_without_an_image_follow_the_results_tables_and_images_come_first() {
+    let r = report(
+        serde_json::json!({"total": 5, "excluded": {"total_row": 1, "sentinel": 8}}),
+        "print(1)",
+    );
+    let files = |has_images: bool| RenderContext {
+        files: Some(FilesBlock {
+            markdown: "#### Files\n\n- notebook\n".into(),
+            has_images,
+            images: Vec::new(),
+        }),
+        ..ctx()
+    };
+    let md = markdown(&r, &files(false));
+    let (files_at, table_at) = (md.find("#### Files").unwrap(), md.find("sentinel").unwrap());
+    assert!(
+        table_at < files_at,
+        "a notebook is a detail, after the tables:\n{md}"
+    );
+    let md = markdown(&r, &files(true));
+    let (files_at, table_at) = (md.find("#### Files").unwrap(), md.find("sentinel").unwrap());
+    assert!(
+        files_at < table_at,
+        "images are the charts, before the tables:\n{md}"
+    );
+}
