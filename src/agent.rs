@@ -197,6 +197,49 @@ pub struct Agent<'a> {
     pub progress: &'a (dyn Fn(Stage) + Send + Sync),
 }
 
+/// The model's explanation of a report that was handed over with the
+/// template's ([`Agent::answer_ahead_early`]): the call goes on until it
+/// answers or `explain.timeout` passes; dropped, it is abandoned.
+#[derive(Debug)]
+pub(crate) struct PendingExplanation {
+    call: explain::Pending,
+    goal: Option<String>,
+    result: Value,
+    timeout: Duration,
+}
+
+impl PendingExplanation {
+    /// The policy's `explain.timeout`: the call ends by then, counted from
+    /// when it was asked.
+    pub(crate) fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// Waits for the explanation and puts it into `report`: the model's
+    /// words with their tokens and cost, or the template saying why they
+    /// did not come ([`explain::template_after`]). True when they came.
+    pub(crate) async fn settle(self, report: &mut Report) -> bool {
+        let PendingExplanation {
+            call, goal, result, ..
+        } = self;
+        match call.reply().await {
+            Ok((text, usage)) => {
+                report.usage.add(usage);
+                report.cost_usd = report
+                    .prices
+                    .and_then(|p| p.cost(report.usage.input_tokens, report.usage.output_tokens));
+                report.explanation = Some(text);
+                true
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "explanation failed; the template stays");
+                report.explanation = Some(explain::template_after(&e, goal.as_deref(), &result));
+                false
+            }
+        }
+    }
+}
+
 /// What one attempt leads to; the loop in [`Agent::answer`] acts on it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Next {
@@ -283,6 +326,9 @@ struct Run {
     /// True once a reply was cut at the completion budget (or left its code
     /// block open): the next cut one stops the request.
     cut_once: bool,
+    /// Where an explanation still on its way goes
+    /// ([`Agent::answer_ahead_early`]); `None`: the loop waits for it.
+    later: Option<tokio::sync::oneshot::Sender<PendingExplanation>>,
 }
 
 impl Run {
@@ -361,6 +407,31 @@ impl Agent<'_> {
         ahead: Option<Ahead>,
     ) -> Result<Report, AgentError> {
         let total = Instant::now();
+        let run = self.begin_ahead(req, ahead).await?;
+        self.answer_run(run, total).await
+    }
+
+    /// [`Agent::answer_ahead`] for a front end that can edit its answer once
+    /// posted: when the model's explanation is not there within the
+    /// policy's `explain.post_after` (and that is shorter than
+    /// `explain.timeout`), the report carries the template's and the call
+    /// goes on in the returned [`PendingExplanation`].
+    pub(crate) async fn answer_ahead_early(
+        &self,
+        req: Request,
+        ahead: Option<Ahead>,
+    ) -> Result<(Report, Option<PendingExplanation>), AgentError> {
+        let total = Instant::now();
+        let mut run = self.begin_ahead(req, ahead).await?;
+        let (later, mut pending) = tokio::sync::oneshot::channel();
+        run.later = Some(later);
+        let report = self.answer_run(run, total).await?;
+        Ok((report, pending.try_recv().ok()))
+    }
+
+    /// [`Agent::begin`], with the container `ahead` taken when it was
+    /// started for this code (else removed unused).
+    async fn begin_ahead(&self, req: Request, ahead: Option<Ahead>) -> Result<Run, AgentError> {
         let mut run = self.begin(req).await?;
         if let Some(mut ahead) = ahead
             && let Some(handle) = ahead.pending.take()
@@ -371,7 +442,7 @@ impl Agent<'_> {
                 handle.discard().await;
             }
         }
-        self.answer_run(run, total).await
+        Ok(run)
     }
 
     /// Answers a request. Configuration problems are errors; everything that
@@ -481,6 +552,7 @@ impl Agent<'_> {
             requests_before: self.model.map_or(0, ModelClient::requests_sent),
             chart_asked: false,
             cut_once: false,
+            later: None,
         })
     }
 
@@ -865,24 +937,45 @@ impl Agent<'_> {
                     earlier_result: run.request.earlier.as_ref().and_then(|e| e.result.as_ref()),
                     inputs: &run.ctx.inputs,
                 };
-                let reply = explain::explain_within(
-                    model,
-                    asked,
-                    result,
-                    self.policy.model.data,
-                    self.policy.explain.timeout,
-                )
-                .await;
+                let (level, timeout) = (self.policy.model.data, self.policy.explain.timeout);
+                let reply = match self
+                    .policy
+                    .explain
+                    .early_post()
+                    .filter(|_| run.later.is_some())
+                {
+                    // The answer may be posted first: the call goes on
+                    // beside it when it takes longer than `post_after`.
+                    Some(wait) => {
+                        let mut call = explain::start(model, asked, result, level, timeout);
+                        let reply = call.within(wait).await;
+                        if reply.is_none()
+                            && let Some(later) = run.later.take()
+                        {
+                            let _ = later.send(PendingExplanation {
+                                call,
+                                goal: goal.map(str::to_string),
+                                result: result.clone(),
+                                timeout,
+                            });
+                        }
+                        reply
+                    }
+                    None => {
+                        Some(explain::explain_within(model, asked, result, level, timeout).await)
+                    }
+                };
                 run.clock.model += called.elapsed();
                 match reply {
-                    Ok((text, usage)) => {
+                    Some(Ok((text, usage))) => {
                         run.report.usage.add(usage);
                         text
                     }
-                    Err(e) => {
+                    Some(Err(e)) => {
                         tracing::warn!(error = %e, "explanation failed; using the template");
                         explain::template_after(&e, goal, result)
                     }
+                    None => explain::template_explanation(goal, result),
                 }
             }
             _ => explain::template_explanation(goal, result),

@@ -90,12 +90,30 @@ pub async fn explain_within<'a>(
     level: DataLevel,
     deadline: Duration,
 ) -> Result<(String, TokenUsage), ModelError> {
-    let Some(req) = explanation_request_at(&asked.into(), result, level) else {
-        return Err(ModelError::Empty(
+    let req = explanation_request_or_none(&asked.into(), result, level)?;
+    complete_within(client, &req, deadline).await
+}
+
+/// The explanation request at `level`, or why none is sent (`none`).
+fn explanation_request_or_none(
+    asked: &Asked,
+    result: &Value,
+    level: DataLevel,
+) -> Result<ChatRequest, ModelError> {
+    explanation_request_at(asked, result, level).ok_or_else(|| {
+        ModelError::Empty(
             "the policy's model.data is `none`: the result is not sent for an explanation".into(),
-        ));
-    };
-    let reply = match tokio::time::timeout(deadline, client.complete(&req)).await {
+        )
+    })
+}
+
+/// Sends an explanation request and reads its text within `deadline`.
+async fn complete_within(
+    client: &ModelClient,
+    req: &ChatRequest,
+    deadline: Duration,
+) -> Result<(String, TokenUsage), ModelError> {
+    let reply = match tokio::time::timeout(deadline, client.complete(req)).await {
         Ok(r) => r?,
         Err(_) => {
             return Err(ModelError::Deadline {
@@ -110,6 +128,68 @@ pub async fn explain_within<'a>(
         return Err(ModelError::Empty("the explanation is empty".into()));
     }
     Ok((text, reply.usage))
+}
+
+/// The explanation's model call, under way on its own task so that a front
+/// end can post the answer before it ends ([`start`]). Dropped, the call
+/// is abandoned.
+#[derive(Debug)]
+pub(crate) struct Pending {
+    task: tokio::task::JoinHandle<Result<(String, TokenUsage), ModelError>>,
+}
+
+/// Starts [`explain_within`] on its own task (with a clone of `client`,
+/// which shares its endpoints' state); the reply comes through the
+/// returned [`Pending`].
+pub(crate) fn start(
+    client: &ModelClient,
+    asked: Asked,
+    result: &Value,
+    level: DataLevel,
+    deadline: Duration,
+) -> Pending {
+    let req = explanation_request_or_none(&asked, result, level);
+    let client = client.clone();
+    Pending {
+        task: tokio::spawn(async move { complete_within(&client, &req?, deadline).await }),
+    }
+}
+
+impl Pending {
+    /// The reply when it comes within `wait`; `None` while it is still on
+    /// its way (the call goes on).
+    pub(crate) async fn within(
+        &mut self,
+        wait: Duration,
+    ) -> Option<Result<(String, TokenUsage), ModelError>> {
+        let reply = tokio::time::timeout(wait, &mut self.task).await.ok()?;
+        Some(joined(reply))
+    }
+
+    /// The reply: the model's text, or why there is none (past the
+    /// deadline [`start`] was given, the call ends with
+    /// [`ModelError::Deadline`]).
+    pub(crate) async fn reply(mut self) -> Result<(String, TokenUsage), ModelError> {
+        joined((&mut self.task).await)
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// The reply of the explanation's task (a task that panicked or was
+/// aborted is a failed call).
+fn joined(
+    reply: Result<Result<(String, TokenUsage), ModelError>, tokio::task::JoinError>,
+) -> Result<(String, TokenUsage), ModelError> {
+    reply.unwrap_or_else(|e| {
+        Err(ModelError::Empty(format!(
+            "the explanation call ended: {e}"
+        )))
+    })
 }
 
 /// The request [`explain`] sends at `preview` (for the tests to inspect).

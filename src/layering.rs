@@ -119,7 +119,9 @@ const ALLOWED: &[(&str, &[&str])] = &[
         ],
     ),
     // The conversation: the tracking comment, and `thread::conclude`, the
-    // one exit. `Ctx` carries the engine session the front end opened.
+    // one exit. `Ctx` carries the engine session the front end opened; an
+    // answer posted before its explanation carries the report and the
+    // agent's pending explanation, rendered again when it settles.
     (
         "github::tracking",
         &["github::rest::client", "github::texts"],
@@ -127,6 +129,9 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "github::thread",
         &[
+            "agent",
+            "report",
+            "usage",
             "github::actions::event",
             "github::actions::workflow",
             "github::rest::client",

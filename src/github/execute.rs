@@ -5,7 +5,7 @@
 
 use std::io::Write;
 
-use crate::agent::{Agent, AgentError, Ahead, Request, Stage};
+use crate::agent::{Agent, AgentError, Ahead, PendingExplanation, Request, Stage};
 use crate::github::actions::event::ActionEnv;
 use crate::github::actions::workflow::{self, Outputs};
 use crate::github::assets;
@@ -14,7 +14,7 @@ use crate::github::rest::client::Reaction;
 use crate::github::sources::{self, earlier, earlier::Use};
 use crate::github::spec::RunSpec;
 use crate::github::texts::{self, PendingInput, request_marker, stop};
-use crate::github::thread::{Ctx, Post, Published, Stop, Thread};
+use crate::github::thread::{Ctx, Later, Post, Published, Stop, Thread};
 use crate::model::{ModelChoice, ModelClient, ModelConfig, ModelOverrides, Provider};
 use crate::render::{self, FilesBlock, RenderContext};
 use crate::report::{Report, ReportStatus};
@@ -201,9 +201,9 @@ pub(crate) async fn execute_ahead(
     };
     let progress = show_progress.then_some(max_attempts);
     let pulling = sandbox.pull_ahead(ctx.policy.image()).await;
-    let report =
+    let (report, pending) =
         match answer_with_progress(agent, request, ahead, thread, (progress, pulling)).await {
-            Ok(report) => report,
+            Ok(answered) => answered,
             // The provider refused the key, model or quota mid-run: the report
             // so far is published, and the run's status is `error`.
             Err(AgentError::ModelConfiguration { report, .. }) => {
@@ -214,7 +214,7 @@ pub(crate) async fn execute_ahead(
                     &spec,
                     (&resolved, inherited, &shown),
                     &marker,
-                    report,
+                    (report, None),
                     None,
                 ));
             }
@@ -242,7 +242,7 @@ pub(crate) async fn execute_ahead(
         &spec,
         (&resolved, inherited, &shown),
         &format!("{marker}{sources_md}"),
-        report,
+        (report, pending),
         files,
     ))
 }
@@ -549,7 +549,7 @@ async fn answer_with_progress(
         Option<u32>,
         Option<tokio::sync::watch::Receiver<crate::sandbox::PullProgress>>,
     ),
-) -> Result<Report, AgentError> {
+) -> Result<(Report, Option<PendingExplanation>), AgentError> {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Stage>();
     let send = move |s: Stage| {
         let _ = tx.send(s);
@@ -559,7 +559,7 @@ async fn answer_with_progress(
             progress: &send,
             ..agent
         };
-        agent.answer_ahead(request, ahead).await
+        agent.answer_ahead_early(request, ahead).await
     };
     let updater = async {
         let mut pulling = pulling;
@@ -609,13 +609,15 @@ async fn answer_with_progress(
 }
 
 /// The result: the report file, the sandbox output echoed to the log, the
-/// comment, the reaction and the outputs.
+/// comment, the reaction and the outputs. With the model's explanation
+/// still on its way (`explaining`), the comment shows the template's and a
+/// note, and is edited once the explanation settles ([`Post::Explaining`]).
 fn publish(
     ctx: &Ctx<'_>,
     spec: &RunSpec,
     (resolved, inherited, shown): (&[Resolved], bool, &[PendingInput]),
     marker: &str,
-    mut report: Report,
+    (mut report, explaining): (Report, Option<PendingExplanation>),
     files: Option<FilesBlock>,
 ) -> Published {
     if let (Some(p), Some(r)) = (&spec.earlier, report.record.as_mut()) {
@@ -661,9 +663,27 @@ fn publish(
             .or_else(|| texts::plan_for(&report, ctx.prefix)),
         files,
     };
+    let post = match explaining {
+        Some(pending) => {
+            let mut first = report.clone();
+            first.explanation = first
+                .explanation
+                .map(|t| format!("{t}\n\n{}", texts::explanation_follows(pending.timeout())));
+            Post::Explaining {
+                body: render::markdown(&first, &rctx),
+                later: Box::new(Later {
+                    pending,
+                    report: report.clone(),
+                    rctx: rctx.clone(),
+                    report_path: report_path.clone(),
+                }),
+            }
+        }
+        None => Post::Tracking(render::markdown(&report, &rctx)),
+    };
     Published {
         status: Status::from(report.status),
-        post: Post::Tracking(render::markdown(&report, &rctx)),
+        post,
         reaction: match report.status {
             ReportStatus::Ok => Some(Reaction::Rocket),
             ReportStatus::Failed | ReportStatus::Error => Some(Reaction::Confused),

@@ -325,6 +325,17 @@ pub(crate) fn plan_names_other_code(prefix: &str, sha256: &str) -> String {
     )
 }
 
+/// The note under the template's explanation of an answer posted before
+/// the model's explanation came: it follows, by `timeout` (the policy's
+/// `explain.timeout`, counted from when it was asked), and this comment is
+/// edited then.
+pub(crate) fn explanation_follows(timeout: std::time::Duration) -> String {
+    format!(
+        "_The model's explanation follows: this comment is updated when it arrives (within {} of the result, the policy's `explain.timeout`)._",
+        crate::units::format_duration(timeout)
+    )
+}
+
 /// The line on a follow-up: the earlier answer it builds on, and where its
 /// inputs came from when it took that answer's.
 pub(crate) fn follows_up(parent_url: &str, inherited: &[String]) -> String {

@@ -13,13 +13,15 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 
+use crate::agent::PendingExplanation;
 use crate::github::actions::event::ActionEnv;
 use crate::github::actions::workflow::{self, Outputs};
 use crate::github::rest::client::{GitHub, GitHubError, Reaction};
 use crate::github::texts;
 use crate::github::tracking::Tracker;
 use crate::policy::Policy;
-use crate::render;
+use crate::render::{self, RenderContext};
+use crate::report::Report;
 use crate::sandbox::{Runtime, Session};
 use crate::status::{Exit, Status};
 
@@ -68,6 +70,16 @@ pub(crate) enum Post {
     /// The run's tracking comment, created or replaced (the summary only
     /// when the run has no issue).
     Tracking(String),
+    /// An answer shown before its explanation came: the tracking comment as
+    /// [`Post::Tracking`] with the template's explanation and a note, then
+    /// edited in place once the model's explanation arrives, or the note
+    /// says it did not ([`Later`]).
+    Explaining {
+        /// The first text (the template and the note).
+        body: String,
+        /// What the edit needs.
+        later: Box<Later>,
+    },
     /// An edit of an existing comment (closing a pending request).
     Edit {
         /// The comment.
@@ -75,6 +87,21 @@ pub(crate) enum Post {
         /// Its new text.
         body: String,
     },
+}
+
+/// What an answer posted before its explanation needs to be rendered again
+/// once the explanation settles.
+#[derive(Debug)]
+pub(crate) struct Later {
+    /// The explanation call under way.
+    pub(crate) pending: PendingExplanation,
+    /// The report as posted (with the template's explanation).
+    pub(crate) report: Report,
+    /// How it was rendered.
+    pub(crate) rctx: RenderContext,
+    /// The JSON report file (relative to the workspace, or absolute), written
+    /// again with the final explanation.
+    pub(crate) report_path: Option<String>,
 }
 
 /// What a handler that got to its end wants shown.
@@ -203,11 +230,13 @@ impl<'a> Thread<'a> {
     async fn post(&mut self, post: Post) -> (bool, Option<u64>) {
         let written = match (post, self.issue) {
             (Post::Nothing, _) | (_, None) => return (true, None),
-            (Post::Tracking(body), Some(issue)) => match self.tracker.as_mut() {
-                Some(t) => t.finish(&body).await,
-                // A stop before the tracking comment started: a reply.
-                None => self.gh.create_comment(issue, &body).await,
-            },
+            (Post::Tracking(body) | Post::Explaining { body, .. }, Some(issue)) => {
+                match self.tracker.as_mut() {
+                    Some(t) => t.finish(&body).await,
+                    // A stop before the tracking comment started: a reply.
+                    None => self.gh.create_comment(issue, &body).await,
+                }
+            }
             (Post::Reply(body), Some(issue)) => self.gh.create_comment(issue, &body).await,
             (Post::Edit { id, body }, Some(_)) => {
                 self.gh.update_comment(id, &body).await.map(|()| id)
@@ -250,7 +279,10 @@ pub(crate) async fn conclude(
         Ok(p) => p,
         Err(stop) => stopped(ctx, stop),
     };
-    let post = std::mem::replace(&mut end.post, Post::Nothing);
+    let (post, later) = match std::mem::replace(&mut end.post, Post::Nothing) {
+        Post::Explaining { body, later } => (Post::Tracking(body), Some(later)),
+        post => (post, None),
+    };
     let (shown, comment_id) = thread.post(post).await;
     // 🚀 (or 👎, 👍) only for what the thread shows.
     let reaction = if shown {
@@ -260,6 +292,16 @@ pub(crate) async fn conclude(
     };
     if let Some(r) = reaction {
         thread.react(r).await;
+    }
+    if let Some(later) = later {
+        explained(
+            ctx,
+            &mut thread,
+            *later,
+            comment_id.filter(|_| shown),
+            &mut end,
+        )
+        .await;
     }
     note_github_errors(&thread.errors, shown, &mut end.summary);
     if let Some(note) = end.outputs.result_note() {
@@ -271,6 +313,51 @@ pub(crate) async fn conclude(
     end.outputs.comment_id = comment_id;
     write_end(ctx.env, &end.outputs, Some(&end.summary));
     Exit::action(end.status).unposted(!shown)
+}
+
+/// Waits for the explanation of an answer posted without it, edits
+/// `comment` (the answer, when the thread shows it) to the final text, and
+/// puts that text into the summary, the `usage` output and the report file.
+async fn explained(
+    ctx: &Ctx<'_>,
+    thread: &mut Thread<'_>,
+    later: Later,
+    comment: Option<u64>,
+    end: &mut Published,
+) {
+    let Later {
+        pending,
+        mut report,
+        rctx,
+        report_path,
+    } = later;
+    pending.settle(&mut report).await;
+    if let Some(id) = comment
+        && let Err(e) = thread
+            .gh
+            .update_comment(id, &render::markdown(&report, &rctx))
+            .await
+    {
+        tracing::warn!("cannot edit the answer to its explanation: {e}");
+        thread.errors.push(e);
+    }
+    end.summary = render::summary(&report, &rctx);
+    end.outputs.usage = Some(crate::usage::Usage::of(&report).json());
+    if let Some(path) = report_path {
+        let path = ctx.env.workspace.join(path);
+        let written = serde_json::to_string_pretty(&report)
+            .map_err(|e| e.to_string())
+            .and_then(|json| std::fs::write(&path, json).map_err(|e| e.to_string()));
+        if let Err(e) = written {
+            log_annotation(
+                "warning",
+                &format!(
+                    "compute-bot: cannot write the report again ({}): {e}",
+                    path.display()
+                ),
+            );
+        }
+    }
 }
 
 /// Logs the GitHub errors of the run and notes them in the summary: as

@@ -84,7 +84,12 @@ impl<'de> Deserialize<'de> for Attempts {
 /// [`crate::explain`]'s 1,000-token cap at about 40 tokens a second, with
 /// the time to its first token and a retry, is about 45 s.
 const EXPLAIN_TIMEOUT: Duration = Duration::from_secs(45);
-/// The range of `explain.timeout`.
+/// How long the Action waits for the explanation before it posts the answer
+/// with the template's when the policy names none: a quick model's 2 to 4
+/// sentences take a few seconds, so most answers come with the model's words
+/// at once, and none waits longer than this for a slow one.
+const EXPLAIN_POST_AFTER: Duration = Duration::from_secs(10);
+/// The range of `explain.timeout` and of `explain.post_after`.
 const EXPLAIN_TIMEOUTS: std::ops::RangeInclusive<Duration> =
     Duration::from_secs(1)..=Duration::from_secs(600);
 
@@ -100,6 +105,12 @@ pub struct Explain {
     /// explains and the result is not held back.
     #[serde(with = "crate::units::human_duration")]
     pub timeout: Duration,
+    /// On GitHub: how long the answer waits for the explanation before it is
+    /// posted with the template's and a note (`10s` unless set, 1s..=10m);
+    /// the comment is edited when the model's arrives within `timeout`. At
+    /// or above `timeout` the answer waits for it, as on the command line.
+    #[serde(with = "crate::units::human_duration")]
+    pub post_after: Duration,
 }
 
 impl Default for Explain {
@@ -107,12 +118,13 @@ impl Default for Explain {
         Explain {
             enabled: true,
             timeout: EXPLAIN_TIMEOUT,
+            post_after: EXPLAIN_POST_AFTER,
         }
     }
 }
 
 /// The keys of the `explain` section.
-const EXPLAIN_KEYS: &[&str] = &["enabled", "timeout"];
+const EXPLAIN_KEYS: &[&str] = &["enabled", "timeout", "post_after"];
 
 impl<'de> Deserialize<'de> for Explain {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -120,7 +132,7 @@ impl<'de> Deserialize<'de> for Explain {
         impl<'de> de::Visitor<'de> for Section {
             type Value = Explain;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("`true`, `false` or a section with `enabled` and `timeout` (e.g. `timeout: 60s`)")
+                f.write_str("`true`, `false` or a section with `enabled`, `timeout` and `post_after` (e.g. `timeout: 60s`)")
             }
             fn visit_bool<E: de::Error>(self, enabled: bool) -> Result<Explain, E> {
                 Ok(Explain {
@@ -134,6 +146,7 @@ impl<'de> Deserialize<'de> for Explain {
                     match key.as_str() {
                         "enabled" => e.enabled = map.next_value()?,
                         "timeout" => e.timeout = map.next_value::<ExplainTimeout>()?.0,
+                        "post_after" => e.post_after = map.next_value::<ExplainPostAfter>()?.0,
                         other => return Err(de::Error::unknown_field(other, EXPLAIN_KEYS)),
                     }
                 }
@@ -157,6 +170,31 @@ impl<'de> Deserialize<'de> for ExplainTimeout {
             )));
         }
         Ok(ExplainTimeout(t))
+    }
+}
+
+/// `explain.post_after`: a duration, 1s..=10m.
+struct ExplainPostAfter(Duration);
+
+impl<'de> Deserialize<'de> for ExplainPostAfter {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let t = crate::units::human_duration::deserialize(d)?;
+        if !EXPLAIN_TIMEOUTS.contains(&t) {
+            return Err(de::Error::custom(format!(
+                "explain.post_after `{}` is out of range; write a duration from 1s to 10m, e.g. `10s`",
+                crate::units::format_duration(t)
+            )));
+        }
+        Ok(ExplainPostAfter(t))
+    }
+}
+
+impl Explain {
+    /// How long a front end that can edit its answer waits for the model's
+    /// explanation before it posts the template's: `None` when it waits the
+    /// whole `timeout` (`post_after` at or above it).
+    pub(crate) fn early_post(&self) -> Option<Duration> {
+        (self.post_after < self.timeout).then_some(self.post_after)
     }
 }
 

@@ -6,6 +6,7 @@
 mod support;
 
 mod command_errors;
+mod explain_later;
 mod followup_action;
 mod github_action;
 mod github_action_files;

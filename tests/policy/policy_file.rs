@@ -80,6 +80,20 @@ fn explain_is_a_switch_or_a_section_with_its_timeout() {
 }
 
 #[test]
+fn explain_post_after_is_a_duration_in_range_and_reads_back() {
+    let p = Policy::from_yaml_str("explain: true\n", "test.yml").unwrap();
+    assert_eq!(p.explain.post_after, Duration::from_secs(10));
+    let p = Policy::from_yaml_str("explain:\n  post_after: 3s\n", "test.yml").unwrap();
+    assert_eq!(p.explain.post_after, Duration::from_secs(3));
+    let again = Policy::from_yaml_str(&p.to_effective_yaml(), "effective.yml").unwrap();
+    assert_eq!(again.explain, p.explain);
+    let e = err("explain:\n  post_after: 0s\n");
+    assert_at(&e, 2, 15, "explain.post_after `0s` is out of range");
+    let e = err("explain:\n  post_after: 11m\n");
+    assert!(e.message.contains("explain.post_after"), "{e}");
+}
+
+#[test]
 fn bad_size_reports_its_position() {
     let e = err("sandbox:\n  memory: 12 parsecs\n");
     assert_at(&e, 2, 11, "unknown unit `parsecs`");

@@ -88,6 +88,9 @@ pub struct StoredComment {
     pub updated_at: String,
     /// How many times it was edited through the API.
     pub edits: u32,
+    /// Every text it had before the current one, oldest first (the text it
+    /// was created with, then each one an edit replaced).
+    pub history: Vec<String>,
     /// `(login, content)` of each reaction, in order.
     pub reactions: Vec<(String, String)>,
 }
@@ -594,6 +597,7 @@ fn route(st: &mut State, req: &Request) -> (u16, Option<Value>, Option<String>) 
                 created_at: t.clone(),
                 updated_at: t,
                 edits: 0,
+                history: Vec::new(),
                 reactions: Vec::new(),
             };
             let v = st.comment_json(&c);
@@ -651,7 +655,7 @@ fn route(st: &mut State, req: &Request) -> (u16, Option<Value>, Option<String>) 
             let id = id.parse::<u64>().unwrap_or(0);
             match st.comments.get_mut(&id) {
                 Some(c) if c.repo == repo => {
-                    c.body = text;
+                    c.history.push(std::mem::replace(&mut c.body, text));
                     c.updated_at = now();
                     c.edits += 1;
                     let c = c.clone();
@@ -884,6 +888,7 @@ impl GitHubStandIn {
                 created_at: t.clone(),
                 updated_at: t,
                 edits: 0,
+                history: Vec::new(),
                 reactions: Vec::new(),
             },
         );

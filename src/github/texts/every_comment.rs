@@ -255,6 +255,14 @@ fn plan_replies() {
 }
 
 #[test]
+fn explanation_follows_note() {
+    assert_snapshot!(
+        "explanation_follows",
+        explanation_follows(std::time::Duration::from_secs(45))
+    );
+}
+
+#[test]
 fn follow_up_lines() {
     assert_snapshot!("follows_up", follows_up(ANSWER_URL, &[]));
     assert_snapshot!(
