@@ -697,13 +697,16 @@ fn sandbox_md(o: &Outcome, b: &Budget) -> String {
         .environment
         .as_ref()
         .is_some_and(|e| e.role == crate::sandbox::Role::Reserve);
+    // In a session the facts are of the step that gave the result (each
+    // step's own are on its line above).
+    let which = match (o.step, reserve) {
+        (Some(n), true) => format!(" (step {n}, the policy's reserve)"),
+        (Some(n), false) => format!(" (step {n})"),
+        (None, true) => " (the policy's reserve)".to_string(),
+        (None, false) => String::new(),
+    };
     let mut s = format!(
-        "<details><summary>Sandbox{}: network none · {} · peak memory {} · {}</summary>\n\n",
-        if reserve {
-            " (the policy's reserve)"
-        } else {
-            ""
-        },
+        "<details><summary>Sandbox{which}: network none · {} · peak memory {} · {}</summary>\n\n",
         fmt_ms(o.duration_ms),
         mem(o.resources.peak_memory_bytes),
         exit_text(o)
