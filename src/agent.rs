@@ -513,6 +513,7 @@ impl Agent<'_> {
             cost_usd: None,
             timings_ms: BTreeMap::new(),
             steps: Vec::new(),
+            continued: None,
             record: None,
         }
     }

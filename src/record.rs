@@ -167,6 +167,10 @@ pub struct RecordedStep {
     pub code_sha256: String,
     /// Hex SHA-256 of the whole stdout it printed.
     pub stdout_sha256: String,
+    /// True when the step raised or otherwise did not run to its end (a
+    /// follow-up continues only from the steps that ran without an error).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub error: bool,
 }
 
 /// Largest result (canonical JSON characters) carried in a comment marker.
@@ -426,6 +430,7 @@ mod tests {
             steps: vec![RecordedStep {
                 code_sha256: "12".repeat(32),
                 stdout_sha256: "34".repeat(32),
+                error: false,
             }],
             verification: None,
             model: Some(crate::model::ModelId {

@@ -174,6 +174,11 @@ pub struct Report {
     /// The steps of a session that ran, in order (empty for one program).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub steps: Vec<Step>,
+    /// For a follow-up on a session answer: one line on how this session
+    /// began, continued from the earlier answer's state (its steps
+    /// replayed) or fresh, and why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub continued: Option<String>,
     /// The final (executed or waiting) code.
     pub code: Option<String>,
     /// Hex SHA-256 of `code`.
@@ -286,6 +291,7 @@ impl Report {
             .map(|s| crate::record::RecordedStep {
                 code_sha256: s.code_sha256.clone(),
                 stdout_sha256: s.stdout_sha256.clone(),
+                error: s.status != crate::sandbox::RunStatus::Ok,
             })
             .collect();
         Some(r)

@@ -340,6 +340,13 @@ pub(crate) fn follows_up(parent_url: &str, inherited: &[String]) -> String {
     s
 }
 
+/// The line under [`follows_up`] when the earlier answer was a session: this
+/// session continued from its state, or started fresh and why (the report's
+/// `continued`, written by the loop).
+pub(crate) fn continued(line: &str) -> String {
+    format!("{}\n", line.replace(['\n', '\r'], " "))
+}
+
 /// The line on a run of a plan: which plan, which code.
 pub(crate) fn planned_run(user: &str, plan_url: &str, sha256: &str) -> String {
     format!(

@@ -28,6 +28,7 @@ fn bare(goal: &str, result: Value, explanation: Option<&str>) -> Report {
         cost_usd: None,
         timings_ms: Default::default(),
         steps: Vec::new(),
+        continued: None,
         record: None,
     }
 }

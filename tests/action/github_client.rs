@@ -276,6 +276,7 @@ fn needs_approval_report(code: &str) -> compute_bot::report::Report {
         cost_usd: None,
         timings_ms: Default::default(),
         steps: Vec::new(),
+        continued: None,
         record: None,
     }
 }

@@ -122,6 +122,7 @@ fn report_with(names: &[String]) -> Report {
         cost_usd: None,
         timings_ms: Default::default(),
         steps: Vec::new(),
+        continued: None,
         record: None,
     }
 }
