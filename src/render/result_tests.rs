@@ -29,6 +29,7 @@ fn bare(goal: &str, result: Value, explanation: Option<&str>) -> Report {
         timings_ms: Default::default(),
         steps: Vec::new(),
         continued: None,
+        replayed: Vec::new(),
         record: None,
     }
 }

@@ -99,6 +99,7 @@ fn report(result: serde_json::Value, code: &str) -> Report {
         timings_ms: BTreeMap::new(),
         steps: Vec::new(),
         continued: None,
+        replayed: Vec::new(),
         record: None,
     }
 }

@@ -277,6 +277,7 @@ fn needs_approval_report(code: &str) -> compute_bot::report::Report {
         timings_ms: Default::default(),
         steps: Vec::new(),
         continued: None,
+        replayed: Vec::new(),
         record: None,
     }
 }

@@ -271,3 +271,111 @@ async fn other_output_or_other_inputs_start_a_fresh_session() {
     );
     assert_eq!(executor.jobs().len(), 1);
 }
+
+/// The escalate policy (an import outside the allowlist asks a human),
+/// running sessions.
+fn escalate_policy() -> Policy {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/policies/escalate.yml");
+    let text = std::fs::read_to_string(path).expect("escalate policy");
+    Policy::from_yaml_str(
+        &format!("{text}\nsession:\n  max_steps: 4\n"),
+        "escalate-session",
+    )
+    .expect("policy")
+}
+
+/// The step the model writes after the look: it uses `paid` from step 1
+/// and imports sympy, which the policy escalates.
+const ESCALATED: &str = "import json\nimport sympy\n\
+print(json.dumps({'paid_total': float(sympy.Integer(int(paid['amount'].sum())))}))\n";
+
+#[tokio::test]
+async fn an_approved_step_of_a_session_runs_after_the_steps_before_it() {
+    // The session: a look, then a step that needs approval.
+    let policy = escalate_policy();
+    let llm = LlmStandin::openai().await;
+    llm.push(Reply::text(format!(
+        "Step: look\nPlan: the paid rows per quarter\n```python\n{EARLIER_LOOK}```"
+    )));
+    llm.push(Reply::text(format!(
+        "Step: final\nPlan: sum exactly\n```python\n{ESCALATED}```"
+    )));
+    let executor = ScriptedExecutor::new(&policy, [Scripted::ok(EARLIER_OUT)]);
+    let model = ModelClient::new(llm.config()).expect("model client");
+    let agent = Agent {
+        policy: &policy,
+        sandbox: &executor,
+        model: Some(&model),
+        runtime: compute_bot::sandbox::Runtime::default(),
+        progress: &|_| {},
+    };
+    let asked = Request {
+        goal: Some("total paid, exactly".into()),
+        inputs: vec![orders()],
+        ..Request::default()
+    };
+    let waiting = agent.answer(asked).await.expect("a report");
+    assert_eq!(waiting.status, ReportStatus::NeedsApproval, "{waiting:#?}");
+    assert_eq!(waiting.code.as_deref(), Some(ESCALATED));
+    assert_eq!(waiting.steps.len(), 1);
+
+    // The approval (as `/compute approve` hands it over): the approved code
+    // and the step that ran before it, with its recorded stdout hash.
+    assert_eq!(
+        waiting.steps[0].stdout_sha256,
+        sha256_hex(EARLIER_OUT.as_bytes())
+    );
+    let approved = || Request {
+        goal: Some("total paid, exactly".into()),
+        code: Some(ESCALATED.into()),
+        inputs: vec![orders()],
+        approved_sha256: Some(sha256_hex(ESCALATED.as_bytes())),
+        before: vec![EarlierStep {
+            code: Some(waiting.steps[0].code.clone()),
+            code_sha256: waiting.steps[0].code_sha256.clone(),
+            stdout_sha256: waiting.steps[0].stdout_sha256.clone(),
+            error: false,
+        }],
+        ..Request::default()
+    };
+    let executor = ScriptedExecutor::new(
+        &policy,
+        [
+            Scripted::ok(EARLIER_OUT),
+            Scripted::ok("{\"paid_total\": 22.0}\n"),
+        ],
+    );
+    let agent = Agent {
+        sandbox: &executor,
+        model: None,
+        ..agent
+    };
+    let report = agent.answer(approved()).await.expect("a report");
+    assert_eq!(report.status, ReportStatus::Ok, "{report:#?}");
+    assert_eq!(report.result, Some(json!({"paid_total": 22.0})));
+    let jobs = executor.jobs();
+    assert_eq!(jobs.len(), 2, "{jobs:?}");
+    assert_eq!(executor.sessions(), 1);
+    assert!(jobs.iter().all(|j| j.container == Some(1)));
+    assert_eq!(jobs[0].code, EARLIER_LOOK);
+    assert_eq!(jobs[1].code, ESCALATED);
+    assert_eq!(report.steps.len(), 2);
+    assert!(report.steps[1].result);
+    assert_eq!(report.code.as_deref(), Some(ESCALATED));
+
+    // The step before printing other output now: the approved code does not run.
+    let executor = ScriptedExecutor::new(&policy, [Scripted::ok("quarter\nQ2    10\n")]);
+    let agent = Agent {
+        sandbox: &executor,
+        ..agent
+    };
+    let report = agent.answer(approved()).await.expect("a report");
+    assert_ne!(report.status, ReportStatus::Ok);
+    let why = report.stop_reason.as_deref().unwrap();
+    assert!(
+        why.contains("step 1 (the earlier step 1) printed other output than before the approval"),
+        "{why}"
+    );
+    assert_eq!(executor.jobs().len(), 1, "the approved code did not run");
+    assert_eq!(executor.sessions_ended(), executor.sessions());
+}

@@ -61,6 +61,7 @@ impl Agent<'_> {
                 end_steps(run, &mut s.steps, None).await;
                 *s = Session::default();
                 run.report.steps.clear();
+                run.report.replayed.clear();
                 Some(fresh(&why))
             }
         }
@@ -149,6 +150,7 @@ impl Agent<'_> {
             let seen = prompt::observe(number, false, &outcome, None, &[], run.ctx.data);
             s.turns.push(Turn::of(false, Some(&plan), &r.code, seen));
             s.clean.push(r.code.clone());
+            run.report.replayed.push(outcome);
         }
         Ok(())
     }

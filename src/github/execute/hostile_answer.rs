@@ -123,6 +123,7 @@ fn report_with(names: &[String]) -> Report {
         timings_ms: Default::default(),
         steps: Vec::new(),
         continued: None,
+        replayed: Vec::new(),
         record: None,
     }
 }
