@@ -383,7 +383,7 @@ pub struct Verification {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -402,9 +402,9 @@ mod tests {
         assert_ne!(result_sha256(&a), result_sha256(&c));
     }
 
-    #[test]
-    fn the_marker_survives_a_round_trip_and_cannot_be_closed_early() {
-        let r = RunRecord {
+    /// A record with every part set (the tests of other modules use it).
+    pub(crate) fn sample() -> RunRecord {
+        RunRecord {
             version: RECORD_VERSION,
             bot_version: "0.1.0".into(),
             code_sha256: "ab".repeat(32),
@@ -440,7 +440,12 @@ mod tests {
             }),
             parent: None,
             result: None,
-        };
+        }
+    }
+
+    #[test]
+    fn the_marker_survives_a_round_trip_and_cannot_be_closed_early() {
+        let r = sample();
         let m = r.marker(None);
         assert_eq!(m.matches("-->").count(), 1, "{m}");
         assert!(!m.contains("<script"));
