@@ -202,3 +202,75 @@ async fn the_earlier_result_reaches_the_model_only_within_model_data() {
         assert!(section(&prompt, "earlier_code").contains("groupby('region')"));
     }
 }
+
+/// The earlier answer's look: `totals` stays in the interpreter.
+const LOOK_TOTALS: &str = "import pandas as pd\ndf = pd.read_csv('/data/sales.csv')\ntotals = df.groupby('region')['amount'].sum()\nprint(totals.to_string())\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follow_up_on_a_session_continues_from_its_state_in_the_real_sandbox() {
+    let f = ActionFixture::new().await;
+    let llm = LlmStandin::openai().await;
+    llm.push(Reply::text(format!(
+        "Step: look\nPlan: the totals per region\n```python\n{LOOK_TOTALS}```"
+    )));
+    llm.push(Reply::text(
+        "Step: final\nPlan: the totals as JSON\n```python\nimport json\nprint(json.dumps({str(k): int(v) for k, v in totals.items()}))\n```",
+    ));
+    llm.push(Reply::text("North 10, south 32."));
+    ask(
+        &f,
+        &llm,
+        "/compute inputs=data/sales.csv total amount per region",
+        "9311",
+    )
+    .await;
+
+    // The new step uses `totals`, defined in the earlier answer's step 1:
+    // it runs only if the earlier steps ran first in the same interpreter.
+    llm.push(Reply::text(
+        "Step: final\nPlan: keep regions over 20\n```python\nimport json\nprint(json.dumps({str(k): int(v) for k, v in totals[totals > 20].items()}))\n```",
+    ));
+    llm.push(Reply::text("Only south."));
+    let run = ask(
+        &f,
+        &llm,
+        "/compute same, but only regions with more than 20",
+        "9312",
+    )
+    .await;
+    assert_eq!(
+        serde_json::from_str::<Value>(run.out("result")).unwrap(),
+        json!({"south": 32})
+    );
+    // The model saw the replayed steps and their real output first.
+    let asked = llm.requests()[3].messages();
+    let shown: Vec<&str> = asked.iter().map(|(_, c)| c.as_str()).collect();
+    assert!(
+        shown
+            .iter()
+            .any(|c| c.contains("the earlier answer's step 1, replayed")),
+        "{shown:?}"
+    );
+    assert!(
+        shown
+            .iter()
+            .any(|c| c.contains("Step 1 (look) ran") && c.contains("south    32")),
+        "{shown:?}"
+    );
+    let answer = f.bot_comments(7).pop().unwrap().body;
+    assert!(
+        answer.contains("Continued from the earlier answer's state: its steps 1, 2 replayed first"),
+        "{answer}"
+    );
+    assert!(
+        answer.contains("replayed from the earlier answer"),
+        "{answer}"
+    );
+    let report = f.report(&run);
+    assert_eq!(
+        report["steps"].as_array().map(Vec::len),
+        Some(3),
+        "{report}"
+    );
+    assert_eq!(report["record"]["steps"].as_array().map(Vec::len), Some(3));
+}
