@@ -65,6 +65,12 @@ pub struct Request {
     /// For a follow-up: the earlier answer it builds on (its goal, code and
     /// result go into the prompt at the policy's `model.data` level).
     pub earlier: Option<prompt::Earlier>,
+    /// For exact code approved in a session (`/compute approve` of an
+    /// escalated step): the session's steps that ran before it without an
+    /// error. They run first, each checked and its stdout compared to its
+    /// `stdout_sha256`, in the one session the approved code then runs in
+    /// (under a policy that runs sessions).
+    pub before: Vec<prompt::EarlierStep>,
 }
 
 impl Request {
@@ -460,8 +466,10 @@ impl Agent<'_> {
         if self.in_session(&run) {
             return self.answer_session(run, total).await;
         }
+        let in_steps = self.policy.session.in_steps() && !run.request.plan_only;
         if let Some(cells) = run.fixed_code.as_deref().and_then(|c| {
-            cells::exact_cells(c, self.policy.session.in_steps() && !run.request.plan_only)
+            cells::with_before(&run.request.before, c, in_steps)
+                .or_else(|| cells::exact_cells(c, in_steps))
         }) {
             return self.answer_cells(run, cells, total).await;
         }
@@ -585,6 +593,8 @@ impl Agent<'_> {
             cost_usd: None,
             timings_ms: BTreeMap::new(),
             steps: Vec::new(),
+            continued: None,
+            replayed: Vec::new(),
             record: None,
         }
     }

@@ -21,7 +21,7 @@ use crate::units::format_duration;
 const RUN_PYTHON_TOOL: &str = "run_python";
 
 mod earlier;
-pub use earlier::Earlier;
+pub use earlier::{Earlier, EarlierStep};
 mod session;
 pub(crate) use session::{Budget, Move, Turn, observe, observe_refused, parse_move, step_request};
 mod stack;

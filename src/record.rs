@@ -167,6 +167,10 @@ pub struct RecordedStep {
     pub code_sha256: String,
     /// Hex SHA-256 of the whole stdout it printed.
     pub stdout_sha256: String,
+    /// True when the step raised or otherwise did not run to its end (a
+    /// follow-up continues only from the steps that ran without an error).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub error: bool,
 }
 
 /// Largest result (canonical JSON characters) carried in a comment marker.
@@ -379,7 +383,7 @@ pub struct Verification {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -398,9 +402,9 @@ mod tests {
         assert_ne!(result_sha256(&a), result_sha256(&c));
     }
 
-    #[test]
-    fn the_marker_survives_a_round_trip_and_cannot_be_closed_early() {
-        let r = RunRecord {
+    /// A record with every part set (the tests of other modules use it).
+    pub(crate) fn sample() -> RunRecord {
+        RunRecord {
             version: RECORD_VERSION,
             bot_version: "0.1.0".into(),
             code_sha256: "ab".repeat(32),
@@ -426,6 +430,7 @@ mod tests {
             steps: vec![RecordedStep {
                 code_sha256: "12".repeat(32),
                 stdout_sha256: "34".repeat(32),
+                error: false,
             }],
             verification: None,
             model: Some(crate::model::ModelId {
@@ -435,7 +440,12 @@ mod tests {
             }),
             parent: None,
             result: None,
-        };
+        }
+    }
+
+    #[test]
+    fn the_marker_survives_a_round_trip_and_cannot_be_closed_early() {
+        let r = sample();
         let m = r.marker(None);
         assert_eq!(m.matches("-->").count(), 1, "{m}");
         assert!(!m.contains("<script"));

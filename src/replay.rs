@@ -142,6 +142,53 @@ impl Recorded {
     }
 }
 
+impl Recorded {
+    /// A session's steps that ran without an error, as exact code in
+    /// `# %%` cells (each step one cell, in order, the last the step that
+    /// gave the result): what a watch of a session answer runs, as steps
+    /// under a policy that runs sessions, else as one program. `None` for
+    /// one program; why not when a step's code is not found by its hash or
+    /// cannot be written as a cell of its own.
+    pub(crate) fn session_cells(&self) -> Result<Option<String>, String> {
+        if self.record.steps.is_empty() {
+            return Ok(None);
+        }
+        let mut codes = Vec::new();
+        for (i, (step, code)) in self.record.steps.iter().zip(&self.steps).enumerate() {
+            if step.error {
+                continue;
+            }
+            let code = code.as_deref().ok_or_else(|| {
+                format!(
+                    "the code of step {} is not in {} (no block hashes to the recorded sha256)",
+                    i + 1,
+                    self.source
+                )
+            })?;
+            codes.push((i + 1, code.trim_end()));
+        }
+        let joined: String = codes
+            .iter()
+            .map(|(_, c)| format!("# %%\n{c}\n"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let cells = crate::notebook::cells::percent_cells(&joined);
+        let same = cells.len() == codes.len()
+            && cells
+                .iter()
+                .zip(&codes)
+                .all(|(a, (_, b))| a.code.trim_end() == *b);
+        if !same {
+            return Err(
+                "a step's code holds a `# %%` line or runs nothing, so the steps cannot be written \
+as cells of their own"
+                    .to_string(),
+            );
+        }
+        Ok(Some(joined))
+    }
+}
+
 /// The contents of every ```` ```python ```` fenced block, in order.
 fn python_blocks(body: &str) -> Vec<String> {
     let mut out = Vec::new();
@@ -721,6 +768,43 @@ mod tests {
         );
         let n = runtime_note(None, Runc).unwrap();
         assert!(n.contains("does not say which runtime"), "{n}");
+    }
+
+    #[test]
+    fn a_sessions_clean_steps_are_one_code_in_cells() {
+        let look = "import pandas as pd\ndf = pd.read_csv('/data/a.csv')\n";
+        let broken = "print(df.amout)\n";
+        let last = "import json\nprint(json.dumps({'n': len(df)}))\n";
+        let step = |code: &str, error: bool| crate::record::RecordedStep {
+            code_sha256: sha256_hex(code.as_bytes()),
+            stdout_sha256: sha256_hex(b""),
+            error,
+        };
+        let mut record = crate::record::tests::sample();
+        record.steps = vec![step(look, false), step(broken, true), step(last, false)];
+        let mut rec = Recorded {
+            record,
+            code: last.into(),
+            result: None,
+            source: "the comment".into(),
+            steps: vec![Some(look.into()), Some(broken.into()), Some(last.into())],
+        };
+        let code = rec.session_cells().unwrap().unwrap();
+        assert_eq!(code, format!("# %%\n{look}\n# %%\n{last}"));
+        let cells = crate::notebook::cells::percent_cells(&code);
+        assert_eq!(cells.len(), 2);
+        assert_eq!(
+            (cells[0].code.as_str(), cells[1].code.as_str()),
+            (look, last)
+        );
+        rec.steps[0] = None;
+        assert!(
+            rec.session_cells()
+                .unwrap_err()
+                .contains("step 1 is not in the comment")
+        );
+        rec.record.steps.clear();
+        assert_eq!(rec.session_cells(), Ok(None));
     }
 
     #[test]

@@ -124,7 +124,8 @@ impl StepKind {
 pub struct Step {
     /// 1-based step number in the session's interpreter.
     pub number: u32,
-    /// The attempt (model turn) that wrote it.
+    /// The attempt (model turn) that wrote it; 0 for a step replayed from
+    /// the earlier answer a follow-up continues.
     pub attempt: u32,
     /// What the model meant it to do.
     pub kind: StepKind,
@@ -174,6 +175,16 @@ pub struct Report {
     /// The steps of a session that ran, in order (empty for one program).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub steps: Vec<Step>,
+    /// For a follow-up on a session answer: one line on how this session
+    /// began, continued from the earlier answer's state (its steps
+    /// replayed) or fresh, and why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub continued: Option<String>,
+    /// The outcomes of the steps replayed from the earlier answer (the
+    /// steps of attempt 0, in order), for the run's notebook; not written
+    /// to the JSON report (the steps are).
+    #[serde(skip)]
+    pub replayed: Vec<Outcome>,
     /// The final (executed or waiting) code.
     pub code: Option<String>,
     /// Hex SHA-256 of `code`.
@@ -226,7 +237,8 @@ impl Report {
     }
 
     /// The code that ran and its outcome, cell by cell: each step of a
-    /// session (its attempt's code and outcome), else the final code and
+    /// session (its attempt's code and outcome; a step replayed from an
+    /// earlier answer, its outcome in `replayed`), else the final code and
     /// outcome; empty when nothing ran.
     pub(crate) fn executed(&self) -> Vec<(&str, &Outcome)> {
         if self.steps.is_empty() {
@@ -235,10 +247,14 @@ impl Report {
                 _ => Vec::new(),
             };
         }
+        let mut replayed = self.replayed.iter();
         self.steps
             .iter()
             .filter_map(|s| {
-                let a = self.attempts.get(s.attempt.checked_sub(1)? as usize)?;
+                let Some(n) = s.attempt.checked_sub(1) else {
+                    return Some((s.code.as_str(), replayed.next()?));
+                };
+                let a = self.attempts.get(n as usize)?;
                 Some((s.code.as_str(), a.outcome.as_ref()?))
             })
             .collect()
@@ -286,6 +302,7 @@ impl Report {
             .map(|s| crate::record::RecordedStep {
                 code_sha256: s.code_sha256.clone(),
                 stdout_sha256: s.stdout_sha256.clone(),
+                error: s.status != crate::sandbox::RunStatus::Ok,
             })
             .collect();
         Some(r)

@@ -14,6 +14,7 @@ use super::{Agent, AgentError, Next, Run, Stage, finish_attempts};
 use crate::notebook::cells::{CodeCell, Origin, percent_cells};
 use crate::policy::{Decision, Verdict, check_code};
 use crate::problems::{engine_problem, findings_text, outcome_problem};
+use crate::prompt::EarlierStep;
 use crate::report::{Attempt, Report, ReportStatus};
 use crate::sandbox::{Job, Outcome, SandboxError, StepOptions, Steps, sha256_hex};
 
@@ -23,6 +24,34 @@ use crate::sandbox::{Job, Outcome, SandboxError, StepOptions, Steps, sha256_hex}
 pub(crate) fn exact_cells(code: &str, in_steps: bool) -> Option<Vec<CodeCell>> {
     let cells = percent_cells(code);
     (in_steps && cells.len() > 1).then_some(cells)
+}
+
+/// The cells of exact code approved in a session: the steps that ran
+/// before it (`before`, each its own cell) and then the code, when there
+/// are such steps and the policy runs sessions; `None` otherwise.
+pub(crate) fn with_before(
+    before: &[EarlierStep],
+    code: &str,
+    in_steps: bool,
+) -> Option<Vec<CodeCell>> {
+    if before.is_empty() || !in_steps {
+        return None;
+    }
+    let mut cells: Vec<CodeCell> = before
+        .iter()
+        .enumerate()
+        .map(|(i, s)| CodeCell {
+            title: Some(format!("the earlier step {}", i + 1)),
+            code: s.code.clone().unwrap_or_default(),
+            origin: Origin::Cell(i + 1),
+        })
+        .collect();
+    cells.push(CodeCell {
+        title: Some("the approved code".to_string()),
+        code: code.to_string(),
+        origin: Origin::Line(1),
+    });
+    Some(cells)
 }
 
 /// The 1-based line of `code` where `cell`'s code begins (the line after its
@@ -42,7 +71,7 @@ pub(crate) fn first_line(code: &str, cell: &CodeCell) -> usize {
 /// program's marker says), else `the cell at line 12`.
 fn cell_name(code: &str, cell: &CodeCell) -> String {
     match &cell.title {
-        Some(t) if t.starts_with("cell ") => t.clone(),
+        Some(t) if t.starts_with("cell ") || t.starts_with("the ") => t.clone(),
         _ => format!("the cell at line {}", first_line(code, cell)),
     }
 }
@@ -65,6 +94,16 @@ impl Agent<'_> {
     ) -> Result<Report, AgentError> {
         let whole = run.fixed_code.clone().expect("exact code");
         let whole_sha = sha256_hex(whole.as_bytes());
+        // What the repeat runs and checks re-run as one program: the whole
+        // code, after the steps that ran before approved code.
+        let program = match run.request.before.is_empty() {
+            true => whole.clone(),
+            false => cells
+                .iter()
+                .map(|c| c.code.as_str())
+                .collect::<Vec<_>>()
+                .join("\n"),
+        };
         let mut steps: Option<Box<dyn Steps>> = None;
         let verdict = match self.check_cells(&mut run, &cells, &whole, &whole_sha) {
             Ok(v) => Some(v),
@@ -90,7 +129,7 @@ impl Agent<'_> {
                         &mut run,
                         &mut steps,
                         &mut attempt,
-                        (cell, last, &whole),
+                        (cell, last, &whole, &program),
                         verdict,
                         &mut used,
                     )
@@ -185,7 +224,7 @@ impl Agent<'_> {
         run: &mut Run,
         steps: &mut Option<Box<dyn Steps>>,
         attempt: &mut Attempt,
-        (cell, last, whole): (&CodeCell, bool, &str),
+        (cell, last, whole, program): (&CodeCell, bool, &str, &str),
         verdict: &Verdict,
         used: &mut Duration,
     ) -> Next {
@@ -231,6 +270,9 @@ impl Agent<'_> {
                 "step {number} ({name}) failed, so the later cells did not run: {problem}"
             ));
         }
+        if let Some(why) = other_output(run, attempt.number, &outcome) {
+            return Next::Stop(format!("step {number} ({name}) {why}"));
+        }
         if steps.as_ref().is_none_or(|s| s.is_over()) {
             return Next::Stop(format!("step {number} ({name}) ended the session"));
         }
@@ -247,7 +289,7 @@ impl Agent<'_> {
             step.result = true;
         }
         let job = Job {
-            code: whole.to_string(),
+            code: program.to_string(),
             inputs: run.request.inputs.clone(),
             rules: self.policy.runtime_rules(),
         };
@@ -289,6 +331,25 @@ impl Agent<'_> {
         *steps = Some(begun);
         Ok(outcome)
     }
+}
+
+/// Why the step of cell `number` cannot be the state approved code was
+/// written for: it is one of the steps that ran before the approval, and
+/// its stdout now differs from the one recorded then.
+fn other_output(run: &Run, number: u32, outcome: &Outcome) -> Option<String> {
+    let before = run.request.before.get(number.checked_sub(1)? as usize)?;
+    let now = sha256_hex(outcome.stdout.as_bytes());
+    (now != before.stdout_sha256).then(|| {
+        format!(
+            "printed other output than before the approval (stdout sha256 {}…, then {}…), so \
+the approved code did not run",
+            &now[..12],
+            before
+                .stdout_sha256
+                .get(..12)
+                .unwrap_or(&before.stdout_sha256)
+        )
+    })
 }
 
 /// Keeps a cell's attempt in the report and acts on `next` (exact code is

@@ -19,6 +19,8 @@ use crate::report::{Attempt, Report, ReportStatus, Step, StepKind};
 use crate::sandbox::{Job, Outcome, SandboxError, StepOptions, Steps, sha256_hex};
 use crate::units::format_duration;
 
+mod resume;
+
 /// Most characters of a step's stdout kept in the report (head and tail).
 const REPORT_STDOUT_CHARS: usize = 4_000;
 /// Most characters of a step's stderr kept in the report (head and tail).
@@ -64,7 +66,9 @@ impl Agent<'_> {
         let max = u32::from(self.policy.session.max_steps.get());
         run.attempts_allowed = max;
         let mut s = Session::default();
-        for number in 1..=max {
+        run.report.continued = self.resume(&mut run, &mut s).await;
+        let turns = if run.fatal.is_some() { 0 } else { max };
+        for number in 1..=turns {
             let mut attempt = Attempt {
                 number,
                 ..Default::default()

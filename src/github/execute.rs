@@ -649,6 +649,9 @@ fn publish(
     if let Some(p) = &spec.earlier {
         let taken: &[String] = if inherited { &p.inputs } else { &[] };
         head.push_str(&texts::follows_up(&p.url, taken));
+        if let Some(line) = &report.continued {
+            head.push_str(&texts::continued(line));
+        }
     }
     // Every answer records its goal and inputs: an approval or a plan runs
     // them, a follow-up builds on them.

@@ -20,7 +20,7 @@ use crate::github::rest::client::{CommentInfo, GitHubError};
 use crate::github::sources::earlier::{self, EarlierData};
 use crate::github::texts::read_request_marker;
 use crate::github::thread::{Ctx, log_annotation};
-use crate::prompt::Earlier;
+use crate::prompt::{Earlier, EarlierStep};
 use crate::record::{RECORD_MARKER_START, RunRecord};
 use crate::replay::Recorded;
 use crate::sandbox::sha256_hex;
@@ -110,8 +110,21 @@ fn links(text: &str, id: u64) -> bool {
 /// What an answer comment holds, or `None` when its record is unreadable.
 fn answer_of(c: &CommentInfo) -> Option<EarlierAnswer> {
     let record = RunRecord::from_comment(&c.body).ok()?;
-    let code = Recorded::from_comment_body(&c.body, &c.html_url)
-        .ok()
+    let recorded = Recorded::from_comment_body(&c.body, &c.html_url).ok();
+    let steps = record
+        .steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| EarlierStep {
+            code: recorded
+                .as_ref()
+                .and_then(|r| r.steps.get(i).cloned().flatten()),
+            code_sha256: s.code_sha256.clone(),
+            stdout_sha256: s.stdout_sha256.clone(),
+            error: s.error,
+        })
+        .collect();
+    let code = recorded
         .map(|r| r.code)
         .filter(|code| sha256_hex(code.as_bytes()) == record.code_sha256);
     let request = read_request_marker(&c.body);
@@ -135,6 +148,12 @@ fn answer_of(c: &CommentInfo) -> Option<EarlierAnswer> {
             code,
             result: record.result.clone(),
             status: record.runtime.status.clone(),
+            steps,
+            inputs: record
+                .inputs
+                .iter()
+                .map(|i| (i.name.clone(), i.sha256.clone()))
+                .collect(),
         },
         inputs,
         url: c.html_url.clone(),

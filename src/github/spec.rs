@@ -22,6 +22,10 @@ pub(crate) struct Approval {
     pub(crate) by: String,
     pub(crate) sha256: String,
     pub(crate) request_url: String,
+    /// For code escalated in a session: the steps that ran before it
+    /// without an error (read back from the pending comment, hash checked);
+    /// they run first, in the same session.
+    pub(crate) before: Vec<crate::github::texts::StepBefore>,
 }
 
 /// Where the code of a run of a plan (`/compute run`) came from.
@@ -158,6 +162,17 @@ impl RunSpec {
             pinned_sha256: self.pinned_sha256.clone(),
             plan_only: self.plan_only,
             earlier: self.earlier.as_ref().map(|e| e.answer.clone()),
+            before: self
+                .approval
+                .iter()
+                .flat_map(|a| &a.before)
+                .map(|s| crate::prompt::EarlierStep {
+                    code: Some(s.code.clone()),
+                    code_sha256: crate::sandbox::sha256_hex(s.code.as_bytes()),
+                    stdout_sha256: s.stdout_sha256.clone(),
+                    error: false,
+                })
+                .collect(),
         }
     }
 

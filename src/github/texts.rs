@@ -52,6 +52,8 @@ const PENDING_MARKER_START: &str = "<!-- compute-bot:pending sha256=";
 const REQUEST_MARKER_START: &str = "<!-- compute-bot:request=";
 const PLAN_MARKER_START: &str = "<!-- compute-bot:plan sha256=";
 const MARKER_END: &str = " -->";
+/// Put before each step that ran before code waiting for approval.
+const BEFORE_MARKER_START: &str = "<!-- compute-bot:before ";
 /// Marks a request as closed (denied or already approved) so it cannot be approved again.
 const CLOSED_MARKER: &str = "<!-- compute-bot:closed -->";
 
@@ -193,7 +195,82 @@ pub fn approval_for(report: &Report, command: &str) -> Option<String> {
         .as_ref()
         .map(|v| v.findings.as_slice())
         .unwrap_or_default();
-    Some(approval_block(code, sha, findings, command))
+    let mut block = approval_block(code, sha, findings, command);
+    block.push_str(&steps_before(report));
+    Some(block)
+}
+
+/// A step of a session that ran without an error before the code that
+/// waits for approval, as its comment shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct StepBefore {
+    /// Its exact code (hash checked against its marker).
+    pub(crate) code: String,
+    /// Hex SHA-256 of the stdout it printed then.
+    pub(crate) stdout_sha256: String,
+}
+
+/// For code escalated in a session: the steps that ran before it without an
+/// error, each with a hidden marker (its code's and its stdout's sha256) and
+/// its exact code; an approval runs them first ([`read_before`]). Empty
+/// without such steps.
+fn steps_before(report: &Report) -> String {
+    let clean: Vec<_> = report
+        .steps
+        .iter()
+        .filter(|s| s.status == crate::sandbox::RunStatus::Ok)
+        .collect();
+    if clean.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from(
+        "\n#### Steps that run first\n\nThis code was written in a session, after the steps below \
+(those that ran without an error). An approval runs them again first, in one session, each checked \
+by the policy and compared to the output it printed then, and then this code: it runs in the state \
+it was written for.\n",
+    );
+    for step in clean {
+        let _ = write!(
+            s,
+            "\n<details><summary>Step {} · sha256 <code>{}</code></summary>\n\n{BEFORE_MARKER_START}{} {}{MARKER_END}\n",
+            step.number,
+            &step.code_sha256[..step.code_sha256.len().min(12)],
+            step.code_sha256,
+            step.stdout_sha256
+        );
+        s.push_str(&fenced_exact("python", &step.code));
+        s.push_str("\n</details>\n");
+    }
+    s
+}
+
+/// The steps [`steps_before`] wrote into a pending comment, in order, each
+/// code the first fenced block after its marker and hashing to it; why
+/// one cannot be read.
+pub(crate) fn read_before(body: &str) -> Result<Vec<StepBefore>, PendingError> {
+    let mut steps = Vec::new();
+    for (at, _) in body.match_indices(BEFORE_MARKER_START) {
+        let rest = &body[at + BEFORE_MARKER_START.len()..];
+        let end = rest.find(MARKER_END).ok_or(PendingError::NoMarker)?;
+        let mut hashes = rest[..end].split_whitespace();
+        let (Some(code_sha), Some(stdout_sha)) = (hashes.next(), hashes.next()) else {
+            return Err(PendingError::NoMarker);
+        };
+        let inner =
+            first_fenced_block(&rest[end + MARKER_END.len()..]).ok_or(PendingError::NoCode)?;
+        let code = [inner.clone(), inner.replace("\r\n", "\n")]
+            .into_iter()
+            .find(|c| sha256_hex(c).eq_ignore_ascii_case(code_sha))
+            .ok_or_else(|| PendingError::Mismatch {
+                expected: code_sha.to_ascii_lowercase(),
+                found: sha256_hex(&inner),
+            })?;
+        steps.push(StepBefore {
+            code,
+            stdout_sha256: stdout_sha.to_ascii_lowercase(),
+        });
+    }
+    Ok(steps)
 }
 
 /// The approval part of a needs-approval comment: findings, hash, how to
@@ -349,6 +426,13 @@ pub(crate) fn follows_up(parent_url: &str, inherited: &[String]) -> String {
     }
     s.push_str(".\n");
     s
+}
+
+/// The line under [`follows_up`] when the earlier answer was a session: this
+/// session continued from its state, or started fresh and why (the report's
+/// `continued`, written by the loop).
+pub(crate) fn continued(line: &str) -> String {
+    format!("{}\n", line.replace(['\n', '\r'], " "))
 }
 
 /// The line on a run of a plan: which plan, which code.

@@ -24,6 +24,25 @@ pub struct Earlier {
     pub result: Option<Value>,
     /// How its run ended (`ok`, `error`, ...).
     pub status: String,
+    /// When it was a session: its steps in the order they ran (from its
+    /// record, the code found by hash in its comment); empty otherwise.
+    pub steps: Vec<EarlierStep>,
+    /// Its inputs as recorded: each name in `/data` and its sha256 (a
+    /// session is continued only on the same inputs).
+    pub inputs: Vec<(String, String)>,
+}
+
+/// One step of an earlier session answer.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EarlierStep {
+    /// Its exact code, when the comment still shows it (by sha256).
+    pub code: Option<String>,
+    /// Hex SHA-256 of its code, as recorded.
+    pub code_sha256: String,
+    /// Hex SHA-256 of the stdout it printed, as recorded.
+    pub stdout_sha256: String,
+    /// True when it raised (or did not run to its end).
+    pub error: bool,
 }
 
 /// The prompt section about the earlier answer. What of its result is
@@ -83,6 +102,7 @@ mod tests {
             code: Some("print({'north': 10})\n".into()),
             result: Some(json!({"north": 10, "south": 32})),
             status: "ok".into(),
+            ..Earlier::default()
         }
     }
 

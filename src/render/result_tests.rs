@@ -28,6 +28,8 @@ fn bare(goal: &str, result: Value, explanation: Option<&str>) -> Report {
         cost_usd: None,
         timings_ms: Default::default(),
         steps: Vec::new(),
+        continued: None,
+        replayed: Vec::new(),
         record: None,
     }
 }

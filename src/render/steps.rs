@@ -51,6 +51,9 @@ fn audit_line(step: &Step) -> String {
         format!("Step {}", step.number),
         step.kind.label().to_string(),
     ];
+    if step.attempt == 0 {
+        parts.push("replayed from the earlier answer".to_string());
+    }
     if step.result {
         parts.push("<b>gave the result</b>".to_string());
     }

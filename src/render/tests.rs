@@ -98,6 +98,8 @@ fn report(result: serde_json::Value, code: &str) -> Report {
         cost_usd: None,
         timings_ms: BTreeMap::new(),
         steps: Vec::new(),
+        continued: None,
+        replayed: Vec::new(),
         record: None,
     }
 }

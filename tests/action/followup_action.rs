@@ -202,3 +202,124 @@ async fn the_earlier_result_reaches_the_model_only_within_model_data() {
         assert!(section(&prompt, "earlier_code").contains("groupby('region')"));
     }
 }
+
+/// The earlier answer's look: `totals` stays in the interpreter.
+const LOOK_TOTALS: &str = "import pandas as pd\ndf = pd.read_csv('/data/sales.csv')\ntotals = df.groupby('region')['amount'].sum()\nprint(totals.to_string())\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follow_up_on_a_session_continues_from_its_state_in_the_real_sandbox() {
+    let f = ActionFixture::new().await;
+    let llm = LlmStandin::openai().await;
+    llm.push(Reply::text(format!(
+        "Step: look\nPlan: the totals per region\n```python\n{LOOK_TOTALS}```"
+    )));
+    llm.push(Reply::text(
+        "Step: final\nPlan: the totals as JSON\n```python\nimport json\nprint(json.dumps({str(k): int(v) for k, v in totals.items()}))\n```",
+    ));
+    llm.push(Reply::text("North 10, south 32."));
+    ask(
+        &f,
+        &llm,
+        "/compute inputs=data/sales.csv total amount per region",
+        "9311",
+    )
+    .await;
+
+    // The new step uses `totals`, defined in the earlier answer's step 1:
+    // it runs only if the earlier steps ran first in the same interpreter.
+    llm.push(Reply::text(
+        "Step: final\nPlan: keep regions over 20\n```python\nimport json\nprint(json.dumps({str(k): int(v) for k, v in totals[totals > 20].items()}))\n```",
+    ));
+    llm.push(Reply::text("Only south."));
+    let run = ask(
+        &f,
+        &llm,
+        "/compute same, but only regions with more than 20",
+        "9312",
+    )
+    .await;
+    assert_eq!(
+        serde_json::from_str::<Value>(run.out("result")).unwrap(),
+        json!({"south": 32})
+    );
+    // The model saw the replayed steps and their real output first.
+    let asked = llm.requests()[3].messages();
+    let shown: Vec<&str> = asked.iter().map(|(_, c)| c.as_str()).collect();
+    assert!(
+        shown
+            .iter()
+            .any(|c| c.contains("the earlier answer's step 1, replayed")),
+        "{shown:?}"
+    );
+    assert!(
+        shown
+            .iter()
+            .any(|c| c.contains("Step 1 (look) ran") && c.contains("south    32")),
+        "{shown:?}"
+    );
+    let answer = f.bot_comments(7).pop().unwrap().body;
+    assert!(
+        answer.contains("Continued from the earlier answer's state: its steps 1, 2 replayed first"),
+        "{answer}"
+    );
+    assert!(
+        answer.contains("replayed from the earlier answer"),
+        "{answer}"
+    );
+    let report = f.report(&run);
+    assert_eq!(
+        report["steps"].as_array().map(Vec::len),
+        Some(3),
+        "{report}"
+    );
+    assert_eq!(report["record"]["steps"].as_array().map(Vec::len), Some(3));
+}
+
+/// A step escalated in a session: it uses `totals` from the look before it
+/// and imports `hashlib` (outside the escalate policy's allowlist).
+const DIGEST_OF_TOTALS: &str = "import hashlib\nimport json\nprint(json.dumps({\"digest\": hashlib.sha256(b\"x\").hexdigest()[:8], \"total\": int(totals.sum())}))\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approved_session_step_runs_after_the_steps_before_it_in_the_real_sandbox() {
+    let f = ActionFixture::new().await;
+    f.policy(&crate::support::action_fixture::escalate_policy());
+    let llm = LlmStandin::openai().await;
+    llm.push(Reply::text(format!(
+        "Step: look\nPlan: the totals per region\n```python\n{LOOK_TOTALS}```"
+    )));
+    llm.push(Reply::text(format!(
+        "Step: final\nPlan: the total and a digest\n```python\n{DIGEST_OF_TOTALS}```"
+    )));
+    f.comment(
+        "alice",
+        "/compute inputs=data/sales.csv total with a digest",
+    );
+    let run = f
+        .run_env(f.env(COMMENT, "9321").model(&llm, CANARY_KEY))
+        .await;
+    assert_eq!(run.out("status"), "needs_approval", "{}", run.log());
+    let pending = f.bot_comments(7).pop().unwrap().body;
+    assert!(pending.contains("#### Steps that run first"), "{pending}");
+    assert!(pending.contains("<!-- compute-bot:before "), "{pending}");
+
+    // The approval runs the look again first, then exactly the approved step,
+    // which reads `totals` from it; no model is asked.
+    f.comment(
+        "maint",
+        &format!(
+            "/compute approve {}",
+            &crate::support::action_fixture::sha256(DIGEST_OF_TOTALS)[..12]
+        ),
+    );
+    let run = f.run(COMMENT, "9322").await;
+    assert_eq!(run.out("status"), "ok", "{}", run.log());
+    let result: Value = serde_json::from_str(run.out("result")).unwrap();
+    assert_eq!(result, json!({"digest": "2d711642", "total": 42}));
+    let report = f.report(&run);
+    let steps = report["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 2, "{report}");
+    assert_eq!(steps[0]["code"], LOOK_TOTALS);
+    assert_eq!(steps[1]["code"], DIGEST_OF_TOTALS);
+    assert_eq!(report["code"], DIGEST_OF_TOTALS);
+    assert_eq!(llm.requests().len(), 2, "the approval asked no model");
+}

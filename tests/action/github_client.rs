@@ -276,6 +276,8 @@ fn needs_approval_report(code: &str) -> compute_bot::report::Report {
         cost_usd: None,
         timings_ms: Default::default(),
         steps: Vec::new(),
+        continued: None,
+        replayed: Vec::new(),
         record: None,
     }
 }

@@ -7,6 +7,7 @@ mod support;
 
 mod chart_repair;
 mod cli_files;
+mod followup_session;
 mod loop_scenarios;
 mod model_behaviour;
 mod model_config;

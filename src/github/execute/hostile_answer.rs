@@ -122,6 +122,8 @@ fn report_with(names: &[String]) -> Report {
         cost_usd: None,
         timings_ms: Default::default(),
         steps: Vec::new(),
+        continued: None,
+        replayed: Vec::new(),
         record: None,
     }
 }

@@ -16,6 +16,12 @@
 //! [`crate::agent::Request::approved_sha256`] set: the escalation is
 //! settled, a `deny` verdict (say, from a stricter policy since) still
 //! denies. `/compute deny` closes the request.
+//!
+//! Code escalated in a session was written for the state the session's
+//! earlier steps left: its comment also shows those that ran without an
+//! error ([`texts::read_before`], each hash checked), and the approved run
+//! runs them first, in one session, each checked and its output compared,
+//! then the approved code (see [`crate::agent::Request::before`]).
 
 use crate::github::execute::execute;
 use crate::github::rest::client::{CommentInfo, GitHub, GitHubError, Reaction};
@@ -93,6 +99,10 @@ pub(crate) async fn approve(
             &code.sha256,
         )));
     }
+    let before = match texts::read_before(&comment.body) {
+        Ok(steps) => steps,
+        Err(e) => return Ok(invalid(&format!("a step that runs before the code: {e}"))),
+    };
     let request = read_request_marker(&comment.body).unwrap_or_default();
     // Close the request before running, so a second approval cannot run it again.
     let closed = format!(
@@ -108,6 +118,7 @@ pub(crate) async fn approve(
             by: author.to_string(),
             sha256: code.sha256,
             request_url: comment.html_url,
+            before,
         }),
         ..RunSpec::shown(request, code.code)
     };

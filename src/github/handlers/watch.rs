@@ -1,6 +1,8 @@
 //! `/compute watch <name>`: replies with the watch file (YAML, read back to
 //! check it) that keeps running the exact code of the newest result in the
-//! thread.
+//! thread; of a session answer, its steps that ran without an error, each
+//! a `# %%` cell ([`crate::replay::Recorded::session_cells`]), which a watch
+//! runs as exact steps in one session.
 
 use crate::github::rest::client::Reaction;
 use crate::github::texts::{self, stop};
@@ -98,7 +100,12 @@ pub(crate) async fn watch_file_in_thread(
         .iter()
         .map(|i| i.path.clone().unwrap_or_else(|| i.name.clone()))
         .collect();
-    match watch_yaml(name, &rec.code, &inputs, issue) {
+    // A session answer: its steps that ran without an error, as cells.
+    let code = match rec.session_cells() {
+        Ok(cells) => cells.unwrap_or_else(|| rec.code.clone()),
+        Err(e) => return unavailable(&e),
+    };
+    match watch_yaml(name, &code, &inputs, issue) {
         Ok(yaml) => Ok(Published::reply(
             Status::Ok,
             &texts::watch_file_reply(name, &source, &yaml),

@@ -215,6 +215,43 @@ fn approval_block_of_a_needs_approval_answer() {
 }
 
 #[test]
+fn approval_block_of_a_step_escalated_in_a_session() {
+    let look = "import pandas as pd\ndf = pd.read_csv('/data/a.csv')\nprint(len(df))\n";
+    let crash = "print(df.amout.sum())\n";
+    let step = |number: u32, code: &str, stdout: &str, status: &str| {
+        json!({"number": number, "attempt": number, "kind": "look", "code": code,
+            "code_sha256": sha256_hex(code), "stdout": stdout,
+            "stdout_sha256": sha256_hex(stdout), "status": status, "duration_ms": 10})
+    };
+    let mut r = report("needs_approval", escalating());
+    r.steps = serde_json::from_value(json!([
+        step(1, look, "12\n", "ok"),
+        step(2, crash, "", "error")
+    ]))
+    .expect("steps");
+    let block = approval_for(&r, "/compute").expect("an approval block");
+    assert_snapshot!(block);
+    // The approval reads the code waiting and the clean step before it back.
+    let body = format!("answer\n{block}");
+    assert_eq!(read_pending(&body).expect("the code").code, CODE);
+    let before = read_before(&body).expect("the steps before");
+    assert_eq!(
+        before,
+        [StepBefore {
+            code: look.to_string(),
+            stdout_sha256: sha256_hex("12\n"),
+        }]
+    );
+    // An edited step is refused; a comment without steps has none.
+    let edited = body.replace("print(len(df))", "print(len(df)); import os");
+    assert!(matches!(
+        read_before(&edited),
+        Err(PendingError::Mismatch { .. })
+    ));
+    assert_eq!(read_before("no markers"), Ok(Vec::new()));
+}
+
+#[test]
 fn approval_replies() {
     assert_snapshot!("nothing_pending", nothing_pending("maint", "/compute"));
     assert_snapshot!(
