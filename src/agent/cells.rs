@@ -306,28 +306,7 @@ impl Agent<'_> {
         verdict: &Verdict,
         options: StepOptions,
     ) -> Result<Outcome, SandboxError> {
-        let handle = run
-            .pending
-            .take()
-            .unwrap_or_else(|| self.sandbox.start_prepare(self.config_for(verdict)));
-        let prepared = match handle.ready().await {
-            Ok(p) => p,
-            Err(e) if e.is_configuration() => {
-                let shown = SandboxError::Engine {
-                    action: "preparing the container",
-                    detail: e.to_string(),
-                };
-                run.fatal = Some(e.into());
-                return Err(shown);
-            }
-            Err(e) => return Err(e),
-        };
-        let job = Job {
-            code: code.to_string(),
-            inputs: run.request.inputs.clone(),
-            rules: self.policy.runtime_rules(),
-        };
-        let (outcome, begun) = prepared.begin(&job, options).await?;
+        let (outcome, begun) = self.begin_prepared(run, verdict, code, options).await?;
         *steps = Some(begun);
         Ok(outcome)
     }

@@ -269,10 +269,27 @@ container waited; the session ended after {} step(s)",
         code: &str,
         options: StepOptions,
     ) -> Result<Outcome, SandboxError> {
-        let handle = run.pending.take().unwrap_or_else(|| {
-            let verdict = attempt.verdict.as_ref().expect("checked before it runs");
-            self.sandbox.start_prepare(self.config_for(verdict))
-        });
+        let verdict = attempt.verdict.as_ref().expect("checked before it runs");
+        let (outcome, steps) = self.begin_prepared(run, verdict, code, options).await?;
+        s.steps = Some(steps);
+        Ok(outcome)
+    }
+
+    /// A session begins with `code` as step 1 in the container prepared
+    /// ahead (while the model wrote, or before the request), else in one
+    /// prepared now for `verdict`'s imports. A configuration error of the
+    /// engine also ends the request ([`Run::fatal`]).
+    pub(super) async fn begin_prepared(
+        &self,
+        run: &mut Run,
+        verdict: &crate::policy::Verdict,
+        code: &str,
+        options: StepOptions,
+    ) -> Result<crate::sandbox::Begun, SandboxError> {
+        let handle = run
+            .pending
+            .take()
+            .unwrap_or_else(|| self.sandbox.start_prepare(self.config_for(verdict)));
         let prepared = match handle.ready().await {
             Ok(p) => p,
             Err(e) if e.is_configuration() => {
@@ -290,9 +307,7 @@ container waited; the session ended after {} step(s)",
             inputs: run.request.inputs.clone(),
             rules: self.policy.runtime_rules(),
         };
-        let (outcome, steps) = prepared.begin(&job, options).await?;
-        s.steps = Some(steps);
-        Ok(outcome)
+        prepared.begin(&job, options).await
     }
 
     /// What follows a step that ran: the step goes into the report; the
