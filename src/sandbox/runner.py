@@ -647,6 +647,7 @@ class Supervisor:
         self.truncated = False
         self.mems = {}
         self.libc = None
+        self.busy = threading.Lock()
 
     # -- the record, kept within bounds
     def keep(self, lst, item):
@@ -662,6 +663,11 @@ class Supervisor:
 
     def take_step(self):
         # A session's step ended: its record, and a fresh one for the next.
+        # A call still being handled is finished and recorded first.
+        with self.busy:
+            return self._take_step()
+
+    def _take_step(self):
         rec = self.record()
         self.files, self.execs, self.sockets, self.changes = [], [], [], []
         self.seen, self.kinds, self.paths = set(), {}, set()
@@ -780,11 +786,16 @@ class Supervisor:
                 break
             nid, tid, _, nr = struct.unpack_from("=QIIi", buf, 0)
             args = struct.unpack_from("=6Q", buf, 32)
-            try:
-                self.handle(lfd, nid, tid, NAMES.get(nr, str(nr)), args)
-            except Exception as e:  # a bug here must not stop the code for ever
-                self.send(lfd, nid, err=self.errno.EPERM)
-                self.keep(self.tampered, "supervisor error on " + NAMES.get(nr, str(nr)) + ": " + repr(e)[:200])
+            # Held from the call's arrival until it is recorded: the code's
+            # call returns only once it is answered (inside), so a session's
+            # step end, which takes this lock first, finds every call of the
+            # step recorded (see take_step).
+            with self.busy:
+                try:
+                    self.handle(lfd, nid, tid, NAMES.get(nr, str(nr)), args)
+                except Exception as e:  # a bug here must not stop the code for ever
+                    self.send(lfd, nid, err=self.errno.EPERM)
+                    self.keep(self.tampered, "supervisor error on " + NAMES.get(nr, str(nr)) + ": " + repr(e)[:200])
         for f in self.mems.values():
             os.close(f)
         os.close(lfd)
@@ -1929,6 +1940,10 @@ def main():
         ended_at = time.monotonic()
         st = step[0]
         drain()
+        # Every call of the step answered is recorded before the record is
+        # read (the supervisor holds this from a call's arrival to its record).
+        with sup.busy:
+            pass
         cpu = proc_cpu_ms()
         oom = oom_kills()
         files = audit["files_opened"]
