@@ -265,6 +265,27 @@ enum Next {
     Continue,
 }
 
+/// What every loop (one program, a session, exact cells) does with an
+/// attempt that ends the request: done, a stop, an approval to wait for, a
+/// plan; always true. `Repair` and `Continue` are each loop's own (here
+/// they end nothing).
+fn settle_end(report: &mut Report, attempt: &Attempt, next: Next) -> bool {
+    match next {
+        Next::Done => {
+            report.status = ReportStatus::Ok;
+            report.result = attempt.result.clone();
+        }
+        Next::Stop(reason) => report.stop_reason = Some(reason),
+        Next::NeedsApproval(reason) => {
+            report.status = ReportStatus::NeedsApproval;
+            report.stop_reason = Some(reason);
+        }
+        Next::Planned => report.status = ReportStatus::Planned,
+        Next::Repair(_) | Next::Continue => return false,
+    }
+    true
+}
+
 /// What an unusable reply leads to: a repair, except for the second reply
 /// cut at the completion budget (or leaving its code block open) — one
 /// repair asks for a shorter program, the next cut stops with a reason
@@ -656,11 +677,6 @@ impl Agent<'_> {
     /// loop ends here.
     fn settle(&self, run: &mut Run, mut attempt: Attempt, next: Next) -> bool {
         let ends = match next {
-            Next::Done => {
-                run.report.status = ReportStatus::Ok;
-                run.report.result = attempt.result.clone();
-                true
-            }
             Next::Repair(problem) => {
                 attempt.failure = Some(problem.clone());
                 run.history.push(RepairNote {
@@ -684,20 +700,8 @@ impl Agent<'_> {
                 }
                 false
             }
-            Next::Stop(reason) => {
-                run.report.stop_reason = Some(reason);
-                true
-            }
-            Next::NeedsApproval(reason) => {
-                run.report.status = ReportStatus::NeedsApproval;
-                run.report.stop_reason = Some(reason);
-                true
-            }
-            Next::Planned => {
-                run.report.status = ReportStatus::Planned;
-                true
-            }
             Next::Continue => false,
+            end => settle_end(&mut run.report, &attempt, end),
         };
         run.report.attempts.push(attempt);
         ends

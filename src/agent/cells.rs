@@ -10,12 +10,12 @@
 use std::time::{Duration, Instant};
 
 use super::session::{end_steps, step_of};
-use super::{Agent, AgentError, Next, Run, Stage, finish_attempts};
+use super::{Agent, AgentError, Next, Run, Stage, finish_attempts, settle_end};
 use crate::notebook::cells::{CodeCell, Origin, percent_cells};
 use crate::policy::{Decision, Verdict, check_code};
 use crate::problems::{engine_problem, findings_text, outcome_problem};
 use crate::prompt::EarlierStep;
-use crate::report::{Attempt, Report, ReportStatus};
+use crate::report::{Attempt, Report};
 use crate::sandbox::{Job, Outcome, SandboxError, StepOptions, Steps, sha256_hex};
 
 /// The cells of a request's exact code when they run as steps: two or more
@@ -335,26 +335,11 @@ the approved code did not run",
 /// not repaired: a repair is a stop); true when the request ends here.
 fn settle_cell(run: &mut Run, mut attempt: Attempt, next: Next) -> bool {
     let ends = match next {
-        Next::Done => {
-            run.report.status = ReportStatus::Ok;
-            run.report.result = attempt.result.clone();
-            true
-        }
-        Next::Continue => false,
         Next::Repair(reason) | Next::Stop(reason) => {
             attempt.failure.get_or_insert(reason.clone());
-            run.report.stop_reason = Some(reason);
-            true
+            settle_end(&mut run.report, &attempt, Next::Stop(reason))
         }
-        Next::NeedsApproval(reason) => {
-            run.report.status = ReportStatus::NeedsApproval;
-            run.report.stop_reason = Some(reason);
-            true
-        }
-        Next::Planned => {
-            run.report.status = ReportStatus::Planned;
-            true
-        }
+        next => settle_end(&mut run.report, &attempt, next),
     };
     run.report.attempts.push(attempt);
     ends

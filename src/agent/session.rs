@@ -12,10 +12,11 @@ use std::time::{Duration, Instant};
 
 use super::{
     Agent, AgentError, Next, Run, Stage, cut_or_repair, finish_attempts, model_stop_reason,
+    settle_end,
 };
 use crate::problems::{engine_problem, findings_text, outcome_problem};
 use crate::prompt::{self, Budget, Move, Turn};
-use crate::report::{Attempt, Report, ReportStatus, Step, StepKind};
+use crate::report::{Attempt, Report, Step, StepKind};
 use crate::sandbox::{Job, Outcome, SandboxError, StepOptions, Steps, sha256_hex};
 use crate::units::format_duration;
 
@@ -424,29 +425,11 @@ pub(super) async fn end_steps(
 /// ends here.
 fn settle_turn(run: &mut Run, mut attempt: Attempt, next: Next) -> bool {
     let ends = match next {
-        Next::Done => {
-            run.report.status = ReportStatus::Ok;
-            run.report.result = attempt.result.clone();
-            true
-        }
-        Next::Continue => false,
         Next::Repair(problem) => {
             attempt.failure = Some(problem);
             false
         }
-        Next::Stop(reason) => {
-            run.report.stop_reason = Some(reason);
-            true
-        }
-        Next::NeedsApproval(reason) => {
-            run.report.status = ReportStatus::NeedsApproval;
-            run.report.stop_reason = Some(reason);
-            true
-        }
-        Next::Planned => {
-            run.report.status = ReportStatus::Planned;
-            true
-        }
+        next => settle_end(&mut run.report, &attempt, next),
     };
     run.report.attempts.push(attempt);
     ends

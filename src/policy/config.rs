@@ -53,29 +53,46 @@ impl Default for Attempts {
 
 impl<'de> Deserialize<'de> for Attempts {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Raw {
-            N(i64),
-            S(String),
-        }
-        let n = match Raw::deserialize(d)? {
-            Raw::N(n) => n,
-            Raw::S(s) => {
-                return Err(de::Error::custom(format!(
-                    "attempts `{s}` is not a number; write a number from 1 to {MAX_ATTEMPTS}"
-                )));
-            }
-        };
-        u8::try_from(n)
-            .ok()
-            .and_then(Attempts::new)
-            .ok_or_else(|| {
-                de::Error::custom(format!(
-                    "attempts `{n}` is out of range; write a number from 1 to {MAX_ATTEMPTS} (each attempt is a model call and a sandbox run)"
-                ))
-            })
+        let n = counted(
+            d,
+            "attempts",
+            MAX_ATTEMPTS,
+            "each attempt is a model call and a sandbox run",
+        )?;
+        Ok(Attempts::new(n).expect("counted keeps it in range"))
     }
+}
+
+/// A whole number from 1 to `max` for `field`; the errors name the field,
+/// the range and `what` one of them costs.
+pub(crate) fn counted<'de, D: Deserializer<'de>>(
+    d: D,
+    field: &str,
+    max: u8,
+    what: &str,
+) -> Result<u8, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        N(i64),
+        S(String),
+    }
+    let n = match Raw::deserialize(d)? {
+        Raw::N(n) => n,
+        Raw::S(s) => {
+            return Err(de::Error::custom(format!(
+                "{field} `{s}` is not a number; write a number from 1 to {max}"
+            )));
+        }
+    };
+    u8::try_from(n)
+        .ok()
+        .filter(|n| (1..=max).contains(n))
+        .ok_or_else(|| {
+            de::Error::custom(format!(
+                "{field} `{n}` is out of range; write a number from 1 to {max} ({what})"
+            ))
+        })
 }
 
 /// The explanation's deadline when the policy names none.

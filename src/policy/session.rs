@@ -71,29 +71,13 @@ impl MaxSteps {
 
 impl<'de> Deserialize<'de> for MaxSteps {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Raw {
-            N(i64),
-            S(String),
-        }
-        let n = match Raw::deserialize(d)? {
-            Raw::N(n) => n,
-            Raw::S(s) => {
-                return Err(de::Error::custom(format!(
-                    "session.max_steps `{s}` is not a number; write a number from 1 to {MAX_STEPS} (1 runs one program per request)"
-                )));
-            }
-        };
-        u8::try_from(n)
-            .ok()
-            .filter(|n| (1..=MAX_STEPS).contains(n))
-            .map(MaxSteps)
-            .ok_or_else(|| {
-                de::Error::custom(format!(
-                    "session.max_steps `{n}` is out of range; write a number from 1 to {MAX_STEPS} (each step is a model call and a run in the session's container; 1 runs one program per request)"
-                ))
-            })
+        super::config::counted(
+            d,
+            "session.max_steps",
+            MAX_STEPS,
+            "each step is a model call and a run in the session's container; 1 runs one program per request",
+        )
+        .map(MaxSteps)
     }
 }
 
