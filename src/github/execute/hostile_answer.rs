@@ -121,7 +121,28 @@ fn report_with(names: &[String]) -> Report {
         prices: None,
         cost_usd: None,
         timings_ms: Default::default(),
-        steps: Vec::new(),
+        // A session's steps: what the code printed, its value, its files.
+        steps: (0..2)
+            .map(|i| crate::report::Step {
+                number: i + 1,
+                attempt: i + 1,
+                kind: if i == 0 {
+                    crate::report::StepKind::Look
+                } else {
+                    crate::report::StepKind::Final
+                },
+                result: i == 1,
+                code: format!("print({:?})", n(i as usize)),
+                code_sha256: "0".repeat(64),
+                stdout: n(i as usize + 2),
+                stderr: n(i as usize + 3),
+                stdout_sha256: "0".repeat(64),
+                value: Some(n(i as usize + 4)),
+                status: if i == 0 { RunStatus::Error } else { RunStatus::Ok },
+                duration_ms: 5,
+                files: vec![n(i as usize), n(i as usize + 1)],
+            })
+            .collect(),
         continued: None,
         replayed: Vec::new(),
         record: None,
