@@ -138,7 +138,11 @@ fn report_with(names: &[String]) -> Report {
                 stderr: n(i as usize + 3),
                 stdout_sha256: "0".repeat(64),
                 value: Some(n(i as usize + 4)),
-                status: if i == 0 { RunStatus::Error } else { RunStatus::Ok },
+                status: if i == 0 {
+                    RunStatus::Error
+                } else {
+                    RunStatus::Ok
+                },
                 duration_ms: 5,
                 files: vec![n(i as usize), n(i as usize + 1)],
             })
