@@ -147,7 +147,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     // Services of a run: workspace inputs, `github:` data (an earlier
     // run's read back from what its comment records), the run's files, the
     // earlier answer a follow-up builds on.
-    ("github::inputs", &["admit", "policy"]),
+    ("github::inputs", &["admit", "notebook", "policy"]),
     (
         "github::sources",
         &[
@@ -197,6 +197,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "agent",
             "github::command",
             "github::followup",
+            "github::inputs",
             "github::texts",
             "prompt",
             "sandbox",

@@ -171,20 +171,13 @@ pub(crate) fn usage(msg: &str) -> Status {
 }
 
 /// The code of `--code FILE`, as it runs.
-pub(crate) struct CodeFile {
-    /// The program: a Python file as written, or a notebook's code cells
-    /// joined in order ([`crate::notebook::cells::joined`]).
-    pub(crate) code: String,
-    /// What the answer's notes say about how the file became the program
-    /// (a notebook's cells joined); `None` for a Python file.
-    pub(crate) note: Option<String>,
-}
+pub(crate) type CodeFile = crate::notebook::cells::Program;
 
 /// Reads `--code FILE`: a UTF-8 Python file as it is, or (named `.ipynb`) a
-/// Jupyter notebook whose code cells make the program, joined in order (each
-/// cell after its `# %% cell N` line); `steps`: the cells run as the steps of
-/// one session (the note says so), else as one program. The error names the
-/// file and what to pass instead.
+/// Jupyter notebook whose code cells make the program
+/// ([`crate::notebook::cells::program`]); `steps`: the cells run as the
+/// steps of one session (the note says so), else as one program. The error
+/// names the file and what to pass instead.
 pub(crate) fn read_code(path: &Path, steps: bool) -> Result<CodeFile, String> {
     let is_notebook = path
         .extension()
@@ -202,40 +195,7 @@ pub(crate) fn read_code(path: &Path, steps: bool) -> Result<CodeFile, String> {
     let bytes = std::fs::read(path).map_err(|e| {
         format!("notebook `{shown}` cannot be read: {e}; pass an `.ipynb` file or a Python file with --code")
     })?;
-    let cells = crate::notebook::cells::notebook_cells(&bytes, &shown)?;
-    if cells.is_empty() {
-        return Err(format!(
-            "notebook `{shown}` has no code cell with code to run; add one, or pass a Python file with --code"
-        ));
-    }
-    Ok(CodeFile {
-        code: crate::notebook::cells::joined(&cells),
-        note: Some(notebook_note(&shown, &cells, steps)),
-    })
-}
-
-/// The note of a notebook run as one program; it names the first line of
-/// IPython syntax (`%matplotlib inline`, `!pip install`), which is no Python.
-fn notebook_note(file: &str, cells: &[crate::notebook::cells::CodeCell], steps: bool) -> String {
-    let count = match cells.len() {
-        1 => "its 1 code cell ran as one program".to_string(),
-        n if steps => format!("its {n} code cells ran in order as {n} steps of one session"),
-        n => format!("its {n} code cells, joined in order, ran as one program"),
-    };
-    let mut note = format!(
-        "`{file}` is a notebook: {count} in one interpreter; each cell begins at its `# %% cell N` line (N: its place in the notebook)"
-    );
-    let magic = cells.iter().find_map(|c| {
-        let line = c.code.lines().find(|l| l.starts_with(['%', '!']))?;
-        Some((c.origin, line.chars().take(80).collect::<String>()))
-    });
-    if let Some((crate::notebook::cells::Origin::Cell(n), line)) = magic {
-        note.push_str(&format!(
-            "; cell {n} has IPython syntax, which plain Python does not run: remove `{}`",
-            line.replace('`', "'")
-        ));
-    }
-    note
+    crate::notebook::cells::program(&bytes, &shown, steps)
 }
 
 /// The `--input` files, admitted with the current directory as the

@@ -232,7 +232,10 @@ pub(crate) async fn execute_ahead(
                 ));
             }
         };
-    let report = action_key_hint(report, &key_hints);
+    let mut report = action_key_hint(report, &key_hints);
+    if let (Some(note), Some(o)) = (&spec.code_note, report.outcome.as_mut()) {
+        o.notes.push(note.clone());
+    }
     let files = assets::show(ctx, &report, &env.workspace.join(REPORT_DIR)).await;
     let mut report = report;
     let (sources_md, kept) = keep_sources(ctx, &fetched, &mut report).await;

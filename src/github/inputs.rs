@@ -14,6 +14,7 @@
 use std::path::{Component, Path};
 
 use crate::admit::{self, Allow, Workspace, normalize};
+use crate::notebook::cells::Program;
 use crate::policy::Inputs;
 
 /// One input that can be given to the code.
@@ -100,6 +101,101 @@ pub(crate) fn resolve(
         }
     }
     admit::admit(&ws, &wanted, Allow::Policy(policy))
+}
+
+/// Code a comment names in the repository: its workspace-relative path and
+/// the program read from it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct NamedCode {
+    /// The workspace-relative path.
+    pub(crate) path: String,
+    /// The program, and the note on how the file became it.
+    pub(crate) program: Program,
+}
+
+/// The code a request names in the checkout: the `code=` option's file
+/// (`explicit`), else the one `.ipynb` notebook that `mentioned_in` (the
+/// goal and context) mentions and the checkout has; `None` when it names
+/// neither. A notebook's code cells become the program (as steps when
+/// `steps`, see [`crate::notebook::cells::program`]); any other file is
+/// the program as written (UTF-8). The file is admitted as an input is
+/// (inside the checkout, no symlink out, a regular file), never past the
+/// notebook reader's size. Two mentioned notebooks are a problem: `code=`
+/// picks one.
+pub(crate) fn named_code(
+    workspace: &Path,
+    explicit: Option<&str>,
+    mentioned_in: &str,
+    steps: bool,
+) -> Result<Option<NamedCode>, InputProblem> {
+    let ws = Workspace::checkout(workspace);
+    let path = match explicit {
+        Some(p) => normalize(p),
+        None => {
+            let Ok(ws) = &ws else { return Ok(None) };
+            let notebooks: Vec<String> = mentioned_paths(mentioned_in)
+                .into_iter()
+                .filter(|p| is_notebook(p) && ws.has_file(p))
+                .collect();
+            match notebooks.as_slice() {
+                [] => return Ok(None),
+                [one] => one.clone(),
+                [first, ..] => {
+                    return Err(InputProblem {
+                        path: first.clone(),
+                        problem: format!(
+                            "is one of {} notebooks the request mentions ({}); name the one to run with `code=`",
+                            notebooks.len(),
+                            notebooks
+                                .iter()
+                                .map(|n| format!("`{n}`"))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    });
+                }
+            }
+        }
+    };
+    let refused = |problem: String| InputProblem {
+        path: path.clone(),
+        problem,
+    };
+    let ws = ws.map_err(refused)?;
+    let (target, size) = admit::admit_one(&ws, &path, Allow::Anything).map_err(refused)?;
+    let max = crate::notebook::cells::NOTEBOOK_MAX_BYTES;
+    if size > max as u64 {
+        return Err(refused(format!(
+            "is {size} bytes; code is read up to {} MiB — clear a notebook's outputs (`jupyter nbconvert --clear-output --inplace {path}`), or name a smaller file",
+            max >> 20
+        )));
+    }
+    let bytes = std::fs::read(&target).map_err(|e| refused(format!("cannot be read ({e})")))?;
+    let program = if is_notebook(&path) {
+        crate::notebook::cells::program(&bytes, &path, steps).map_err(refused)?
+    } else {
+        let code = String::from_utf8(bytes).map_err(|e| {
+            refused(format!(
+                "is not UTF-8 text (byte {} is not); name a Python file or an `.ipynb` notebook with `code=`",
+                e.utf8_error().valid_up_to()
+            ))
+        })?;
+        Program {
+            code,
+            note: Some(format!(
+                "the code is `{}` from the checkout, as written",
+                path.replace('`', "'")
+            )),
+        }
+    };
+    Ok(Some(NamedCode { path, program }))
+}
+
+/// True when `path` names a Jupyter notebook (`.ipynb`, any case).
+fn is_notebook(path: &str) -> bool {
+    Path::new(path)
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("ipynb"))
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ use serde_json::Value;
 use crate::agent::Request;
 use crate::github::command::Command;
 use crate::github::followup::EarlierAnswer;
+use crate::github::inputs::{self, InputProblem};
 use crate::github::texts::{PendingInput, PendingRequest};
 use crate::sandbox::InputFile;
 use crate::watch::Watch;
@@ -41,6 +42,12 @@ pub(crate) struct FromPlan {
 pub(crate) struct RunSpec {
     pub(crate) goal: Option<String>,
     pub(crate) code: Option<String>,
+    /// The checkout's file the comment names as the code (`code=`); read
+    /// into `code` by [`RunSpec::take_named_code`].
+    pub(crate) code_file: Option<String>,
+    /// What the answer's notes say about code read from the checkout (a
+    /// notebook's cells as steps).
+    pub(crate) code_note: Option<String>,
     pub(crate) context: Option<String>,
     /// Paths named on purpose (workspace files and `github:` sources).
     pub(crate) inputs: Vec<String>,
@@ -73,24 +80,25 @@ impl RunSpec {
     /// goal, context and code are none; a plan is `plan_only`); `None` for
     /// every other command. The earlier answer is the dispatcher's to add.
     pub(crate) fn from_command(command: &Command) -> Option<RunSpec> {
-        let (goal, context, code, plan_only) = match command {
+        let (options, goal, context, code, plan_only) = match command {
             Command::Run {
+                options,
                 goal,
                 context,
                 code,
-                ..
-            } => (goal, context, code, false),
+            } => (options, goal, context, code, false),
             Command::Plan {
+                options,
                 goal,
                 context,
                 code,
-                ..
-            } => (goal, context, code, true),
+            } => (options, goal, context, code, true),
             _ => return None,
         };
         Some(RunSpec {
             goal: given(goal.clone()),
             code: code.clone().and_then(given),
+            code_file: options.get("code").cloned().and_then(given),
             context: given(context.clone()),
             inputs: command.inputs(),
             plan_only,
@@ -136,6 +144,41 @@ impl RunSpec {
             expected_inputs: Some(request.inputs),
             ..RunSpec::default()
         }
+    }
+
+    /// Reads the code the request names in the checkout at `workspace`
+    /// into `code`: the `code=` file, else the one `.ipynb` notebook the
+    /// goal or context mentions (see [`inputs::named_code`]; a notebook's
+    /// cells run as steps when `steps`). A fenced block and `code=` together
+    /// are a problem; a fenced block alone wins over a mentioned notebook.
+    pub(crate) fn take_named_code(
+        &mut self,
+        workspace: &std::path::Path,
+        steps: bool,
+    ) -> Result<(), InputProblem> {
+        let has_block = self.code.is_some();
+        if has_block && self.code_file.is_none() {
+            return Ok(());
+        }
+        if let (true, Some(file)) = (has_block, &self.code_file) {
+            return Err(InputProblem {
+                path: file.clone(),
+                problem: "is named with `code=`, and the comment has a fenced code block too; keep one of them".into(),
+            });
+        }
+        let mentioned = [self.goal.as_deref(), self.context.as_deref()]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join("\n");
+        if let Some(named) =
+            inputs::named_code(workspace, self.code_file.as_deref(), &mentioned, steps)?
+        {
+            self.code = Some(named.program.code);
+            self.code_note = named.program.note;
+            self.code_file = Some(named.path);
+        }
+        Ok(())
     }
 
     /// Whether the run has exact code: the `code` given, or a fenced block

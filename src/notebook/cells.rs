@@ -182,6 +182,61 @@ pub fn notebook_cells(bytes: &[u8], file: &str) -> Result<Vec<CodeCell>, String>
     Ok(cells)
 }
 
+/// A program read from a file: its text as it runs, and what the answer's
+/// notes say about how the file became it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Program {
+    /// The program: a Python file as written, or a notebook's code cells
+    /// joined in order ([`joined`]).
+    pub(crate) code: String,
+    /// How the file became the program (a notebook's cells, and any
+    /// IPython syntax in them); `None` for a Python file.
+    pub(crate) note: Option<String>,
+}
+
+/// The program of the `.ipynb` notebook `bytes` (named `file` in the note
+/// and the errors): its code cells joined in order ([`joined`]); `steps`:
+/// the cells run as the steps of one session, else as one program (the note
+/// says which). A notebook without a code cell to run is refused; the
+/// errors say what to do.
+pub(crate) fn program(bytes: &[u8], file: &str, steps: bool) -> Result<Program, String> {
+    let cells = notebook_cells(bytes, file)?;
+    if cells.is_empty() {
+        return Err(format!(
+            "notebook `{file}` has no code cell with code to run; add one"
+        ));
+    }
+    Ok(Program {
+        code: joined(&cells),
+        note: Some(notebook_note(file, &cells, steps)),
+    })
+}
+
+/// The note of a notebook's run; it names the first line of IPython syntax
+/// (`%matplotlib inline`, `!pip install`), which is no Python.
+fn notebook_note(file: &str, cells: &[CodeCell], steps: bool) -> String {
+    let count = match cells.len() {
+        1 => "its 1 code cell ran as one program".to_string(),
+        n if steps => format!("its {n} code cells ran in order as {n} steps of one session"),
+        n => format!("its {n} code cells, joined in order, ran as one program"),
+    };
+    let file = file.replace('`', "'");
+    let mut note = format!(
+        "`{file}` is a notebook: {count} in one interpreter; each cell begins at its `# %% cell N` line (N: its place in the notebook)"
+    );
+    let magic = cells.iter().find_map(|c| {
+        let line = c.code.lines().find(|l| l.starts_with(['%', '!']))?;
+        Some((c.origin, line.chars().take(80).collect::<String>()))
+    });
+    if let Some((Origin::Cell(n), line)) = magic {
+        note.push_str(&format!(
+            "; cell {n} has IPython syntax, which plain Python does not run: remove `{}`",
+            line.replace('`', "'")
+        ));
+    }
+    note
+}
+
 /// The one program of `cells`, joined in order: each begins with a
 /// `# %%` marker line naming where it came from (`# %% cell 3`, `# %% line
 /// 12`), and ends with a line break. A comment to Python, so the program is

@@ -18,6 +18,7 @@ mod github_real;
 mod github_repo;
 mod github_sources;
 mod init_doctor;
+mod notebook_action;
 mod plan_action;
 mod preload_by_need;
 mod pull_action;

@@ -87,8 +87,15 @@ pub(crate) async fn on_comment(
     // Exact code to run: its container starts while GitHub says who asked.
     // Nothing is handed to it before the answer allows the run (the code
     // goes in at `execute`); a refusal drops it and it is removed unused.
-    // One run specification, built once from the command.
-    let spec = RunSpec::from_command(&command);
+    // One run specification, built once from the command. The code it
+    // names in the checkout (`code=`, or a notebook the goal mentions) is
+    // read first, so its container starts early too; a problem with it is
+    // answered once the asker may run code.
+    let mut spec = RunSpec::from_command(&command);
+    let named = match spec.as_mut() {
+        Some(s) => s.take_named_code(&ctx.env.workspace, ctx.policy.session.in_steps()),
+        None => Ok(()),
+    };
     let (has, ahead) = tokio::join!(
         ctx.gh.permission(author),
         compute::prepare_early(ctx, spec.as_ref())
@@ -106,6 +113,13 @@ pub(crate) async fn on_comment(
             &format!("compute-bot refused the request: {text}"),
         );
         return Ok(Published::reply(Status::Refused, &text, Reaction::MinusOne));
+    }
+    if let Err(problem) = named {
+        return Err(Stop::new(
+            Status::Failed,
+            texts::stop::CODE_UNUSABLE,
+            texts::stop::inputs_unusable(&[problem]),
+        ));
     }
     if let Some(spec) = spec {
         warn_unknown_options(&command);
@@ -151,7 +165,7 @@ fn warn_unknown_options(command: &Command) {
     };
     let unknown: Vec<&str> = options
         .keys()
-        .filter(|k| *k != "inputs")
+        .filter(|k| !matches!(k.as_str(), "inputs" | "code"))
         .map(String::as_str)
         .collect();
     if !unknown.is_empty() {

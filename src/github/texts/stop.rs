@@ -20,6 +20,9 @@ pub(crate) const NOT_STARTED: &str = "the request could not start";
 pub(crate) const GITHUB_DATA_UNUSABLE: &str = "the GitHub data cannot be used";
 /// The workspace inputs are refused by the policy (or missing).
 pub(crate) const INPUTS_UNUSABLE: &str = "the inputs cannot be used";
+/// The code a request names in the checkout (`code=`, or a notebook its
+/// goal mentions) cannot be read or run.
+pub(crate) const CODE_UNUSABLE: &str = "the named code cannot be used";
 /// An approved run's (or a plan's) inputs changed since they were shown.
 pub(crate) const DATA_CHANGED: &str = "the approved request cannot run on the same data";
 /// The model settings do not make a client.
