@@ -51,7 +51,7 @@ async fn a_notebook_the_goal_mentions_runs_its_cells_as_steps_in_the_real_sandbo
     assert_eq!(steps.len(), 2, "{report}");
     assert_eq!(report["record"]["steps"].as_array().map(Vec::len), Some(2));
     assert!(
-        steps[0]["outcome"]["stdout"]
+        steps[0]["stdout"]
             .as_str()
             .is_some_and(|s| s.contains("regions: 2")),
         "{report}"
@@ -65,9 +65,15 @@ async fn a_notebook_the_goal_mentions_runs_its_cells_as_steps_in_the_real_sandbo
     assert!(code.contains("# %% cell 3\nimport json\n"), "{code}");
     assert!(!code.contains("Totals per region"), "{code}");
     let answer = f.bot_comments(7).pop().unwrap().body;
+    let note = answer
+        .lines()
+        .find(|l| l.starts_with("| Note |"))
+        .unwrap_or_else(|| panic!("no note\n{answer}"));
     assert!(
-        answer.contains("`notebooks/totals.ipynb` is a notebook: its 2 code cells ran in order as 2 steps of one session"),
-        "{answer}"
+        note.contains("notebooks/totals.ipynb")
+            && note
+                .contains("is a notebook: its 2 code cells ran in order as 2 steps of one session"),
+        "{note}"
     );
     assert!(answer.contains("regions: 2"), "{answer}");
 }
@@ -89,7 +95,9 @@ async fn code_names_a_notebook_and_problems_with_it_stop_before_anything_runs() 
     assert_eq!(run.out("status"), "ok", "{}", run.log());
     let answer = f.bot_comments(7).pop().unwrap().body;
     assert!(
-        answer.contains("`notebooks/other.ipynb` is a notebook"),
+        answer
+            .lines()
+            .any(|l| l.starts_with("| Note |") && l.contains("notebooks/other.ipynb")),
         "{answer}"
     );
 
