@@ -21,55 +21,263 @@
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 
-/// One kind of the repository's own activity the bot can fetch as a table.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum GithubSource {
-    /// Pull requests (`GET /repos/{o}/{r}/pulls`, sizes from `pulls/{n}`).
-    Pulls,
-    /// Reviews of the fetched pull requests (`pulls/{n}/reviews`).
-    Reviews,
-    /// Issues and pull requests (`GET /repos/{o}/{r}/issues`).
+/// Declares the `github:` sources once: for each, its variant, the name
+/// written after `github:`, what it is, the workflow token's read scope it
+/// needs, the query keys it takes, the REST endpoints its rows are built
+/// from (below `/repos/{owner}/{name}/`, `{n}` a number) and its CSV
+/// columns with their meaning. The enum, [`GithubSource::ALL`] and every
+/// accessor come from this one table; the fetcher, the CSV writer, the
+/// prompt, `init` and the docs read it. Adding a source is a row here, its
+/// row function in `github/sources/table.rs` and its fetch in
+/// `github/sources/mod.rs`.
+macro_rules! sources {
+    ($(
+        $variant:ident = $name:literal {
+            doc: $doc:literal,
+            scope: $scope:ident,
+            keys: [$($key:literal),* $(,)?],
+            endpoints: [$($endpoint:literal),* $(,)?],
+            columns: [$(($column:literal, $meaning:literal $(,)?)),* $(,)?] $(,)?
+        }
+    )*) => {
+        /// One kind of the repository's own activity the bot can fetch as a table.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        #[serde(rename_all = "snake_case")]
+        pub(crate) enum GithubSource {
+            $(
+                #[doc = $doc]
+                $variant,
+            )*
+        }
+
+        /// Every source's declaration, in the order of [`GithubSource::ALL`].
+        const DECLARED: &[Declared] = &[
+            $(
+                Declared {
+                    source: GithubSource::$variant,
+                    name: $name,
+                    scope: Scope::$scope,
+                    keys: &[$($key),*],
+                    endpoints: &[$($endpoint),*],
+                    columns: &[$(($column, $meaning)),*],
+                },
+            )*
+        ];
+
+        impl GithubSource {
+            /// Every source, in the order the docs list them.
+            pub(crate) const ALL: [GithubSource; [$(stringify!($variant)),*].len()] =
+                [$(GithubSource::$variant),*];
+        }
+    };
+}
+
+/// The read scope of the workflow token a source needs (the `permissions:`
+/// key of a workflow).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Scope {
+    /// `pull-requests: read`.
+    PullRequests,
+    /// `issues: read`.
     Issues,
-    /// Issue and pull request comments (`GET /repos/{o}/{r}/issues/comments`).
-    Comments,
-    /// Workflow runs (`GET /repos/{o}/{r}/actions/runs`).
-    WorkflowRuns,
+    /// `actions: read`.
+    Actions,
+}
+
+impl Scope {
+    /// The key in a workflow's `permissions:`.
+    pub(crate) fn key(self) -> &'static str {
+        match self {
+            Scope::PullRequests => "pull-requests",
+            Scope::Issues => "issues",
+            Scope::Actions => "actions",
+        }
+    }
+}
+
+/// One source as [`sources!`] declares it.
+struct Declared {
+    source: GithubSource,
+    name: &'static str,
+    scope: Scope,
+    keys: &'static [&'static str],
+    endpoints: &'static [&'static str],
+    columns: &'static [(&'static str, &'static str)],
+}
+
+sources! {
+    Pulls = "pulls" {
+        doc: "Pull requests (`GET /repos/{o}/{r}/pulls`, sizes from `pulls/{n}`).",
+        scope: PullRequests,
+        keys: ["state", "since", "until", "labels", "limit", "sizes"],
+        endpoints: ["pulls", "pulls/{n}"],
+        columns: [
+            ("number", "pull request number"),
+            ("title", "title"),
+            ("author", "login of the author"),
+            ("author_type", "User or Bot"),
+            (
+                "state",
+                "open or closed (a merged one is closed with merged_at set)",
+            ),
+            ("draft", "true or false"),
+            ("created_at", "opened (UTC)"),
+            ("updated_at", "last updated (UTC)"),
+            ("closed_at", "closed (UTC), empty when open"),
+            ("merged_at", "merged (UTC), empty when not merged"),
+            ("labels", "label names joined with ;"),
+            ("base_ref", "the branch it merges into"),
+            ("additions", "lines added; empty when not fetched"),
+            ("deletions", "lines deleted; empty when not fetched"),
+            ("changed_files", "files changed; empty when not fetched"),
+            (
+                "reviews_fetched",
+                "true when github:reviews holds this pull request's reviews",
+            ),
+            (
+                "merged_by",
+                "login of who merged it; empty when not merged, or when its size was not fetched (the same request)",
+            ),
+            (
+                "requested_reviewers",
+                "logins asked to review and not yet reviewed, joined with ; (teams not included)",
+            ),
+            (
+                "ready_for_review",
+                "true when it is not a draft (the list's draft flag; a closed draft stays false); when it was marked ready is not known: GitHub states that only as a ready_for_review event in each pull request's own events, one request per pull request",
+            ),
+        ],
+    }
+    Reviews = "reviews" {
+        doc: "Reviews of the fetched pull requests (`pulls/{n}/reviews`).",
+        scope: PullRequests,
+        keys: ["state", "since", "until", "labels", "limit"],
+        endpoints: ["pulls", "pulls/{n}/reviews"],
+        columns: [
+            (
+                "pull_number",
+                "the pull request reviewed (github:pulls number)",
+            ),
+            ("review_id", "review id"),
+            ("reviewer", "login of the reviewer"),
+            ("reviewer_type", "User or Bot"),
+            (
+                "state",
+                "APPROVED; CHANGES_REQUESTED; COMMENTED (comments, no verdict); DISMISSED (an approval or change request a maintainer dismissed: it no longer counts); PENDING (started, not submitted)",
+            ),
+            (
+                "submitted_at",
+                "submitted (UTC), empty for a pending review",
+            ),
+        ],
+    }
+    Issues = "issues" {
+        doc: "Issues and pull requests (`GET /repos/{o}/{r}/issues`).",
+        scope: Issues,
+        keys: ["state", "since", "until", "labels", "limit"],
+        endpoints: ["issues"],
+        columns: [
+            ("number", "issue or pull request number"),
+            ("title", "title"),
+            ("author", "login of the author"),
+            ("author_type", "User or Bot"),
+            ("state", "open or closed"),
+            ("state_reason", "completed, not_planned, reopened or empty"),
+            ("labels", "label names joined with ;"),
+            ("comments", "number of comments"),
+            ("created_at", "opened (UTC)"),
+            ("updated_at", "last updated (UTC)"),
+            ("closed_at", "closed (UTC), empty when open"),
+            (
+                "is_pull_request",
+                "true for a pull request: GitHub lists pull requests as issues, so keep is_pull_request == false for issues only",
+            ),
+        ],
+    }
+    Comments = "comments" {
+        doc: "Issue and pull request comments (`GET /repos/{o}/{r}/issues/comments`).",
+        scope: Issues,
+        keys: ["since", "until", "limit"],
+        endpoints: ["issues/comments"],
+        columns: [
+            ("id", "comment id"),
+            ("issue_number", "the issue or pull request commented on"),
+            ("author", "login of the author"),
+            ("author_type", "User or Bot"),
+            ("created_at", "written (UTC)"),
+            ("updated_at", "last edited (UTC)"),
+        ],
+    }
+    WorkflowRuns = "workflow_runs" {
+        doc: "Workflow runs (`GET /repos/{o}/{r}/actions/runs`).",
+        scope: Actions,
+        keys: ["since", "until", "limit"],
+        endpoints: ["actions/runs"],
+        columns: [
+            ("id", "run id"),
+            ("workflow", "workflow name"),
+            ("event", "push, pull_request, schedule, ..."),
+            ("status", "queued, in_progress, completed, ..."),
+            (
+                "conclusion",
+                "success; failure, timed_out and startup_failure are failures; cancelled, skipped, neutral, action_required and stale are not; empty while running",
+            ),
+            ("head_branch", "branch"),
+            ("run_attempt", "attempt number (1 for the first)"),
+            ("created_at", "created (UTC)"),
+            ("run_started_at", "started (UTC)"),
+            (
+                "updated_at",
+                "last updated (UTC; the end time of a completed run)",
+            ),
+        ],
+    }
 }
 
 impl GithubSource {
-    /// Every source, in the order the docs list them.
-    pub(crate) const ALL: [GithubSource; 5] = [
-        GithubSource::Pulls,
-        GithubSource::Reviews,
-        GithubSource::Issues,
-        GithubSource::Comments,
-        GithubSource::WorkflowRuns,
-    ];
+    /// Its declaration in [`sources!`].
+    fn declared(self) -> &'static Declared {
+        let d = &DECLARED[self as usize];
+        debug_assert_eq!(d.source, self);
+        d
+    }
 
     /// The name written in `github:<name>` and in the policy.
     pub(crate) fn name(self) -> &'static str {
-        match self {
-            GithubSource::Pulls => "pulls",
-            GithubSource::Reviews => "reviews",
-            GithubSource::Issues => "issues",
-            GithubSource::Comments => "comments",
-            GithubSource::WorkflowRuns => "workflow_runs",
-        }
+        self.declared().name
+    }
+
+    /// The workflow token's read scope the source needs.
+    pub(crate) fn scope(self) -> Scope {
+        self.declared().scope
+    }
+
+    /// The workflow token permission (read) the source needs, as a
+    /// workflow's `permissions:` names it.
+    pub(crate) fn permission(self) -> &'static str {
+        self.scope().key()
+    }
+
+    /// The query keys it takes.
+    pub(crate) fn keys(self) -> &'static [&'static str] {
+        self.declared().keys
+    }
+
+    /// The endpoints (path below `/repos/{owner}/{name}/`) whose answers it
+    /// is built from: its list, and per pull request its reviews or its
+    /// size. `{n}` is a number.
+    pub(crate) fn endpoints(self) -> &'static [&'static str] {
+        self.declared().endpoints
+    }
+
+    /// Its CSV columns: name and meaning, in the file's order.
+    pub(crate) fn columns(self) -> &'static [(&'static str, &'static str)] {
+        self.declared().columns
     }
 
     /// The source named `name`, if any.
     pub(crate) fn parse(name: &str) -> Option<GithubSource> {
         GithubSource::ALL.into_iter().find(|s| s.name() == name)
-    }
-
-    /// The workflow token permission (read) the source needs.
-    pub(crate) fn permission(self) -> &'static str {
-        match self {
-            GithubSource::Pulls | GithubSource::Reviews => "pull-requests",
-            GithubSource::Issues | GithubSource::Comments => "issues",
-            GithubSource::WorkflowRuns => "actions",
-        }
     }
 
     /// Every name, for messages (`pulls`, `reviews`, ...).
@@ -122,15 +330,9 @@ pub(crate) struct Query {
     pub(crate) text: String,
 }
 
-/// The keys `source` takes.
+/// The keys `source` takes (as [`GithubSource::keys`] declares them).
 pub(crate) fn allowed(source: GithubSource) -> &'static [&'static str] {
-    match source {
-        GithubSource::Pulls => &["state", "since", "until", "labels", "limit", "sizes"],
-        GithubSource::Reviews | GithubSource::Issues => {
-            &["state", "since", "until", "labels", "limit"]
-        }
-        GithubSource::Comments | GithubSource::WorkflowRuns => &["since", "until", "limit"],
-    }
+    source.keys()
 }
 
 /// True when `text` names a `github:` source (the prefix decides; the
@@ -353,6 +555,65 @@ fn ends_with_labels(source: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// docs/github-data.md follows the declaration: each source's file row
+    /// lists its columns in order, and each query key's row names exactly
+    /// the sources that take it (`all` when every one does).
+    #[test]
+    fn the_docs_list_every_source_its_keys_and_its_columns() {
+        let doc = include_str!("../docs/github-data.md");
+        for s in GithubSource::ALL {
+            let file = format!("| `/data/github/{}.csv` |", s.name());
+            let row = doc
+                .lines()
+                .find(|l| l.starts_with(&file))
+                .unwrap_or_else(|| panic!("docs/github-data.md has no row {file}"));
+            let mut at = row.len().min(file.len());
+            for (column, _) in s.columns() {
+                let found = row[at..].find(&format!(" {column}")).unwrap_or_else(|| {
+                    panic!(
+                        "docs/github-data.md: {file} lacks `{column}` (or lists it out of order)"
+                    )
+                });
+                at += found + column.len() + 1;
+            }
+        }
+        let mut keys: Vec<&str> = GithubSource::ALL
+            .iter()
+            .flat_map(|s| s.keys())
+            .copied()
+            .collect();
+        keys.sort();
+        keys.dedup();
+        for key in keys {
+            let row = doc
+                .lines()
+                .find(|l| {
+                    l.starts_with("| `")
+                        && l.split('|')
+                            .nth(1)
+                            .is_some_and(|c| c.contains(&format!("`{key}`")))
+                })
+                .unwrap_or_else(|| {
+                    panic!("docs/github-data.md has no row for the query key `{key}`")
+                });
+            let listed = row.split('|').nth(2).unwrap().trim();
+            let takes: Vec<&str> = GithubSource::ALL
+                .iter()
+                .filter(|s| s.keys().contains(&key))
+                .map(|s| s.name())
+                .collect();
+            let expected = if takes.len() == GithubSource::ALL.len() {
+                "all".to_string()
+            } else {
+                takes.join(", ")
+            };
+            assert_eq!(
+                listed, expected,
+                "docs/github-data.md: the sources of `{key}`"
+            );
+        }
+    }
 
     #[test]
     fn a_full_query_is_read() {

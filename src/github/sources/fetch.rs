@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use crate::github::rest::client::{GitHub, GitHubError, Need, encode_segment};
 use crate::github::sources::table::{labels_of, time_of};
-use crate::sources::{GithubSource, Query};
+use crate::sources::{GithubSource, Query, Scope};
 
 /// Items per page (GitHub's most).
 const PER_PAGE: &str = "100";
@@ -62,19 +62,6 @@ impl Budget {
     /// The requests the run made so far.
     pub(crate) fn used(&self) -> u32 {
         self.spent.load(Ordering::SeqCst)
-    }
-}
-
-/// The endpoints (path below `/repos/{owner}/{name}/`) whose answers a
-/// source is built from: its list, and per pull request its reviews or its
-/// size. `{n}` is a number.
-fn endpoints(source: GithubSource) -> &'static [&'static str] {
-    match source {
-        GithubSource::Pulls => &["pulls", "pulls/{n}"],
-        GithubSource::Reviews => &["pulls", "pulls/{n}/reviews"],
-        GithubSource::Issues => &["issues"],
-        GithubSource::Comments => &["issues/comments"],
-        GithubSource::WorkflowRuns => &["actions/runs"],
     }
 }
 
@@ -128,7 +115,11 @@ fn endpoint_matches(pattern: &str, tail: &str) -> bool {
 /// the source's [`endpoints`]; else why not.
 pub(crate) fn belongs(gh: &GitHub, source: GithubSource, uri: &str) -> Result<(), String> {
     let tail = endpoint_of(gh, uri)?;
-    if endpoints(source).iter().any(|e| endpoint_matches(e, &tail)) {
+    if source
+        .endpoints()
+        .iter()
+        .any(|e| endpoint_matches(e, &tail))
+    {
         Ok(())
     } else {
         Err(format!(
@@ -188,10 +179,10 @@ pub(crate) fn route(gh: &GitHub, tail: &str) -> String {
 
 /// The permission a source's requests need, for the client's hint.
 pub(crate) fn need(source: GithubSource) -> Need {
-    match source {
-        GithubSource::Pulls | GithubSource::Reviews => Need::ReadPulls,
-        GithubSource::Issues | GithubSource::Comments => Need::ReadIssues,
-        GithubSource::WorkflowRuns => Need::ReadActions,
+    match source.scope() {
+        Scope::PullRequests => Need::ReadPulls,
+        Scope::Issues => Need::ReadIssues,
+        Scope::Actions => Need::ReadActions,
     }
 }
 
