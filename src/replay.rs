@@ -236,18 +236,78 @@ fn names_input(given: &Path, name: &str) -> bool {
     !want.is_empty() && want == have
 }
 
+/// What a replay does with an input whose sha256 differs from the record's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ChangedInputs {
+    /// A precondition that does not hold (exit 2): restore the recorded
+    /// version, or replay with `--changed-inputs`.
+    Refuse,
+    /// Replay on the current file (`compute-bot replay --changed-inputs`);
+    /// the verdict names each changed input.
+    Run,
+}
+
+/// An input whose bytes changed since the run: where it was found, and
+/// the recorded and current sha256 and size. A precondition, or with
+/// `--changed-inputs` a replay on the current file that the verdict names.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub(crate) struct ChangedInput {
+    /// The input's name under `/data`, as recorded.
+    pub(crate) name: String,
+    /// Where the current file was found (as given, or under the workspace).
+    pub(crate) path: String,
+    /// The sha256 the record names.
+    pub(crate) recorded_sha256: String,
+    /// The current file's sha256.
+    pub(crate) sha256: String,
+    /// The size the record names, in bytes.
+    pub(crate) recorded_size: u64,
+    /// The current file's size in bytes.
+    pub(crate) size: u64,
+}
+
+impl ChangedInput {
+    /// The precondition that does not hold: both hashes and sizes, and to
+    /// restore the recorded version; `or` adds another way out.
+    fn problem(&self, or: &str) -> String {
+        format!(
+            "input `{}` (`{}`): its sha256 is {} ({} bytes), the record says {} ({} bytes); \
+             the file changed since the run — restore the recorded version (check out the commit \
+             that ran){or}",
+            self.name, self.path, self.sha256, self.size, self.recorded_sha256, self.recorded_size
+        )
+    }
+
+    /// The verdict's note for a replay on the current file: recorded → now.
+    fn note(&self) -> String {
+        format!(
+            "input `{}` (`{}`) changed since the run: sha256 {} ({} bytes) recorded → {} ({} bytes) \
+             now; this replay ran on the current file",
+            self.name, self.path, self.recorded_sha256, self.recorded_size, self.sha256, self.size
+        )
+    }
+}
+
+/// What `compute-bot replay` adds to a changed input's precondition: the
+/// flag that runs on the current file instead.
+const CHANGED_INPUTS_HINT: &str = ", or pass --changed-inputs to replay on the current file and \
+     see where the output (for a session, which step) first differs";
+
 /// Finds each recorded input: a `--input` whose path ends with its name
 /// (`sales.csv`, `…/github/pulls.csv`), else the recorded path under
 /// `workspace`, else `workspace/<name>`; admits the one
 /// found (inside the workspace after symlinks: [`crate::admit`]) and checks
 /// its size and sha256. `given` are absolute or relative to the current
 /// directory, recorded paths relative to `workspace`. Returns the files in
-/// recorded order, or every mismatch.
+/// recorded order and, with [`ChangedInputs::Run`], those whose sha256
+/// differs from the record's (sent as they are now); or every problem (a
+/// changed input is one with [`ChangedInputs::Refuse`]).
 pub(crate) fn resolve_inputs(
     record: &RunRecord,
     given: &[PathBuf],
     workspace: &Path,
-) -> Result<Vec<InputFile>, Vec<String>> {
+    on_changed: ChangedInputs,
+) -> Result<(Vec<InputFile>, Vec<ChangedInput>), Vec<String>> {
     let mut problems = Vec::new();
     let ws = match Workspace::named(workspace) {
         Ok(ws) => Some(ws),
@@ -315,13 +375,14 @@ pub(crate) fn resolve_inputs(
             )),
         }
     }
-    match (compare_inputs(record, found), problems.is_empty()) {
-        (Ok(files), true) => Ok(files),
-        (Ok(_), false) => Err(problems),
-        (Err(more), _) => {
-            problems.extend(more);
-            Err(problems)
-        }
+    let (files, changed) = match_inputs(record, found);
+    if on_changed == ChangedInputs::Refuse {
+        problems.extend(changed.iter().map(|c| c.problem(CHANGED_INPUTS_HINT)));
+    }
+    if problems.is_empty() {
+        Ok((files, changed))
+    } else {
+        Err(problems)
     }
 }
 
@@ -333,6 +394,35 @@ fn absolute(p: &Path) -> String {
         .to_string()
 }
 
+/// Matches found files (`(where it was found, file)`) with the recorded
+/// inputs of the same name: every file in recorded order, and those whose
+/// sha256 differs from the record's.
+fn match_inputs(
+    record: &RunRecord,
+    found: Vec<(String, InputFile)>,
+) -> (Vec<InputFile>, Vec<ChangedInput>) {
+    let mut files = Vec::new();
+    let mut changed = Vec::new();
+    for i in &record.inputs {
+        let Some((path, file)) = found.iter().find(|(_, f)| f.name == i.name) else {
+            continue;
+        };
+        let sha = file.sha256();
+        if sha != i.sha256 {
+            changed.push(ChangedInput {
+                name: i.name.clone(),
+                path: path.clone(),
+                recorded_sha256: i.sha256.clone(),
+                sha256: sha,
+                recorded_size: i.size,
+                size: file.size(),
+            });
+        }
+        files.push(file.clone());
+    }
+    (files, changed)
+}
+
 /// Compares found files (`(where it was found, file)`) with the recorded
 /// inputs of the same name: size and sha256. Returns the files in recorded
 /// order, or every mismatch with both hashes.
@@ -340,31 +430,9 @@ pub(crate) fn compare_inputs(
     record: &RunRecord,
     found: Vec<(String, InputFile)>,
 ) -> Result<Vec<InputFile>, Vec<String>> {
-    let mut problems = Vec::new();
-    let mut files = Vec::new();
-    for i in &record.inputs {
-        let Some((path, file)) = found.iter().find(|(_, f)| f.name == i.name) else {
-            continue;
-        };
-        let sha = file.sha256();
-        if sha != i.sha256 {
-            problems.push(format!(
-                "input `{}` (`{path}`): its sha256 is {sha} ({} bytes), the record says {} ({} bytes); \
-                 the file changed since the run — restore the recorded version (check out the commit \
-                 that ran)",
-                i.name,
-                file.size(),
-                i.sha256,
-                i.size
-            ));
-            continue;
-        }
-        files.push(file.clone());
-    }
-    if problems.is_empty() {
-        Ok(files)
-    } else {
-        Err(problems)
+    match match_inputs(record, found) {
+        (files, changed) if changed.is_empty() => Ok(files),
+        (_, changed) => Err(changed.iter().map(|c| c.problem("")).collect()),
     }
 }
 
@@ -421,8 +489,12 @@ pub(crate) struct ReplayVerdict {
     /// A session's first step whose output differs from the record's.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) first_differing_step: Option<u32>,
-    /// Notes that do not decide the verdict (environment, engine, bot version).
+    /// Notes that do not decide the verdict (a changed input, environment,
+    /// engine, bot version).
     pub(crate) notes: Vec<String>,
+    /// The inputs whose sha256 differs from the record's, replayed as they
+    /// are now (`--changed-inputs`); empty otherwise.
+    pub(crate) changed_inputs: Vec<ChangedInput>,
     /// The recorded stdout sha256.
     recorded_stdout_sha256: String,
     /// The replay's stdout sha256.
@@ -507,11 +579,14 @@ fn runtime_note(recorded: Option<Runtime>, used: Runtime) -> Option<String> {
 }
 
 /// Checks the preconditions, re-runs the recorded code under `runtime`
-/// (see [`runtime_for`]) and compares.
+/// (see [`runtime_for`]) and compares. `changed` are the inputs among
+/// `inputs` whose sha256 differs from the record's (allowed by the caller,
+/// `--changed-inputs`): the verdict names each, first among its notes.
 pub(crate) async fn replay(
     sandbox: &dyn Executor,
     rec: &Recorded,
     inputs: Vec<InputFile>,
+    changed: &[ChangedInput],
     image: Option<&str>,
     runtime: Runtime,
 ) -> Result<ReplayVerdict, ReplayError> {
@@ -537,7 +612,7 @@ pub(crate) async fn replay(
     let Some(image) = image.filter(|_| problems.is_empty()) else {
         return Err(ReplayError::Mismatch(problems));
     };
-    let mut notes = Vec::new();
+    let mut notes: Vec<String> = changed.iter().map(ChangedInput::note).collect();
     let mut extra_env = BTreeMap::new();
     for (k, v) in &record.env {
         match BASE_ENV.iter().find(|(b, _)| b == k) {
@@ -593,6 +668,7 @@ pub(crate) async fn replay(
         ));
     }
     let mut verdict = judge(rec, outcome, runtime, notes, total_ms);
+    verdict.changed_inputs = changed.to_vec();
     steps.push(verdict.outcome.clone());
     if let Some(first) = first_differing_step(record, &steps) {
         verdict.reproduced = false;
@@ -710,6 +786,7 @@ fn judge(
         differences: diffs,
         first_differing_step: None,
         notes,
+        changed_inputs: Vec::new(),
         recorded_stdout_sha256: record.stdout_sha256.clone(),
         stdout_sha256,
         recorded_result_sha256: record.result_sha256.clone(),
@@ -805,6 +882,70 @@ mod tests {
         );
         rec.record.steps.clear();
         assert_eq!(rec.session_cells(), Ok(None));
+    }
+
+    #[test]
+    fn a_changed_input_stops_a_replay_unless_it_may_run_on_the_current_file() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("data")).unwrap();
+        let then = b"day,amount\nmon,3\n";
+        let now = b"day,amount\nmon,4\n";
+        std::fs::write(dir.path().join("data/sales.csv"), now).unwrap();
+        let mut record = crate::record::tests::sample();
+        record.inputs[0].name = "sales.csv".into();
+        record.inputs[0].path = Some("data/sales.csv".into());
+        record.inputs[0].size = then.len() as u64 + 1;
+        record.inputs[0].sha256 = sha256_hex(then);
+        let (was, is) = (sha256_hex(then), sha256_hex(now));
+
+        let problems = resolve_inputs(&record, &[], dir.path(), ChangedInputs::Refuse).unwrap_err();
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        let p = &problems[0];
+        for part in [
+            "input `sales.csv` (`",
+            &format!("its sha256 is {is} (17 bytes), the record says {was} (18 bytes)"),
+            "restore the recorded version",
+            "pass --changed-inputs to replay on the current file",
+        ] {
+            assert!(p.contains(part), "{part}: {p}");
+        }
+
+        let (files, changed) =
+            resolve_inputs(&record, &[], dir.path(), ChangedInputs::Run).unwrap();
+        assert_eq!(files.len(), 1);
+        assert_eq!(files[0].sha256(), is);
+        assert_eq!(changed.len(), 1);
+        let c = &changed[0];
+        assert_eq!(
+            (
+                c.name.as_str(),
+                c.recorded_sha256.as_str(),
+                c.sha256.as_str()
+            ),
+            ("sales.csv", was.as_str(), is.as_str())
+        );
+        assert_eq!((c.recorded_size, c.size), (18, 17));
+        let note = c.note();
+        assert!(
+            note.contains(&format!(
+                "sha256 {was} (18 bytes) recorded → {is} (17 bytes) now"
+            )),
+            "{note}"
+        );
+        // `/compute replay` has no such flag: its problem does not name it.
+        let found = vec![("data/sales.csv".to_string(), files[0].clone())];
+        let p = compare_inputs(&record, found).unwrap_err();
+        assert!(p[0].contains("restore the recorded version"), "{p:?}");
+        assert!(!p[0].contains("--changed-inputs"), "{p:?}");
+
+        // An unchanged input is none; a missing one stays a problem.
+        record.inputs[0].size = now.len() as u64;
+        record.inputs[0].sha256 = is.clone();
+        let (_, changed) = resolve_inputs(&record, &[], dir.path(), ChangedInputs::Run).unwrap();
+        assert!(changed.is_empty(), "{changed:?}");
+        std::fs::remove_file(dir.path().join("data/sales.csv")).unwrap();
+        let problems = resolve_inputs(&record, &[], dir.path(), ChangedInputs::Run).unwrap_err();
+        assert!(problems[0].contains("is missing"), "{problems:?}");
     }
 
     #[test]

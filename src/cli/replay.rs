@@ -1,7 +1,8 @@
 //! `compute-bot replay REPORT.json | --comment URL|ID`: repeat a recorded run.
 //!
 //! Exit status: 0 reproduced, 1 differs, 2 a precondition does not hold
-//! (code, input or image hash) or a usage error.
+//! (code, input or image hash; a changed input is none with
+//! `--changed-inputs`) or a usage error.
 
 use std::path::PathBuf;
 
@@ -10,7 +11,8 @@ use clap::Args;
 use crate::github::actions::event::{RepoRef, Secret};
 use crate::github::rest::client::GitHub;
 use crate::replay::{
-    EXIT_MISMATCH, Recorded, ReplayError, environments_for, replay, resolve_inputs, runtime_for,
+    ChangedInputs, EXIT_MISMATCH, Recorded, ReplayError, environments_for, replay, resolve_inputs,
+    runtime_for,
 };
 use crate::sandbox::{Runtime, Session};
 
@@ -39,6 +41,15 @@ pub(crate) struct ReplayArgs {
     /// Where recorded input paths are looked up (default: the current directory).
     #[arg(long, value_name = "DIR", default_value = ".")]
     workspace: PathBuf,
+    /// Replay on inputs that changed since the run: an input whose sha256
+    /// differs from the record's is run as it is now instead of stopping
+    /// the replay (exit 2). The verdict (`reproduced` or `differs`) names
+    /// each changed input with both hashes and sizes (`changed_inputs` in
+    /// JSON) and, for a session, the first step whose output differs —
+    /// the step that first sees the change. A missing input, other code or
+    /// another image still stop the replay.
+    #[arg(long)]
+    changed_inputs: bool,
     /// Run this image reference instead of the recorded one; its id must
     /// still be the recorded id.
     #[arg(long)]
@@ -130,7 +141,12 @@ pub(crate) async fn replay_command(args: ReplayArgs, session: &Session) -> i32 {
         Err(e) => return fail(&e),
     };
     let code_problem = crate::replay::code_mismatch(&rec);
-    let inputs = resolve_inputs(&rec.record, &args.inputs, &args.workspace);
+    let on_changed = if args.changed_inputs {
+        ChangedInputs::Run
+    } else {
+        ChangedInputs::Refuse
+    };
+    let inputs = resolve_inputs(&rec.record, &args.inputs, &args.workspace, on_changed);
     let problems: Vec<String> = code_problem
         .into_iter()
         .chain(inputs.as_ref().err().cloned().unwrap_or_default())
@@ -138,7 +154,7 @@ pub(crate) async fn replay_command(args: ReplayArgs, session: &Session) -> i32 {
     if !problems.is_empty() {
         return fail(&format!("cannot replay:\n{}", problems.join("\n")));
     }
-    let inputs = inputs.unwrap_or_default();
+    let (inputs, changed) = inputs.unwrap_or_default();
     // Flag, else the record's; an old record falls back to the machine's default.
     let fallback = match resolve_runtime(None, None) {
         Ok(r) => r,
@@ -149,7 +165,15 @@ pub(crate) async fn replay_command(args: ReplayArgs, session: &Session) -> i32 {
         Ok(s) => s,
         Err(e) => return fail(&e.to_string()),
     };
-    let verdict = replay(sandbox, &rec, inputs, args.image.as_deref(), runtime).await;
+    let verdict = replay(
+        sandbox,
+        &rec,
+        inputs,
+        &changed,
+        args.image.as_deref(),
+        runtime,
+    )
+    .await;
     match verdict {
         Ok(v) => {
             match args.format {

@@ -3,7 +3,8 @@
 //! are caught before anything runs (exit 2, naming what differs); code that
 //! is not deterministic replays as `differs` (exit 1) with a result diff;
 //! `--comment` reads the record from a posted comment through the GitHub
-//! API (the loopback stand-in).
+//! API (the loopback stand-in); `--changed-inputs` replays on a changed
+//! input and names it, and for a session the first step the change reaches.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -532,4 +533,113 @@ fn a_session_replays_step_by_step_and_names_the_first_step_whose_output_differs(
     });
     let out = bot(dir.path(), &["replay", report.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+}
+
+/// A session whose step 1 reads only the `day` column, step 2 the amounts
+/// and step 3 prints the result: a changed amount first shows in step 2.
+const DAYS_THEN_TOTAL: &str = "# %% days\nimport json, csv\nrows = list(csv.DictReader(open('/data/sales.csv')))\nprint('days', [r['day'] for r in rows])\n# %% total\ntotal = sum(float(r['amount']) for r in rows)\nprint('total', total)\n# %% result\nprint(json.dumps({'total': total, 'n': len(rows)}))\n";
+
+#[test]
+fn with_changed_inputs_a_session_replays_on_the_changed_file_and_names_the_step_it_reaches() {
+    let (dir, report) = recorded_run(DAYS_THEN_TOTAL);
+    let d = dir.path();
+    let r = report.to_str().unwrap();
+    let v: Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    assert_eq!(v["record"]["steps"].as_array().unwrap().len(), 3, "{v:#}");
+    let sha = |b: &[u8]| compute_bot::sandbox::sha256_hex(b);
+    // One byte of an amount: the days (step 1) are the same, the total not.
+    let changed = DATA.replace("3\n", "4\n");
+    assert_eq!(changed.len(), DATA.len());
+    std::fs::write(d.join("data/sales.csv"), &changed).unwrap();
+    let (was, now) = (sha(DATA.as_bytes()), sha(changed.as_bytes()));
+
+    // Without the flag: a precondition (nothing runs) that names the flag.
+    let out = bot(d, &["replay", r]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&format!("its sha256 is {now}")), "{err}");
+    assert!(err.contains(&format!("the record says {was}")), "{err}");
+    assert!(err.contains("restore the recorded version"), "{err}");
+    assert!(err.contains("pass --changed-inputs"), "{err}");
+    assert!(out.stdout.is_empty(), "{}", text(&out));
+
+    // With it: the session runs on the current file; step 2 is the first
+    // that differs, and the changed input is named with both hashes.
+    let out = bot(d, &["replay", r, "--changed-inputs"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(s.starts_with("differs"), "{s}");
+    assert!(
+        s.contains("step 2 is the first whose output differs"),
+        "{s}"
+    );
+    assert!(!s.contains("step 1 is"), "{s}");
+    assert!(s.contains("/total: 6.75 ≠ 7.75"), "{s}");
+    let size = DATA.len();
+    assert!(
+        s.contains(&format!(
+            "note: input `sales.csv` (`./data/sales.csv`) changed since the run: sha256 {was} ({size} bytes) recorded → {now} ({size} bytes) now"
+        )),
+        "{s}"
+    );
+
+    let out = bot(d, &["replay", r, "--changed-inputs", "--format", "json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["verdict"], "differs", "{v:#}");
+    assert_eq!(v["first_differing_step"], 2, "{v:#}");
+    assert_eq!(v["result"]["total"], 7.75, "{v:#}");
+    let c = &v["changed_inputs"];
+    assert_eq!(c.as_array().map(Vec::len), Some(1), "{v:#}");
+    assert_eq!(c[0]["name"], "sales.csv");
+    assert_eq!(c[0]["path"], "./data/sales.csv");
+    assert_eq!(c[0]["recorded_sha256"], was);
+    assert_eq!(c[0]["sha256"], now);
+    assert_eq!(c[0]["recorded_size"], size);
+    assert_eq!(c[0]["size"], size);
+    assert!(v["notes"][0].as_str().unwrap().contains(&now), "{v:#}");
+
+    // Other preconditions still hold with the flag: another image, a
+    // missing input.
+    let other = d.join("other-image.json");
+    std::fs::copy(&report, &other).unwrap();
+    edit_report(&other, |v| {
+        v["record"]["image"]["id"] = Value::String(format!("sha256:{}", "0".repeat(64)))
+    });
+    let out = bot(d, &["replay", other.to_str().unwrap(), "--changed-inputs"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("image `compute-bot-sandbox:python`"),
+        "{}",
+        text(&out)
+    );
+    std::fs::remove_file(d.join("data/sales.csv")).unwrap();
+    let out = bot(d, &["replay", r, "--changed-inputs"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("input `sales.csv` is missing"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
+fn with_changed_inputs_an_unchanged_input_still_reproduces() {
+    let (dir, report) = recorded_run(CODE);
+    let d = dir.path();
+    let r = report.to_str().unwrap();
+    let out = bot(d, &["replay", r, "--changed-inputs", "--format", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["verdict"], "reproduced", "{v:#}");
+    assert_eq!(v["changed_inputs"], serde_json::json!([]), "{v:#}");
+    assert!(
+        !v["notes"].to_string().contains("changed since the run"),
+        "{v:#}"
+    );
+    let out = bot(d, &["replay", r, "--changed-inputs"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(s.starts_with("reproduced"), "{s}");
+    assert!(!s.contains("changed since the run"), "{s}");
 }

@@ -77,7 +77,7 @@ async fn answer(ctx: &Ctx<'_>, issue: u64, fresh: bool) -> Answer {
     let (text, reaction, status) = verdict(
         &source,
         &rec,
-        replay(sandbox, &rec, inputs, None, runtime).await,
+        replay(sandbox, &rec, inputs, &[], None, runtime).await,
     );
     (
         format!("{text}{}", texts::replay_notes(&data_note)),
