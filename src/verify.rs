@@ -44,7 +44,7 @@ pub(crate) struct Confirmation {
 
 impl Confirmation {
     /// Puts what was found into the report's record (the loop's final
-    /// [`crate::record::attach`] keeps it), adds tokens and times, and
+    /// [`attach_record`](crate::report::Report::attach_record) keeps it), adds tokens and times, and
     /// returns the stop, if any.
     pub(crate) fn keep_in(
         self,

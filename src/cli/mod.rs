@@ -108,7 +108,7 @@ struct RunArgs {
     #[arg(long, value_name = "FILE")]
     schema: Option<PathBuf>,
     /// An input file inside the current directory; it appears read-only as
-    /// /data/<file name>. Repeatable.
+    /// `/data/<file name>`. Repeatable.
     #[arg(long = "input", value_name = "PATH")]
     inputs: Vec<PathBuf>,
     /// Sandbox image (tag or digest; default: the policy's, else compute-bot-sandbox:python).

@@ -37,7 +37,7 @@ pub struct CodePolicy {
     pub allow_imports: Vec<String>,
     /// Modules that are always denied, with all their submodules, even when
     /// unknown imports escalate. Their top-level names also go to the
-    /// in-sandbox runner (see [`Policy::runtime_rules`]).
+    /// in-sandbox runner (see [`Policy::runtime_rules`](crate::policy::Policy::runtime_rules)).
     #[serde(deserialize_with = "de_module_patterns")]
     pub deny_modules: Vec<String>,
     /// Calls and attributes that are denied, as resolved dotted names

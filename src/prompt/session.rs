@@ -7,14 +7,14 @@
 //! The reply format, with a tool (`python_step`): `{"step": "look" | "final"
 //! | "stop", "plan": "...", "code": "...", "reason": "..."}`. Without one:
 //!
-//! ```text
+//! ~~~text
 //! Step: look
 //! Plan: count the status labels before deciding what counts as paid
 //! ```python
 //! df = pd.read_csv("/data/orders.csv")
 //! df["status"].value_counts()
 //! ```
-//! ```
+//! ~~~
 //!
 //! or `Step: final` with the program that prints the JSON result, or
 //! `Step: stop` with a `Reason:` line and no code.

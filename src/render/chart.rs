@@ -203,7 +203,8 @@ pub(super) fn chart(result: &Value) -> Option<String> {
     chart_for(result, None)
 }
 
-/// [`chart`], preferring the numeric field the goal (`hint`) names.
+/// A mermaid `xychart-beta` block for the result's numeric series, if any,
+/// preferring the numeric field the goal (`hint`) names.
 ///
 /// The y axis always includes zero (from zero up for positive values, so a
 /// bar's height is its value; down to the lowest value when there are

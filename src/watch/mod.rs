@@ -4,7 +4,7 @@
 //! human approved once), the workspace files it reads, an optional result
 //! schema, checks over the result (the syntax of the policy's
 //! `output.checks`), the relative change that counts (`tolerance`) and the
-//! issue its sticky comment lives in. [`file`] reads and validates them with
+//! issue its sticky comment lives in. [`file`](mod@file) reads and validates them with
 //! `file:line:column` errors; [`values`] turns results into the values a
 //! watch tracks and says which of them moved.
 //!

@@ -5,7 +5,7 @@
 //! [`crate::github::sources::earlier`]).
 //!
 //! A `needs_approval` result shows the code, its sha256 and the findings
-//! (the pending marker of [`texts::approval_block`]) plus a hidden request
+//! (the pending marker of `texts::approval_block`) plus a hidden request
 //! marker with the goal and the inputs (paths and sha256). An approval
 //! (`/compute approve`, optionally followed by a sha256 prefix) by someone
 //! the policy's `escalation` allows reads the code back from the newest open

@@ -18,7 +18,7 @@
 //! only the one that was refused. All waits of a run together stay within a
 //! budget ([`RateLimits`], default 5 minutes, `COMPUTE_BOT_GITHUB_WAIT`);
 //! a limit that lasts longer stops the call at once with
-//! [`GitHubError::RateLimited`] ("rate limited until <time>"), and later calls
+//! [`GitHubError::RateLimited`] (`rate limited until <time>`), and later calls
 //! fail the same way without being sent until the limit is over.
 
 use std::fmt;

@@ -112,7 +112,7 @@ fn endpoint_matches(pattern: &str, tail: &str) -> bool {
 
 /// Whether `uri`, asked for `source` once (a kept `ETag`'s URL), is one of
 /// the source's own requests: the client's API host, its repository, one of
-/// the source's [`endpoints`]; else why not.
+/// the source's [`endpoints`](GithubSource::endpoints); else why not.
 pub(crate) fn belongs(gh: &GitHub, source: GithubSource, uri: &str) -> Result<(), String> {
     let tail = endpoint_of(gh, uri)?;
     if source
@@ -152,7 +152,7 @@ fn next_page(gh: &GitHub, route: &str, next: &str) -> Result<(), String> {
 #[derive(Debug, Clone)]
 pub(crate) enum FetchError {
     /// GitHub refused or failed (a 403 names the permission, see
-    /// [`super::permission_problem`]).
+    /// `problem` in [`super`]).
     GitHub(GitHubError),
     /// The list needs more requests than the budget has left.
     Budget {

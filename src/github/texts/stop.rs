@@ -1,5 +1,5 @@
 //! Why a request stopped before anything ran: the title of each stop (shown
-//! as "compute-bot: <title>" by [`super::stopped`]) and the details that
+//! as `compute-bot: <title>` by [`super::stopped`]) and the details that
 //! have words of their own. A title is a constant; the same concept has
 //! one title wherever it stops a run.
 

@@ -238,7 +238,7 @@ pub(super) fn config_error(ctx: &Ctx<'_>, message: &str) -> Exit {
 
 /// The end of a watches run: `failed` when a check failed or a watch gave
 /// no result; each watch's result by name as the `result` output; nothing
-/// posted by [`conclude`] (the watches post their own comments).
+/// posted by [`conclude`](crate::github::thread::conclude) (the watches post their own comments).
 pub(super) fn watches_end(
     failed: bool,
     summary: String,
