@@ -4,6 +4,8 @@
 //! The modules follow the flow: trigger → authorize → plan → generate →
 //! policy check → execute → validate → explain → report. See ARCHITECTURE.md.
 
+pub use compute_bot_units as units;
+
 mod admit;
 pub mod agent;
 pub mod cli;
@@ -24,7 +26,6 @@ pub mod sandbox;
 mod secret;
 mod sources;
 pub mod status;
-pub mod units;
 pub mod usage;
 pub mod validate;
 mod verify;
