@@ -1,7 +1,7 @@
 //! Holds the code to the project's rule "every function ≤ 120 lines"
 //! (ARCHITECTURE.md, "Rules of the code"): every `fn` with a body in
-//! src/**/*.rs, tests included, counted from its `fn` line to its closing
-//! brace. A small lexer skips comments, strings and character literals, so
+//! src/**/*.rs and in the library crates' crates/*/src/**/*.rs, tests
+//! included, counted from its `fn` line to its closing brace. A small lexer skips comments, strings and character literals, so
 //! a brace inside them does not count.
 
 use std::path::{Path, PathBuf};
@@ -169,10 +169,16 @@ fn functions(text: &str) -> Vec<Function> {
     found
 }
 
-/// Every `.rs` file under src/.
+/// Every `.rs` file under src/ and under each crate's `crates/*/src/`.
 fn source_files() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
-    let mut dirs = vec![Path::new(env!("CARGO_MANIFEST_DIR")).join("src")];
+    let mut dirs = vec![root.join("src")];
+    for e in std::fs::read_dir(root.join("crates")).unwrap().flatten() {
+        if e.path().join("src").is_dir() {
+            dirs.push(e.path().join("src"));
+        }
+    }
     while let Some(d) = dirs.pop() {
         for e in std::fs::read_dir(&d).unwrap().flatten() {
             let p = e.path();
@@ -207,8 +213,17 @@ fn every_function_in_src_is_at_most_120_lines() {
             }
         }
     }
-    // The scan itself must have found the crate's functions.
-    assert!(counted > 1000, "only {counted} functions found in src/");
+    // The scan itself must have found the crates' functions.
+    assert!(
+        counted > 1000,
+        "only {counted} functions found in src/ and crates/"
+    );
+    for lib in ["crates/sandbox/src/lib.rs", "crates/units/src/lib.rs"] {
+        assert!(
+            source_files().contains(&root.join(lib)),
+            "{lib} not scanned"
+        );
+    }
     assert!(
         long.is_empty(),
         "functions over {MAX_LINES} lines:\n{}",

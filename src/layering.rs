@@ -1,6 +1,16 @@
 //! Holds the code to the layering written in ARCHITECTURE.md ("Layers"):
 //! every `crate::` path in src/**/*.rs (outside tests) must go to a module
 //! its layer may know, and the modules form no cycle.
+//!
+//! The library crates under `crates/` (ARCHITECTURE.md, "Crates") are
+//! layers whose edges Cargo holds: a crate uses only the crates its
+//! Cargo.toml names, never the bot (that would be a cycle, which Cargo
+//! refuses). So `sandbox` and `units` have no entry of their own in
+//! [`ALLOWED`] any more; they stay targets (the bot names them through
+//! `crate::sandbox` and `crate::units`, the re-exports in `src/lib.rs`), and
+//! [`CRATES`] pins which crate may name which. What crate edges cannot say
+//! stays here: the modules of `src/` among themselves, and that only the
+//! sandbox's Docker backend (`crates/sandbox/src/docker/`) names bollard.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -11,7 +21,6 @@ use std::path::Path;
 /// in the layer folders of `src/github/` ([`GITHUB_LAYERS`]) every file has
 /// its own entry, and the most specific entry applies.
 const ALLOWED: &[(&str, &[&str])] = &[
-    ("units", &[]),
     // A problem in a file the user wrote, with its position.
     ("located", &[]),
     ("status", &[]),
@@ -19,7 +28,6 @@ const ALLOWED: &[(&str, &[&str])] = &[
     // The `github:` sources as written: names and query syntax, plain data
     // (the policy's `inputs.github`, watch files and github::sources read it).
     ("sources", &[]),
-    ("sandbox", &["units"]),
     ("markdown", &[]),
     ("model", &["units", "secret"]),
     // Policy knows the sandbox's plain types (Limits, RuntimeRules, the
@@ -521,9 +529,14 @@ fn siblings_of(file: &Path) -> BTreeSet<String> {
 
 /// Every `.rs` file under src/ but the ones that are not the crate's code.
 fn source_files() -> Vec<std::path::PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    rs_files(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"))
+}
+
+/// Every `.rs` file under `dir` but the ones that are not its crate's code
+/// (`tests.rs`, this file).
+fn rs_files(dir: &Path) -> Vec<std::path::PathBuf> {
     let mut files = Vec::new();
-    let mut dirs = vec![root];
+    let mut dirs = vec![dir.to_path_buf()];
     while let Some(d) = dirs.pop() {
         for e in std::fs::read_dir(&d).unwrap().flatten() {
             let p = e.path();
@@ -663,28 +676,102 @@ fn the_modules_form_no_cycle() {
     }
 }
 
+/// The library crates (`crates/<dir>`, package `compute-bot-<dir>`) and the
+/// other crates of the workspace each may depend on: the layering of
+/// ARCHITECTURE.md ("Crates") for what Cargo holds. Units are a leaf; the
+/// sandbox knows the units and nothing else of the bot.
+const CRATES: &[(&str, &[&str])] = &[("units", &[]), ("sandbox", &["units"])];
+
+/// The library crates' folders under `crates/`, sorted.
+fn crate_dirs() -> Vec<String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates");
+    let mut dirs: Vec<String> = std::fs::read_dir(root)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().join("Cargo.toml").is_file())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    dirs.sort();
+    dirs
+}
+
+/// The workspace crates (`compute-bot-*`, as `units`, `sandbox`) a
+/// manifest names in any of its dependency tables.
+fn workspace_deps(manifest: &str) -> BTreeSet<String> {
+    let mut table = "";
+    let mut out = BTreeSet::new();
+    for line in manifest.lines().map(str::trim) {
+        if line.starts_with('[') {
+            table = line;
+        } else if table.ends_with("dependencies]")
+            && let Some(name) = line.strip_prefix("compute-bot-")
+        {
+            let end = name
+                .find(|c: char| !(c.is_alphanumeric() || c == '-' || c == '_'))
+                .unwrap_or(name.len());
+            out.insert(name[..end].to_string());
+        }
+    }
+    out
+}
+
+/// Every crate under `crates/` is in [`CRATES`] and depends on no other
+/// crate of the workspace than its entry names (dev-dependencies included).
+#[test]
+fn the_crates_depend_only_on_the_crates_below_them() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates");
+    let dirs = crate_dirs();
+    assert!(
+        dirs.iter().any(|d| d == "sandbox") && dirs.iter().any(|d| d == "units"),
+        "{dirs:?}"
+    );
+    let mut bad = Vec::new();
+    for dir in &dirs {
+        let Some((_, ok)) = CRATES.iter().find(|(c, _)| c == dir) else {
+            bad.push(format!(
+                "crates/{dir}: not in CRATES (name what it may use)"
+            ));
+            continue;
+        };
+        let manifest = std::fs::read_to_string(root.join(dir).join("Cargo.toml")).unwrap();
+        for dep in workspace_deps(&manifest) {
+            if !ok.contains(&dep.as_str()) {
+                bad.push(format!("crates/{dir} must not depend on compute-bot-{dep}"));
+            }
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
 /// Only the Docker backend knows the engine's client: everything else goes
-/// through `sandbox::Executor` (ARCHITECTURE.md, "Sandbox backends").
+/// through `sandbox::Executor` (ARCHITECTURE.md, "Sandbox backends"). The
+/// bot (src/) has bollard only as a dev-dependency (the sandbox tests look
+/// at the engine), so its code is read here too, with every crate's.
 #[test]
 fn bollard_is_used_only_by_the_docker_backend() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let backend = root.join("sandbox").join("docker");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let backend = root.join("crates/sandbox/src/docker");
+    assert!(backend.join("mod.rs").is_file(), "{}", backend.display());
+    let mut files = source_files();
+    for dir in crate_dirs() {
+        files.extend(rs_files(&root.join("crates").join(dir).join("src")));
+    }
     let mut bad = Vec::new();
-    for f in source_files() {
+    for f in files {
         if f.starts_with(&backend) {
             continue;
         }
         let text = std::fs::read_to_string(&f).unwrap();
         for (n, line) in text.lines().enumerate() {
             if !line.trim_start().starts_with("//") && line.contains("bollard") {
-                let rel = f.strip_prefix(&root).unwrap();
-                bad.push(format!("src/{}:{}: {}", rel.display(), n + 1, line.trim()));
+                let rel = f.strip_prefix(root).unwrap();
+                bad.push(format!("{}:{}: {}", rel.display(), n + 1, line.trim()));
             }
         }
     }
     assert!(
         bad.is_empty(),
-        "bollard outside src/sandbox/docker/ (go through sandbox::Executor):\n{}",
+        "bollard outside crates/sandbox/src/docker/ (go through sandbox::Executor):\n{}",
         bad.join("\n")
     );
 }
@@ -709,7 +796,18 @@ fn the_checker_sees_braced_uses_and_rejects_a_wrong_edge() {
     assert!(sibling_targets("cli", "use super::{Format, RunArgs};", &siblings).is_empty());
     assert!(!allowed("render", "github::rest::client"));
     assert!(!allowed("render", "github::texts"));
+    // The sandbox is a crate now (its own edges are `CRATES`'): no rule of
+    // src/ lets it use anything, and the bot's modules still name it.
     assert!(!allowed("sandbox", "policy"));
+    assert!(allowed("policy", "sandbox"));
+    assert_eq!(
+        workspace_deps(
+            "[dependencies]\ncompute-bot-units.workspace = true\nserde = \"1\"\n\
+             [dev-dependencies]\ncompute-bot-model = { path = \"../model\" }\n\
+             [package]\ncompute-bot-x = 1\n"
+        ),
+        BTreeSet::from(["units".to_string(), "model".to_string()])
+    );
     assert!(!allowed("github::execute", "github::action"));
     assert!(allowed("cli", "github::action"));
 }

@@ -4,6 +4,12 @@
 //! The modules follow the flow: trigger → authorize → plan → generate →
 //! policy check → execute → validate → explain → report. See ARCHITECTURE.md.
 
+// The library crates of the workspace (crates/), under the names the
+// modules had here: `crate::sandbox::…` and `compute_bot::units::…` paths
+// read as before.
+pub use compute_bot_sandbox as sandbox;
+pub use compute_bot_units as units;
+
 mod admit;
 pub mod agent;
 pub mod cli;
@@ -20,11 +26,9 @@ pub mod record;
 pub mod render;
 pub mod replay;
 pub mod report;
-pub mod sandbox;
 mod secret;
 mod sources;
 pub mod status;
-pub mod units;
 pub mod usage;
 pub mod validate;
 mod verify;

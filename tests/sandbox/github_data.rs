@@ -254,4 +254,4 @@ fn the_runner_itself_refuses_a_name_outside_the_rule() {
     assert!(out.contains(":r:"), "{out}");
 }
 
-const RUNNER: &str = include_str!("../../src/sandbox/runner.py");
+const RUNNER: &str = include_str!("../../crates/sandbox/src/runner.py");

@@ -82,7 +82,7 @@ pub enum SandboxError {
 
 impl SandboxError {
     /// True for errors the user fixes by configuration (exit status 2).
-    pub(crate) fn is_configuration(&self) -> bool {
+    pub fn is_configuration(&self) -> bool {
         matches!(
             self,
             SandboxError::Unreachable { .. }

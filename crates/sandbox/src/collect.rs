@@ -801,8 +801,8 @@ mod tests {
     #[tokio::test]
     async fn output_over_the_caps_is_cut_and_flagged() {
         let limits = Limits {
-            stdout_cap: crate::units::ByteSize(3),
-            artifacts_max_bytes: crate::units::ByteSize(2),
+            stdout_cap: compute_bot_units::ByteSize(3),
+            artifacts_max_bytes: compute_bot_units::ByteSize(2),
             ..Limits::default()
         };
         let (_, _, o) = collect(&limits, None, |nonce| {

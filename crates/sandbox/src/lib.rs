@@ -1,5 +1,8 @@
 //! Stage: execute. The execution layer: one backend seam and the Docker
-//! backend behind it.
+//! backend behind it. Runs untrusted Python in a hardened container (Docker,
+//! Podman, gVisor) under kernel limits and records what the code did, each
+//! fact with who observed it ([`Source`]); it knows no policy, model or
+//! GitHub (compute-bot re-exports it as `compute_bot::sandbox`).
 //!
 //! - `types.rs`: the plain data in and out of a run (`SandboxConfig`,
 //!   `Limits`, `Job`, `Outcome`, the runtime);
@@ -29,6 +32,8 @@
 //! framed output under a byte cap and a wall-clock deadline, and removes the
 //! container in every case.
 
+#![deny(missing_docs)]
+
 mod collect;
 mod docker;
 mod environment;
@@ -54,7 +59,7 @@ pub use docker::{
     RUNSC_PIDS_OVERHEAD, SECCOMP_PROFILE, STOPPED_GRACE_SECONDS, Sandbox, is_leftover,
 };
 pub use environment::{Environment, Role};
-pub(crate) use environment::{Environments, Reserve};
+pub use environment::{Environments, Reserve};
 pub use error::SandboxError;
 pub use executor::{Begun, EngineFacts, Executor, PreparedRun, Preparing, StepOptions, Steps};
 pub use files::{FileKind, write_files};
@@ -65,19 +70,18 @@ pub use input::InputFile;
 pub use preload::{HEAVY_PACKAGES, preload_for, preload_while_writing};
 pub use pull::{ImageRef, PullPhase, PullProgress};
 pub use sentry_log::{LOG_CAP, LogRuntime, RECORD_RUNTIME, TRACED};
-pub(crate) use session::Session;
+pub use session::Session;
 pub use trust::{
     CgroupFacts, CpuQuota, FileChange, KernelOpen, KernelRecord, LIBRARY_PATHS, SocketCall, Source,
     StartAttempt, Supervision, Witness, sources,
 };
-pub(crate) use types::BASE_ENV;
 pub use types::*;
 
 /// Connects to the backend this process uses: the Docker engine (or
 /// Podman's compatible API) at the first environment's address, with the
 /// policy's reserve behind it ([`environment::Fallback`]). The one place a
 /// backend is chosen.
-pub(crate) async fn connect(envs: &Environments) -> Result<Arc<dyn Executor>, SandboxError> {
+pub async fn connect(envs: &Environments) -> Result<Arc<dyn Executor>, SandboxError> {
     Ok(Arc::new(environment::Fallback::connect(envs).await?))
 }
 

@@ -1251,7 +1251,7 @@ mod tests {
             "stdout": "", "stderr": "", "stdout_truncated": false, "stderr_truncated": false,
             "timed_out": false, "oom_killed": false,
             "image": {"reference": "i", "id": "", "digests": [], "labels": {}},
-            "limits": serde_json::to_value(crate::sandbox::Limits::default()).unwrap(),
+            "limits": serde_json::to_value(crate::Limits::default()).unwrap(),
             "resources": {"peak_memory_bytes": 1, "cpu_time_ms": 1},
             "audit": {"files_opened": [], "network_attempts": [], "subprocess_attempts": [],
                       "imports": [], "refused": []},
@@ -1269,7 +1269,7 @@ mod tests {
 
     #[test]
     fn the_install_script_registers_the_runtime_the_bot_looks_for() {
-        let script = include_str!("../../scripts/install-gvisor");
+        let script = include_str!("../../../scripts/install-gvisor");
         let traced = script
             .lines()
             .find_map(|l| l.strip_prefix("traced="))

@@ -65,7 +65,7 @@ impl InputFile {
 
     /// Hashes the file at `path` in chunks and returns it as an input named
     /// `name` (`Err`: the read failed).
-    pub(crate) fn hash_file(name: String, path: &Path) -> std::io::Result<InputFile> {
+    pub fn hash_file(name: String, path: &Path) -> std::io::Result<InputFile> {
         use std::io::Read;
         let mut f = std::fs::File::open(path)?;
         let mut hasher = Sha256::new();

@@ -1,7 +1,10 @@
 //! Human-readable sizes and durations (`256MiB`, `64KiB`, `10s`, `1500ms`).
 //!
 //! Policy files and command-line flags share these parsers so that the same
-//! spelling means the same thing everywhere.
+//! spelling means the same thing everywhere; reports and comments show
+//! numbers with the same rules ([`display_number`]).
+
+#![deny(missing_docs)]
 
 use std::fmt;
 use std::str::FromStr;
@@ -9,9 +12,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-/// A number of bytes, written as `512`, `64KiB`, `256MiB`, `1GiB`, `10MB`, `1.5GiB`.
+/// A number of bytes, written as `512`, `64KiB`, `256MiB`, `1GiB`, `10MB`, `1.5GiB`;
+/// the field is that number (`ByteSize(1000)` is 1,000 bytes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
-pub struct ByteSize(pub(crate) u64);
+pub struct ByteSize(pub u64);
 
 impl ByteSize {
     /// `n` kibibytes.
@@ -107,7 +111,7 @@ impl<'de> Deserialize<'de> for ByteSize {
 }
 
 /// Parses a duration written as `10s`, `1500ms`, `2m`, `1h` or a bare number of seconds.
-pub(crate) fn parse_duration(s: &str) -> Result<Duration, UnitError> {
+pub fn parse_duration(s: &str) -> Result<Duration, UnitError> {
     let t = s.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -146,16 +150,16 @@ pub fn format_duration(d: Duration) -> String {
 }
 
 /// Serde adapter for durations written as human-readable strings.
-pub(crate) mod human_duration {
+pub mod human_duration {
     use super::*;
 
     /// Serializes as `10s` / `1500ms`.
-    pub(crate) fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&format_duration(*d))
     }
 
     /// Accepts `10s`, `1500ms`, `2m` or a bare number of seconds.
-    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
         #[derive(Deserialize)]
         #[serde(untagged)]
         enum Raw {
@@ -172,14 +176,14 @@ pub(crate) mod human_duration {
 /// Significant digits numbers are shown with in text (tables, the answer
 /// line, chart values). The JSON (report, `result` output, JSON blocks)
 /// keeps every digit.
-pub(crate) const SIGNIFICANT_DIGITS: usize = 4;
+pub const SIGNIFICANT_DIGITS: usize = 4;
 
 /// A number for people: integers as they are; other values to
 /// [`SIGNIFICANT_DIGITS`] significant digits without trailing zeros, never
 /// dropping digits before the decimal point (`0.08478968314121142` →
 /// `0.08479`, `12345.678` → `12346`); very small or large values in
 /// scientific notation (`8.479e-7`).
-pub(crate) fn readable_number(v: f64) -> String {
+pub fn readable_number(v: f64) -> String {
     if !v.is_finite() {
         return v.to_string();
     }
@@ -213,7 +217,7 @@ const GROUP_FROM: f64 = 1_000.0;
 
 /// What a value's key says about how people write it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) enum NumberKind {
+pub enum NumberKind {
     /// A quantity: grouped, to [`SIGNIFICANT_DIGITS`] significant digits.
     #[default]
     Plain,
@@ -237,7 +241,7 @@ const LABEL_WORDS: [&str; 15] = [
 impl NumberKind {
     /// The kind a key names, by its words (`total_revenue` → money,
     /// `issue_id` → a label).
-    pub(crate) fn of_key(key: &str) -> NumberKind {
+    pub fn of_key(key: &str) -> NumberKind {
         let lower = key.to_lowercase();
         let words: Vec<&str> = lower
             .split(|c: char| !c.is_ascii_alphanumeric())
@@ -259,7 +263,7 @@ impl NumberKind {
 /// inside the integer part (`12,346`), a share stays a share (`0.08331`);
 /// money to the cent (`111,797.40`); very small or large values in
 /// scientific notation (`1.05e-19`); a [`NumberKind::Label`] as written.
-pub(crate) fn display_number(v: f64, kind: NumberKind) -> String {
+pub fn display_number(v: f64, kind: NumberKind) -> String {
     if !v.is_finite() {
         return v.to_string();
     }
@@ -289,7 +293,7 @@ fn has_cents(v: f64) -> bool {
 }
 
 /// [`display_number`] of a JSON number (integers exact, with separators).
-pub(crate) fn display_json_number(n: &serde_json::Number, kind: NumberKind) -> String {
+pub fn display_json_number(n: &serde_json::Number, kind: NumberKind) -> String {
     if n.is_i64() || n.is_u64() {
         let t = n.to_string();
         let big = t.trim_start_matches('-').len() > 3;
@@ -305,7 +309,7 @@ pub(crate) fn display_json_number(n: &serde_json::Number, kind: NumberKind) -> S
 }
 
 /// True when [`display_json_number`] shows fewer digits than `n` has.
-pub(crate) fn is_rounded(n: &serde_json::Number, kind: NumberKind) -> bool {
+pub fn is_rounded(n: &serde_json::Number, kind: NumberKind) -> bool {
     let shown = display_json_number(n, kind).replace(',', "");
     if n.is_i64() || n.is_u64() {
         return shown != n.to_string();
@@ -315,7 +319,7 @@ pub(crate) fn is_rounded(n: &serde_json::Number, kind: NumberKind) -> bool {
 
 /// `v` to `decimals` decimals with thousands separators (`1,204.50`): a
 /// percentage or a rate whose decimals a reader compares.
-pub(crate) fn display_fixed(v: f64, decimals: usize) -> String {
+pub fn display_fixed(v: f64, decimals: usize) -> String {
     let t = format!("{v:.decimals$}");
     if !v.is_finite() {
         return v.to_string();

@@ -3,11 +3,11 @@
 use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 
+use compute_bot_units::{ByteSize, human_duration};
 use serde::{Deserialize, Serialize};
 
 use super::SandboxError;
 use super::input::InputFile;
-use crate::units::{ByteSize, human_duration};
 
 /// The image used when neither the policy nor the command line names one.
 pub const DEFAULT_IMAGE: &str = "compute-bot-sandbox:python";
@@ -204,7 +204,7 @@ impl Runtime {
     }
 
     /// The name the engine knows the runtime by.
-    pub(crate) fn as_str(self) -> &'static str {
+    pub fn as_str(self) -> &'static str {
         match self {
             Runtime::Runc => "runc",
             Runtime::Runsc => "runsc",
@@ -238,7 +238,7 @@ impl SeccompProfile {
 /// The fixed environment every sandbox gets (before what the run names).
 /// `PYTHONHASHSEED`, `TZ` and the locale make runs repeatable: set ordering,
 /// `time.localtime` and locale-dependent formatting do not vary by run or host.
-pub(crate) const BASE_ENV: &[(&str, &str)] = &[
+pub const BASE_ENV: &[(&str, &str)] = &[
     ("HOME", "/tmp"),
     ("LANG", "C.UTF-8"),
     ("LC_ALL", "C.UTF-8"),
@@ -307,7 +307,7 @@ pub struct Job {
 /// The one folder under `/data` an input may be in: the bot's own, for the
 /// data it fetched from GitHub (`/data/github/<source>.csv`). Every other
 /// input is a plain file name directly under `/data`.
-pub(crate) const GITHUB_DIR: &str = "github";
+pub const GITHUB_DIR: &str = "github";
 
 /// What is wrong with `name` as an input's name under `/data`, or `None`:
 /// **the** rule of input names (the job check, admission and the runner
@@ -316,7 +316,7 @@ pub(crate) const GITHUB_DIR: &str = "github";
 /// `<name>` of lowercase letters, digits and `_` (the bot's fetched data;
 /// never a user's file, whose name is its base name). Nothing else: no
 /// absolute path, no `..`, no other or nested folder.
-pub(crate) fn input_name_problem(name: &str) -> Option<String> {
+pub fn input_name_problem(name: &str) -> Option<String> {
     let plain = |n: &str| !(n.is_empty() || n == "." || n == ".." || n.contains(['/', '\0']));
     if let Some(rest) = name
         .strip_prefix(GITHUB_DIR)
@@ -421,7 +421,7 @@ pub enum RunStatus {
 
 impl RunStatus {
     /// The name used in JSON and reports.
-    pub(crate) fn as_str(self) -> &'static str {
+    pub fn as_str(self) -> &'static str {
         match self {
             RunStatus::Ok => "ok",
             RunStatus::Error => "error",
@@ -444,7 +444,7 @@ pub struct Resources {
     /// process never finished (timeout).
     pub peak_memory_bytes: Option<u64>,
     /// User + system CPU time of the code's process (milliseconds).
-    pub(crate) cpu_time_ms: Option<u64>,
+    pub cpu_time_ms: Option<u64>,
     /// The container's cgroup: runner, preload and code together.
     #[serde(default, skip_serializing_if = "is_default")]
     pub container: super::CgroupFacts,
@@ -463,7 +463,7 @@ pub struct FileOpen {
     pub mode: String,
     /// True when the runner refused the open.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub(crate) denied: bool,
+    pub denied: bool,
 }
 
 /// What the code tried: the kernel's record ([`Audit::kernel`], seen outside
@@ -495,7 +495,7 @@ pub struct Audit {
     pub preload_skipped: Vec<String>,
     /// True when more events happened than were kept.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub(crate) truncated: bool,
+    pub truncated: bool,
 }
 
 /// A file the code left in `/out`.
@@ -516,22 +516,22 @@ pub struct Artifact {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ImageInfo {
     /// The reference asked for.
-    pub(crate) reference: String,
+    pub reference: String,
     /// The image id (`sha256:...`) the engine resolved it to.
-    pub(crate) id: String,
+    pub id: String,
     /// Repository digests, when the image came from a registry.
-    pub(crate) digests: Vec<String>,
+    pub digests: Vec<String>,
     /// Version labels (`org.compute-bot.*`).
-    pub(crate) labels: BTreeMap<String, String>,
+    pub labels: BTreeMap<String, String>,
     /// The digests of its layers, base first (`RootFS.Layers`: each the
     /// sha256 of the uncompressed layer tar); `compute-bot doctor` compares
     /// them with the release's. Not part of the run record.
     #[serde(skip)]
-    pub(crate) layers: Vec<String>,
+    pub layers: Vec<String>,
     /// `os/architecture` as the engine names it (`linux/amd64`); empty when
     /// the engine names neither. Not part of the run record.
     #[serde(skip)]
-    pub(crate) platform: String,
+    pub platform: String,
 }
 
 /// The libraries a sandbox image may name in its labels, in the order they
@@ -539,7 +539,7 @@ pub struct ImageInfo {
 /// recipes from `sandbox/requirements.lock`) and the name people know them
 /// by. Every other `org.compute-bot.*` label (`sandbox`, `recipe`,
 /// `lock-sha256`, `recipe-sha256`, ...) is bookkeeping, not a library.
-pub(crate) const STACK_LIBRARIES: &[(&str, &str)] = &[
+pub const STACK_LIBRARIES: &[(&str, &str)] = &[
     ("python", "Python"),
     ("pandas", "pandas"),
     ("numpy", "numpy"),
@@ -562,7 +562,7 @@ pub(crate) const STACK_LIBRARIES: &[(&str, &str)] = &[
 /// (written by both recipes from `sandbox/requirements.lock`): the version of
 /// each of [`STACK_LIBRARIES`] the image names.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct DataStack {
+pub struct DataStack {
     /// Label key (import name) → version, only for [`STACK_LIBRARIES`].
     versions: BTreeMap<String, String>,
 }
@@ -570,7 +570,7 @@ pub(crate) struct DataStack {
 impl DataStack {
     /// The versions named by the labels of an image (empty or blank values
     /// are left out).
-    pub(crate) fn from_labels(labels: &BTreeMap<String, String>) -> Self {
+    pub fn from_labels(labels: &BTreeMap<String, String>) -> Self {
         let versions = STACK_LIBRARIES
             .iter()
             .filter_map(|(key, _)| {
@@ -582,14 +582,14 @@ impl DataStack {
     }
 
     /// Label key (import name: `python`, `pandas`, `sklearn`, ...) → version.
-    pub(crate) fn versions(&self) -> &BTreeMap<String, String> {
+    pub fn versions(&self) -> &BTreeMap<String, String> {
         &self.versions
     }
 
     /// `Python 3.11.2, pandas 2.3.3, numpy 2.3.5, matplotlib 3.11.2, DuckDB
     /// 2.0.1, ..., scikit-learn 1.9.1, seaborn 0.13.2` (the ones the image
     /// names, in [`STACK_LIBRARIES`] order), or `None` when it names none.
-    pub(crate) fn summary(&self) -> Option<String> {
+    pub fn summary(&self) -> Option<String> {
         let parts: Vec<String> = STACK_LIBRARIES
             .iter()
             .filter_map(|(key, name)| self.versions.get(*key).map(|v| format!("{name} {v}")))
@@ -600,7 +600,7 @@ impl DataStack {
 
 impl ImageInfo {
     /// The data stack the image's labels name.
-    pub(crate) fn stack(&self) -> DataStack {
+    pub fn stack(&self) -> DataStack {
         DataStack::from_labels(&self.labels)
     }
 }

@@ -20,7 +20,7 @@ use super::super::types::{
 /// process_vm_*, keyctl, bpf, perf_event_open, userfaultfd, io_uring,
 /// unshare, setns, mount, personality, ...; everything unlisted fails with
 /// EPERM. Applied to every runc container on top of the other restrictions.
-pub const SECCOMP_PROFILE: &str = include_str!("../../../sandbox/seccomp.json");
+pub const SECCOMP_PROFILE: &str = include_str!("../../../../sandbox/seccomp.json");
 
 /// Which engine answers on `DOCKER_HOST`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -37,7 +37,7 @@ pub struct Prepared {
     pub(super) gvisor: GvisorLog,
 }
 
-/// gVisor's log of a run's system calls ([`crate::sandbox::LogRuntime`]).
+/// gVisor's log of a run's system calls ([`crate::LogRuntime`]).
 #[derive(Debug)]
 pub(super) enum GvisorLog {
     /// Not gVisor on Docker, or no runtime with the log on.
@@ -45,14 +45,14 @@ pub(super) enum GvisorLog {
     /// One is offered, but its log cannot be read from here (why).
     Unusable(String),
     /// The container runs under it; its log is read after the run.
-    Reading(crate::sandbox::LogRuntime),
+    Reading(crate::LogRuntime),
     /// ... and this is the container's log.
     Container(LogFile),
 }
 
 /// Where the Sentry's log of one container is: its directory, the
 /// container's id and when it was created (see
-/// [`crate::sandbox::sentry_log::read`]). The container's guard removes it
+/// [`crate::sentry_log::read`]). The container's guard removes it
 /// with the container unless a run read it first.
 #[derive(Debug, Clone)]
 pub(super) struct LogFile {
@@ -65,15 +65,15 @@ impl LogFile {
     /// Removes the log unread (no code ran, the run failed or was cut off).
     pub(super) async fn discard(self) {
         let _ = tokio::task::spawn_blocking(move || {
-            crate::sandbox::sentry_log::discard(&self.dir, &self.id, self.began)
+            crate::sentry_log::discard(&self.dir, &self.id, self.began)
         })
         .await;
     }
 }
 
 /// A watch on a running container's Sentry log, beside the collector:
-/// every [`LOG_WATCH_EVERY`](crate::sandbox::sentry_log::LOG_WATCH_EVERY)
-/// it looks at the log's size, and past [`crate::sandbox::LOG_CAP`] it
+/// every [`LOG_WATCH_EVERY`](crate::sentry_log::LOG_WATCH_EVERY)
+/// it looks at the log's size, and past [`crate::LOG_CAP`] it
 /// kills the container (the run ends `tampered`, saying why). Dropping it
 /// ends the watch.
 pub(super) struct LogWatch {
@@ -85,7 +85,7 @@ pub(super) struct LogWatch {
 impl LogWatch {
     /// Starts watching `file`, the log of container `name`.
     fn start(file: &LogFile, docker: Docker, name: String) -> LogWatch {
-        use crate::sandbox::sentry_log::{LOG_WATCH_EVERY, log_size};
+        use crate::sentry_log::{LOG_WATCH_EVERY, log_size};
         let over = std::sync::Arc::new(std::sync::OnceLock::new());
         let seen = over.clone();
         let file = file.clone();
@@ -101,7 +101,7 @@ impl LogWatch {
                 .await;
                 let Ok((size, found)) = looked else { return };
                 path = found;
-                if let Some(size) = size.filter(|&s| s > crate::sandbox::LOG_CAP) {
+                if let Some(size) = size.filter(|&s| s > crate::LOG_CAP) {
                     let _ = seen.set(size);
                     tracing::warn!(container = %name, bytes = size, "gVisor's log passed its cap; the run is stopped");
                     let _ = docker
@@ -174,12 +174,12 @@ impl GvisorLog {
             GvisorLog::Unusable(why) => outcome.notes.push(why),
             GvisorLog::Container(file) => {
                 let read = tokio::task::spawn_blocking(move || {
-                    crate::sandbox::sentry_log::read(&file.dir, &file.id, file.began)
+                    crate::sentry_log::read(&file.dir, &file.id, file.began)
                 })
                 .await
                 .unwrap_or_else(|e| Err(format!("reading gVisor's log failed: {e}")));
                 match read {
-                    Ok(rec) => crate::sandbox::sentry_log::attach(outcome, rec),
+                    Ok(rec) => crate::sentry_log::attach(outcome, rec),
                     Err(e) => outcome.notes.push(format!(
                         "{e}: the files are as the code's interpreter reports them"
                     )),
@@ -552,7 +552,7 @@ async fn account_for_the_end(live: &mut Live, name: &str, image: ImageInfo, last
     let tail = live.collector.outcome(&ending, None, image, "", name);
     if !tail.tampered.is_empty() {
         last.tampered.extend(tail.tampered);
-        last.status = crate::sandbox::RunStatus::Tampered;
+        last.status = crate::RunStatus::Tampered;
     }
     let after = tail.audit.kernel.as_ref().map_or(0, |k| {
         k.files.len() + k.changes.len() + k.sockets.len() + k.starts.len()
@@ -712,7 +712,7 @@ impl Run<'_> {
     async fn conclude(
         &self,
         collector: &mut Collector,
-        ending: crate::sandbox::collect::Ending,
+        ending: crate::collect::Ending,
         image: ImageInfo,
         code: &str,
     ) -> Outcome {
@@ -726,10 +726,8 @@ impl Run<'_> {
         }
         let mut outcome = collector.outcome(&ending, no_report, image, code, name);
         if let Some(size) = log_over {
-            outcome
-                .tampered
-                .push(crate::sandbox::sentry_log::over_cap(size));
-            outcome.status = crate::sandbox::RunStatus::Tampered;
+            outcome.tampered.push(crate::sentry_log::over_cap(size));
+            outcome.status = crate::RunStatus::Tampered;
         }
         tracing::debug!(container = %name, status = outcome.status.as_str(), ms = outcome.duration_ms, step = ?outcome.step, "run finished");
         outcome

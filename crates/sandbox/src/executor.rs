@@ -86,7 +86,7 @@ pub struct EngineFacts {
 impl EngineFacts {
     /// The engine as the run record names it: `20.10.24 (API 1.41)`, the
     /// version alone without an API, `None` when it did not say.
-    pub(crate) fn record_line(&self) -> Option<String> {
+    pub fn record_line(&self) -> Option<String> {
         let version = self.version.as_deref()?;
         Some(match &self.api_version {
             Some(api) => format!("{version} (API {api})"),

@@ -647,7 +647,7 @@ mod tests {
     #[test]
     fn a_step_line_is_signed_over_its_number_options_and_code() {
         let key = key();
-        let options = crate::sandbox::StepOptions {
+        let options = crate::StepOptions {
             last: false,
             timeout: std::time::Duration::from_secs(5),
         };
@@ -660,7 +660,7 @@ mod tests {
         // Another number, option or code: another tag.
         assert_ne!(line, encode_step(&key, 3, "x = 1\n", options));
         assert_ne!(line, encode_step(&key, 2, "x = 2\n", options));
-        let last = crate::sandbox::StepOptions {
+        let last = crate::StepOptions {
             last: true,
             ..options
         };

@@ -14,7 +14,7 @@ use super::{Environments, Executor, SandboxError};
 /// ended or was dropped (Ctrl-C, SIGTERM), so every container is gone before
 /// the runtime is.
 #[derive(Default)]
-pub(crate) struct Session {
+pub struct Session {
     executor: OnceCell<Arc<dyn Executor>>,
 }
 
@@ -29,7 +29,7 @@ impl std::fmt::Debug for Session {
 impl Session {
     /// The connection to `envs` (the policy's first environment and
     /// reserve), made on first use.
-    pub(crate) async fn sandbox(&self, envs: &Environments) -> Result<&dyn Executor, SandboxError> {
+    pub async fn sandbox(&self, envs: &Environments) -> Result<&dyn Executor, SandboxError> {
         let executor = self
             .executor
             .get_or_try_init(|| super::connect(envs))
@@ -39,7 +39,7 @@ impl Session {
 
     /// Removes what the session's runs left (see [`Executor::close`]); a
     /// session that never connected has nothing to do.
-    pub(crate) async fn close(&self) {
+    pub async fn close(&self) {
         if let Some(executor) = self.executor.get() {
             executor.close().await;
         }
