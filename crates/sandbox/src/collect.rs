@@ -39,7 +39,7 @@ pub(crate) struct Ending {
 
 /// What the engine found when the runner's output ended without its report
 /// (and before the deadline), each with the note that says so. The status
-/// each makes is decided in [`Collector::finish`]: only the engine's own
+/// each makes is decided in [`Collector::outcome`]: only the engine's own
 /// failure is `Lost`, and a runner that ended on its own without its report
 /// is `Tampered` (the runner always reports, so the code's run ended it or
 /// its record), unless the output stream had failed first (then `Lost`:

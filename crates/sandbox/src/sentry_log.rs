@@ -17,7 +17,7 @@
 //! - the task's name (up to 15 bytes, `prctl(PR_SET_NAME)`): the system
 //!   call starts within 16 bytes of the Sentry's `[pid:tid]` prefix, at the
 //!   last such position from which the whole line parses with the Sentry's
-//!   own formats ([`syscall_exit`]);
+//!   own formats ([`syscall_exit`](line::syscall_exit));
 //! - paths and directory names: read from the right, where the Sentry's
 //!   fixed formats (flags, mode, result) end the line; a path that could be
 //!   split more than one way is listed whole, marked, not guessed.

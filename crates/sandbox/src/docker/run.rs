@@ -837,7 +837,7 @@ async fn kill_at_deadline(docker: &Docker, name: &str, notes: &mut Vec<String>) 
 /// normally (it reports before it does) whose report never arrived. The
 /// memory limit, a kill or removal from outside compute-bot, and a runner
 /// that ended on its own (any other exit: the code's run ended it) are
-/// named as such; [`Collector::finish`] decides what each makes of the run.
+/// named as such; [`Collector::outcome`](crate::collect::Collector::outcome) decides what each makes of the run.
 async fn explain_missing_report(docker: &Docker, name: &str) -> NoReport {
     for _ in 0..20 {
         match docker.inspect_container(name, None).await {
