@@ -366,7 +366,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         ],
     ),
     (
-        "github::watch::pull",
+        "github::watch::pull_request",
         &[
             "github::rest::client",
             "github::rest::repo",
@@ -391,7 +391,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "github::sources",
             "github::texts",
             "github::thread",
-            "github::watch::pull",
+            "github::watch::pull_request",
             "github::watch::schedule",
             "model",
             "policy",

@@ -65,9 +65,12 @@ pub(crate) struct RecordedImage {
     pub(crate) digests: Vec<String>,
 }
 
-/// The runtime: interpreter, engine and how the run went.
+/// How and where the run executed: interpreter, engine, container runtime
+/// and environment, and how the run went (kept under `runtime` in the
+/// record; not to be confused with [`crate::sandbox::Runtime`], the OCI
+/// runtime alone).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Runtime {
+pub struct Execution {
     /// The Python version, from the image's `org.compute-bot.python` label.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     python: Option<String>,
@@ -112,7 +115,7 @@ pub struct RunRecord {
     /// The image.
     pub(crate) image: RecordedImage,
     /// Interpreter, engine, status and duration.
-    pub runtime: Runtime,
+    pub runtime: Execution,
     /// The limits the sandbox enforced.
     pub(crate) limits: Limits,
     /// The runtime rules the runner applied.
@@ -245,7 +248,7 @@ impl RunRecord {
                 id: outcome.image.id.clone(),
                 digests: outcome.image.digests.clone(),
             },
-            runtime: Runtime {
+            runtime: Execution {
                 python: outcome.image.labels.get("org.compute-bot.python").cloned(),
                 engine: None,
                 container_runtime: outcome.environment.as_ref().map(|e| e.runtime),
@@ -417,7 +420,7 @@ pub(crate) mod tests {
                 fetched_at: None,
             }],
             image: RecordedImage::default(),
-            runtime: Runtime::default(),
+            runtime: Execution::default(),
             limits: Limits::default(),
             rules: RuntimeRules::default(),
             policy_sha256: None,

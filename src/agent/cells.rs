@@ -84,6 +84,15 @@ fn in_whole_code(mut verdict: Verdict, first: usize) -> Verdict {
     verdict
 }
 
+/// The cell a step runs: the cell, whether it is the last, and the whole
+/// text and program it came from (for its name and its lines).
+struct CellAt<'a> {
+    cell: &'a CodeCell,
+    last: bool,
+    whole: &'a str,
+    program: &'a str,
+}
+
 impl Agent<'_> {
     /// Answers exact code whose cells run as steps.
     pub(super) async fn answer_cells(
@@ -129,7 +138,12 @@ impl Agent<'_> {
                         &mut run,
                         &mut steps,
                         &mut attempt,
-                        (cell, last, &whole, &program),
+                        CellAt {
+                            cell,
+                            last,
+                            whole: &whole,
+                            program: &program,
+                        },
                         verdict,
                         &mut used,
                     )
@@ -224,10 +238,16 @@ impl Agent<'_> {
         run: &mut Run,
         steps: &mut Option<Box<dyn Steps>>,
         attempt: &mut Attempt,
-        (cell, last, whole, program): (&CodeCell, bool, &str, &str),
+        at: CellAt<'_>,
         verdict: &Verdict,
         used: &mut Duration,
     ) -> Next {
+        let CellAt {
+            cell,
+            last,
+            whole,
+            program,
+        } = at;
         let name = cell_name(whole, cell);
         attempt.verdict = Some(verdict.clone());
         let Some(time) = self.policy.session.code_time.checked_sub(*used) else {

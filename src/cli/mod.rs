@@ -31,12 +31,12 @@ use run::run_command;
 struct Cli {
     /// What to do.
     #[command(subcommand)]
-    command: Command,
+    command: CliCommand,
 }
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]
-enum Command {
+enum CliCommand {
     /// Run code (or answer a goal) in the sandbox and print the outcome.
     Run(Box<RunArgs>),
     /// Policy files: check one, or check code against one.
@@ -253,14 +253,14 @@ pub async fn main() -> Exit {
         }
     };
     let front = match cli.command {
-        Command::Action => Front::Action,
+        CliCommand::Action => Front::Action,
         _ => Front::Cli,
     };
     let session = Session::default();
     let work = async {
         match cli.command {
-            Command::Run(args) => Exit::cli(run_command(*args, &session).await),
-            Command::Policy(PolicyCommand::Check {
+            CliCommand::Run(args) => Exit::cli(run_command(*args, &session).await),
+            CliCommand::Policy(PolicyCommand::Check {
                 policy,
                 code,
                 format,
@@ -269,11 +269,11 @@ pub async fn main() -> Exit {
                 code.as_deref(),
                 format == Format::Json,
             ))),
-            Command::Action => crate::github::action::run_from_process_env(&session).await,
-            Command::Init(args) => Exit::cli(init::init_command(&args)),
-            Command::Doctor(args) => Exit::cli(doctor::doctor_command(&args).await),
-            Command::Watch(cmd) => Exit::cli(watch::watch_command(&cmd)),
-            Command::Replay(args) => Exit::cli(status_from_code(
+            CliCommand::Action => crate::github::action::run_from_process_env(&session).await,
+            CliCommand::Init(args) => Exit::cli(init::init_command(&args)),
+            CliCommand::Doctor(args) => Exit::cli(doctor::doctor_command(&args).await),
+            CliCommand::Watch(cmd) => Exit::cli(watch::watch_command(&cmd)),
+            CliCommand::Replay(args) => Exit::cli(status_from_code(
                 replay::replay_command(*args, &session).await,
             )),
         }

@@ -101,7 +101,7 @@ pub(crate) async fn run_command(args: RunArgs, session: &Session) -> Status {
         },
     };
     if let Some(cells) = &cells {
-        return run_as_steps(&args, session, &policy, (&cfg, &job), cells, note).await;
+        return run_as_steps(&args, session, &policy, &cfg, &job, cells, note).await;
     }
     // Dropped (Ctrl-C, SIGTERM), the run's container goes when `cli::main`
     // closes the session.
@@ -140,7 +140,8 @@ async fn run_as_steps(
     args: &RunArgs,
     session: &Session,
     policy: &Policy,
-    (cfg, job): (&SandboxConfig, &Job),
+    cfg: &SandboxConfig,
+    job: &Job,
     cells: &[crate::notebook::cells::CodeCell],
     note: Option<String>,
 ) -> Status {

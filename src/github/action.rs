@@ -49,7 +49,7 @@ use crate::github::rest::client::GitHub;
 use crate::github::spec::RunSpec;
 use crate::github::texts;
 use crate::github::thread::{Ctx, Thread, conclude, end_quietly, log_annotation};
-use crate::github::watch::pull;
+use crate::github::watch::pull_request;
 use crate::github::watch::schedule;
 use crate::policy::{Authorization, Policy, PolicyError};
 use crate::sandbox::{RUNTIME_VARIABLE, Runtime, Session};
@@ -224,7 +224,7 @@ async fn run(vars: &BTreeMap<String, String>, session: &Session) -> Exit {
             conclude(&ctx, thread, end).await
         }
         (Trigger::Watches { names }, _) => schedule::run_watches(&ctx, &names).await,
-        (Trigger::PullRequest { number }, _) => pull::on_pull_request(&ctx, number).await,
+        (Trigger::PullRequest { number }, _) => pull_request::on_pull_request(&ctx, number).await,
         (_, _) => ignore(&env, "nothing to do"),
     }
 }

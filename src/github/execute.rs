@@ -202,7 +202,7 @@ pub(crate) async fn execute_ahead(
     let progress = show_progress.then_some(max_attempts);
     let pulling = sandbox.pull_ahead(ctx.policy.image()).await;
     let (report, pending) =
-        match answer_with_progress(agent, request, ahead, thread, (progress, pulling)).await {
+        match answer_with_progress(agent, request, ahead, thread, progress, pulling).await {
             Ok(answered) => answered,
             // The provider refused the key, model or quota mid-run: the report
             // so far is published, and the run's status is `error`.
@@ -212,9 +212,16 @@ pub(crate) async fn execute_ahead(
                 return Ok(publish(
                     ctx,
                     &spec,
-                    (&resolved, inherited, &shown),
+                    Given {
+                        resolved: &resolved,
+                        inherited,
+                        shown: &shown,
+                    },
                     &marker,
-                    (report, None),
+                    Answered {
+                        report,
+                        explaining: None,
+                    },
                     None,
                 ));
             }
@@ -243,9 +250,16 @@ pub(crate) async fn execute_ahead(
     Ok(publish(
         ctx,
         &spec,
-        (&resolved, inherited, &shown),
+        Given {
+            resolved: &resolved,
+            inherited,
+            shown: &shown,
+        },
         &format!("{marker}{sources_md}"),
-        (report, pending),
+        Answered {
+            report,
+            explaining: pending,
+        },
         files,
     ))
 }
@@ -424,16 +438,23 @@ async fn resolve_inputs(
         (None, Some(p)) => (p.data.clone(), Use::FollowUp),
         (None, None) => (Vec::new(), Use::FollowUp),
     };
-    let how = (&ctx.policy.inputs, how, ctx.prefix);
-    let (fetched_inputs, fetched) = earlier::data_for(ctx.gh, ctx.fetched, &specs, &earlier, how)
-        .await
-        .map_err(|problems| {
-            Stop::new(
-                Status::Failed,
-                stop::GITHUB_DATA_UNUSABLE,
-                stop::github_data_unusable(&problems),
-            )
-        })?;
+    let (fetched_inputs, fetched) = earlier::data_for(
+        ctx.gh,
+        ctx.fetched,
+        &specs,
+        &earlier,
+        &ctx.policy.inputs,
+        how,
+        ctx.prefix,
+    )
+    .await
+    .map_err(|problems| {
+        Stop::new(
+            Status::Failed,
+            stop::GITHUB_DATA_UNUSABLE,
+            stop::github_data_unusable(&problems),
+        )
+    })?;
     resolved.extend(fetched_inputs);
     inputs::together(&resolved, &ctx.policy.inputs).map_err(inputs_unusable)?;
     check_expected(ctx, spec, &resolved)?;
@@ -548,10 +569,8 @@ async fn answer_with_progress(
     request: Request,
     ahead: Option<Ahead>,
     thread: &mut Thread<'_>,
-    (progress, pulling): (
-        Option<u32>,
-        Option<tokio::sync::watch::Receiver<crate::sandbox::PullProgress>>,
-    ),
+    progress: Option<u32>,
+    pulling: Option<tokio::sync::watch::Receiver<crate::sandbox::PullProgress>>,
 ) -> Result<(Report, Option<PendingExplanation>), AgentError> {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Stage>();
     let send = move |s: Stage| {
@@ -611,6 +630,23 @@ async fn answer_with_progress(
     answer
 }
 
+/// The inputs a run was given, as its answer shows them.
+struct Given<'a> {
+    /// The workspace files.
+    resolved: &'a [Resolved],
+    /// Whether they are the earlier answer's (a follow-up naming none).
+    inherited: bool,
+    /// Every input with its hash, as the comment records them.
+    shown: &'a [PendingInput],
+}
+
+/// What the agent answered: its report, and the model's explanation when
+/// it is still on its way.
+struct Answered {
+    report: Report,
+    explaining: Option<PendingExplanation>,
+}
+
 /// The result: the report file, the sandbox output echoed to the log, the
 /// comment, the reaction and the outputs. With the model's explanation
 /// still on its way (`explaining`), the comment shows the template's and a
@@ -618,11 +654,20 @@ async fn answer_with_progress(
 fn publish(
     ctx: &Ctx<'_>,
     spec: &RunSpec,
-    (resolved, inherited, shown): (&[Resolved], bool, &[PendingInput]),
+    given: Given<'_>,
     marker: &str,
-    (mut report, explaining): (Report, Option<PendingExplanation>),
+    answered: Answered,
     files: Option<FilesBlock>,
 ) -> Published {
+    let Given {
+        resolved,
+        inherited,
+        shown,
+    } = given;
+    let Answered {
+        mut report,
+        explaining,
+    } = answered;
     if let (Some(p), Some(r)) = (&spec.earlier, report.record.as_mut()) {
         r.parent = Some(p.url.clone());
     }

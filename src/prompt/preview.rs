@@ -288,7 +288,8 @@ fn delimited(
     out.push_str(&columns::describe(
         &names,
         &facts,
-        (!table.cut, said),
+        !table.cut,
+        said,
         FACTS_MAX_BYTES,
     ));
     out

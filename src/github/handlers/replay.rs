@@ -59,7 +59,7 @@ async fn answer(ctx: &Ctx<'_>, issue: u64, fresh: bool) -> Answer {
             return (cannot(&source, &[e]), Reaction::Confused, Status::Failed);
         }
     };
-    let (inputs, data_note) = match preconditions(ctx, (&rec, &body), fresh).await {
+    let (inputs, data_note) = match preconditions(ctx, &rec, &body, fresh).await {
         Ok(i) => i,
         Err(p) => {
             return (cannot(&source, &p), Reaction::MinusOne, Status::Failed);
@@ -93,7 +93,8 @@ async fn answer(ctx: &Ctx<'_>, issue: u64, fresh: bool) -> Answer {
 /// again when `fresh`. The second value says where that data came from.
 async fn preconditions(
     ctx: &Ctx<'_>,
-    (rec, body): (&Recorded, &str),
+    rec: &Recorded,
+    body: &str,
     fresh: bool,
 ) -> Result<(Vec<InputFile>, Vec<String>), Vec<String>> {
     let mut problems: Vec<String> = code_mismatch(rec).into_iter().collect();
@@ -126,7 +127,7 @@ async fn preconditions(
     };
     let mut notes = Vec::new();
     if !specs.is_empty() {
-        match github_data(ctx, (rec, body), &specs, fresh).await {
+        match github_data(ctx, rec, body, &specs, fresh).await {
             Ok((data, note)) => {
                 files.extend(data);
                 notes.push(note);
@@ -147,7 +148,8 @@ async fn preconditions(
 /// [`sources::earlier::data_for`]. The note says which.
 async fn github_data(
     ctx: &Ctx<'_>,
-    (rec, body): (&Recorded, &str),
+    rec: &Recorded,
+    body: &str,
     specs: &[String],
     fresh: bool,
 ) -> Result<(Vec<InputFile>, String), Vec<String>> {
@@ -161,7 +163,9 @@ async fn github_data(
         ctx.fetched,
         specs,
         &earlier,
-        (&ctx.policy.inputs, how, ctx.prefix),
+        &ctx.policy.inputs,
+        how,
+        ctx.prefix,
     )
     .await?;
     let words = earlier::origin_words(&fetched).unwrap_or_default();
@@ -181,7 +185,8 @@ fn verdict(source: &str, rec: &Recorded, v: Result<ReplayVerdict, ReplayError>) 
                 source,
                 &rec.record.code_sha256,
                 v.result_sha256.as_deref(),
-                (v.duration_ms, v.recorded_duration_ms),
+                v.duration_ms,
+                v.recorded_duration_ms,
                 &v.notes,
             ),
             Reaction::PlusOne,

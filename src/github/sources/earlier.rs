@@ -133,7 +133,9 @@ pub(crate) async fn data_for(
     cache: &Cache,
     specs: &[String],
     earlier: &[EarlierData],
-    (policy, how, prefix): (&Inputs, Use, &str),
+    policy: &Inputs,
+    how: Use,
+    prefix: &str,
 ) -> Result<(Vec<Admitted>, Fetched), Vec<String>> {
     let matched: Vec<Option<&EarlierData>> = specs
         .iter()
@@ -256,7 +258,17 @@ async fn unchanged_since(
             source.name(),
             gh.repo_ref()
         );
-        match fetch::unchanged(gh, (&action, fetch::need(source)), &tags, budget).await {
+        match fetch::unchanged(
+            gh,
+            fetch::Purpose {
+                action: &action,
+                need: fetch::need(source),
+            },
+            &tags,
+            budget,
+        )
+        .await
+        {
             Ok(k) => n += k,
             Err(fetch::NotUnchanged::Changed) => {
                 return Err(format!(

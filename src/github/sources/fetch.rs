@@ -197,12 +197,22 @@ pub(crate) enum Take {
     Stop,
 }
 
+/// What a request is for: the action its errors name (`list the pull
+/// requests`) and the permission it needs (the 403/404 hint).
+#[derive(Clone, Copy)]
+pub(crate) struct Purpose<'a> {
+    /// The action, as the errors name it.
+    pub(crate) action: &'a str,
+    /// The permission the request needs.
+    pub(crate) need: Need,
+}
+
 /// Reads every page of `route` with `params` (plus `per_page=100`), each
 /// item judged by `take`, until `limit` items are kept or the list ends.
 pub(crate) async fn list(
     gh: &GitHub,
     budget: &mut Budget,
-    (action, need): (&str, Need),
+    purpose: Purpose<'_>,
     route: &str,
     params: &[(&str, String)],
     limit: usize,
@@ -213,7 +223,7 @@ pub(crate) async fn list(
     if !budget.take() {
         return Err(FetchError::Budget { pages: 0 });
     }
-    let mut page: Page<Value> = got(budget, gh, (action, need), &with_query(route, &query)).await?;
+    let mut page: Page<Value> = got(budget, gh, purpose, &with_query(route, &query)).await?;
     let mut kept = Vec::new();
     let mut pages = 1;
     loop {
@@ -241,7 +251,7 @@ pub(crate) async fn list(
             return Err(FetchError::Budget { pages });
         }
         pages += 1;
-        page = got(budget, gh, (action, need), &next.to_string()).await?;
+        page = got(budget, gh, purpose, &next.to_string()).await?;
     }
 }
 
@@ -249,10 +259,10 @@ pub(crate) async fn list(
 pub(crate) async fn one(
     gh: &GitHub,
     budget: &mut Budget,
-    (action, need): (&str, Need),
+    purpose: Purpose<'_>,
     route: &str,
 ) -> Result<Value, GitHubError> {
-    got(budget, gh, (action, need), route).await
+    got(budget, gh, purpose, route).await
 }
 
 /// `route` with `query` form-encoded (as octocrab encodes parameters).
@@ -266,7 +276,7 @@ fn with_query(route: &str, query: &[(&str, &str)]) -> String {
 async fn got<R: FromResponse>(
     budget: &mut Budget,
     gh: &GitHub,
-    what: (&str, Need),
+    what: Purpose<'_>,
     uri: &str,
 ) -> Result<R, GitHubError> {
     match get(gh, what, uri, None).await? {
@@ -278,7 +288,7 @@ async fn got<R: FromResponse>(
         }
         // Not asked conditionally, so GitHub does not answer 304.
         Answer::NotModified => Err(GitHubError::Decode {
-            action: what.0.to_string(),
+            action: what.action.to_string(),
             message: "GitHub answered 304 Not Modified to a request that was not conditional"
                 .into(),
         }),
@@ -300,7 +310,7 @@ pub(crate) enum Answer<R> {
 /// octocrab's own error mapping, then the body.
 pub(crate) async fn get<R: FromResponse>(
     gh: &GitHub,
-    (action, need): (&str, Need),
+    purpose: Purpose<'_>,
     uri: &str,
     if_none_match: Option<&str>,
 ) -> Result<Answer<R>, GitHubError> {
@@ -308,7 +318,7 @@ pub(crate) async fn get<R: FromResponse>(
     if let Some(tag) = if_none_match.and_then(|t| HeaderValue::from_str(t).ok()) {
         headers.insert("if-none-match", tag);
     }
-    gh.call(action, need, || {
+    gh.call(purpose.action, purpose.need, || {
         let headers = headers.clone();
         async move {
             let res = gh.crab()._get_with_headers(uri, Some(headers)).await?;
@@ -335,7 +345,7 @@ pub(crate) async fn get<R: FromResponse>(
 /// `Err(Failed(e))`: GitHub failed.
 pub(crate) async fn unchanged(
     gh: &GitHub,
-    what: (&str, Need),
+    what: Purpose<'_>,
     etags: &[(String, String)],
     budget: &mut Budget,
 ) -> Result<u32, NotUnchanged> {

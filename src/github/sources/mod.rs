@@ -26,7 +26,7 @@ use crate::github::rest::client::{GitHub, GitHubError};
 use crate::policy::Inputs;
 use crate::sandbox::GITHUB_DIR;
 use crate::sources::{GithubSource, Query};
-use fetch::{Budget, FetchError, Take, judge, list, need, one, route};
+use fetch::{Budget, FetchError, Purpose, Take, judge, list, need, one, route};
 use table::{PullDetail, PullExtra};
 
 pub(crate) use crate::sources::split_inputs;
@@ -179,7 +179,10 @@ async fn pulls(
     list(
         gh,
         b,
-        (&action, need(q.source)),
+        Purpose {
+            action: &action,
+            need: need(q.source),
+        },
         &route(gh, "pulls"),
         &params,
         limit,
@@ -223,7 +226,10 @@ async fn listed(
     let items = list(
         gh,
         b,
-        (&action, need(q.source)),
+        Purpose {
+            action: &action,
+            need: need(q.source),
+        },
         &route(gh, tail),
         &params,
         limit,
@@ -261,7 +267,10 @@ async fn reviews(
         match list(
             gh,
             b,
-            (&action, need(GithubSource::Reviews)),
+            Purpose {
+                action: &action,
+                need: need(GithubSource::Reviews),
+            },
             &route(gh, &tail),
             &[],
             usize::MAX,
@@ -299,7 +308,10 @@ async fn sizes(
         let v = one(
             gh,
             b,
-            (&action, need(GithubSource::Pulls)),
+            Purpose {
+                action: &action,
+                need: need(GithubSource::Pulls),
+            },
             &route(gh, &format!("pulls/{n}")),
         )
         .await?;
@@ -393,7 +405,7 @@ pub(crate) async fn fetch(
         GithubSource::Pulls,
         pull_tags.iter().cloned().chain(own).collect(),
     ));
-    let mut fetched = assemble(queries, (&pull_items, &extras, review_rows), lists, tags, b);
+    let mut fetched = assemble(queries, &pull_items, &extras, review_rows, lists, tags, b);
     for (source, why) in stopped {
         let files = fetched.files.iter_mut();
         for f in files.filter(|f| f.query.source == source) {
@@ -409,7 +421,9 @@ pub(crate) type Tags = Vec<(String, String)>;
 /// The files of the fetched sources, in the order named, with their notes.
 fn assemble(
     queries: &[Query],
-    (pull_items, extras, review_rows): (&[Value], &[PullExtra], Vec<Vec<String>>),
+    pull_items: &[Value],
+    extras: &[PullExtra],
+    review_rows: Vec<Vec<String>>,
     mut lists: Vec<(Query, Vec<Vec<String>>, Vec<String>)>,
     tags: Vec<(GithubSource, Tags)>,
     b: &Budget,

@@ -389,7 +389,7 @@ fn replay_verdicts() {
     )];
     assert_snapshot!(
         "reproduced",
-        reproduced(ANSWER_URL, SHA, Some(SHA), (812, 790), &notes)
+        reproduced(ANSWER_URL, SHA, Some(SHA), 812, 790, &notes)
     );
     assert_snapshot!(
         "differs",

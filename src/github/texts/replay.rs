@@ -86,7 +86,8 @@ pub(crate) fn reproduced(
     source: &str,
     code_sha256: &str,
     result_sha256: Option<&str>,
-    (duration_ms, recorded_ms): (u64, u64),
+    duration_ms: u64,
+    recorded_ms: u64,
     notes: &[String],
 ) -> String {
     format!(

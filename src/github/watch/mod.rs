@@ -21,7 +21,7 @@
 //! - A failed check or a run without a result fails the job (exit 1) with
 //!   an `::error title=...::` annotation naming the watch and the check.
 
-pub(crate) mod pull;
+pub(crate) mod pull_request;
 mod runner;
 pub(crate) mod schedule;
 pub(crate) mod state;

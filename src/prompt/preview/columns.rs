@@ -389,7 +389,8 @@ pub(crate) enum Said {
 pub(crate) fn describe(
     names: &[String],
     facts: &Facts,
-    (whole, said): (bool, Said),
+    whole: bool,
+    said: Said,
     max: usize,
 ) -> String {
     let rows = facts.rows;
@@ -593,19 +594,19 @@ mod tests {
             f.add(&[age, format!("name{}", i % 3)]);
         }
         let names = vec!["Age".to_string(), "Name".to_string()];
-        let d = describe(&names, &f, (true, Said::Values), 1000);
+        let d = describe(&names, &f, true, Said::Values, 1000);
         assert!(d.contains("all 10 rows"), "{d}");
         assert!(
             d.contains("\n\"Age\": float64; 2 missing (20.0%); 2.5 to 9.5"),
             "{d}"
         );
         assert!(d.contains("\n\"Name\": object; 3 distinct"), "{d}");
-        let cut = describe(&names, &f, (false, Said::Values), 230);
+        let cut = describe(&names, &f, false, Said::Values, 230);
         assert!(
             cut.contains("lower bounds") && cut.contains("… +1 more columns"),
             "{cut}"
         );
-        let shape = describe(&names, &f, (true, Said::Shape), 1000);
+        let shape = describe(&names, &f, true, Said::Shape, 1000);
         assert!(
             shape.contains("\n\"Age\": float64; 2 missing (20.0%)\n"),
             "{shape}"
