@@ -102,7 +102,24 @@ const ALLOWED: &[(&str, &[&str])] = &[
     // the repository and the token, never a command, a text or a handler.
     (
         "github::rest::client",
-        &["github::actions::event", "policy", "secret", "units"],
+        &[
+            "github::actions::event",
+            "github::rest::error",
+            "secret",
+            "units",
+        ],
+    ),
+    // What a failed call was and which permission it needs: plain data.
+    ("github::rest::error", &[]),
+    // The comment calls, over the client.
+    (
+        "github::rest::comments",
+        &[
+            "github::actions::event",
+            "github::rest::client",
+            "github::rest::error",
+            "policy",
+        ],
     ),
     ("github::rest::repo", &["github::rest::client"]),
     // The comment syntax and the screening of a trigger: plain data.
@@ -143,6 +160,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "github::actions::event",
             "github::actions::workflow",
             "github::rest::client",
+            "github::rest::comments",
             "github::sources",
             "github::texts",
             "github::tracking",
@@ -187,6 +205,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "github::followup",
         &[
             "github::rest::client",
+            "github::rest::comments",
             "github::sources",
             "github::texts",
             "github::thread",
@@ -224,6 +243,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "github::followup",
             "github::inputs",
             "github::rest::client",
+            "github::rest::comments",
             "github::sources",
             "github::texts",
             "github::thread",
@@ -260,6 +280,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         &[
             "github::execute",
             "github::rest::client",
+            "github::rest::comments",
             "github::texts",
             "github::thread",
             "status",
@@ -271,6 +292,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         &[
             "github::execute",
             "github::rest::client",
+            "github::rest::comments",
             "github::texts",
             "github::thread",
             "status",
@@ -283,6 +305,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         &[
             "github::inputs",
             "github::rest::client",
+            "github::rest::comments",
             "github::sources",
             "github::texts",
             "github::thread",
@@ -297,6 +320,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "github::handlers::watch",
         &[
             "github::rest::client",
+            "github::rest::comments",
             "github::texts",
             "github::thread",
             "record",
@@ -314,6 +338,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "github::execute",
             "github::followup",
             "github::rest::client",
+            "github::rest::comments",
             "github::texts",
             "github::thread",
             "policy",

@@ -10,7 +10,7 @@ use crate::github::actions::event::ActionEnv;
 use crate::github::actions::workflow::{self, Outputs};
 use crate::github::assets;
 use crate::github::inputs::{self, Resolved};
-use crate::github::rest::client::Reaction;
+use crate::github::rest::comments::Reaction;
 use crate::github::sources::{self, earlier, earlier::Use};
 use crate::github::spec::RunSpec;
 use crate::github::texts::{self, PendingInput, request_marker, stop};

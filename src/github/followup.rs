@@ -16,7 +16,8 @@
 //!   follow-up on the same sources reads them back, not fetching again).
 //! - A thread without an answer gives `None`: the request is as any other.
 
-use crate::github::rest::client::{CommentInfo, GitHubError};
+use crate::github::rest::client::GitHubError;
+use crate::github::rest::comments::CommentInfo;
 use crate::github::sources::earlier::{self, EarlierData};
 use crate::github::texts::read_request_marker;
 use crate::github::thread::{Ctx, log_annotation};

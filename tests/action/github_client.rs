@@ -4,7 +4,8 @@ use std::time::Duration;
 
 use crate::support::github_standin::{DEFAULT_APP_LOGIN, GitHubStandIn};
 use compute_bot::github::actions::event::{RepoRef, Secret};
-use compute_bot::github::rest::client::{GitHub, Reaction};
+use compute_bot::github::rest::client::GitHub;
+use compute_bot::github::rest::comments::Reaction;
 use compute_bot::policy::Permission;
 
 const REPO: &str = "octo-org/data";

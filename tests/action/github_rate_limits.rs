@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 
 use crate::support::github_standin::GitHubStandIn;
 use compute_bot::github::actions::event::{RepoRef, Secret};
-use compute_bot::github::rest::client::{GitHub, GitHubError, RateLimits, Reaction};
+use compute_bot::github::rest::client::{GitHub, GitHubError, RateLimits};
+use compute_bot::github::rest::comments::Reaction;
 
 const REPO: &str = "octo-org/data";
 const TOKEN: &str = "ghs_rate_limit_token_42";

@@ -24,7 +24,8 @@
 //! then the approved code (see [`crate::agent::Request::before`]).
 
 use crate::github::execute::execute;
-use crate::github::rest::client::{CommentInfo, GitHub, GitHubError, Reaction};
+use crate::github::rest::client::{GitHub, GitHubError};
+use crate::github::rest::comments::{CommentInfo, Reaction};
 use crate::github::spec::{Approval, RunSpec};
 use crate::github::texts::{self, PendingCode, PendingError, read_request_marker, stop};
 use crate::github::thread::{Ctx, Post, Published, Stop, Thread};

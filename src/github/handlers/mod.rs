@@ -21,7 +21,7 @@ pub(crate) mod watch;
 
 use crate::github::command::{Command, Subcommand};
 use crate::github::followup::find_earlier;
-use crate::github::rest::client::Reaction;
+use crate::github::rest::comments::Reaction;
 use crate::github::spec::RunSpec;
 use crate::github::texts;
 use crate::github::thread::{Ctx, Published, Stop, Thread, log_annotation};

@@ -8,7 +8,7 @@
 //! `compute-bot replay` apply: code, input and image hashes must match.
 
 use crate::github::inputs;
-use crate::github::rest::client::Reaction;
+use crate::github::rest::comments::Reaction;
 use crate::github::sources::{self, Origin, earlier, earlier::Use};
 use crate::github::texts::{self, cannot_replay as cannot, read_request_marker};
 use crate::github::thread::{Ctx, Published, Stop};

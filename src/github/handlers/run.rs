@@ -18,7 +18,7 @@
 //! validated; its comment links the plan.
 
 use crate::github::execute::execute;
-use crate::github::rest::client::{CommentInfo, Reaction};
+use crate::github::rest::comments::{CommentInfo, Reaction};
 use crate::github::spec::{FromPlan, RunSpec};
 use crate::github::texts::{self, read_request_marker, stop};
 use crate::github::thread::{Ctx, Published, Stop, Thread};

@@ -4,7 +4,7 @@
 //! a `# %%` cell ([`crate::replay::Recorded::session_cells`]), which a watch
 //! runs as exact steps in one session.
 
-use crate::github::rest::client::Reaction;
+use crate::github::rest::comments::Reaction;
 use crate::github::texts::{self, stop};
 use crate::github::thread::{Ctx, Published, Stop};
 use crate::status::Status;

@@ -29,158 +29,12 @@ use std::time::Duration;
 use chrono::{DateTime, SecondsFormat, Utc};
 
 use octocrab::Octocrab;
-use octocrab::models::issues::Comment;
-use octocrab::models::reactions::ReactionContent;
 use octocrab::service::middleware::retry::RetryConfig;
 use tracing::{debug, warn};
 
-use crate::github::actions::event::{RepoRef, Secret, is_bot};
-use crate::policy::Permission;
-
-/// Reactions the bot puts on comments.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Reaction {
-    /// 👀 — seen, working on it.
-    Eyes,
-    /// 🚀 — done.
-    Rocket,
-    /// 😕 — failed.
-    Confused,
-    /// 👎 — refused.
-    MinusOne,
-    /// 👍 — approved.
-    PlusOne,
-}
-
-impl Reaction {
-    /// GitHub's name for it (`eyes`, `rocket`, `confused`, `-1`, `+1`).
-    fn as_str(self) -> &'static str {
-        match self {
-            Reaction::Eyes => "eyes",
-            Reaction::Rocket => "rocket",
-            Reaction::Confused => "confused",
-            Reaction::MinusOne => "-1",
-            Reaction::PlusOne => "+1",
-        }
-    }
-
-    fn content(self) -> ReactionContent {
-        match self {
-            Reaction::Eyes => ReactionContent::Eyes,
-            Reaction::Rocket => ReactionContent::Rocket,
-            Reaction::Confused => ReactionContent::Confused,
-            Reaction::MinusOne => ReactionContent::MinusOne,
-            Reaction::PlusOne => ReactionContent::PlusOne,
-        }
-    }
-}
-
-/// A comment as the bot needs it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CommentInfo {
-    /// The comment id.
-    pub(crate) id: u64,
-    /// The text (empty when GitHub sent none).
-    pub body: String,
-    /// The author's login.
-    pub(crate) author_login: String,
-    /// True when the author is a bot (`type: Bot` or a `[bot]` login).
-    author_is_bot: bool,
-    /// The comment's web address.
-    pub(crate) html_url: String,
-    /// True when GitHub says it was changed after it was written
-    /// (`updated_at` later than `created_at`; both have one-second precision).
-    pub(crate) edited: bool,
-}
-
-impl From<Comment> for CommentInfo {
-    fn from(c: Comment) -> Self {
-        CommentInfo {
-            id: c.id.into_inner(),
-            body: c.body.unwrap_or_default(),
-            author_is_bot: is_bot(&c.user.login, Some(&c.user.r#type)),
-            author_login: c.user.login,
-            html_url: c.html_url.to_string(),
-            edited: c.updated_at.is_some_and(|u| u > c.created_at),
-        }
-    }
-}
-
-/// What a failed GitHub call was, with what to do about it. Never contains the token.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum GitHubError {
-    /// GitHub answered with an error status.
-    #[error("{action} failed: GitHub answered HTTP {status} ({message}).{hint}")]
-    Api {
-        /// What the bot was doing.
-        action: String,
-        /// The HTTP status.
-        status: u16,
-        /// GitHub's message.
-        message: String,
-        /// What to change (starts with a space, or is empty).
-        hint: String,
-    },
-    /// No answer: connection refused, reset, timed out.
-    #[error(
-        "{action} failed: could not reach the GitHub API at {api_url} after {tries} tries: {message}"
-    )]
-    Transport {
-        /// What the bot was doing.
-        action: String,
-        /// The API root.
-        api_url: String,
-        /// How many tries were made.
-        tries: u32,
-        /// The last error.
-        message: String,
-    },
-    /// The answer could not be read.
-    #[error("{action} failed: the answer from GitHub could not be read: {message}")]
-    Decode {
-        /// What the bot was doing.
-        action: String,
-        /// The parser's message.
-        message: String,
-    },
-    /// GitHub's rate limit lasts longer than the wait budget left.
-    #[error(
-        "{action} failed: rate limited until {until} (GitHub's {kind} rate limit: {message}). compute-bot waits for rate limits at most {budget_secs} s per run (COMPUTE_BOT_GITHUB_WAIT) and had waited {waited_secs} s; re-run the job after {until}."
-    )]
-    RateLimited {
-        /// What the bot was doing.
-        action: String,
-        /// `primary` or `secondary`.
-        kind: String,
-        /// Until when GitHub refuses requests (RFC 3339, UTC).
-        until: String,
-        /// GitHub's message, or why the request was not sent.
-        message: String,
-        /// Seconds already waited on rate limits in this run.
-        waited_secs: u64,
-        /// The wait budget in seconds.
-        budget_secs: u64,
-    },
-    /// The client could not be built (bad `GITHUB_API_URL`, ...).
-    #[error("cannot set up the GitHub client: {0}")]
-    Setup(String),
-}
-
-impl GitHubError {
-    /// The HTTP status, when GitHub answered (rate limits have none: they are
-    /// not a 403 about permissions).
-    pub fn status(&self) -> Option<u16> {
-        match self {
-            GitHubError::Api { status, .. } => Some(*status),
-            _ => None,
-        }
-    }
-
-    /// True for [`GitHubError::RateLimited`].
-    pub fn is_rate_limited(&self) -> bool {
-        matches!(self, GitHubError::RateLimited { .. })
-    }
-}
+use crate::github::actions::event::{RepoRef, Secret};
+pub use crate::github::rest::error::GitHubError;
+pub(crate) use crate::github::rest::error::Need;
 
 /// How long the client may wait on GitHub's rate limits.
 ///
@@ -319,55 +173,6 @@ fn rate_limit_of(
     None
 }
 
-/// Which permission a call needs, for the 403/404 hint.
-#[derive(Clone, Copy)]
-pub(crate) enum Need {
-    WriteComments,
-    ReadComments,
-    Collaborators,
-    /// Blobs, trees, commits and refs (the Git Data API).
-    WriteContents,
-    /// Files, blobs, trees, commits and refs at a ref.
-    ReadContents,
-    /// A pull request and its files.
-    ReadPulls,
-    /// The issues list and the repository's issue comments.
-    ReadIssues,
-    /// Workflow runs.
-    ReadActions,
-}
-
-impl Need {
-    fn hint(self) -> &'static str {
-        match self {
-            Need::WriteComments => {
-                " The workflow token cannot write comments or reactions here: give the job `permissions: issues: write` (and `pull-requests: write` to comment on pull requests) in the workflow file."
-            }
-            Need::ReadComments => {
-                " The workflow token cannot read comments here: give the job `permissions: issues: read` (and `pull-requests: read` for pull requests), or `issues: write` which includes it."
-            }
-            Need::Collaborators => {
-                " The workflow token cannot read collaborator permissions: it needs `metadata: read` on this repository (every workflow token has it unless `permissions:` is set to `{}`); a 404 also means the user or repository does not exist."
-            }
-            Need::WriteContents => {
-                " The workflow token cannot write to this repository: give the job `permissions: contents: write` in the workflow file. A pull request from a fork always runs with a read-only token; there nothing can be committed."
-            }
-            Need::ReadContents => {
-                " The workflow token cannot read this repository's files: give the job `permissions: contents: read` (or `contents: write`, which includes it); a 404 also means the path, ref or repository does not exist."
-            }
-            Need::ReadPulls => {
-                " The workflow token cannot read pull requests here: give the job `permissions: pull-requests: read` (or `pull-requests: write`); a 404 also means the pull request does not exist."
-            }
-            Need::ReadIssues => {
-                " The workflow token cannot read issues here: give the job `permissions: issues: read` (or `issues: write`)."
-            }
-            Need::ReadActions => {
-                " The workflow token cannot read workflow runs here: give the job `permissions: actions: read`."
-            }
-        }
-    }
-}
-
 /// The GitHub REST client for one repository.
 #[derive(Clone)]
 pub struct GitHub {
@@ -393,7 +198,7 @@ impl fmt::Debug for GitHub {
     }
 }
 
-const PER_PAGE: u8 = 100;
+pub(super) const PER_PAGE: u8 = 100;
 
 impl GitHub {
     /// Builds a client for `repo` at `api_url` (from `GITHUB_API_URL`; GHES
@@ -493,7 +298,7 @@ impl GitHub {
     }
 
     /// Records the login GitHub named as the author of something this client wrote.
-    fn learn_login(&self, login: &str) {
+    pub(super) fn learn_login(&self, login: &str) {
         let mut sh = self.shared.lock().unwrap();
         if sh.own_login.as_deref() != Some(login) {
             debug!("the token posts as {login}");
@@ -695,192 +500,6 @@ impl GitHub {
                     message: self.redact(e.to_string()),
                 },
             ),
-        }
-    }
-
-    /// The user's permission on the repository, from a raw
-    /// `GET /repos/{o}/{r}/collaborators/{user}/permission` (octocrab's typed
-    /// helper cannot parse every value). The finer `role_name` (`maintain`,
-    /// `triage`) wins over the legacy `permission` field when GitHub sends it.
-    pub async fn permission(&self, user: &str) -> Result<Permission, GitHubError> {
-        let route = format!(
-            "/repos/{}/{}/collaborators/{}/permission",
-            self.repo.owner,
-            self.repo.name,
-            encode_segment(user)
-        );
-        let action = format!("reading the permission of @{user} on {}", self.repo);
-        let value: serde_json::Value = self
-            .call(&action, Need::Collaborators, || {
-                self.crab.get(&route, None::<&()>)
-            })
-            .await?;
-        let perm = value
-            .get("permission")
-            .and_then(|v| v.as_str())
-            .and_then(|s| s.parse::<Permission>().ok());
-        let role = value
-            .get("role_name")
-            .and_then(|v| v.as_str())
-            .and_then(|s| s.parse::<Permission>().ok());
-        let result = match (perm, role) {
-            (Some(p), Some(r)) => p.max(r),
-            (Some(p), None) => p,
-            (None, Some(r)) => r,
-            (None, None) => {
-                return Err(GitHubError::Decode {
-                    action,
-                    message: format!("no known `permission` or `role_name` in {value}"),
-                });
-            }
-        };
-        debug!("@{user} has {result} on {}", self.repo);
-        Ok(result)
-    }
-
-    /// Puts a reaction on an issue comment.
-    pub async fn add_reaction(
-        &self,
-        comment_id: u64,
-        reaction: Reaction,
-    ) -> Result<(), GitHubError> {
-        let action = format!(
-            "adding the {} reaction to comment {comment_id} in {}",
-            reaction.as_str(),
-            self.repo
-        );
-        let r = self
-            .call(&action, Need::WriteComments, || async {
-                self.crab
-                    .issues(&self.repo.owner, &self.repo.name)
-                    .create_comment_reaction(comment_id, reaction.content())
-                    .await
-            })
-            .await?;
-        self.learn_login(&r.user.login);
-        Ok(())
-    }
-
-    /// Creates a comment on an issue or pull request; returns its id.
-    pub async fn create_comment(&self, issue: u64, body: &str) -> Result<u64, GitHubError> {
-        let action = format!("creating a comment on #{issue} in {}", self.repo);
-        let c = self
-            .call(&action, Need::WriteComments, || async {
-                self.crab
-                    .issues(&self.repo.owner, &self.repo.name)
-                    .create_comment(issue, body)
-                    .await
-            })
-            .await?;
-        self.learn_login(&c.user.login);
-        Ok(c.id.into_inner())
-    }
-
-    /// Replaces the text of a comment (`PATCH /repos/{o}/{r}/issues/comments/{id}`).
-    pub async fn update_comment(&self, comment_id: u64, body: &str) -> Result<(), GitHubError> {
-        let action = format!("editing comment {comment_id} in {}", self.repo);
-        let route = format!(
-            "/repos/{}/{}/issues/comments/{comment_id}",
-            self.repo.owner, self.repo.name
-        );
-        let payload = serde_json::json!({ "body": body });
-        let c = self
-            .call(&action, Need::WriteComments, || {
-                self.crab.patch::<Comment, _, _>(&route, Some(&payload))
-            })
-            .await?;
-        self.learn_login(&c.user.login);
-        Ok(())
-    }
-
-    /// The text of a comment.
-    pub async fn get_comment(&self, comment_id: u64) -> Result<String, GitHubError> {
-        Ok(self.comment(comment_id).await?.body)
-    }
-
-    /// A comment with its author.
-    pub(crate) async fn comment(&self, comment_id: u64) -> Result<CommentInfo, GitHubError> {
-        let action = format!("reading comment {comment_id} in {}", self.repo);
-        let c = self
-            .call(&action, Need::ReadComments, || async {
-                self.crab
-                    .issues(&self.repo.owner, &self.repo.name)
-                    .get_comment(comment_id.into())
-                    .await
-            })
-            .await?;
-        Ok(c.into())
-    }
-
-    /// Every comment on an issue or pull request, oldest first (follows pagination).
-    pub async fn list_comments(&self, issue: u64) -> Result<Vec<CommentInfo>, GitHubError> {
-        let action = format!("listing the comments on #{issue} in {}", self.repo);
-        let mut page = self
-            .call(&action, Need::ReadComments, || async {
-                self.crab
-                    .issues(&self.repo.owner, &self.repo.name)
-                    .list_comments(issue)
-                    .per_page(PER_PAGE)
-                    .send()
-                    .await
-            })
-            .await?;
-        let mut out: Vec<CommentInfo> = page.take_items().into_iter().map(Into::into).collect();
-        let mut pages = 1;
-        while let Some(next) = page.next.clone() {
-            pages += 1;
-            if pages > 1000 {
-                warn!("{action}: stopping after 1000 pages");
-                break;
-            }
-            let next = Some(next);
-            let got = self
-                .call(&action, Need::ReadComments, || {
-                    self.crab.get_page::<Comment>(&next)
-                })
-                .await?;
-            let Some(mut p) = got else { break };
-            out.extend(p.take_items().into_iter().map(CommentInfo::from));
-            page = p;
-        }
-        Ok(out)
-    }
-
-    /// The newest comment by the bot whose text contains `marker`: its id and text.
-    /// Only the bot's own comments count (see [`GitHub::own_login`]), so
-    /// neither a user nor another bot can plant a marker.
-    pub async fn find_tracking_comment(
-        &self,
-        issue: u64,
-        marker: &str,
-    ) -> Result<Option<(u64, String)>, GitHubError> {
-        let comments = self.list_comments(issue).await?;
-        let own = self.own_login().await?;
-        Ok(comments
-            .into_iter()
-            .rev()
-            .filter(|c| c.author_login.eq_ignore_ascii_case(&own))
-            .find(|c| c.body.contains(marker))
-            .map(|c| (c.id, c.body)))
-    }
-}
-
-impl GitHub {
-    /// Writes the tracking comment of this run: edits the bot's comment that
-    /// carries `marker` if there is one (a re-run of the same workflow run),
-    /// else creates it. Returns the comment id. `body` should contain the marker.
-    pub async fn upsert_tracking_comment(
-        &self,
-        issue: u64,
-        marker: &str,
-        body: &str,
-    ) -> Result<u64, GitHubError> {
-        match self.find_tracking_comment(issue, marker).await? {
-            Some((id, _)) => {
-                self.update_comment(id, body).await?;
-                Ok(id)
-            }
-            None => self.create_comment(issue, body).await,
         }
     }
 }

@@ -3,4 +3,6 @@
 //! text the bot posts.
 
 pub mod client;
+pub mod comments;
+pub mod error;
 pub mod repo;
