@@ -28,8 +28,9 @@ use std::time::Duration;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 
-use octocrab::Octocrab;
 use octocrab::service::middleware::retry::RetryConfig;
+use octocrab::{FromResponse, Octocrab};
+use reqwest::header::{HeaderMap, HeaderValue};
 use tracing::{debug, warn};
 
 use crate::github::actions::event::{RepoRef, Secret};
@@ -501,6 +502,53 @@ impl GitHub {
                 },
             ),
         }
+    }
+}
+
+/// What a GET answered ([`GitHub::get_conditional`]).
+pub(crate) enum Answer<R> {
+    /// 2xx: the body read as `R`, with the `ETag` when GitHub sent one.
+    Body(R, Option<String>),
+    /// 304 to `If-None-Match`: unchanged, no body.
+    NotModified,
+}
+
+impl GitHub {
+    /// A GET of `uri` (a route or a `Link` URL) through the client's one
+    /// request path ([`GitHub::call`]: retries, rate limits), conditional on
+    /// `if_none_match` when given (a 304 spends no primary rate limit).
+    /// octocrab's typed `get` drops the headers and cannot read an empty
+    /// body, so the answer is read here: 304 first, then octocrab's own
+    /// error mapping, then the body. `action` and `need` as for
+    /// [`GitHub::call`].
+    pub(crate) async fn get_conditional<R: FromResponse>(
+        &self,
+        action: &str,
+        need: Need,
+        uri: &str,
+        if_none_match: Option<&str>,
+    ) -> Result<Answer<R>, GitHubError> {
+        let mut headers = HeaderMap::new();
+        if let Some(tag) = if_none_match.and_then(|t| HeaderValue::from_str(t).ok()) {
+            headers.insert("if-none-match", tag);
+        }
+        self.call(action, need, || {
+            let headers = headers.clone();
+            async move {
+                let res = self.crab()._get_with_headers(uri, Some(headers)).await?;
+                if res.status().as_u16() == 304 {
+                    return Ok(Answer::NotModified);
+                }
+                let res = octocrab::map_github_error(res).await?;
+                let etag = res
+                    .headers()
+                    .get("etag")
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_string);
+                Ok(Answer::Body(R::from_response(res).await?, etag))
+            }
+        })
+        .await
     }
 }
 

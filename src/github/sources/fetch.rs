@@ -11,10 +11,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use octocrab::{FromResponse, Page};
-use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::Value;
 
-use crate::github::rest::client::{GitHub, GitHubError, Need, encode_segment};
+use crate::github::rest::client::{Answer, GitHub, GitHubError, Need, encode_segment};
 use crate::github::sources::table::{labels_of, time_of};
 use crate::sources::{GithubSource, Query, Scope};
 
@@ -279,7 +278,10 @@ async fn got<R: FromResponse>(
     what: Purpose<'_>,
     uri: &str,
 ) -> Result<R, GitHubError> {
-    match get(gh, what, uri, None).await? {
+    match gh
+        .get_conditional(what.action, what.need, uri, None)
+        .await?
+    {
         Answer::Body(v, etag) => {
             if let Some(etag) = etag {
                 budget.etags.push((uri.to_string(), etag));
@@ -293,48 +295,6 @@ async fn got<R: FromResponse>(
                 .into(),
         }),
     }
-}
-
-/// What a GET answered.
-pub(crate) enum Answer<R> {
-    /// 2xx: the body read as `R`, with the `ETag` when GitHub sent one.
-    Body(R, Option<String>),
-    /// 304 to `If-None-Match`: unchanged, no body.
-    NotModified,
-}
-
-/// A GET of `uri` (a route or a `Link` URL) through the client's one
-/// request path ([`GitHub::call`]: retries, rate limits), conditional on
-/// `if_none_match` when given. octocrab's typed `get` drops the headers and
-/// cannot read an empty body, so the answer is read here: 304 first, then
-/// octocrab's own error mapping, then the body.
-pub(crate) async fn get<R: FromResponse>(
-    gh: &GitHub,
-    purpose: Purpose<'_>,
-    uri: &str,
-    if_none_match: Option<&str>,
-) -> Result<Answer<R>, GitHubError> {
-    let mut headers = HeaderMap::new();
-    if let Some(tag) = if_none_match.and_then(|t| HeaderValue::from_str(t).ok()) {
-        headers.insert("if-none-match", tag);
-    }
-    gh.call(purpose.action, purpose.need, || {
-        let headers = headers.clone();
-        async move {
-            let res = gh.crab()._get_with_headers(uri, Some(headers)).await?;
-            if res.status().as_u16() == 304 {
-                return Ok(Answer::NotModified);
-            }
-            let res = octocrab::map_github_error(res).await?;
-            let etag = res
-                .headers()
-                .get("etag")
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_string);
-            Ok(Answer::Body(R::from_response(res).await?, etag))
-        }
-    })
-    .await
 }
 
 /// Whether the answers kept as `etags` (URL, `ETag`) are all unchanged:
@@ -353,7 +313,10 @@ pub(crate) async fn unchanged(
         if !budget.take() {
             return Err(NotUnchanged::Budget);
         }
-        match get::<Value>(gh, what, uri, Some(etag)).await {
+        match gh
+            .get_conditional::<Value>(what.action, what.need, uri, Some(etag))
+            .await
+        {
             Ok(Answer::NotModified) => {}
             Ok(Answer::Body(..)) => return Err(NotUnchanged::Changed),
             Err(e) => return Err(NotUnchanged::Failed(e)),
