@@ -187,47 +187,79 @@ async fn a_session_keeps_its_globals_and_each_step_has_its_own_output_in_one_con
     );
 }
 
+/// The files of a step's kernel record (runc: the runner's, per step;
+/// runsc: the Sentry's log, cut at each step's report), checked to be seen
+/// outside the code's process and named so.
+fn kernel_files(o: &Outcome) -> Vec<String> {
+    use compute_bot::sandbox::{Source, Witness};
+    let (witness, source) = if crate::machine_runtime() == compute_bot::sandbox::Runtime::Runsc {
+        (Witness::Sentry, Source::SandboxKernelObserved)
+    } else {
+        (Witness::Runner, Source::KernelObserved)
+    };
+    let k = o.audit.kernel.as_ref().expect("the kernel's record");
+    assert_eq!(
+        k.witness(),
+        Some(witness),
+        "step {:?}: no record of the opens (under runsc: register runsc-audit with scripts/install-gvisor): {:?}",
+        o.step,
+        o.notes
+    );
+    assert_eq!(o.sources.get("audit.kernel.files"), Some(&source));
+    k.files.iter().map(|f| f.path.clone()).collect()
+}
+
 #[tokio::test]
 async fn each_step_has_its_own_record_of_files() {
-    if crate::machine_runtime() == compute_bot::sandbox::Runtime::Runsc {
-        // gVisor's record is the session's, read at its end.
-        return;
-    }
     let sb = sandbox().await;
     let (one, mut steps) = begin(
         &sb,
         "text = open('/data/a.csv').read()\nprint(len(text))\n",
-        vec![InputFile::new("a.csv", b"a\n1\n".to_vec())],
+        vec![
+            InputFile::new("a.csv", b"a\n1\n".to_vec()),
+            InputFile::new("b.csv", b"b\n2\n".to_vec()),
+        ],
     )
     .await;
-    let files = |o: &Outcome| -> Vec<String> {
-        o.audit
-            .kernel
-            .as_ref()
-            .map(|k| k.files.iter().map(|f| f.path.clone()).collect())
-            .unwrap_or_default()
-    };
+    assert_eq!(one.status, RunStatus::Ok, "{one:#?}");
+    let files = kernel_files(&one);
+    assert!(files.contains(&"/data/a.csv".to_string()), "{files:?}");
     assert!(
-        files(&one).contains(&"/data/a.csv".to_string()),
-        "{:?}",
-        files(&one)
+        !files.contains(&"/data/b.csv".to_string()),
+        "step 2's open is not step 1's: {files:?}"
     );
+
     let two = steps
-        .step("open('/tmp/x', 'w').write(text)\nprint('ok')\n", look())
+        .step(
+            "more = open('/data/b.csv').read()\nopen('/tmp/x', 'w').write(text + more)\nprint('ok')\n",
+            look(),
+        )
         .await
         .expect("step 2");
     assert_eq!(two.status, RunStatus::Ok, "{two:#?}");
+    let files = kernel_files(&two);
+    for own in ["/data/b.csv", "/tmp/x"] {
+        assert!(files.contains(&own.to_string()), "{own}: {files:?}");
+    }
     assert!(
-        files(&two).contains(&"/tmp/x".to_string()),
-        "{:?}",
-        files(&two)
+        !files.contains(&"/data/a.csv".to_string()),
+        "step 1's open is not step 2's: {files:?}"
     );
-    assert!(
-        !files(&two).contains(&"/data/a.csv".to_string()),
-        "step 1's open is not step 2's: {:?}",
-        files(&two)
-    );
-    steps.end(None).await;
+
+    // Step 1's file again, in the step that gives the result: listed in
+    // this step, and the session's end adds no other step's file to it.
+    let mut three = steps
+        .step("print(len(open('/data/a.csv').read()))\n", last())
+        .await
+        .expect("step 3");
+    assert_eq!(three.status, RunStatus::Ok, "{three:#?}");
+    steps.end(Some(&mut three)).await;
+    assert_eq!(three.status, RunStatus::Ok, "{three:#?}");
+    let files = kernel_files(&three);
+    assert!(files.contains(&"/data/a.csv".to_string()), "{files:?}");
+    for other in ["/data/b.csv", "/tmp/x"] {
+        assert!(!files.contains(&other.to_string()), "{other}: {files:?}");
+    }
     sb.settled().await;
 }
 
@@ -367,6 +399,46 @@ async fn a_step_the_code_writes_to_the_runners_stdin_never_runs() {
         assert!(one.stdout.starts_with("refused"), "{}", one.stdout);
         assert_eq!(two.stdout, "two\n", "{two:#?}");
     }
+    steps.end(None).await;
+    sb.settled().await;
+}
+
+#[tokio::test]
+async fn a_step_whose_calls_flood_gvisors_log_is_stopped_and_flagged_alone() {
+    if crate::machine_runtime() != compute_bot::sandbox::Runtime::Runsc {
+        // The cap is on gVisor's log; under runc the runner's record has
+        // its caps per step.
+        return;
+    }
+    let sb = sandbox().await;
+    let (one, mut steps) = begin(
+        &sb,
+        "print(len(open('/data/a.csv').read()))\n",
+        vec![InputFile::new("a.csv", b"a\n1\n".to_vec())],
+    )
+    .await;
+    assert_eq!(one.status, RunStatus::Ok, "{one:#?}");
+    assert!(one.tampered.is_empty(), "{:?}", one.tampered);
+    // The flood would go on for 100 s: only the log's cap stops it sooner.
+    let flood = "import os, time\nend = time.time() + 100\ni = 0\nwhile time.time() < end:\n    for _ in range(1000):\n        try:\n            os.close(os.open('/tmp/nx%d' % i, os.O_RDONLY))\n        except OSError:\n            pass\n        i += 1\nprint(i)\n";
+    let two = steps
+        .step(
+            flood,
+            StepOptions {
+                last: false,
+                timeout: Duration::from_secs(110),
+            },
+        )
+        .await
+        .expect("step 2");
+    assert_eq!(two.status, RunStatus::Tampered, "{:?}", two.notes);
+    assert!(
+        two.tampered.iter().any(|t| t.contains("passed its cap")),
+        "{:?}",
+        two.tampered
+    );
+    assert!(two.stdout.trim().is_empty(), "the flood ran to its end");
+    assert!(steps.is_over(), "a stopped step ends the session");
     steps.end(None).await;
     sb.settled().await;
 }

@@ -45,8 +45,9 @@ pub trait Steps: Send {
     fn is_over(&self) -> bool;
     /// Ends the session and removes its container. `last`: the outcome of
     /// the step that gave the result, to which what only the session's end
-    /// can say is added (under gVisor, the Sentry's log of the session's
-    /// calls).
+    /// can say is added: a step's end the code forged, and what its process
+    /// did after that step's report (under gVisor, the rest of the Sentry's
+    /// log; each step's own stretch is in its outcome already).
     fn end<'a>(self: Box<Self>, last: Option<&'a mut Outcome>) -> BoxFuture<'a, ()>;
 }
 

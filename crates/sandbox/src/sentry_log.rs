@@ -1,6 +1,7 @@
 //! gVisor's own record of what the code did: the file opens and socket
 //! calls its kernel (the Sentry) carried out for the code's process, read
-//! by the bot from the Sentry's strace log after the run.
+//! by the bot from the Sentry's strace log after the run (in a session,
+//! after each step: see [below](#a-sessions-steps)).
 //!
 //! gVisor has no seccomp user notification, so under runsc the runner sees
 //! no open. But the Sentry implements every system call itself, outside the
@@ -25,6 +26,30 @@
 //! The code's process is the one that installs the runner's second seccomp
 //! stage (its first successful `seccomp` call, pid other than 1): only its
 //! calls after that, the code's own, go into the record.
+//!
+//! ## A session's steps
+//!
+//! A session runs its steps in one container, so its Sentry writes one log;
+//! each step's record is that log's lines from the step before's boundary
+//! to its own ([`LogReader`]). A boundary is a byte offset: the log's size
+//! once the bot has the step's report, before the container is frozen. Why
+//! offsets and not the lines' times: the offset needs no clock (the
+//! Sentry's times are its own, to the microsecond, and compared with the
+//! bot's they would tie at the edges) and no parse, and it cuts where the
+//! record of the step is known to be whole: the Sentry writes each exit line
+//! to the file (one `write`, no buffer) before the call returns to the
+//! code, so every call the step's code finished is in the file before its
+//! interpreter writes the step's end, and that comes before the runner's
+//! report, which the bot has before it looks at the size. The runner under
+//! runc cuts at the same point (its record of a step is taken at the step's
+//! end), so both runtimes attribute alike: a call a thread of the code's
+//! left running returns after the report (until the container is frozen)
+//! belongs to the next step, and what returns after the last step's report
+//! is noted on that step, not listed. A line still being written at a
+//! boundary is not read until it is whole, in the next step. The runner
+//! between steps (reading the next step, writing frames) is pid 1, whose
+//! calls are never the code's, as in a single run; the code's process is
+//! found once, in step 1, and holds for the session.
 
 use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader, Read};
@@ -251,41 +276,117 @@ pub struct SentryRecord {
 }
 
 /// Finds the log of container `id` in `dir` (a file the Sentry began at or
-/// after `since`), reads the code's record from it and removes it.
+/// after `since`), reads the code's record from it and removes it: a run
+/// whose container has stopped.
 pub fn read(dir: &Path, id: &str, since: SystemTime) -> Result<SentryRecord, String> {
-    remove_stale(dir);
-    let started = std::time::Instant::now();
-    let path = find_log(dir, id, since)?;
-    let file = std::fs::File::open(&path)
-        .map_err(|e| format!("gVisor's log {} could not be opened: {e}", path.display()))?;
-    let mut parser = Parser::default();
-    let mut reader = BufReader::new(file.take(MAX_LOG_BYTES));
-    let mut line = Vec::new();
-    let mut read = 0u64;
-    loop {
-        line.clear();
-        let n = reader
-            .read_until(b'\n', &mut line)
+    let mut reader = LogReader::default();
+    let rec = reader.next(dir, id, since, Upto::End)?;
+    reader.remove();
+    Ok(rec)
+}
+
+/// How far [`LogReader::next`] reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Upto {
+    /// To the log's size now, whole lines only: a step's boundary, the
+    /// container still running (a line still being written waits for the
+    /// next read).
+    Now,
+    /// To the log's end: the container has stopped, its Sentry is gone and
+    /// wrote its last line (a cut one is kept, as `(unread)`).
+    End,
+}
+
+/// gVisor's log of one container, read a stretch at a time: a session's
+/// steps, each its own record (see the module's docs). What it keeps
+/// between reads: where the log is, where the first line not yet read
+/// starts, and the code's process.
+#[derive(Default)]
+pub struct LogReader {
+    path: Option<PathBuf>,
+    /// The offset of the first byte not yet read.
+    pos: u64,
+    parser: Parser,
+}
+
+impl LogReader {
+    /// The record of the code's calls the log of container `id` in `dir`
+    /// holds from the last read's end to `upto` (from its start the first
+    /// time). A log past [`MAX_LOG_BYTES`] is read to there, and each
+    /// record with lines beyond says it is cut.
+    pub fn next(
+        &mut self,
+        dir: &Path,
+        id: &str,
+        since: SystemTime,
+        upto: Upto,
+    ) -> Result<SentryRecord, String> {
+        let started = std::time::Instant::now();
+        let path = match &self.path {
+            Some(p) => p.clone(),
+            None => {
+                remove_stale(dir);
+                let p = find_log(dir, id, since)?;
+                self.path = Some(p.clone());
+                p
+            }
+        };
+        let mut file = std::fs::File::open(&path)
+            .map_err(|e| format!("gVisor's log {} could not be opened: {e}", path.display()))?;
+        let size = file
+            .metadata()
+            .map_err(|e| format!("gVisor's log {} could not be read: {e}", path.display()))?
+            .len();
+        let from = self.pos;
+        self.read_range(&mut file, size, upto)
             .map_err(|e| format!("gVisor's log {} could not be read: {e}", path.display()))?;
-        if n == 0 {
-            break;
+        let mut rec = self.parser.take();
+        rec.truncated |= size > MAX_LOG_BYTES;
+        tracing::debug!(
+            from,
+            to = self.pos,
+            ms = started.elapsed().as_millis() as u64,
+            files = rec.files.len(),
+            "gVisor's log read"
+        );
+        Ok(rec)
+    }
+
+    /// Feeds the lines from `pos` to `size` (at most [`MAX_LOG_BYTES`]) to
+    /// the parser; `pos` moves past each line read.
+    fn read_range(
+        &mut self,
+        file: &mut std::fs::File,
+        size: u64,
+        upto: Upto,
+    ) -> std::io::Result<()> {
+        use std::io::{Seek, SeekFrom};
+        let end = size.min(MAX_LOG_BYTES);
+        if end <= self.pos {
+            return Ok(());
         }
-        read += n as u64;
-        parser.json_line(&line);
+        file.seek(SeekFrom::Start(self.pos))?;
+        let mut reader = BufReader::new(file.take(end - self.pos));
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            let n = reader.read_until(b'\n', &mut line)?;
+            if n == 0 || (upto == Upto::Now && line.last() != Some(&b'\n')) {
+                return Ok(());
+            }
+            self.pos += n as u64;
+            self.parser.json_line(&line);
+        }
     }
-    if read >= MAX_LOG_BYTES {
-        parser.rec.truncated = true;
+
+    /// Removes the log (once read to its end).
+    pub fn remove(&self) {
+        if let Some(path) = &self.path
+            && let Err(e) = std::fs::remove_file(path)
+        {
+            tracing::warn!(log = %path.display(), error = %e, "gVisor's log of the run stays on disk");
+        }
     }
-    if let Err(e) = std::fs::remove_file(&path) {
-        tracing::warn!(log = %path.display(), error = %e, "gVisor's log of the run stays on disk");
-    }
-    tracing::debug!(
-        bytes = read,
-        ms = started.elapsed().as_millis() as u64,
-        files = parser.rec.files.len(),
-        "gVisor's log of the run read"
-    );
-    Ok(parser.rec)
 }
 
 /// The size of container `id`'s log now (`None` until the Sentry began
@@ -408,6 +509,18 @@ struct Parser {
 }
 
 impl Parser {
+    /// The record so far, and a fresh one for what follows (a session's
+    /// next step): each step's caps and files are its own; the code's
+    /// process stays.
+    fn take(&mut self) -> SentryRecord {
+        self.seen.clear();
+        self.kinds.clear();
+        let started = self.rec.started;
+        let rec = std::mem::take(&mut self.rec);
+        self.rec.started = started;
+        rec
+    }
+
     fn json_line(&mut self, line: &[u8]) {
         // Only exit lines are read; the others (entries, the Sentry's own
         // messages) are most of the log and are skipped undecoded.
@@ -1019,6 +1132,91 @@ mod tests {
             ]
         );
         assert!(r.paths.contains("/data/sales.csv"));
+    }
+
+    /// A log file as the Sentry writes it: JSON lines, the first naming
+    /// the container.
+    fn json(msg: &str) -> String {
+        format!("{}\n", serde_json::json!({"msg": msg, "level": "info"}))
+    }
+
+    fn append(path: &Path, text: &str) {
+        use std::io::Write;
+        std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(path)
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
+    }
+
+    #[test]
+    fn a_sessions_log_is_read_a_step_at_a_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let id = "c0ffee";
+        let since = SystemTime::now();
+        let path = dir.path().join("runsc.log.20261205-221501.000001.boot.txt");
+        let open = |pid: u32, p: &str| {
+            json(&format!(
+                "[   {pid}:   {pid}] python3 X openat(AT_FDCWD /tmp, 0x1 {p}, O_RDONLY|O_CLOEXEC, 0o0) = 3 (0x3) (1µs)"
+            ))
+        };
+        append(
+            &path,
+            &[
+                json(&format!("Args: [runsc boot {id}]")),
+                json(REAL[2]),
+                open(2, "/data/a.csv"),
+                open(1, "/proc/2/stat"),
+            ]
+            .concat(),
+        );
+        let mut reader = LogReader::default();
+        let one = reader.next(dir.path(), id, since, Upto::Now).unwrap();
+        assert!(one.started);
+        assert_eq!(files(&one), ["/data/a.csv r ok"]);
+
+        // Step 2, and a line the Sentry is still writing at the boundary.
+        let late = open(2, "/etc/hostname");
+        let (head, rest) = late.split_at(late.len() - 20);
+        append(
+            &path,
+            &[open(2, "/data/b.csv"), open(2, "/data/a.csv"), head.into()].concat(),
+        );
+        let two = reader.next(dir.path(), id, since, Upto::Now).unwrap();
+        assert!(two.started, "the code's process holds for the session");
+        assert_eq!(
+            files(&two),
+            ["/data/b.csv r ok", "/data/a.csv r ok"],
+            "each step lists its own opens, a file of step 1's again"
+        );
+        assert_eq!(two.unread, 0, "a line still being written waits");
+
+        // The container stopped: the rest, the whole line first.
+        append(&path, &[rest.to_string(), open(2, "/tmp/t")].concat());
+        let tail = reader.next(dir.path(), id, since, Upto::End).unwrap();
+        assert_eq!(files(&tail), ["/etc/hostname r ok", "/tmp/t r ok"]);
+        assert!(!tail.truncated);
+        reader.remove();
+        assert!(!path.exists());
+
+        // A log cut mid-line at the container's end keeps the piece.
+        let path = dir.path().join("runsc.log.20261205-221502.000001.boot.txt");
+        append(
+            &path,
+            &[json("Args: [runsc boot c1]"), json(REAL[2]), head.into()].concat(),
+        );
+        let mut reader = LogReader::default();
+        assert_eq!(
+            reader
+                .next(dir.path(), "c1", since, Upto::Now)
+                .unwrap()
+                .unread,
+            0
+        );
+        let cut = reader.next(dir.path(), "c1", since, Upto::End).unwrap();
+        assert_eq!(cut.unread, 1, "{cut:?}");
     }
 
     #[test]

@@ -13,6 +13,7 @@ use tokio::io::AsyncWriteExt;
 use super::super::collect::{Chunk, Collector, NoReport};
 use super::super::executor::{Begun, PreparedRun, StepOptions, Steps};
 use super::super::protocol::{END, GO};
+use super::super::sentry_log::{LogReader, SentryRecord, Upto};
 use super::super::types::{
     CPU_PERIOD_US, CpuBoost, ImageInfo, Job, Limits, Outcome, SeccompProfile,
 };
@@ -53,7 +54,8 @@ pub(super) enum GvisorLog {
 /// Where the Sentry's log of one container is: its directory, the
 /// container's id and when it was created (see
 /// [`crate::sentry_log::read`]). The container's guard removes it
-/// with the container unless a run read it first.
+/// with the container unless a run, or a session's end, read it to its end
+/// first.
 #[derive(Debug, Clone)]
 pub(super) struct LogFile {
     pub(super) dir: std::path::PathBuf,
@@ -164,10 +166,11 @@ impl GvisorLog {
     }
 
     /// Adds what the log holds (or why it could not) to the outcome of a
-    /// run that has ended, and removes the log: every call of the code's
-    /// is in the log by then (the Sentry writes each as it returns, and the
-    /// runner reports after the code's process is gone; a killed
-    /// container's Sentry is gone).
+    /// single run that has ended, and removes the log: every call of the
+    /// code's is in the log by then (the Sentry writes each as it returns,
+    /// and the runner reports after the code's process is gone; a killed
+    /// container's Sentry is gone). A session's steps read theirs as each
+    /// ends ([`SessionRun`]).
     async fn add_to(self, outcome: &mut Outcome) {
         match self {
             GvisorLog::Off | GvisorLog::Reading(_) => {}
@@ -187,6 +190,29 @@ impl GvisorLog {
             }
         }
     }
+}
+
+/// A session's stretch of its Sentry's log, from where `reader` stopped to
+/// `upto` (see [`crate::sentry_log::LogReader`]); the reader comes back
+/// unless the read panicked.
+async fn read_on(
+    file: &LogFile,
+    reader: Option<LogReader>,
+    upto: Upto,
+) -> (Option<LogReader>, Result<SentryRecord, String>) {
+    let Some(mut reader) = reader else {
+        return (
+            None,
+            Err("an earlier read of gVisor's log of the session failed".into()),
+        );
+    };
+    let file = file.clone();
+    tokio::task::spawn_blocking(move || {
+        let rec = reader.next(&file.dir, &file.id, file.began, upto);
+        (Some(reader), rec)
+    })
+    .await
+    .unwrap_or_else(|e| (None, Err(format!("reading gVisor's log failed: {e}"))))
 }
 
 impl std::fmt::Debug for Prepared {
@@ -339,12 +365,14 @@ impl Prepared {
             live,
             guard,
             gvisor,
+            reader: Some(LogReader::default()),
             watch,
             over: false,
             freezing: None,
             unfrozen: None,
             number: 1,
         };
+        session.read_step(&mut outcome).await;
         session.after_step(&outcome).await;
         Ok((outcome, session))
     }
@@ -362,7 +390,9 @@ async fn finally_remove(guard: Guard) {
 /// A session of steps in one Docker container ([`Steps`]): its runner
 /// keeps the child interpreter between steps, and the container is paused
 /// (its cgroup frozen) while the bot waits for the model. Dropped, its
-/// guard removes the container.
+/// guard removes the container. Under gVisor's log each step's outcome
+/// gets the log's lines since the step before's report
+/// ([`SessionRun::read_step`]).
 pub struct SessionRun {
     docker: Docker,
     name: String,
@@ -371,6 +401,9 @@ pub struct SessionRun {
     live: Live,
     guard: Guard,
     gvisor: GvisorLog,
+    /// Where the last step's stretch of the Sentry's log ended (`None`
+    /// once a read failed past recovery).
+    reader: Option<LogReader>,
     watch: Option<LogWatch>,
     /// No further step can run.
     over: bool,
@@ -394,6 +427,28 @@ impl std::fmt::Debug for SessionRun {
 }
 
 impl SessionRun {
+    /// A step's own stretch of gVisor's log, into its outcome: read up to
+    /// the log's size now, with the step's report in and the container not
+    /// yet frozen (see [`crate::sentry_log`]'s docs on steps). Before
+    /// [`SessionRun::after_step`], so a step the record makes `tampered`
+    /// ends the session.
+    async fn read_step(&mut self, outcome: &mut Outcome) {
+        match &self.gvisor {
+            GvisorLog::Off | GvisorLog::Reading(_) => {}
+            GvisorLog::Unusable(why) => outcome.notes.push(why.clone()),
+            GvisorLog::Container(file) => {
+                let (reader, read) = read_on(file, self.reader.take(), Upto::Now).await;
+                self.reader = reader;
+                match read {
+                    Ok(rec) => crate::sentry_log::attach(outcome, rec),
+                    Err(e) => outcome.notes.push(format!(
+                        "{e}: this step's files are as the code's interpreter reports them"
+                    )),
+                }
+            }
+        }
+    }
+
     /// After a step: the session is over when its interpreter does not
     /// wait for another; else the container is frozen until the next.
     async fn after_step(&mut self, outcome: &Outcome) {
@@ -481,6 +536,7 @@ impl SessionRun {
             .await;
         outcome.seccomp = Some(self.seccomp);
         outcome.notes.extend(self.unfrozen.take());
+        self.read_step(&mut outcome).await;
         self.after_step(&outcome).await;
         Ok(outcome)
     }
@@ -495,20 +551,26 @@ impl SessionRun {
             mut live,
             mut guard,
             gvisor,
+            reader,
             watch,
             ..
         } = self;
         drop(watch);
-        let mut last = last;
         let ended = match live.stdin.as_mut() {
             Some(stdin) => stdin.write_all(END).await.is_ok() && stdin.flush().await.is_ok(),
             None => false,
         };
-        if ended && let Some(last) = last.as_deref_mut() {
-            account_for_the_end(&mut live, &name, image, last).await;
+        let Some(last) = last else {
+            finally_remove(guard).await;
+            return;
+        };
+        let mut after = After::default();
+        if ended {
+            after = account_for_the_end(&mut live, &name, image, last).await;
         }
-        if let (Some(last), GvisorLog::Container(_)) = (last, &gvisor) {
-            // The Sentry's log is whole once the container stops.
+        if let GvisorLog::Container(file) = &gvisor {
+            // The rest of the Sentry's log, after the last step's report,
+            // is whole once the container stops.
             let _ = docker
                 .kill_container(
                     &name,
@@ -524,10 +586,44 @@ impl SessionRun {
                 )
                 .next()
                 .await;
-            guard.log = None;
-            gvisor.add_to(last).await;
+            match read_on(file, reader, Upto::End).await {
+                (Some(reader), Ok(tail)) => {
+                    after.calls += tail.files.len() + tail.changes.len() + tail.sockets.len();
+                    reader.remove();
+                    guard.log = None;
+                }
+                (_, Err(e)) => last.notes.push(format!(
+                    "{e}: what the code's process did after this step ended is not known"
+                )),
+                (None, Ok(_)) => {}
+            }
         }
+        after.note(last);
         finally_remove(guard).await;
+    }
+}
+
+/// What the code's process did after the last step's report, until the
+/// session's end.
+#[derive(Debug, Default)]
+struct After {
+    /// Calls in the kernel's record (the runner's under runc, the
+    /// Sentry's log under gVisor).
+    calls: usize,
+    /// Bytes of output.
+    printed: usize,
+}
+
+impl After {
+    /// The last step's note of it, when there was any.
+    fn note(&self, last: &mut Outcome) {
+        let After { calls, printed } = self;
+        if *calls > 0 || *printed > 0 {
+            last.notes.push(format!(
+                "after this step ended, the code's process went on until the session's end: {calls} \
+                 calls in the kernel's record, {printed} bytes of output (not part of the result)"
+            ));
+        }
     }
 }
 
@@ -538,8 +634,13 @@ const END_REPORT: std::time::Duration = std::time::Duration::from_secs(5);
 /// after the last step's own report reaches that step's outcome. Tampering
 /// (a step's end the code wrote itself, so a later one arrived when no step
 /// ran) makes it `tampered`; what the code's process still did (output,
-/// the kernel's record of opens, changes, sockets) is noted.
-async fn account_for_the_end(live: &mut Live, name: &str, image: ImageInfo, last: &mut Outcome) {
+/// the kernel's record of opens, changes, sockets) is returned, for a note.
+async fn account_for_the_end(
+    live: &mut Live,
+    name: &str,
+    image: ImageInfo,
+    last: &mut Outcome,
+) -> After {
     live.collector.next_step(END_REPORT);
     let ending = live.collector.read(&mut live.output).await;
     if !live.collector.has_report() {
@@ -547,22 +648,18 @@ async fn account_for_the_end(live: &mut Live, name: &str, image: ImageInfo, last
             "the runner did not report the session's end within {} s; what the code did after this step is not known",
             END_REPORT.as_secs()
         ));
-        return;
+        return After::default();
     }
     let tail = live.collector.outcome(&ending, None, image, "", name);
     if !tail.tampered.is_empty() {
         last.tampered.extend(tail.tampered);
         last.status = crate::RunStatus::Tampered;
     }
-    let after = tail.audit.kernel.as_ref().map_or(0, |k| {
-        k.files.len() + k.changes.len() + k.sockets.len() + k.starts.len()
-    });
-    let printed = tail.stdout.len() + tail.stderr.len();
-    if after > 0 || printed > 0 {
-        last.notes.push(format!(
-            "after this step ended, the code's process went on until the session's end: {after} \
-             calls in the kernel's record, {printed} bytes of output (not part of the result)"
-        ));
+    After {
+        calls: tail.audit.kernel.as_ref().map_or(0, |k| {
+            k.files.len() + k.changes.len() + k.sockets.len() + k.starts.len()
+        }),
+        printed: tail.stdout.len() + tail.stderr.len(),
     }
 }
 
