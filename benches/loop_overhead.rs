@@ -29,7 +29,7 @@ use compute_bot::agent::{Agent, Request, Stage};
 use compute_bot::model::ModelClient;
 use compute_bot::policy::Policy;
 use compute_bot::report::{Report, ReportStatus};
-use compute_bot::sandbox::{InputFile, Sandbox};
+use compute_bot::sandbox::{InputFile, docker::Docker};
 use llm_standin::{LlmStandin, Reply};
 
 const TARGET_MS: f64 = 20.0;
@@ -69,7 +69,7 @@ struct Sample {
 
 async fn once(
     policy: &Policy,
-    sandbox: &Sandbox,
+    sandbox: &Docker,
     model: &ModelClient,
     llm: &LlmStandin,
     repairs: bool,
@@ -116,7 +116,7 @@ async fn once(
 
 async fn scenario(name: &str, runs: usize, repairs: bool) -> (f64, f64) {
     let policy = Policy::from_yaml_str(POLICY, "bench-policy").expect("policy");
-    let sandbox = Sandbox::connect().await.expect("the Docker engine");
+    let sandbox = Docker::connect().await.expect("the Docker engine");
     let llm = LlmStandin::openai().await;
     let model = ModelClient::new(llm.config()).expect("model client");
     for _ in 0..WARMUP {

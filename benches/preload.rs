@@ -11,7 +11,9 @@
 use std::time::{Duration, Instant};
 
 use bollard::query_parameters::StatsOptions;
-use compute_bot::sandbox::{DEFAULT_PRELOAD, Job, Limits, RunStatus, Sandbox, SandboxConfig};
+use compute_bot::sandbox::{
+    DEFAULT_PRELOAD, Job, Limits, RunStatus, SandboxConfig, docker::Docker,
+};
 use futures_util::StreamExt;
 
 /// The simulated model latency: the container is prepared, then the code
@@ -60,7 +62,7 @@ fn cfg(preload: bool) -> SandboxConfig {
     }
 }
 
-async fn memory_of(sb: &Sandbox, name: &str) -> u64 {
+async fn memory_of(sb: &Docker, name: &str) -> u64 {
     let mut s = sb.docker().stats(
         name,
         Some(StatsOptions {
@@ -75,7 +77,7 @@ async fn memory_of(sb: &Sandbox, name: &str) -> u64 {
 }
 
 /// One task on one side: (sandbox stage, idle memory of the ready container).
-async fn one(sb: &Sandbox, code: &str, preload: bool) -> (Duration, u64) {
+async fn one(sb: &Docker, code: &str, preload: bool) -> (Duration, u64) {
     let prepared = sb.prepare(&cfg(preload)).await.expect("prepare");
     tokio::time::sleep(WAIT).await;
     let mem = memory_of(sb, prepared.name()).await;
@@ -101,7 +103,7 @@ async fn main() {
         .skip(1)
         .find_map(|a| a.parse().ok())
         .unwrap_or(1);
-    let sb = Sandbox::connect().await.expect("Docker engine");
+    let sb = Docker::connect().await.expect("Docker engine");
     let (mut with, mut without, mut mem_with, mut mem_without) = (vec![], vec![], vec![], vec![]);
     for round in 0..rounds {
         for (i, task) in TASKS.iter().enumerate() {

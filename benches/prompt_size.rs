@@ -36,7 +36,7 @@ use compute_bot::agent::{Agent, Request, Stage};
 use compute_bot::model::ModelClient;
 use compute_bot::policy::Policy;
 use compute_bot::report::ReportStatus;
-use compute_bot::sandbox::{InputFile, Sandbox};
+use compute_bot::sandbox::{InputFile, docker::Docker};
 use llm_standin::{LlmStandin, Reply};
 use serde_json::Value;
 
@@ -104,7 +104,7 @@ async fn main() {
         .find_map(|a| a.parse().ok())
         .unwrap_or(usize::MAX);
     let policy = Policy::default();
-    let sandbox = Sandbox::connect().await.expect("the Docker engine");
+    let sandbox = Docker::connect().await.expect("the Docker engine");
     let llm = LlmStandin::openai().await;
     let model = ModelClient::new(llm.config()).expect("model client");
     let progress = |_: Stage| {};

@@ -9,7 +9,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use compute_bot::sandbox::{Job, LABEL_PID, Limits, RunStatus, Sandbox, SandboxConfig};
+use compute_bot::sandbox::{Job, LABEL_PID, Limits, RunStatus, SandboxConfig, docker::Docker};
 
 #[path = "../tests/support/engine_proxy.rs"]
 #[allow(dead_code)]
@@ -49,7 +49,7 @@ fn rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
-async fn ours_left(sb: &Sandbox) -> usize {
+async fn ours_left(sb: &Docker) -> usize {
     let filters = [(
         "label".to_string(),
         vec![format!("{LABEL_PID}={}", std::process::id())],
@@ -66,7 +66,7 @@ async fn ours_left(sb: &Sandbox) -> usize {
         .unwrap_or(usize::MAX)
 }
 
-async fn one(sb: &Sandbox, i: usize) -> Result<(), String> {
+async fn one(sb: &Docker, i: usize) -> Result<(), String> {
     let (code, want) = CASES[i % CASES.len()];
     let job = Job {
         code: code.to_string(),
@@ -102,7 +102,7 @@ async fn start_sleeper(
     (name, run)
 }
 
-async fn fault(sb: &Sandbox, action: &[&str], want: RunStatus, note: &str) -> Result<(), String> {
+async fn fault(sb: &Docker, action: &[&str], want: RunStatus, note: &str) -> Result<(), String> {
     let prepared = sb.prepare(&cfg()).await.map_err(|e| e.to_string())?;
     let (name, run) = start_sleeper(prepared).await;
     let mut args: Vec<&str> = action.to_vec();
@@ -126,7 +126,7 @@ async fn fault(sb: &Sandbox, action: &[&str], want: RunStatus, note: &str) -> Re
 
 /// The engine connection drops while the code runs: the run must end (no
 /// hang) with an error or a status that says so, and the container must be gone.
-async fn engine_drop(sb: &Sandbox) -> Result<String, String> {
+async fn engine_drop(sb: &Docker) -> Result<String, String> {
     let proxy = EngineProxy::start().await;
     let proxied = proxy.sandbox().await;
     let prepared = proxied.prepare(&cfg()).await.map_err(|e| e.to_string())?;
@@ -172,7 +172,7 @@ async fn main() {
         .collect();
     let sequential = nums.first().copied().unwrap_or(1000);
     let concurrent = nums.get(1).copied().unwrap_or(200);
-    let sb = Arc::new(Sandbox::connect().await.expect("Docker engine"));
+    let sb = Arc::new(Docker::connect().await.expect("Docker engine"));
     let mut failures = Vec::new();
     let rss_start = rss_kib();
     let mut rss_samples = vec![rss_start];

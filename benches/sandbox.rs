@@ -11,7 +11,7 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use compute_bot::sandbox::{DEFAULT_IMAGE, Job, Limits, Sandbox, SandboxConfig};
+use compute_bot::sandbox::{DEFAULT_IMAGE, Job, Limits, SandboxConfig, docker::Docker};
 
 fn stats(name: &str, mut v: Vec<Duration>) -> (f64, f64) {
     v.sort();
@@ -76,7 +76,7 @@ fn main() {
         .unwrap_or(30);
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
-        let sb = Sandbox::connect().await.expect("Docker engine");
+        let sb = Docker::connect().await.expect("Docker engine");
         let cfg = SandboxConfig::default();
         let job = Job {
             code: "print(1)".into(),

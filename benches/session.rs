@@ -15,7 +15,7 @@
 
 use std::time::{Duration, Instant};
 
-use compute_bot::sandbox::{Job, PreparedRun, Sandbox, SandboxConfig, StepOptions};
+use compute_bot::sandbox::{Job, PreparedRun, SandboxConfig, StepOptions, docker::Docker};
 
 fn median(mut v: Vec<Duration>) -> f64 {
     v.sort();
@@ -62,7 +62,7 @@ const MODEL: Duration = Duration::from_millis(150);
 /// Six steps in one session: the time from handing over step 1 to the
 /// session's end (the container removed), without the model's time
 /// between steps.
-async fn session(sb: &Sandbox, cfg: &SandboxConfig) -> Duration {
+async fn session(sb: &Docker, cfg: &SandboxConfig) -> Duration {
     let prepared: Box<dyn PreparedRun> = Box::new(sb.prepare(cfg).await.unwrap());
     tokio::time::sleep(Duration::from_millis(400)).await;
     let t = Instant::now();
@@ -96,7 +96,7 @@ async fn session(sb: &Sandbox, cfg: &SandboxConfig) -> Duration {
 }
 
 /// The same six statements as one program.
-async fn program(sb: &Sandbox, cfg: &SandboxConfig, code: &str) -> Duration {
+async fn program(sb: &Docker, cfg: &SandboxConfig, code: &str) -> Duration {
     let prepared = sb.prepare(cfg).await.unwrap();
     tokio::time::sleep(Duration::from_millis(400)).await;
     let t = Instant::now();
@@ -107,7 +107,7 @@ async fn program(sb: &Sandbox, cfg: &SandboxConfig, code: &str) -> Duration {
 }
 
 /// The program as a one-step session.
-async fn one_step(sb: &Sandbox, cfg: &SandboxConfig, code: &str) -> Duration {
+async fn one_step(sb: &Docker, cfg: &SandboxConfig, code: &str) -> Duration {
     let prepared: Box<dyn PreparedRun> = Box::new(sb.prepare(cfg).await.unwrap());
     tokio::time::sleep(Duration::from_millis(400)).await;
     let t = Instant::now();
@@ -125,7 +125,7 @@ fn main() {
         .unwrap_or(15);
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
-        let sb = Sandbox::connect().await.expect("Docker engine");
+        let sb = Docker::connect().await.expect("Docker engine");
         let cfg = SandboxConfig::default();
         let whole = STEPS.join("\n");
         // Warm-up: image facts cached, page cache warm on every side.

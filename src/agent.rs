@@ -191,7 +191,7 @@ pub enum AgentError {
 pub struct Agent<'a> {
     /// The policy in force.
     pub policy: &'a Policy,
-    /// The executor to run in: the Docker [`crate::sandbox::Sandbox`], or an
+    /// The executor to run in: the Docker [`crate::sandbox::docker::Docker`], or an
     /// in-memory one in loop tests where Docker is not what is under test.
     pub sandbox: &'a dyn Executor,
     /// The model, when one is configured.

@@ -18,7 +18,7 @@ use sha2::{Digest, Sha256};
 
 use crate::model::{ChatRequest, Message, ModelClient, ModelConfig, ModelOverrides};
 use crate::policy::Policy;
-use crate::sandbox::{DataStack, EngineFacts, Executor, ImageInfo, Runtime, Sandbox};
+use crate::sandbox::{DataStack, EngineFacts, Executor, ImageInfo, Runtime};
 
 /// The lock the sandbox image should be built from (its sha256 is compared
 /// with the image's `org.compute-bot.lock-sha256` label).
@@ -137,14 +137,15 @@ async fn check_place(
     wanted: Result<Runtime, String>,
 ) {
     let [engine, image_name, layer, runtime] = place.names;
-    let executor = match Sandbox::connect_to(place.address).await {
+    let executor = match crate::sandbox::connect_to(place.address, crate::sandbox::Use::Check).await
+    {
         Ok(executor) => executor,
         Err(e) => return no_engine(out, place, &e.to_string()),
     };
-    match Executor::engine(&executor).await {
+    match executor.engine().await {
         Ok(facts) => {
             out.push((engine, check_engine(&facts)));
-            let (image_check, info) = check_image(&executor, image).await;
+            let (image_check, info) = check_image(executor.as_ref(), image).await;
             out.push((image_name, image_check));
             let layer_check = match info {
                 Some(info) => check_layer(RELEASE_LAYERS, &info),

@@ -8,7 +8,7 @@ use compute_bot::agent::{Agent, Request};
 use compute_bot::model::ModelClient;
 use compute_bot::policy::Policy;
 use compute_bot::report::{Report, ReportStatus};
-use compute_bot::sandbox::{Runtime, Sandbox};
+use compute_bot::sandbox::{Runtime, docker::Docker};
 
 const NUMBERS: &str = "import json\nprint(json.dumps({'by_day': [{'day': '2024-03-01', 'rate': 0.1}, {'day': '2024-03-02', 'rate': 0.2}]}))\n";
 const CHART: &str = "import json\nimport matplotlib.pyplot as plt\nfig, ax = plt.subplots()\nax.plot(['2024-03-01', '2024-03-02'], [0.1, 0.2])\nfig.savefig('/out/rate.png')\nprint(json.dumps({'by_day': [{'day': '2024-03-01', 'rate': 0.1}, {'day': '2024-03-02', 'rate': 0.2}]}))\n";
@@ -22,7 +22,7 @@ fn policy() -> Policy {
 }
 
 async fn answer(llm: &LlmStandin, goal: &str) -> Report {
-    let sandbox = Sandbox::connect().await.expect("Docker");
+    let sandbox = Docker::connect().await.expect("Docker");
     let model = ModelClient::new(llm.config()).unwrap();
     let policy = policy();
     let agent = Agent {

@@ -23,7 +23,9 @@ use compute_bot::explain::template_explanation;
 use compute_bot::model::{ModelClient, ModelError, TokenUsage};
 use compute_bot::policy::{Decision, Policy};
 use compute_bot::report::{Report, ReportStatus};
-use compute_bot::sandbox::{Executor, InputFile, RunStatus, Sandbox, SandboxError, sha256_hex};
+use compute_bot::sandbox::{
+    Executor, InputFile, RunStatus, SandboxError, docker::Docker, sha256_hex,
+};
 use compute_bot::units::format_duration;
 use serde_json::{Value, json};
 
@@ -58,8 +60,8 @@ fn quick_policy() -> Policy {
     policy(3, "5s", "256MiB", true)
 }
 
-async fn sandbox() -> Sandbox {
-    Sandbox::connect()
+async fn sandbox() -> Docker {
+    Docker::connect()
         .await
         .expect("the Docker engine must be running for the loop tests")
 }

@@ -407,7 +407,7 @@ async fn run_loop(
     // One program per request: these tests are about the one-program loop.
     let yaml = format!("{policy_yaml}\nsession: {{max_steps: 1}}\n");
     let policy = compute_bot::policy::Policy::from_yaml_str(&yaml, "inline").unwrap();
-    let sandbox = compute_bot::sandbox::Sandbox::connect()
+    let sandbox = compute_bot::sandbox::docker::Docker::connect()
         .await
         .expect("the Docker engine must be running");
     let model = client(llm);

@@ -374,7 +374,7 @@ async fn answer(
         "inline",
     )
     .unwrap();
-    let sandbox = compute_bot::sandbox::Sandbox::connect()
+    let sandbox = compute_bot::sandbox::docker::Docker::connect()
         .await
         .expect("the Docker engine must be running");
     compute_bot::agent::Agent {

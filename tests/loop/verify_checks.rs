@@ -12,7 +12,7 @@ use compute_bot::agent::{Agent, Request};
 use compute_bot::model::ModelClient;
 use compute_bot::policy::Policy;
 use compute_bot::report::{Report, ReportStatus};
-use compute_bot::sandbox::{Executor, InputFile, Sandbox, sha256_hex};
+use compute_bot::sandbox::{Executor, InputFile, docker::Docker, sha256_hex};
 use serde_json::json;
 
 /// A policy with `output_extra` under `output`. The code here imports
@@ -40,7 +40,7 @@ output:
 
 /// The loop on the real sandbox.
 async fn answer(policy: &Policy, model: Option<&ModelClient>, req: Request) -> Report {
-    let sandbox = Sandbox::connect()
+    let sandbox = Docker::connect()
         .await
         .expect("the Docker engine must be running");
     answer_on(&sandbox, policy, model, req).await

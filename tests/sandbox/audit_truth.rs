@@ -6,8 +6,8 @@
 //! and what the answer shows is what the kernel saw.
 
 use compute_bot::sandbox::{
-    InputFile, Job, KernelRecord, Outcome, RunStatus, RuntimeRules, Sandbox, Source, Supervision,
-    Witness,
+    InputFile, Job, KernelRecord, Outcome, RunStatus, RuntimeRules, Source, Supervision, Witness,
+    docker::Docker,
 };
 
 fn under_runsc() -> bool {
@@ -36,7 +36,7 @@ fn opens_record(o: &Outcome) -> &KernelRecord {
 }
 
 async fn run(code: &str, rules: RuntimeRules, inputs: Vec<InputFile>) -> Outcome {
-    let sb = Sandbox::connect().await.expect("the Docker engine");
+    let sb = Docker::connect().await.expect("the Docker engine");
     let job = Job {
         code: code.to_string(),
         inputs,
@@ -689,7 +689,7 @@ print(len(open("/etc/passwd").read()) > 0, open("/data/sales.csv").read().count(
 /// engine's disk (big inputs, [`compute_bot::sandbox::Limits::data_on_disk`])
 /// or on the runner's tmpfs.
 async fn run_on(code: &str, inputs: Vec<InputFile>, on_disk: bool) -> Outcome {
-    let sb = Sandbox::connect().await.expect("the Docker engine");
+    let sb = Docker::connect().await.expect("the Docker engine");
     let mut config = crate::long_deadline_config(1.0);
     if on_disk {
         config.limits.data_max_bytes = compute_bot::units::ByteSize::mib(512);

@@ -13,7 +13,7 @@ use std::process::{Command, Output};
 use std::time::Duration;
 
 use compute_bot::sandbox::{
-    InputFile, Job, Limits, RunStatus, RuntimeRules, Sandbox, SandboxConfig,
+    InputFile, Job, Limits, RunStatus, RuntimeRules, SandboxConfig, docker::Docker,
 };
 use compute_bot::units::ByteSize;
 
@@ -235,7 +235,7 @@ st = os.stat('/data/a.csv')
 print(json.dumps({"tries": tries, "text": open('/data/a.csv').read(), "mode": oct(st.st_mode & 0o777), "uid": st.st_uid}))
 "#;
     let before = volumes();
-    let sb = Sandbox::connect().await.expect("Docker must be running");
+    let sb = Docker::connect().await.expect("Docker must be running");
     let job = Job {
         code: code.into(),
         inputs: vec![InputFile::new("a.csv", b"a,b\n1,2\n".to_vec())],
@@ -362,7 +362,7 @@ async fn an_input_changed_after_admission_fails_the_run_naming_it() {
     std::fs::write(&path, b"a,b\n9,9\n").unwrap();
     // Admitted with the hash of other bytes of the same size.
     let admitted = compute_bot::sandbox::sha256_hex(b"a,b\n1,2\n");
-    let sb = Sandbox::connect().await.expect("Docker must be running");
+    let sb = Docker::connect().await.expect("Docker must be running");
     for data in [ByteSize::mib(64), ByteSize::mib(128)] {
         let cfg = SandboxConfig {
             runtime: crate::machine_runtime(),

@@ -8,13 +8,13 @@ use std::time::Duration;
 
 use compute_bot::sandbox::{
     ContainerFacts, Job, LABEL_EXPIRES, Limits, Outcome, RunStatus, Runtime, RuntimeRules,
-    STOPPED_GRACE_SECONDS, Sandbox, SandboxConfig, is_leftover,
+    STOPPED_GRACE_SECONDS, SandboxConfig, docker::Docker, is_leftover,
 };
 
 const BIN: &str = env!("CARGO_BIN_EXE_compute-bot");
 
-async fn sandbox() -> Sandbox {
-    Sandbox::connect()
+async fn sandbox() -> Docker {
+    Docker::connect()
         .await
         .expect("the Docker engine must be running for the sandbox tests")
 }
@@ -46,7 +46,7 @@ fn job(code: &str, rules: RuntimeRules) -> Job {
     }
 }
 
-async fn assert_gone(sb: &Sandbox, name: &str) {
+async fn assert_gone(sb: &Docker, name: &str) {
     // Whatever the connection still has under way (a dropped guard's
     // removal) first.
     sb.settled().await;

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use compute_bot::agent::{engine_problem, outcome_problem};
-use compute_bot::sandbox::{Job, Limits, RunStatus, Sandbox, SandboxConfig};
+use compute_bot::sandbox::{Job, Limits, RunStatus, SandboxConfig, docker::Docker};
 
 use crate::support::engine_proxy::EngineProxy;
 
@@ -52,7 +52,7 @@ async fn a_lost_engine_connection_ends_the_run_as_lost_and_removes_the_container
     assert!(reason.contains("doctor"), "{reason}");
     assert_eq!(outcome_problem(&o), Some(reason));
     sb.close().await;
-    let direct = Sandbox::connect().await.unwrap();
+    let direct = Docker::connect().await.unwrap();
     match direct.docker().inspect_container(&name, None).await {
         Err(bollard::errors::Error::DockerResponseServerError {
             status_code: 404, ..

@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use compute_bot::sandbox::{
-    InputFile, Job, Limits, RunStatus, RuntimeRules, Sandbox, SandboxConfig, SandboxError,
+    InputFile, Job, Limits, RunStatus, RuntimeRules, SandboxConfig, SandboxError, docker::Docker,
 };
 use compute_bot::units::ByteSize;
 
@@ -61,7 +61,7 @@ async fn probe(
     limits: Limits,
     rules: RuntimeRules,
 ) -> (serde_json::Value, compute_bot::sandbox::Outcome) {
-    let sb = Sandbox::connect()
+    let sb = Docker::connect()
         .await
         .expect("the Docker engine must be running");
     let job = Job {
@@ -158,7 +158,7 @@ async fn the_kernel_keeps_the_github_folder_read_only_on_tmpfs_and_on_disk() {
 /// the rule; no container of this process is left.
 #[tokio::test]
 async fn a_job_with_another_folder_dotdot_or_an_absolute_name_is_refused() {
-    let sb = Sandbox::connect()
+    let sb = Docker::connect()
         .await
         .expect("the Docker engine must be running");
     let cases = [

@@ -59,7 +59,7 @@ async fn run_with_default_rules(
     inputs: Vec<compute_bot::sandbox::InputFile>,
     cpus: f64,
 ) -> compute_bot::sandbox::Outcome {
-    let sb = compute_bot::sandbox::Sandbox::connect()
+    let sb = compute_bot::sandbox::docker::Docker::connect()
         .await
         .expect("the Docker engine must be running for the sandbox tests");
     let job = compute_bot::sandbox::Job {

@@ -22,7 +22,7 @@ use std::process::{Command, Output};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use compute_bot::sandbox::{PullPhase, PullProgress, Sandbox};
+use compute_bot::sandbox::{PullPhase, PullProgress, docker::Docker};
 
 use super::cli_run::{json, run_counting};
 use crate::support::registry::{
@@ -175,7 +175,7 @@ async fn a_fresh_layer_is_downloaded_with_its_progress_counted() {
     let repo = repo("bytes");
     let _forget = Forget(repo.clone());
     let pinned = small_pushed("bytes", &repo);
-    let sandbox = Sandbox::connect().await.expect("the Docker engine");
+    let sandbox = Docker::connect().await.expect("the Docker engine");
     let rx = sandbox.pull_ahead(&pinned).await.expect("a pull starts");
     // Asked again while it runs: the same pull.
     assert!(sandbox.pull_ahead(&pinned).await.is_some());
@@ -190,7 +190,7 @@ async fn a_fresh_layer_is_downloaded_with_its_progress_counted() {
         sandbox.pull_ahead(&pinned).await.is_some(),
         "the connection keeps its pull"
     );
-    let fresh = Sandbox::connect().await.unwrap();
+    let fresh = Docker::connect().await.unwrap();
     assert!(
         fresh.pull_ahead(&pinned).await.is_none(),
         "pulled again although present"
@@ -216,8 +216,8 @@ async fn two_runs_pulling_at_once_both_succeed() {
     let _forget_small = Forget(small.clone());
     let pinned = small_pushed("twice", &small);
     let (s1, s2) = (
-        Sandbox::connect().await.unwrap(),
-        Sandbox::connect().await.unwrap(),
+        Docker::connect().await.unwrap(),
+        Docker::connect().await.unwrap(),
     );
     let (r1, r2) = tokio::join!(s1.pull_ahead(&pinned), s2.pull_ahead(&pinned));
     let (e1, e2) = tokio::join!(ended(r1.unwrap()), ended(r2.unwrap()));
@@ -287,7 +287,7 @@ async fn a_pull_cut_halfway_is_resumed_and_the_image_is_the_pinned_one() {
     let (port, cuts) = cutting_proxy(3_000_000).await;
     let through = pinned.replacen(registry(), &format!("127.0.0.1:{port}"), 1);
     let _forget_through = Forget(through.split_once('@').unwrap().0.to_string());
-    let sandbox = Sandbox::connect().await.unwrap();
+    let sandbox = Docker::connect().await.unwrap();
     let end = ended(sandbox.pull_ahead(&through).await.expect("a pull")).await;
     assert_eq!(cuts.load(Ordering::SeqCst), 1, "the proxy never cut");
     // The engine retries the layer after a cut (5 s later): the pull ends
@@ -325,7 +325,7 @@ async fn an_error_inside_the_engines_streamed_answer_fails_the_pull() {
         "202",
         "{deleted:?}"
     );
-    let sandbox = Sandbox::connect().await.unwrap();
+    let sandbox = Docker::connect().await.unwrap();
     let end = ended(sandbox.pull_ahead(&pinned).await.expect("a pull")).await;
     let PullPhase::Failed(problem) = &end.phase else {
         panic!("the pull did not fail: {end:?}");

@@ -6,15 +6,15 @@ use std::process::Command;
 use std::time::Duration;
 
 use compute_bot::sandbox::{
-    InputFile, Job, LABEL_MANAGED, LABEL_RUN, Limits, Outcome, RunStatus, Sandbox, SandboxConfig,
-    SandboxError,
+    InputFile, Job, LABEL_MANAGED, LABEL_RUN, Limits, Outcome, RunStatus, SandboxConfig,
+    SandboxError, docker::Docker,
 };
 use compute_bot::units::ByteSize;
 
 const BIN: &str = env!("CARGO_BIN_EXE_compute-bot");
 
-async fn sandbox() -> Sandbox {
-    Sandbox::connect()
+async fn sandbox() -> Docker {
+    Docker::connect()
         .await
         .expect("the Docker engine must be running for the sandbox tests")
 }
@@ -41,7 +41,7 @@ async fn run(code: &str, limits: Limits) -> Outcome {
     outcome
 }
 
-async fn assert_gone(sb: &Sandbox, name: &str) {
+async fn assert_gone(sb: &Docker, name: &str) {
     // Whatever the connection still has under way (a dropped guard's
     // removal) first.
     sb.settled().await;
@@ -935,7 +935,7 @@ async fn a_run_dropped_midway_removes_its_container() {
 
 /// The container's id when it runs under the `runsc-audit` runtime
 /// (gVisor's log of its calls on; scripts/install-gvisor registers it).
-async fn sentry_logged(sb: &Sandbox, name: &str) -> Option<String> {
+async fn sentry_logged(sb: &Docker, name: &str) -> Option<String> {
     let c = sb.docker().inspect_container(name, None).await.unwrap();
     let runtime = c.host_config.and_then(|h| h.runtime);
     (runtime.as_deref() == Some("runsc-audit")).then(|| c.id.expect("an id"))

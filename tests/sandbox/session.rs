@@ -6,11 +6,12 @@
 use std::time::Duration;
 
 use compute_bot::sandbox::{
-    InputFile, Job, Outcome, PreparedRun, RunStatus, Sandbox, SandboxConfig, StepOptions, Steps,
+    InputFile, Job, Outcome, PreparedRun, RunStatus, SandboxConfig, StepOptions, Steps,
+    docker::Docker,
 };
 
-async fn sandbox() -> Sandbox {
-    Sandbox::connect()
+async fn sandbox() -> Docker {
+    Docker::connect()
         .await
         .expect("the Docker engine must be running for the sandbox tests")
 }
@@ -42,7 +43,7 @@ fn job(code: &str, inputs: Vec<InputFile>) -> Job {
 }
 
 /// Starts a session with `code` as step 1 in a fresh container.
-async fn begin(sb: &Sandbox, code: &str, inputs: Vec<InputFile>) -> (Outcome, Box<dyn Steps>) {
+async fn begin(sb: &Docker, code: &str, inputs: Vec<InputFile>) -> (Outcome, Box<dyn Steps>) {
     let prepared: Box<dyn PreparedRun> = Box::new(sb.prepare(&config()).await.expect("prepare"));
     prepared
         .begin(&job(code, inputs), look())
@@ -52,7 +53,7 @@ async fn begin(sb: &Sandbox, code: &str, inputs: Vec<InputFile>) -> (Outcome, Bo
 
 /// The engine's `start` events for `container` in the last ten minutes,
 /// as the engine's events API gives them (Docker or Podman).
-async fn starts(sb: &Sandbox, container: &str) -> usize {
+async fn starts(sb: &Docker, container: &str) -> usize {
     use futures_util::StreamExt;
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -77,7 +78,7 @@ async fn starts(sb: &Sandbox, container: &str) -> usize {
         .await
 }
 
-async fn paused(sb: &Sandbox, container: &str) -> bool {
+async fn paused(sb: &Docker, container: &str) -> bool {
     sb.docker()
         .inspect_container(container, None)
         .await

@@ -62,12 +62,12 @@ impl EngineProxy {
     }
 
     /// A sandbox connected through the proxy.
-    pub async fn sandbox(&self) -> compute_bot::sandbox::Sandbox {
+    pub async fn sandbox(&self) -> compute_bot::sandbox::docker::Docker {
         // SAFETY: set before the client is built and removed right after;
         // each test runs in its own process, and nothing else reads
         // DOCKER_HOST concurrently here.
         unsafe { std::env::set_var("DOCKER_HOST", format!("tcp://127.0.0.1:{}", self.port)) };
-        let sandbox = compute_bot::sandbox::Sandbox::connect().await;
+        let sandbox = compute_bot::sandbox::docker::Docker::connect().await;
         unsafe { std::env::remove_var("DOCKER_HOST") };
         sandbox.expect("the Docker engine through the proxy")
     }

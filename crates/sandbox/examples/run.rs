@@ -10,7 +10,7 @@
 //! cargo run -p compute-bot-sandbox --example run
 //! ```
 
-use compute_bot_sandbox::{InputFile, Job, Sandbox, SandboxConfig, SandboxError};
+use compute_bot_sandbox::{InputFile, Job, SandboxConfig, SandboxError, docker::Docker};
 
 /// The untrusted code: it reads its input from `/data`, as every job does.
 const CODE: &str = r#"
@@ -22,7 +22,7 @@ print("total:", sum(int(r["amount"]) for r in rows))
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), SandboxError> {
-    let sandbox = Sandbox::connect().await?;
+    let sandbox = Docker::connect().await?;
     let job = Job {
         code: CODE.into(),
         inputs: vec![InputFile::new(

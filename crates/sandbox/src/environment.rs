@@ -18,9 +18,9 @@ use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use tokio::sync::OnceCell;
 
+use super::SandboxError;
 use super::executor::{Begun, EngineFacts, Executor, PreparedRun, StepOptions, Steps};
 use super::types::{ImageInfo, Job, Outcome, Runtime, SandboxConfig};
-use super::{Sandbox, SandboxError};
 
 /// Which of the policy's environments ran the code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -156,11 +156,7 @@ impl Slot {
             .conn
             .get_or_try_init(|| async {
                 // The session closes it: removals may go on beside the answer.
-                let s = Sandbox::connect_to(&self.address)
-                    .await?
-                    .removing_beside_the_answer();
-                s.sweep_in_background();
-                Ok::<_, SandboxError>(Arc::new(s) as Arc<dyn Executor>)
+                crate::connect_to(&self.address, crate::Use::Session).await
             })
             .await?;
         Ok(conn.clone())

@@ -5,7 +5,7 @@
 //! goes through it — `run`, the loop, the checks, replay, doctor and the
 //! Action — so a backend implements these two traits and nothing else (see
 //! ARCHITECTURE.md, "Sandbox backends"). The Docker backend
-//! ([`super::Sandbox`]) is the real one; loop tests may use an in-memory
+//! ([`Docker`](crate::docker::Docker)) is the real one; loop tests may use an in-memory
 //! executor where Docker is not what is under test.
 
 use futures_util::future::BoxFuture;

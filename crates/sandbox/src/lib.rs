@@ -35,7 +35,7 @@
 #![deny(missing_docs)]
 
 mod collect;
-mod docker;
+pub mod docker;
 mod environment;
 mod error;
 mod executor;
@@ -56,7 +56,7 @@ use sha2::{Digest, Sha256};
 
 pub use docker::{
     ContainerFacts, LABEL_EXPIRES, LABEL_MANAGED, LABEL_PID, LABEL_RUN, Prepared,
-    RUNSC_PIDS_OVERHEAD, SECCOMP_PROFILE, STOPPED_GRACE_SECONDS, Sandbox, is_leftover,
+    RUNSC_PIDS_OVERHEAD, SECCOMP_PROFILE, STOPPED_GRACE_SECONDS, is_leftover,
 };
 pub use environment::{Environment, Role};
 pub use environment::{Environments, Reserve};
@@ -83,6 +83,35 @@ pub use types::*;
 /// backend is chosen.
 pub async fn connect(envs: &Environments) -> Result<Arc<dyn Executor>, SandboxError> {
     Ok(Arc::new(environment::Fallback::connect(envs).await?))
+}
+
+/// What a connection is for: a session's runs, or one check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Use {
+    /// The runs of a command: removals go on beside the answer, and the
+    /// containers an earlier process left behind are swept in the
+    /// background.
+    Session,
+    /// One look at the engine and the image (`doctor`): nothing runs.
+    Check,
+}
+
+/// Connects to the backend at one engine `address`, for `usage`: the one
+/// arm per backend. Every address speaks the Docker Engine API today
+/// (Docker itself, or Podman's compatible service), so the Docker backend
+/// ([`docker::Docker`]) takes it; a second backend is a module of its own
+/// and an arm here. [`connect`] and the reserve reach every engine through
+/// it, and so does `doctor`.
+pub async fn connect_to(address: &str, usage: Use) -> Result<Arc<dyn Executor>, SandboxError> {
+    let docker = docker::Docker::connect_to(address).await?;
+    Ok(match usage {
+        Use::Session => {
+            let docker = docker.removing_beside_the_answer();
+            docker.sweep_in_background();
+            Arc::new(docker)
+        }
+        Use::Check => Arc::new(docker),
+    })
 }
 
 /// Hex SHA-256 of some bytes.

@@ -14,7 +14,7 @@
 //!
 //! [`Limits::data_on_disk`]: super::super::Limits::data_on_disk
 
-use bollard::Docker;
+use bollard::Docker as Bollard;
 use bollard::models::{Mount, MountType};
 use bollard::query_parameters::UploadToContainerOptions;
 use futures_util::{Stream, StreamExt};
@@ -39,7 +39,7 @@ pub(super) fn mount() -> Mount {
 /// archive. An input that changed since admission ends the archive early
 /// and is returned as [`SandboxError::BadInput`].
 pub(super) async fn upload(
-    docker: &Docker,
+    docker: &Bollard,
     container: &str,
     inputs: &[InputFile],
 ) -> Result<(), SandboxError> {

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use bollard::Docker;
+use bollard::Docker as Bollard;
 use bollard::models::{ContainerCreateBody, HostConfig, HostConfigLogConfig, ResourcesUlimits};
 use bollard::query_parameters::{ListContainersOptions, RemoveContainerOptions};
 
@@ -33,7 +33,7 @@ pub(crate) enum Engine {
 }
 
 /// Asks the engine what it is (Podman names itself in its version components).
-pub(crate) async fn engine_kind(docker: &Docker) -> Engine {
+pub(crate) async fn engine_kind(docker: &Bollard) -> Engine {
     match docker.version().await {
         Ok(v) => {
             let podman = v
@@ -94,7 +94,7 @@ const IDLE_SECONDS: u64 = 900;
 /// Connects to the engine at `host` (`unix://…`, `tcp://…`) and negotiates
 /// the API version, so older engines (e.g. Docker 20.10, API 1.41) work as
 /// well as current ones.
-pub(crate) async fn connect(host: &str) -> Result<Docker, SandboxError> {
+pub(crate) async fn connect(host: &str) -> Result<Bollard, SandboxError> {
     let unreachable = |e: bollard::errors::Error| SandboxError::Unreachable {
         host: host.to_string(),
         detail: e.to_string(),
@@ -105,7 +105,7 @@ pub(crate) async fn connect(host: &str) -> Result<Docker, SandboxError> {
             detail: why,
         });
     }
-    let docker = Docker::connect_with_host(host).map_err(unreachable)?;
+    let docker = Bollard::connect_with_host(host).map_err(unreachable)?;
     docker.negotiate_version().await.map_err(unreachable)
 }
 
@@ -446,7 +446,7 @@ fn security_opt(seccomp: &Seccomp) -> Vec<String> {
 
 /// Looks up an image; a missing image is a configuration error that says how to build it.
 pub(crate) async fn image_info(
-    docker: &Docker,
+    docker: &Bollard,
     reference: &str,
     host: &str,
 ) -> Result<ImageInfo, SandboxError> {
@@ -483,7 +483,7 @@ pub(crate) async fn image_info(
 }
 
 /// Force-removes a container; a container that is already gone is fine.
-pub(crate) async fn remove(docker: &Docker, name: &str) -> Result<(), SandboxError> {
+pub(crate) async fn remove(docker: &Bollard, name: &str) -> Result<(), SandboxError> {
     let opts = RemoveContainerOptions {
         force: true,
         v: true,
@@ -506,7 +506,7 @@ pub(crate) async fn remove(docker: &Docker, name: &str) -> Result<(), SandboxErr
 /// be creating it, so until it is found and removed, or `grace` has passed
 /// with nothing found, it is looked for again.
 pub(crate) async fn remove_once_created(
-    docker: &Docker,
+    docker: &Bollard,
     name: &str,
     grace: std::time::Duration,
 ) -> Result<(), SandboxError> {
@@ -529,7 +529,7 @@ pub(crate) async fn remove_once_created(
 
 /// Lists the containers the bot created (any state).
 pub(crate) async fn list_managed(
-    docker: &Docker,
+    docker: &Bollard,
 ) -> Result<Vec<bollard::models::ContainerSummary>, SandboxError> {
     let filters: HashMap<String, Vec<String>> =
         [("label".to_string(), vec![format!("{LABEL_MANAGED}=true")])].into();
@@ -584,7 +584,7 @@ pub fn is_leftover(f: &ContainerFacts, now: u64) -> bool {
 
 /// Reads the facts [`is_leftover`] needs; `None` when the container is gone.
 pub(crate) async fn container_facts(
-    docker: &Docker,
+    docker: &Bollard,
     summary: &bollard::models::ContainerSummary,
 ) -> Option<ContainerFacts> {
     let id = summary.id.as_deref()?;

@@ -1,9 +1,9 @@
 //! The Docker backend (also Podman's Docker-compatible API), through
-//! bollard: [`Sandbox`] is the connection and implements
+//! bollard: [`Docker`] is the connection and implements
 //! [`super::Executor`]; [`Prepared`] is a started container waiting for its
 //! job and implements [`super::PreparedRun`].
 //!
-//! - [`Sandbox::prepare`] creates and starts a hardened container (see
+//! - [`Docker::prepare`] creates and starts a hardened container (see
 //!   `engine::container_body`) whose runner waits for a job on stdin;
 //! - [`Prepared::execute`] (`run.rs`) hands over the code and inputs, lets
 //!   [`super::collect`] read the framed output under the caps and the
@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use bollard::Docker;
+use bollard::Docker as Bollard;
 use bollard::query_parameters::{AttachContainerOptions, CreateContainerOptions};
 use futures_util::future::BoxFuture;
 use tokio::sync::{OnceCell, watch};
@@ -48,10 +48,10 @@ fn pulls(image: &str) -> bool {
 }
 
 /// A connection to the Docker engine plus the containers made through it
-/// that are not removed yet, so that [`Sandbox::close`] can finish them.
+/// that are not removed yet, so that [`Docker::close`] can finish them.
 #[derive(Clone)]
-pub struct Sandbox {
-    docker: Docker,
+pub struct Docker {
+    docker: Bollard,
     /// The engine's address (`unix:///var/run/docker.sock`, `tcp://…`).
     address: String,
     engine: engine::Engine,
@@ -68,16 +68,16 @@ pub struct Sandbox {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Removal {
     /// Before the outcome returns: for a caller that may end its runtime
-    /// right after (tests, benchmarks, `Sandbox::run`).
+    /// right after (tests, benchmarks, `Docker::run`).
     BeforeTheOutcome,
     /// Started as the outcome returns and carried on beside the answer
-    /// (validate, render, post); [`Sandbox::settled`] and
-    /// [`Sandbox::close`] wait for it. Only for a connection whose owner
+    /// (validate, render, post); [`Docker::settled`] and
+    /// [`Docker::close`] wait for it. Only for a connection whose owner
     /// closes it before its runtime ends (a process's `Session`).
     BesideTheAnswer,
 }
 
-/// The containers of one [`Sandbox`] (and its clones) not removed yet, and
+/// The containers of one [`Docker`] (and its clones) not removed yet, and
 /// the tasks it started beside the runs (removals, the leftover sweep, the
 /// engine's facts).
 #[derive(Default)]
@@ -85,15 +85,15 @@ struct Live {
     /// Names from just before creation until removal succeeded; `true`
     /// while a guard still owns the container (its creation may be under way).
     names: Mutex<HashMap<String, bool>>,
-    /// Tasks started by [`Sandbox::track`], not yet awaited.
+    /// Tasks started by [`Docker::track`], not yet awaited.
     tasks: Mutex<Vec<JoinHandle<()>>>,
-    /// Set by [`Sandbox::close`]: no new container may start.
+    /// Set by [`Docker::close`]: no new container may start.
     closing: AtomicBool,
 }
 
 impl Live {
     /// After a removal attempt by its guard: gone, or left for
-    /// [`Sandbox::close`] to try again.
+    /// [`Docker::close`] to try again.
     fn settle(&self, name: &str, removed: bool) {
         let mut names = self.names.lock().expect("lock");
         if removed {
@@ -104,26 +104,26 @@ impl Live {
     }
 }
 
-/// How long [`Sandbox::close`] keeps at containers still being created.
+/// How long [`Docker::close`] keeps at containers still being created.
 const CLOSE_WAIT: Duration = Duration::from_secs(30);
 
-impl std::fmt::Debug for Sandbox {
+impl std::fmt::Debug for Docker {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Sandbox").finish_non_exhaustive()
     }
 }
 
-impl Sandbox {
+impl Docker {
     /// Connects to the engine (`DOCKER_HOST` or the local socket) and
     /// negotiates the API version.
-    pub async fn connect() -> Result<Sandbox, SandboxError> {
-        Sandbox::connect_to(&docker_host()).await
+    pub async fn connect() -> Result<Docker, SandboxError> {
+        Docker::connect_to(&docker_host()).await
     }
 
     /// Connects to the engine at `address` (`unix:///…`, `tcp://host:port`).
-    pub async fn connect_to(address: &str) -> Result<Sandbox, SandboxError> {
+    pub async fn connect_to(address: &str) -> Result<Docker, SandboxError> {
         let docker = engine::connect(address).await?;
-        Ok(Sandbox {
+        Ok(Docker {
             engine: engine::engine_kind(&docker).await,
             docker,
             address: address.to_string(),
@@ -139,9 +139,9 @@ impl Sandbox {
     /// start their container's removal once the report is in and return
     /// the outcome without waiting for it, so the answer is posted while the
     /// engine removes. Only for a connection whose owner calls
-    /// [`Sandbox::close`] before its runtime ends (the process's
+    /// [`Docker::close`] before its runtime ends (the process's
     /// `Session` does): an unawaited removal ends with the runtime.
-    pub(crate) fn removing_beside_the_answer(mut self) -> Sandbox {
+    pub(crate) fn removing_beside_the_answer(mut self) -> Docker {
         self.removal = Removal::BesideTheAnswer;
         self
     }
@@ -152,7 +152,7 @@ impl Sandbox {
     }
 
     /// The underlying bollard client (tests inspect containers with it).
-    pub fn docker(&self) -> &Docker {
+    pub fn docker(&self) -> &Bollard {
         &self.docker
     }
 
@@ -235,8 +235,8 @@ impl Sandbox {
         Ok(removed)
     }
 
-    /// Starts [`Sandbox::cleanup_leftovers`] as a task that
-    /// [`Sandbox::settled`] and [`Sandbox::close`] await, so that the first
+    /// Starts [`Docker::cleanup_leftovers`] as a task that
+    /// [`Docker::settled`] and [`Docker::close`] await, so that the first
     /// container need not wait for it (a container being prepared is no
     /// leftover: it is running and its expiry label is ahead).
     pub(crate) fn sweep_in_background(&self) {
@@ -255,7 +255,7 @@ impl Sandbox {
     /// waits for the removals its runs started; a container still
     /// being created is removed once its creation returns. Call it before
     /// the runtime ends (a dropped run's removal is a task on the runtime);
-    /// after it, [`Sandbox::prepare`] refuses.
+    /// after it, [`Docker::prepare`] refuses.
     pub async fn close(&self) {
         self.live.closing.store(true, Ordering::SeqCst);
         let deadline = Instant::now() + CLOSE_WAIT;
@@ -292,8 +292,8 @@ impl Sandbox {
     }
 
     /// Runs `work` (a removal, the leftover sweep, the engine's facts) as a
-    /// task on the current runtime that [`Sandbox::settled`] and
-    /// [`Sandbox::close`] await.
+    /// task on the current runtime that [`Docker::settled`] and
+    /// [`Docker::close`] await.
     /// False without a runtime: nothing can run it, and the containers it
     /// would remove are left to `close` and the expiry label.
     fn track(&self, work: impl std::future::Future<Output = ()> + Send + 'static) -> bool {
@@ -308,7 +308,7 @@ impl Sandbox {
     /// Waits for the tasks started so far (removals, the leftover sweep, the
     /// engine's facts): after
     /// it, every container whose run ended is gone or was logged as not
-    /// removable. New runs may still start (unlike [`Sandbox::close`]).
+    /// removable. New runs may still start (unlike [`Docker::close`]).
     pub async fn settled(&self) {
         loop {
             let started: Vec<JoinHandle<()>> =
@@ -352,7 +352,7 @@ impl Sandbox {
         self.prepare_here(cfg).await.map_err(|e| self.here(e))
     }
 
-    /// [`Sandbox::prepare_once`], after the pull of its image when one is
+    /// [`Docker::prepare_once`], after the pull of its image when one is
     /// under way, and again after pulling the image when the engine lacks
     /// it and the policy names one the bot pulls (`sandbox/pull.rs`).
     async fn prepare_here(&self, cfg: &SandboxConfig) -> Result<Prepared, SandboxError> {
@@ -534,7 +534,7 @@ impl Sandbox {
     }
 }
 
-impl Executor for Sandbox {
+impl Executor for Docker {
     fn engine(&self) -> BoxFuture<'_, Result<EngineFacts, SandboxError>> {
         Box::pin(self.engine_facts())
     }
@@ -549,7 +549,7 @@ impl Executor for Sandbox {
     ) -> BoxFuture<'static, Result<Box<dyn PreparedRun>, SandboxError>> {
         let sandbox = self.clone();
         Box::pin(async move {
-            let p = Sandbox::prepare(&sandbox, &cfg).await?;
+            let p = Docker::prepare(&sandbox, &cfg).await?;
             Ok(Box::new(p) as Box<dyn PreparedRun>)
         })
     }
@@ -562,19 +562,19 @@ impl Executor for Sandbox {
         &'a self,
         image: &'a str,
     ) -> BoxFuture<'a, Option<watch::Receiver<PullProgress>>> {
-        Box::pin(Sandbox::pull_ahead(self, image))
+        Box::pin(Docker::pull_ahead(self, image))
     }
 
     fn close(&self) -> BoxFuture<'_, ()> {
-        Box::pin(Sandbox::close(self))
+        Box::pin(Docker::close(self))
     }
 }
 
 /// Lists its container from just before creation and removes it: through
 /// [`Guard::remove`], or when dropped without it (error, panic, cancelled
-/// future) by a task on the current runtime that [`Sandbox::close`] awaits.
+/// future) by a task on the current runtime that [`Docker::close`] awaits.
 struct Guard {
-    sandbox: Sandbox,
+    sandbox: Docker,
     name: String,
     armed: bool,
     /// The engine answered the creation request. Until then a drop (a
@@ -592,7 +592,7 @@ const CREATION_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl Guard {
     /// Lists `name`; refused once the sandbox is closing.
-    fn new(sandbox: &Sandbox, name: &str) -> Result<Guard, SandboxError> {
+    fn new(sandbox: &Docker, name: &str) -> Result<Guard, SandboxError> {
         if sandbox.live.closing.load(Ordering::SeqCst) {
             return Err(SandboxError::Closed);
         }
@@ -626,7 +626,7 @@ impl Guard {
     }
 
     /// Starts the removal of a container whose run is over as a task that
-    /// [`Sandbox::settled`] and [`Sandbox::close`] await.
+    /// [`Docker::settled`] and [`Docker::close`] await.
     fn remove_in_background(mut self) {
         self.armed = false;
         let (sandbox, name, log) = (self.sandbox.clone(), self.name.clone(), self.log.take());
@@ -645,7 +645,7 @@ impl Guard {
 /// Removes a container whose run is over: one more try on a fresh
 /// connection when the first fails (the outcome stands either way), then
 /// `close` tries again and any bot removes it once its expiry label passes.
-async fn remove_finally(sandbox: Sandbox, name: String, log: Option<run::LogFile>) {
+async fn remove_finally(sandbox: Docker, name: String, log: Option<run::LogFile>) {
     let mut removed = engine::remove(&sandbox.docker, &name).await;
     if removed.is_err() {
         removed = match engine::connect(&sandbox.address).await {

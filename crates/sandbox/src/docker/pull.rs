@@ -11,14 +11,14 @@
 //!
 //! One pull per image and connection: a second run preparing while the
 //! first pulls waits for the same pull ([`Pulls::start`]), and so does a run
-//! prepared after a pull started ahead ([`super::Sandbox::pull_ahead`]). A
+//! prepared after a pull started ahead ([`super::Docker::pull_ahead`]). A
 //! failed pull stays failed for the connection (its error returns at
 //! once; the reserve, a connection of its own, tries its own engine).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use bollard::Docker;
+use bollard::Docker as Bollard;
 use bollard::auth::DockerCredentials;
 use bollard::query_parameters::{CreateImageOptions, TagImageOptions};
 use futures_util::StreamExt;
@@ -46,7 +46,7 @@ impl Pulls {
     /// already started. `None` without a runtime.
     pub(crate) fn start(
         &self,
-        docker: &Docker,
+        docker: &Bollard,
         image: &str,
     ) -> Option<watch::Receiver<PullProgress>> {
         let mut map = self.by_image.lock().expect("lock");
@@ -119,7 +119,7 @@ pub(crate) async fn finished(
 /// One pull of `reference` into the engine, with progress on `tx`; the
 /// error is the user's text ([`pull_problem`]).
 async fn pull(
-    docker: &Docker,
+    docker: &Bollard,
     reference: &str,
     tx: &watch::Sender<PullProgress>,
 ) -> Result<(), String> {

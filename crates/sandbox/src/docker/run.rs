@@ -3,7 +3,7 @@
 //! the deadline, ask the engine why when the output ended without a report,
 //! and start its removal.
 
-use bollard::Docker;
+use bollard::Docker as Bollard;
 use bollard::container::{AttachContainerResults, LogOutput};
 use bollard::query_parameters::KillContainerOptions;
 use futures_util::StreamExt;
@@ -86,7 +86,7 @@ pub(super) struct LogWatch {
 
 impl LogWatch {
     /// Starts watching `file`, the log of container `name`.
-    fn start(file: &LogFile, docker: Docker, name: String) -> LogWatch {
+    fn start(file: &LogFile, docker: Bollard, name: String) -> LogWatch {
         use crate::sentry_log::{LOG_WATCH_EVERY, log_size};
         let over = std::sync::Arc::new(std::sync::OnceLock::new());
         let seen = over.clone();
@@ -136,7 +136,7 @@ impl Drop for LogWatch {
 impl GvisorLog {
     /// A watch on the log's size while the code runs, when the container
     /// runs under gVisor's log.
-    fn watch(&self, docker: &Docker, name: &str) -> Option<LogWatch> {
+    fn watch(&self, docker: &Bollard, name: &str) -> Option<LogWatch> {
         match self {
             GvisorLog::Container(file) => {
                 Some(LogWatch::start(file, docker.clone(), name.to_string()))
@@ -247,7 +247,7 @@ impl Prepared {
     /// Hands over the job and collects the outcome; the container's removal
     /// starts as soon as the report is in and goes on while the caller
     /// validates and posts the outcome (the removal is not part of the
-    /// answer). [`super::Sandbox::settled`] and [`super::Sandbox::close`]
+    /// answer). [`super::Docker::settled`] and [`super::Docker::close`]
     /// wait for it.
     pub async fn execute_removing_after(self, job: &Job) -> Result<Outcome, SandboxError> {
         let (result, guard) = self.collect(job).await;
@@ -394,7 +394,7 @@ async fn finally_remove(guard: Guard) {
 /// gets the log's lines since the step before's report
 /// ([`SessionRun::read_step`]).
 pub struct SessionRun {
-    docker: Docker,
+    docker: Bollard,
     name: String,
     image: ImageInfo,
     seccomp: SeccompProfile,
@@ -693,7 +693,7 @@ fn chunk(item: Result<LogOutput, bollard::errors::Error>) -> Result<Chunk, Strin
 
 /// One run's fixed facts, for the steps of [`Run::execute`].
 struct Run<'a> {
-    docker: &'a Docker,
+    docker: &'a Bollard,
     name: &'a str,
     limits: &'a Limits,
     preload: &'a [String],
@@ -908,7 +908,7 @@ async fn write_job(
 
 /// After the deadline: kill the container (unpausing it first when someone
 /// paused it from outside, which would otherwise keep the kill from landing).
-async fn kill_at_deadline(docker: &Docker, name: &str, notes: &mut Vec<String>) {
+async fn kill_at_deadline(docker: &Bollard, name: &str, notes: &mut Vec<String>) {
     if let Ok(info) = docker.inspect_container(name, None).await
         && info.state.and_then(|s| s.paused) == Some(true)
     {
@@ -935,7 +935,7 @@ async fn kill_at_deadline(docker: &Docker, name: &str, notes: &mut Vec<String>) 
 /// memory limit, a kill or removal from outside compute-bot, and a runner
 /// that ended on its own (any other exit: the code's run ended it) are
 /// named as such; [`Collector::outcome`](crate::collect::Collector::outcome) decides what each makes of the run.
-async fn explain_missing_report(docker: &Docker, name: &str) -> NoReport {
+async fn explain_missing_report(docker: &Bollard, name: &str) -> NoReport {
     for _ in 0..20 {
         match docker.inspect_container(name, None).await {
             Ok(info) => {
