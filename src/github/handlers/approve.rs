@@ -143,3 +143,71 @@ pub(crate) async fn deny(ctx: &Ctx<'_>, issue: u64, author: &str) -> Result<Publ
         outputs: Default::default(),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::github::handlers::tester::{
+        ESCALATING, Scripted, Tester, assert_answer, fenced, shipped_policy,
+    };
+
+    /// A tester with the escalating policy, after `alice` asked for
+    /// [`ESCALATING`]: its request waits for an approval.
+    async fn escalated() -> Tester {
+        let mut t = Tester::new(
+            &shipped_policy("escalate.yml"),
+            [Scripted::ok("{\"digest\": \"2d711642\", \"total\": 42}\n")],
+        )
+        .await;
+        let pending = t
+            .comment(
+                "alice",
+                &format!(
+                    "/compute inputs=data/sales.csv total with a digest\n{}",
+                    fenced(ESCALATING)
+                ),
+            )
+            .await;
+        assert_eq!(pending.status, "needs_approval");
+        assert!(t.executor.codes().is_empty(), "nothing ran");
+        t
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn escalated_code_waits_for_an_approval() {
+        let mut t = Tester::new(&shipped_policy("escalate.yml"), []).await;
+        let answer = t
+            .comment(
+                "alice",
+                &format!(
+                    "/compute inputs=data/sales.csv total with a digest\n{}",
+                    fenced(ESCALATING)
+                ),
+            )
+            .await;
+        assert_answer!(answer);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn approve_closes_the_request_and_runs_exactly_the_shown_code() {
+        let mut t = escalated().await;
+        let answer = t.comment("maint", "/compute approve").await;
+        assert_eq!(t.executor.codes(), vec![ESCALATING.to_string()]);
+        assert_answer!(answer);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn deny_closes_the_request_and_nothing_runs() {
+        let mut t = escalated().await;
+        let answer = t.comment("maint", "/compute deny").await;
+        assert!(t.executor.codes().is_empty());
+        assert_answer!(answer);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_approval_below_the_escalation_permission_is_refused() {
+        let mut t = escalated().await;
+        let answer = t.comment("alice", "/compute approve").await;
+        assert!(t.executor.codes().is_empty());
+        assert_answer!(answer);
+    }
+}

@@ -29,3 +29,34 @@ pub(crate) async fn prepare_early(ctx: &Ctx<'_>, spec: Option<&RunSpec>) -> Opti
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::github::handlers::tester::{
+        Scripted, Tester, assert_answer, fenced, shipped_policy,
+    };
+
+    /// Exact code whose run the executor answers with [`ANSWER`].
+    const CODE: &str = "import json\nprint(json.dumps({\"total\": 42}))\n";
+    const ANSWER: &str = "{\"total\": 42}\n";
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn exact_code_runs_and_the_answer_replaces_the_tracking_comment() {
+        let mut t = Tester::new(&shipped_policy("default.yml"), [Scripted::ok(ANSWER)]).await;
+        let answer = t
+            .comment("alice", &format!("/compute the total\n{}", fenced(CODE)))
+            .await;
+        assert_eq!(t.executor.codes(), vec![CODE.to_string()]);
+        assert_answer!(answer);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn who_the_policy_does_not_let_run_code_is_refused_and_nothing_runs() {
+        let mut t = Tester::new(&shipped_policy("default.yml"), [Scripted::ok(ANSWER)]).await;
+        let answer = t
+            .comment("rita", &format!("/compute the total\n{}", fenced(CODE)))
+            .await;
+        assert!(t.executor.codes().is_empty());
+        assert_answer!(answer);
+    }
+}

@@ -17,6 +17,8 @@ pub(crate) mod compute;
 pub(crate) mod plan;
 pub(crate) mod replay;
 pub(crate) mod run;
+#[cfg(test)]
+pub(crate) mod tester;
 pub(crate) mod watch;
 
 use crate::github::command::{Command, Subcommand};
@@ -201,7 +203,29 @@ async fn requested(ctx: &Ctx<'_>, issue: u64, spec: RunSpec) -> Result<RunSpec, 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::github::handlers::tester::{Tester, assert_answer, shipped_policy};
     use crate::policy::{Actor, Authorization, Policy};
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_malformed_subcommand_is_answered_with_what_it_takes() {
+        let mut t = Tester::new(&shipped_policy("default.yml"), []).await;
+        let answer = t.comment("maint", "/compute approve xyz").await;
+        assert_answer!(answer);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_comment_with_neither_goal_nor_code_gets_the_usage() {
+        let mut t = Tester::new(&shipped_policy("default.yml"), []).await;
+        let answer = t.comment("alice", "/compute").await;
+        assert_answer!(answer);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_plan_with_neither_goal_nor_code_gets_the_usage() {
+        let mut t = Tester::new(&shipped_policy("default.yml"), []).await;
+        let answer = t.comment("alice", "/compute plan").await;
+        assert_answer!(answer);
+    }
 
     fn policy(yaml: &str) -> Policy {
         Policy::from_yaml_str(yaml, "test.yml").unwrap()

@@ -22,3 +22,26 @@ pub(crate) async fn plan(
     };
     execute(ctx, thread, spec).await
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::github::handlers::tester::{
+        Scripted, Tester, assert_answer, fenced, shipped_policy,
+    };
+
+    const CODE: &str = "import json\nprint(json.dumps({\"total\": 42}))\n";
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_plan_is_posted_as_a_new_comment_and_nothing_runs() {
+        let mut t = Tester::new(&shipped_policy("default.yml"), [Scripted::ok("")]).await;
+        let answer = t
+            .comment(
+                "alice",
+                &format!("/compute plan the total\n{}", fenced(CODE)),
+            )
+            .await;
+        assert_eq!(t.executor.prepared(), 0, "a plan starts no container");
+        assert!(t.executor.codes().is_empty());
+        assert_answer!(answer);
+    }
+}

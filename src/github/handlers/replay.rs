@@ -205,3 +205,35 @@ fn verdict(source: &str, rec: &Recorded, v: Result<ReplayVerdict, ReplayError>) 
         ),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::github::handlers::tester::{
+        Scripted, Tester, assert_answer, fenced, shipped_policy,
+    };
+
+    const CODE: &str = "import json\nprint(json.dumps({\"total\": 42}))\n";
+    const ANSWER: &str = "{\"total\": 42}\n";
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn replay_runs_the_newest_result_again_and_posts_the_verdict() {
+        let mut t = Tester::new(
+            &shipped_policy("default.yml"),
+            [Scripted::ok(ANSWER), Scripted::ok(ANSWER)],
+        )
+        .await;
+        let first = t
+            .comment("alice", &format!("/compute the total\n{}", fenced(CODE)))
+            .await;
+        assert_eq!(first.status, "ok");
+        let answer = t.comment("alice", "/compute replay").await;
+        assert_answer!(answer);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn replay_without_a_result_says_there_is_nothing_to_replay() {
+        let mut t = Tester::new(&shipped_policy("default.yml"), []).await;
+        let answer = t.comment("alice", "/compute replay").await;
+        assert_answer!(answer);
+    }
+}

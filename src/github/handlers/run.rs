@@ -87,3 +87,38 @@ pub(crate) async fn run_plan(
     };
     execute(ctx, thread, spec).await
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::github::handlers::tester::{
+        Scripted, Tester, assert_answer, fenced, shipped_policy,
+    };
+
+    const CODE: &str = "import json\nprint(json.dumps({\"total\": 42}))\n";
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn run_runs_exactly_the_newest_plan_and_links_it() {
+        let mut t = Tester::new(
+            &shipped_policy("default.yml"),
+            [Scripted::ok("{\"total\": 42}\n")],
+        )
+        .await;
+        let plan = t
+            .comment(
+                "alice",
+                &format!("/compute plan the total\n{}", fenced(CODE)),
+            )
+            .await;
+        assert_eq!(plan.status, "planned");
+        let answer = t.comment("alice", "/compute run").await;
+        assert_eq!(t.executor.codes(), vec![CODE.to_string()]);
+        assert_answer!(answer);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn run_without_a_plan_says_there_is_nothing_to_run() {
+        let mut t = Tester::new(&shipped_policy("default.yml"), []).await;
+        let answer = t.comment("alice", "/compute run").await;
+        assert_answer!(answer);
+    }
+}
