@@ -28,7 +28,7 @@ use crate::github::rest::client::{GitHub, GitHubError};
 use crate::github::rest::comments::{CommentInfo, Reaction};
 use crate::github::spec::{Approval, RunSpec};
 use crate::github::texts::{self, PendingCode, PendingError, read_request_marker, stop};
-use crate::github::thread::{Ctx, Post, Published, Stop, Thread};
+use crate::github::thread::{Asker, Ctx, Post, Published, Stop, Thread};
 use crate::status::Status;
 
 /// The newest comment written by the identity the bot posts as
@@ -77,9 +77,13 @@ pub(crate) async fn approve(
     ctx: &Ctx<'_>,
     thread: &mut Thread<'_>,
     issue: u64,
-    author: &str,
+    asker: Asker<'_>,
     sha256_prefix: Option<&str>,
 ) -> Result<Published, Stop> {
+    let author = &asker.login().to_string();
+    if let Err(refused) = asker.allowed(ctx).await? {
+        return Ok(refused);
+    }
     let invalid = |reason: &str| {
         Published::reply(
             Status::Failed,
@@ -127,7 +131,11 @@ pub(crate) async fn approve(
 }
 
 /// `/compute deny`: closes the newest open pending request; nothing runs.
-pub(crate) async fn deny(ctx: &Ctx<'_>, issue: u64, author: &str) -> Result<Published, Stop> {
+pub(crate) async fn deny(ctx: &Ctx<'_>, issue: u64, asker: Asker<'_>) -> Result<Published, Stop> {
+    let author = &asker.login().to_string();
+    if let Err(refused) = asker.allowed(ctx).await? {
+        return Ok(refused);
+    }
     let comment = match open_request(ctx, issue, author).await? {
         Ok((comment, _)) => comment,
         Err(reply) => return Ok(reply),
@@ -146,7 +154,7 @@ pub(crate) async fn deny(ctx: &Ctx<'_>, issue: u64, author: &str) -> Result<Publ
 
 #[cfg(test)]
 mod tests {
-    use crate::github::handlers::tester::{
+    use crate::github::handlers::tests::{
         ESCALATING, Scripted, Tester, assert_answer, fenced, shipped_policy,
     };
 

@@ -21,7 +21,7 @@ use crate::github::execute::execute;
 use crate::github::rest::comments::{CommentInfo, Reaction};
 use crate::github::spec::{FromPlan, RunSpec};
 use crate::github::texts::{self, read_request_marker, stop};
-use crate::github::thread::{Ctx, Published, Stop, Thread};
+use crate::github::thread::{Asker, Ctx, Published, Stop, Thread};
 use crate::status::Status;
 
 /// The newest comment of the bot's own that carries a plan marker.
@@ -36,15 +36,19 @@ async fn newest_plan(ctx: &Ctx<'_>, issue: u64) -> Result<Option<CommentInfo>, S
         .find(|c| texts::has_plan_marker(&c.body)))
 }
 
-/// `/compute run [<sha256 prefix>]`: runs exactly the code of the newest
-/// plan in `issue` (see the module docs for what is checked).
+/// `/compute run [<sha256 prefix>]` by `asker`: runs exactly the code of
+/// the newest plan in `issue` (see the module docs for what is checked).
 pub(crate) async fn run_plan(
     ctx: &Ctx<'_>,
     thread: &mut Thread<'_>,
     issue: u64,
-    author: &str,
+    asker: Asker<'_>,
     sha256_prefix: Option<&str>,
 ) -> Result<Published, Stop> {
+    let author = &asker.login().to_string();
+    if let Err(refused) = asker.allowed(ctx).await? {
+        return Ok(refused);
+    }
     let invalid = |reason: &str| {
         Published::reply(
             Status::Failed,
@@ -90,9 +94,7 @@ pub(crate) async fn run_plan(
 
 #[cfg(test)]
 mod tests {
-    use crate::github::handlers::tester::{
-        Scripted, Tester, assert_answer, fenced, shipped_policy,
-    };
+    use crate::github::handlers::tests::{Scripted, Tester, assert_answer, fenced, shipped_policy};
 
     const CODE: &str = "import json\nprint(json.dumps({\"total\": 42}))\n";
 

@@ -6,7 +6,7 @@
 
 use crate::github::rest::comments::Reaction;
 use crate::github::texts::{self, stop};
-use crate::github::thread::{Ctx, Published, Stop};
+use crate::github::thread::{Asker, Ctx, Published, Stop};
 use crate::status::Status;
 use crate::watch::Watch;
 
@@ -72,8 +72,12 @@ fn watch_yaml(name: &str, code: &str, inputs: &[String], issue: u64) -> Result<S
 pub(crate) async fn watch_file_in_thread(
     ctx: &Ctx<'_>,
     issue: u64,
+    asker: Asker<'_>,
     name: &str,
 ) -> Result<Published, Stop> {
+    if let Err(refused) = asker.allowed(ctx).await? {
+        return Ok(refused);
+    }
     let found = ctx
         .gh
         .find_tracking_comment(issue, crate::record::RECORD_MARKER_START)
@@ -118,9 +122,7 @@ pub(crate) async fn watch_file_in_thread(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::github::handlers::tester::{
-        Scripted, Tester, assert_answer, fenced, shipped_policy,
-    };
+    use crate::github::handlers::tests::{Scripted, Tester, assert_answer, fenced, shipped_policy};
 
     #[test]
     fn the_watch_file_gives_the_code_back_exactly() {

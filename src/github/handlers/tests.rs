@@ -1,6 +1,6 @@
 //! The handlers' in-process tester (bors style: each handler's test sits
 //! next to it, in a `#[cfg(test)] mod tests` of its own file, and snapshots
-//! the comment it posts).
+//! the comment it posts), and the dispatcher's own tests.
 //!
 //! A [`Tester`] is the GitHub stand-in of the integration tests (a loopback
 //! server speaking GitHub's REST wire format, with state; octocrab runs
@@ -11,6 +11,10 @@
 //! what `compute-bot action` does with an `issue_comment` event — parse the
 //! command, the policy's first decision, [`on_comment`], [`conclude`] — and
 //! returns what the thread then shows.
+//!
+//! The file is named `tests.rs` so that the layering check
+//! (`src/layering.rs`) reads it as test code, as it does each handler's
+//! `#[cfg(test)] mod tests`.
 //!
 //! Why unit tests and not an integration test crate: [`on_comment`], `Ctx`
 //! and `Thread` are `pub(crate)`, and reaching them from `tests/` would need
@@ -32,7 +36,7 @@ mod github_git;
 #[allow(dead_code)]
 #[path = "../../../tests/support/github_pulls.rs"]
 mod github_pulls;
-#[allow(dead_code)]
+// (It allows dead code itself.)
 #[path = "../../../tests/support/github_standin.rs"]
 pub(crate) mod github_standin;
 #[allow(dead_code)]
@@ -45,8 +49,8 @@ use std::sync::Arc;
 use crate::github::actions::event::ActionEnv;
 use crate::github::command;
 use crate::github::rest::client::GitHub;
-use crate::github::thread::{Ctx, Thread, conclude};
-use crate::policy::{Actor, Authorization, Policy};
+use crate::github::thread::{Ctx, Thread, conclude, refusal_reply};
+use crate::policy::{Act, Actor, Authorization, Permission, Policy};
 use crate::sandbox::{Runtime, Session};
 
 use super::{act, on_comment};
@@ -141,7 +145,7 @@ pub(crate) fn settings() -> insta::Settings {
 /// name, with the [`settings`]: the whole text is compared.
 macro_rules! assert_answer {
     ($answer:expr) => {
-        $crate::github::handlers::tester::settings()
+        $crate::github::handlers::tests::settings()
             .bind(|| insta::assert_snapshot!($answer.shown()))
     };
 }
@@ -264,4 +268,86 @@ impl Tester {
             posted,
         }
     }
+}
+
+// The dispatcher's tests.
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_malformed_subcommand_is_answered_with_what_it_takes() {
+    let mut t = Tester::new(&shipped_policy("default.yml"), []).await;
+    let answer = t.comment("maint", "/compute approve xyz").await;
+    assert_answer!(answer);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_comment_with_neither_goal_nor_code_gets_the_usage() {
+    let mut t = Tester::new(&shipped_policy("default.yml"), []).await;
+    let answer = t.comment("alice", "/compute").await;
+    assert_answer!(answer);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plan_with_neither_goal_nor_code_gets_the_usage() {
+    let mut t = Tester::new(&shipped_policy("default.yml"), []).await;
+    let answer = t.comment("alice", "/compute plan").await;
+    assert_answer!(answer);
+}
+
+fn policy(yaml: &str) -> Policy {
+    Policy::from_yaml_str(yaml, "test.yml").unwrap()
+}
+
+/// The policy's decision for `user` with `has`, and the reply to a refusal.
+fn authorize(
+    user: &str,
+    has: Permission,
+    policy: &Policy,
+    prefix: &str,
+    act: Act,
+) -> Result<(), String> {
+    let actor = Actor {
+        login: user.into(),
+        is_bot: false,
+        edited: false,
+    };
+    match policy.authorize(&actor, act) {
+        Authorization::Ignore(why) => panic!("ignored: {why}"),
+        Authorization::NeedsPermission(check) => check
+            .decide(has)
+            .map_err(|why| refusal_reply(act, &why, prefix)),
+    }
+}
+
+#[test]
+fn a_listed_user_still_needs_the_permission_and_the_reply_says_what_is_missing() {
+    let p = policy(
+        "version: 1\nwho:\n  users: [Alice]\n  min_permission: write\nescalation:\n  approvers: [maint]\n",
+    );
+    let run = |u: &str, has| authorize(u, has, &p, "/compute", Act::Run);
+    assert_eq!(run("alice", Permission::Write), Ok(()));
+    assert!(
+        matches!(run("alice", Permission::Read), Err(t) if t.contains("**write**") && t.contains("**read**"))
+    );
+    assert!(matches!(run("bob", Permission::Admin), Err(t) if t.contains("lists")));
+    assert!(matches!(run("alice", Permission::None), Err(t) if t.contains("**none**")));
+    let esc = |u: &str, has, k| authorize(u, has, &p, "/compute", k);
+    assert_eq!(esc("MAINT", Permission::Maintain, Act::Approve), Ok(()));
+    assert!(
+        matches!(esc("maint", Permission::Write, Act::Approve), Err(t) if t.contains("approve") && t.contains("maintain"))
+    );
+    assert!(
+        matches!(esc("admin", Permission::Admin, Act::Approve), Err(t) if t.contains("approvers"))
+    );
+    assert!(
+        matches!(esc("maint", Permission::Write, Act::Deny), Err(t) if t.contains("deny") && t.contains("maintain"))
+    );
+    let open = policy("version: 1\n");
+    assert_eq!(
+        authorize("x", Permission::Admin, &open, "/c", Act::Deny),
+        Ok(())
+    );
+    assert_eq!(
+        authorize("x", Permission::Write, &open, "/c", Act::Run),
+        Ok(())
+    );
 }
