@@ -7,7 +7,8 @@
 //! `src/github/handlers/approve.rs` too, with the scripted executor.
 
 use crate::support::action_fixture::{
-    ActionFixture, COMMENT, ESCALATING, REPO, TOKEN, escalate_policy, fenced, sha256,
+    ActionFixture, COMMENT, ESCALATING, REPO, TOKEN, comment_settings, escalate_policy, fenced,
+    sha256,
 };
 use serde_json::{Value, json};
 
@@ -20,16 +21,9 @@ async fn fixture() -> ActionFixture {
         .await
 }
 
-/// Snapshots the whole of a comment the bot wrote as `name`, with its
-/// version (in the footer) replaced.
+/// Snapshots the whole of a comment the bot wrote as `name`.
 fn snapshot(name: &str, body: &str) {
-    let mut s = insta::Settings::clone_current();
-    s.set_prepend_module_to_snapshot(false);
-    s.add_filter(
-        &format!(r"\b{}\b", env!("CARGO_PKG_VERSION").replace('.', r"\.")),
-        "[version]",
-    );
-    s.bind(|| insta::assert_snapshot!(name, body));
+    comment_settings().bind(|| insta::assert_snapshot!(name, body));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,12 +3,19 @@
 //! stateful GitHub stand-in, real-shaped event payloads, and the real sandbox.
 
 use crate::support::ActionRun as Run;
-use crate::support::action_fixture::{ActionFixture, COMMENT, REPO, TOKEN, fenced, sha256};
+use crate::support::action_fixture::{
+    ActionFixture, COMMENT, REPO, TOKEN, comment_settings, fenced, sha256,
+};
 use crate::support::llm_standin::{CANARY_KEY, DEFAULT_MODEL, LlmStandin, Reply};
 use serde_json::{Value, json};
 
 /// Exact code as a comment's fenced block yields it (every line ends with `\n`).
 const CODE: &str = "import json\nimport pandas as pd\ndf = pd.read_csv(\"/data/sales.csv\")\nprint(\"rows:\", len(df))\nprint(json.dumps({\"total\": int(df[\"amount\"].sum()), \"rows\": len(df)}))\n";
+
+/// Snapshots the whole of a comment the bot wrote as `name`.
+fn snapshot(name: &str, body: &str) {
+    comment_settings().bind(|| insta::assert_snapshot!(name, body));
+}
 
 /// The usual fixture with pull request 8 and a bot that has write access.
 async fn fixture() -> ActionFixture {
@@ -243,12 +250,8 @@ async fn a_read_only_user_is_refused_and_nothing_runs() {
     assert_eq!(f.gh.reactions(cid), vec!["-1"]);
     let bots = f.bot_comments(7);
     assert_eq!(bots.len(), 1);
-    assert!(bots[0].body.contains("@rita") && bots[0].body.contains("**write**"));
-    assert!(bots[0].body.contains("Nothing was generated or run"));
-    assert!(
-        !bots[0].body.contains("compute-bot:run="),
-        "no tracking comment"
-    );
+    // The whole reply (no tracking comment).
+    snapshot("refused_read_only", &bots[0].body);
     assert!(run.out("report_path").is_empty(), "nothing ran, no report");
     assert!(!run.stdout.contains("::stop-commands::"));
     assert_eq!(
@@ -458,13 +461,7 @@ async fn unusable_inputs_and_a_missing_model_are_explained_and_nothing_runs() {
         "{}",
         run.log()
     );
-    let body = f.bot_comments(7)[0].body.clone();
-    assert!(body.contains("`data/nope.csv` does not exist"), "{body}");
-    assert!(
-        body.contains("`secret.env` does not match the policy's `inputs.allow`"),
-        "{body}"
-    );
-    assert!(body.contains("Nothing was run"));
+    snapshot("inputs_unusable", &f.bot_comments(7)[0].body);
     assert_eq!(f.gh.reactions(cid), vec!["eyes", "confused"]);
     assert!(!run.stdout.contains("::stop-commands::"));
 
@@ -476,11 +473,7 @@ async fn unusable_inputs_and_a_missing_model_are_explained_and_nothing_runs() {
         "{}",
         run.log()
     );
-    let body = f.bot_comments(7).last().unwrap().body.clone();
-    assert!(
-        body.contains("`provider`") && body.contains("```python"),
-        "{body}"
-    );
+    snapshot("no_model", &f.bot_comments(7).last().unwrap().body);
     assert_eq!(f.gh.reactions(cid), vec!["eyes", "confused"]);
     assert!(
         run.stdout
@@ -494,8 +487,10 @@ async fn unusable_inputs_and_a_missing_model_are_explained_and_nothing_runs() {
         .run_env(f.env(COMMENT, "9503").with("INPUT_API_KEY", CANARY_KEY))
         .await;
     assert_eq!((run.code, run.out("status")), (2, "error"), "{}", run.log());
-    let body = f.bot_comments(7).last().unwrap().body.clone();
-    assert!(body.contains("`model`"), "{body}");
+    snapshot(
+        "model_half_configured",
+        &f.bot_comments(7).last().unwrap().body,
+    );
     assert_eq!(f.gh.reactions(cid), vec!["eyes", "confused"]);
     assert_no_leak(&f, &run, CANARY_KEY);
 }
@@ -560,7 +555,7 @@ async fn the_workspace_policy_decides_who_and_whether_edits_count() {
         run.log()
     );
     assert_eq!(f.gh.reactions(cid), vec!["-1"]);
-    assert!(f.bot_comments(7)[0].body.contains("**write**"));
+    snapshot("refused_listed_read_only", &f.bot_comments(7)[0].body);
     // Write permission but not listed: refused.
     f.gh.set_permission(REPO, "wendy", "write");
     let cid = f.comment(
@@ -575,12 +570,9 @@ async fn the_workspace_policy_decides_who_and_whether_edits_count() {
         run.log()
     );
     assert_eq!(f.gh.reactions(cid), vec!["-1"]);
-    assert!(
-        f.bot_comments(7)
-            .last()
-            .unwrap()
-            .body
-            .contains("users the policy's `who` lists")
+    snapshot(
+        "refused_not_listed",
+        &f.bot_comments(7).last().unwrap().body,
     );
     // Listed with write, and this policy lets edited comments count.
     let cid = f.comment_on(
