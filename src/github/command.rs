@@ -114,17 +114,13 @@ impl Subcommand {
     }
 }
 
-impl Command {
-    /// The `inputs=` option as a list of paths (comma-separated, blanks dropped).
-    pub(crate) fn inputs(&self) -> Vec<String> {
-        match self {
-            Command::Run { options, .. } | Command::Plan { options, .. } => options
-                .get("inputs")
-                .map(|v| crate::github::actions::event::split_list(v))
-                .unwrap_or_default(),
-            _ => Vec::new(),
-        }
-    }
+/// The `inputs=` option of `options` as a list of paths (comma-separated,
+/// blanks dropped).
+pub(crate) fn inputs_option(options: &BTreeMap<String, String>) -> Vec<String> {
+    options
+        .get("inputs")
+        .map(|v| crate::github::actions::event::split_list(v))
+        .unwrap_or_default()
 }
 
 /// Parses a comment body. A first line that starts with a reserved word
@@ -351,11 +347,7 @@ mod tests {
             })
         );
         assert!(
-            parse("/compute PLAN mean", "/compute")
-                .unwrap()
-                .inputs()
-                .is_empty()
-                && matches!(parse("/compute PLAN mean", "/compute"), Some(Command::Plan { goal, .. }) if goal == "mean")
+            matches!(parse("/compute PLAN mean", "/compute"), Some(Command::Plan { goal, options, .. }) if goal == "mean" && inputs_option(&options).is_empty())
         );
         assert!(
             matches!(parse("/compute planets by mass", "/compute"), Some(Command::Run { goal, .. }) if goal == "planets by mass")
@@ -409,8 +401,7 @@ mod tests {
         assert_eq!(goal, "mean of column x");
         assert_eq!(ctx, "Use the second sheet.\n\nthanks");
         assert_eq!(code.as_deref(), Some("print(1)\nx = '```'\n"));
-        let cmd = parse(body, "/compute").unwrap();
-        assert_eq!(cmd.inputs(), vec!["data/a b.csv", "data/c.csv"]);
+        assert_eq!(inputs_option(&opts), vec!["data/a b.csv", "data/c.csv"]);
     }
 
     #[test]

@@ -9,12 +9,13 @@ use crate::agent::{Agent, AgentError, Ahead, PendingExplanation, Request, Stage}
 use crate::github::actions::event::ActionEnv;
 use crate::github::actions::workflow::{self, Outputs};
 use crate::github::assets;
+use crate::github::followup::find_earlier;
 use crate::github::inputs::{self, Resolved};
 use crate::github::rest::comments::Reaction;
 use crate::github::sources::{self, earlier, earlier::Use};
-use crate::github::spec::RunSpec;
+use crate::github::spec::{Asked, RunSpec};
 use crate::github::texts::{self, PendingInput, request_marker, stop};
-use crate::github::thread::{Ctx, Later, Post, Published, Stop, Thread};
+use crate::github::thread::{Ctx, Later, Post, Published, Stop, Thread, log_annotation};
 use crate::model::{ModelChoice, ModelClient, ModelConfig, ModelOverrides, Provider};
 use crate::render::{self, FilesBlock, RenderContext};
 use crate::report::{Report, ReportStatus};
@@ -379,6 +380,53 @@ pub(crate) fn with_sources(context: Option<String>, fetched: &sources::Fetched) 
         Some(c) if !c.trim().is_empty() => format!("{c}\n\n{described}"),
         _ => described,
     })
+}
+
+/// The run of a `/compute` or `/compute plan` comment whose asker may run
+/// code: stops when the code it names in the checkout is unusable (`named`,
+/// what [`RunSpec::take_named_code`] said), warns of the options it does
+/// not know, and adds the earlier answer it builds on (a follow-up links or
+/// quotes it); the usage reply when it names neither a goal nor code.
+pub(crate) async fn asked_run(
+    ctx: &Ctx<'_>,
+    issue: u64,
+    asked: &Asked<'_>,
+    spec: RunSpec,
+    named: Result<(), inputs::InputProblem>,
+) -> Result<Result<RunSpec, Published>, Stop> {
+    if let Err(problem) = named {
+        return Err(Stop::new(
+            Status::Failed,
+            stop::CODE_UNUSABLE,
+            stop::inputs_unusable(&[problem]),
+        ));
+    }
+    let unknown = asked.unknown_options();
+    if !unknown.is_empty() {
+        log_annotation(
+            "warning",
+            &format!(
+                "compute-bot: unknown options ignored: {}",
+                unknown.join(", ")
+            ),
+        );
+    }
+    if spec.goal.is_none() && spec.code.is_none() {
+        return Ok(Err(Published::reply(
+            Status::Ignored,
+            &texts::usage(ctx.prefix),
+            Reaction::Confused,
+        )));
+    }
+    let text = format!(
+        "{}\n{}",
+        spec.goal.as_deref().unwrap_or_default(),
+        spec.context.as_deref().unwrap_or_default()
+    );
+    Ok(Ok(RunSpec {
+        earlier: find_earlier(ctx, issue, &text).await,
+        ..spec
+    }))
 }
 
 /// For exact code the policy lets run (a fenced block, the `code` input):

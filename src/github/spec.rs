@@ -1,16 +1,18 @@
 //! One run specification ([`RunSpec`]): what a run is asked to do, built
 //! once where the request comes in — a `/compute` or `/compute plan`
-//! comment ([`RunSpec::from_command`]), an approval or a run of a plan (the
+//! comment ([`RunSpec::asked`]), an approval or a run of a plan (the
 //! request the bot's comment shows, [`RunSpec::shown`]), a dispatch or
 //! schedule run ([`RunSpec::dispatched`]), a watch ([`RunSpec::of_watch`])
 //! — and taken through the loop unchanged: the agent's
 //! [`Request`] ([`RunSpec::request`]) and the request an answer records
 //! ([`RunSpec::recorded`]) are made from it, nowhere else.
 
+use std::collections::BTreeMap;
+
 use serde_json::Value;
 
 use crate::agent::Request;
-use crate::github::command::Command;
+use crate::github::command;
 use crate::github::followup::EarlierAnswer;
 use crate::github::inputs::{self, InputProblem};
 use crate::github::texts::{PendingInput, PendingRequest};
@@ -70,6 +72,32 @@ pub(crate) struct RunSpec {
     pub(crate) earlier: Option<EarlierAnswer>,
 }
 
+/// What a `/compute` or `/compute plan` comment wrote: the fields of
+/// [`Command::Run`](command::Command::Run) and
+/// [`Command::Plan`](command::Command::Plan).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Asked<'c> {
+    /// The `key=value` options.
+    pub(crate) options: &'c BTreeMap<String, String>,
+    /// The goal.
+    pub(crate) goal: &'c str,
+    /// The following lines.
+    pub(crate) context: &'c str,
+    /// The fenced python block.
+    pub(crate) code: Option<&'c str>,
+}
+
+impl Asked<'_> {
+    /// The `key=value` options a run or a plan does not know.
+    pub(crate) fn unknown_options(&self) -> Vec<&str> {
+        self.options
+            .keys()
+            .filter(|k| !matches!(k.as_str(), "inputs" | "code"))
+            .map(String::as_str)
+            .collect()
+    }
+}
+
 /// `Some` unless blank.
 fn given(text: String) -> Option<String> {
     Some(text).filter(|t| !t.trim().is_empty())
@@ -77,33 +105,17 @@ fn given(text: String) -> Option<String> {
 
 impl RunSpec {
     /// The run a `/compute` or `/compute plan` comment asks for (blank
-    /// goal, context and code are none; a plan is `plan_only`); `None` for
-    /// every other command. The earlier answer is the dispatcher's to add.
-    pub(crate) fn from_command(command: &Command) -> Option<RunSpec> {
-        let (options, goal, context, code, plan_only) = match command {
-            Command::Run {
-                options,
-                goal,
-                context,
-                code,
-            } => (options, goal, context, code, false),
-            Command::Plan {
-                options,
-                goal,
-                context,
-                code,
-            } => (options, goal, context, code, true),
-            _ => return None,
-        };
-        Some(RunSpec {
-            goal: given(goal.clone()),
-            code: code.clone().and_then(given),
-            code_file: options.get("code").cloned().and_then(given),
-            context: given(context.clone()),
-            inputs: command.inputs(),
-            plan_only,
+    /// goal, context and code are none), to run; the plan handler sets
+    /// `plan_only`, and each handler adds the earlier answer.
+    pub(crate) fn asked(asked: &Asked<'_>) -> RunSpec {
+        RunSpec {
+            goal: given(asked.goal.to_string()),
+            code: asked.code.map(str::to_string).and_then(given),
+            code_file: asked.options.get("code").cloned().and_then(given),
+            context: given(asked.context.to_string()),
+            inputs: command::inputs_option(asked.options),
             ..RunSpec::default()
-        })
+        }
     }
 
     /// The run of a `workflow_dispatch` or `schedule` event's inputs.
@@ -234,7 +246,37 @@ impl RunSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::github::command::parse;
+    use crate::github::command::{Command, parse};
+
+    /// The run of a `/compute` or `/compute plan` command, as its handler
+    /// builds it.
+    fn spec_of(command: &Command) -> RunSpec {
+        let (Command::Run {
+            options,
+            goal,
+            context,
+            code,
+        }
+        | Command::Plan {
+            options,
+            goal,
+            context,
+            code,
+        }) = command
+        else {
+            panic!("not a run: {command:?}");
+        };
+        let spec = RunSpec::asked(&Asked {
+            options,
+            goal,
+            context,
+            code: code.as_deref(),
+        });
+        RunSpec {
+            plan_only: matches!(command, Command::Plan { .. }),
+            ..spec
+        }
+    }
 
     #[test]
     fn a_comment_a_plan_and_nothing_else_name_a_run() {
@@ -243,20 +285,16 @@ mod tests {
             "/compute",
         )
         .unwrap();
-        let spec = RunSpec::from_command(&cmd).unwrap();
+        let spec = spec_of(&cmd);
         assert_eq!(spec.goal.as_deref(), Some("mean"));
         assert_eq!(spec.context.as_deref(), Some("per day"));
         assert_eq!(spec.code.as_deref(), Some("print(1)\n"));
         assert_eq!(spec.inputs, vec!["data/a.csv"]);
         assert!(!spec.plan_only && spec.has_code());
-        let plan =
-            RunSpec::from_command(&parse("/compute plan mean", "/compute").unwrap()).unwrap();
+        let plan = spec_of(&parse("/compute plan mean", "/compute").unwrap());
         assert!(plan.plan_only && !plan.has_code() && plan.context.is_none());
-        let blank =
-            RunSpec::from_command(&parse("/compute \n```python\n \n```", "/compute").unwrap())
-                .unwrap();
+        let blank = spec_of(&parse("/compute \n```python\n \n```", "/compute").unwrap());
         assert!(blank.goal.is_none() && blank.code.is_none());
-        assert!(RunSpec::from_command(&Command::Deny).is_none());
     }
 
     #[test]

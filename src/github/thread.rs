@@ -20,7 +20,7 @@ use crate::github::rest::client::{GitHub, GitHubError};
 use crate::github::rest::comments::Reaction;
 use crate::github::texts;
 use crate::github::tracking::Tracker;
-use crate::policy::Policy;
+use crate::policy::{Act, Permission, PermissionCheck, Policy, Refusal};
 use crate::render::{self, RenderContext};
 use crate::report::Report;
 use crate::sandbox::{Runtime, Session};
@@ -51,6 +51,88 @@ impl Ctx<'_> {
             self.env.repository.owner,
             self.env.repository.name
         )
+    }
+}
+
+/// Who asked, with the policy's check still to finish with their
+/// permission on the repository: every comment handler starts with
+/// [`Asker::allowed`], or [`Asker::allowed_while`] to start what its run
+/// needs while GitHub answers.
+pub(crate) struct Asker<'p> {
+    check: PermissionCheck<'p>,
+    act: Act,
+}
+
+impl<'p> Asker<'p> {
+    /// The asker of a command that asks for `act`, as the policy took it.
+    pub(crate) fn new(check: PermissionCheck<'p>, act: Act) -> Asker<'p> {
+        Asker { check, act }
+    }
+
+    /// The asker's login.
+    pub(crate) fn login(&self) -> &str {
+        self.check.login()
+    }
+
+    /// [`Asker::allowed_while`] with nothing to start.
+    pub(crate) async fn allowed(self, ctx: &Ctx<'_>) -> Result<Result<(), Published>, Stop> {
+        self.allowed_while(ctx, std::future::ready(())).await
+    }
+
+    /// Looks up the asker's permission while `early` runs, then finishes
+    /// the policy's check: what `early` gave when the asker may go on, else
+    /// the reply to the refusal (what `early` gave is dropped; a container
+    /// is removed unused). The run stops when GitHub cannot say.
+    pub(crate) async fn allowed_while<T>(
+        self,
+        ctx: &Ctx<'_>,
+        early: impl Future<Output = T>,
+    ) -> Result<Result<T, Published>, Stop> {
+        let (has, early) = tokio::join!(ctx.gh.permission(self.check.login()), early);
+        let has = match has {
+            Ok(p) => p,
+            // GitHub answers 404 for users who are not collaborators of a private repository.
+            Err(e) if e.status() == Some(404) => Permission::None,
+            Err(e) => return Err(Stop::github(texts::stop::WHO_ASKED, &e)),
+        };
+        if let Err(why) = self.check.decide(has) {
+            let text = refusal_reply(self.act, &why, ctx.prefix);
+            log_annotation(
+                "notice",
+                &format!("compute-bot refused the request: {text}"),
+            );
+            return Ok(Err(Published::reply(
+                Status::Refused,
+                &text,
+                Reaction::MinusOne,
+            )));
+        }
+        Ok(Ok(early))
+    }
+}
+
+/// The reply to a refused request, written from the policy's reason.
+pub(crate) fn refusal_reply(act: Act, why: &Refusal, prefix: &str) -> String {
+    match (act, why) {
+        (Act::Run, Refusal::NotListed { login, .. }) => texts::refused_not_listed(login, prefix),
+        (
+            Act::Run,
+            Refusal::BelowMinimum {
+                login, has, needs, ..
+            },
+        ) => texts::refused_permission(login, *has, *needs, prefix),
+        (Act::Approve, Refusal::NotListed { login, .. }) => {
+            texts::refused_not_approver(login, "approve", prefix)
+        }
+        (Act::Approve, Refusal::BelowMinimum { login, needs, .. }) => {
+            texts::refused_approval(login, *needs, prefix)
+        }
+        (Act::Deny, Refusal::NotListed { login, .. }) => {
+            texts::refused_not_approver(login, "deny", prefix)
+        }
+        (Act::Deny, Refusal::BelowMinimum { login, needs, .. }) => {
+            texts::refused_deny(login, *needs, prefix)
+        }
     }
 }
 

@@ -4,13 +4,18 @@
 
 use crate::support::ActionRun as Run;
 use crate::support::action_fixture::{
-    ActionFixture, COMMENT, ESCALATING, REPO, TOKEN, escalate_policy, fenced, sha256,
+    ActionFixture, COMMENT, REPO, TOKEN, comment_settings, fenced, sha256,
 };
 use crate::support::llm_standin::{CANARY_KEY, DEFAULT_MODEL, LlmStandin, Reply};
 use serde_json::{Value, json};
 
 /// Exact code as a comment's fenced block yields it (every line ends with `\n`).
 const CODE: &str = "import json\nimport pandas as pd\ndf = pd.read_csv(\"/data/sales.csv\")\nprint(\"rows:\", len(df))\nprint(json.dumps({\"total\": int(df[\"amount\"].sum()), \"rows\": len(df)}))\n";
+
+/// Snapshots the whole of a comment the bot wrote as `name`.
+fn snapshot(name: &str, body: &str) {
+    comment_settings().bind(|| insta::assert_snapshot!(name, body));
+}
 
 /// The usual fixture with pull request 8 and a bot that has write access.
 async fn fixture() -> ActionFixture {
@@ -245,12 +250,8 @@ async fn a_read_only_user_is_refused_and_nothing_runs() {
     assert_eq!(f.gh.reactions(cid), vec!["-1"]);
     let bots = f.bot_comments(7);
     assert_eq!(bots.len(), 1);
-    assert!(bots[0].body.contains("@rita") && bots[0].body.contains("**write**"));
-    assert!(bots[0].body.contains("Nothing was generated or run"));
-    assert!(
-        !bots[0].body.contains("compute-bot:run="),
-        "no tracking comment"
-    );
+    // The whole reply (no tracking comment).
+    snapshot("refused_read_only", &bots[0].body);
     assert!(run.out("report_path").is_empty(), "nothing ran, no report");
     assert!(!run.stdout.contains("::stop-commands::"));
     assert_eq!(
@@ -344,220 +345,6 @@ async fn schedule_without_an_issue_writes_the_summary_only() {
         "the model explained"
     );
     assert_no_leak(&f, &run, CANARY_KEY);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn escalated_code_runs_only_when_an_allowed_approver_approves() {
-    let f = fixture().await;
-    f.policy(&escalate_policy());
-    let ask = f.comment(
-        "alice",
-        &format!(
-            "/compute inputs=data/sales.csv total with a digest\n{}",
-            fenced(ESCALATING)
-        ),
-    );
-    let run = f.run(COMMENT, "9101").await;
-    assert_eq!(
-        run.code,
-        0,
-        "needs_approval does not fail the workflow\n{}",
-        run.log()
-    );
-    assert_eq!(run.out("status"), "needs_approval");
-    assert_eq!(run.out("code_sha256"), sha256(ESCALATING));
-    assert_eq!(run.out("result"), "null");
-    let pending = f.bot_comments(7)[0].clone();
-    assert!(pending.body.contains(&format!(
-        "<!-- compute-bot:pending sha256={} -->",
-        sha256(ESCALATING)
-    )));
-    assert!(
-        pending.body.contains("`/compute approve`") && pending.body.contains("import-not-allowed")
-    );
-    assert!(!run.stdout.contains("::stop-commands::"), "nothing ran");
-    assert_eq!(f.gh.reactions(ask), vec!["eyes"]);
-
-    // A read-only user cannot approve.
-    let fake = f.comment("rita", "/compute approve");
-    let run = f.run(COMMENT, "9102").await;
-    assert_eq!(
-        (run.code, run.out("status")),
-        (0, "refused"),
-        "{}",
-        run.log()
-    );
-    assert_eq!(f.gh.reactions(fake), vec!["-1"]);
-    let refusal = f.bot_comments(7).last().unwrap().body.clone();
-    assert!(
-        refusal.contains("@rita") && refusal.contains("maintain"),
-        "{refusal}"
-    );
-    assert_eq!(
-        f.gh.comment(pending.id).unwrap().body,
-        pending.body,
-        "still open"
-    );
-
-    // A maintainer approves: exactly the shown code runs.
-    // An approval that names another hash is not carried out, and the request stays open.
-    let wrong = f.comment("maint", "/compute approve 00000000");
-    let run = f.run(COMMENT, "9105").await;
-    assert_eq!(
-        (run.code, run.out("status")),
-        (1, "failed"),
-        "{}",
-        run.log()
-    );
-    assert_eq!(f.gh.reactions(wrong), vec!["confused"]);
-    assert!(
-        f.bot_comments(7)
-            .last()
-            .unwrap()
-            .body
-            .contains("approval names sha256 `00000000")
-    );
-    assert_eq!(
-        f.gh.comment(pending.id).unwrap().body,
-        pending.body,
-        "still open"
-    );
-
-    // A maintainer approves, naming the hash shown: exactly the shown code runs.
-    let ok = f.comment(
-        "maint",
-        &format!("/compute approve {}", &sha256(ESCALATING)[..12]),
-    );
-    let run = f.run(COMMENT, "9103").await;
-    assert_eq!(run.code, 0, "{}", run.log());
-    assert_eq!(run.out("status"), "ok");
-    assert_eq!(run.out("code_sha256"), sha256(ESCALATING));
-    let result: Value = serde_json::from_str(run.out("result")).unwrap();
-    assert_eq!(result["total"], 42);
-    assert_eq!(result["digest"], "2d711642");
-    assert_eq!(f.gh.reactions(ok), vec!["eyes", "rocket"]);
-    let closed = f.gh.comment(pending.id).unwrap().body;
-    assert!(
-        closed.contains("<!-- compute-bot:closed -->") && closed.contains("Approved by @maint")
-    );
-    let answer = f.bot_comments(7).last().unwrap().clone();
-    assert!(answer.body.contains("<!-- compute-bot:run=9103 -->"));
-    assert!(answer.body.contains("Approved by @maint"));
-    assert!(answer.body.contains("Executed code") && answer.body.contains("hashlib.sha256"));
-    assert_eq!(f.report(&run)["code"], ESCALATING);
-
-    // The request is closed: approving again runs nothing.
-    let again = f.comment("maint", "/compute approve");
-    let run = f.run(COMMENT, "9104").await;
-    assert_eq!(
-        (run.code, run.out("status")),
-        (0, "ignored"),
-        "{}",
-        run.log()
-    );
-    assert!(
-        f.bot_comments(7)
-            .last()
-            .unwrap()
-            .body
-            .contains("nothing on this thread waits")
-    );
-    assert_eq!(f.gh.reactions(again), vec!["confused"]);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn deny_closes_the_request_and_tampered_code_is_not_approved() {
-    let f = fixture().await;
-    f.policy(&escalate_policy());
-    f.comment(
-        "alice",
-        &format!(
-            "/compute inputs=data/sales.csv digest\n{}",
-            fenced(ESCALATING)
-        ),
-    );
-    let run = f.run(COMMENT, "9201").await;
-    assert_eq!(run.out("status"), "needs_approval", "{}", run.log());
-    let pending = f.bot_comments(7)[0].clone();
-
-    // Someone edits the bot's comment to swap the code: the hash no longer matches.
-    let tampered = pending
-        .body
-        .replace("hashlib.sha256(b\"x\")", "hashlib.md5(b\"x\")");
-    assert_ne!(tampered, pending.body);
-    assert!(patch_comment(&f, pending.id, &tampered).await);
-    f.comment("maint", "/compute approve");
-    let run = f.run(COMMENT, "9202").await;
-    assert_eq!(
-        (run.code, run.out("status")),
-        (1, "failed"),
-        "{}",
-        run.log()
-    );
-    assert!(
-        f.bot_comments(7)
-            .last()
-            .unwrap()
-            .body
-            .contains("does not match the sha256")
-    );
-    assert!(!run.stdout.contains("::stop-commands::"), "nothing ran");
-
-    // A consistent swap (code and hash marker both rewritten) passes the hash
-    // check, but not an approval that names the hash the approver read.
-    let swapped_code = ESCALATING.replace("hashlib.sha256(b\"x\")", "hashlib.md5(b\"x\")");
-    let swapped = pending
-        .body
-        .replace(ESCALATING, &swapped_code)
-        .replace(&sha256(ESCALATING), &sha256(&swapped_code));
-    assert!(swapped.contains(&sha256(&swapped_code)) && swapped.contains("md5"));
-    assert!(patch_comment(&f, pending.id, &swapped).await);
-    let a = f.comment(
-        "maint",
-        &format!("/compute approve {}", &sha256(ESCALATING)[..12]),
-    );
-    let run = f.run(COMMENT, "9204").await;
-    assert_eq!(
-        (run.code, run.out("status")),
-        (1, "failed"),
-        "{}",
-        run.log()
-    );
-    assert_eq!(f.gh.reactions(a), vec!["confused"]);
-    assert!(!run.stdout.contains("::stop-commands::"), "nothing ran");
-    assert!(
-        !f.gh
-            .comment(pending.id)
-            .unwrap()
-            .body
-            .contains("compute-bot:closed")
-    );
-
-    // Deny closes it.
-    let d = f.comment("maint", "/compute deny");
-    let run = f.run(COMMENT, "9203").await;
-    assert_eq!(
-        (run.code, run.out("status")),
-        (0, "denied"),
-        "{}",
-        run.log()
-    );
-    assert_eq!(f.gh.reactions(d), vec!["+1"]);
-    let closed = f.gh.comment(pending.id).unwrap().body;
-    assert!(closed.contains("<!-- compute-bot:closed -->") && closed.contains("Denied by @maint"));
-}
-
-/// Edits a comment through the stand-in's REST API (as a maintainer could on the web).
-async fn patch_comment(f: &ActionFixture, id: u64, body: &str) -> bool {
-    let url = format!("{}/repos/{REPO}/issues/comments/{id}", f.gh.uri());
-    reqwest::Client::new()
-        .patch(url)
-        .bearer_auth(TOKEN)
-        .json(&json!({ "body": body }))
-        .send()
-        .await
-        .map(|r| r.status().is_success())
-        .unwrap_or(false)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -674,13 +461,7 @@ async fn unusable_inputs_and_a_missing_model_are_explained_and_nothing_runs() {
         "{}",
         run.log()
     );
-    let body = f.bot_comments(7)[0].body.clone();
-    assert!(body.contains("`data/nope.csv` does not exist"), "{body}");
-    assert!(
-        body.contains("`secret.env` does not match the policy's `inputs.allow`"),
-        "{body}"
-    );
-    assert!(body.contains("Nothing was run"));
+    snapshot("inputs_unusable", &f.bot_comments(7)[0].body);
     assert_eq!(f.gh.reactions(cid), vec!["eyes", "confused"]);
     assert!(!run.stdout.contains("::stop-commands::"));
 
@@ -692,11 +473,7 @@ async fn unusable_inputs_and_a_missing_model_are_explained_and_nothing_runs() {
         "{}",
         run.log()
     );
-    let body = f.bot_comments(7).last().unwrap().body.clone();
-    assert!(
-        body.contains("`provider`") && body.contains("```python"),
-        "{body}"
-    );
+    snapshot("no_model", &f.bot_comments(7).last().unwrap().body);
     assert_eq!(f.gh.reactions(cid), vec!["eyes", "confused"]);
     assert!(
         run.stdout
@@ -710,8 +487,10 @@ async fn unusable_inputs_and_a_missing_model_are_explained_and_nothing_runs() {
         .run_env(f.env(COMMENT, "9503").with("INPUT_API_KEY", CANARY_KEY))
         .await;
     assert_eq!((run.code, run.out("status")), (2, "error"), "{}", run.log());
-    let body = f.bot_comments(7).last().unwrap().body.clone();
-    assert!(body.contains("`model`"), "{body}");
+    snapshot(
+        "model_half_configured",
+        &f.bot_comments(7).last().unwrap().body,
+    );
     assert_eq!(f.gh.reactions(cid), vec!["eyes", "confused"]);
     assert_no_leak(&f, &run, CANARY_KEY);
 }
@@ -776,7 +555,7 @@ async fn the_workspace_policy_decides_who_and_whether_edits_count() {
         run.log()
     );
     assert_eq!(f.gh.reactions(cid), vec!["-1"]);
-    assert!(f.bot_comments(7)[0].body.contains("**write**"));
+    snapshot("refused_listed_read_only", &f.bot_comments(7)[0].body);
     // Write permission but not listed: refused.
     f.gh.set_permission(REPO, "wendy", "write");
     let cid = f.comment(
@@ -791,12 +570,9 @@ async fn the_workspace_policy_decides_who_and_whether_edits_count() {
         run.log()
     );
     assert_eq!(f.gh.reactions(cid), vec!["-1"]);
-    assert!(
-        f.bot_comments(7)
-            .last()
-            .unwrap()
-            .body
-            .contains("users the policy's `who` lists")
+    snapshot(
+        "refused_not_listed",
+        &f.bot_comments(7).last().unwrap().body,
     );
     // Listed with write, and this policy lets edited comments count.
     let cid = f.comment_on(

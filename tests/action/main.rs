@@ -5,6 +5,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod approve_action;
 mod command_errors;
 mod explain_later;
 mod followup_action;

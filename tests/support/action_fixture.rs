@@ -42,6 +42,19 @@ pub fn sha256(s: &str) -> String {
     compute_bot::sandbox::sha256_hex(s.as_bytes())
 }
 
+/// The snapshot settings of a comment the bot wrote: each snapshot named
+/// as given (not after its module), the bot's version (in the footer)
+/// replaced. `comment_settings().bind(|| insta::assert_snapshot!(name, body))`.
+pub fn comment_settings() -> insta::Settings {
+    let mut s = insta::Settings::clone_current();
+    s.set_prepend_module_to_snapshot(false);
+    s.add_filter(
+        &format!(r"\b{}\b", env!("CARGO_PKG_VERSION").replace('.', r"\.")),
+        "[version]",
+    );
+    s
+}
+
 /// `code` as a fenced Python block of a comment (`code` ends with `\n`).
 pub fn fenced(code: &str) -> String {
     format!("```python\n{code}```")

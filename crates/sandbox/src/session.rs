@@ -37,6 +37,16 @@ impl Session {
         Ok(executor.as_ref())
     }
 
+    /// A session already connected to `executor`: the one seam through
+    /// which a test hands the bot an in-memory executor (its handlers reach
+    /// the sandbox only through [`Session::sandbox`]); the front ends make
+    /// their sessions with [`Session::default`] and connect on first use.
+    pub fn with_executor(executor: Arc<dyn Executor>) -> Session {
+        Session {
+            executor: OnceCell::from(executor),
+        }
+    }
+
     /// Removes what the session's runs left (see [`Executor::close`]); a
     /// session that never connected has nothing to do.
     pub async fn close(&self) {

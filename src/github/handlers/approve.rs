@@ -28,7 +28,7 @@ use crate::github::rest::client::{GitHub, GitHubError};
 use crate::github::rest::comments::{CommentInfo, Reaction};
 use crate::github::spec::{Approval, RunSpec};
 use crate::github::texts::{self, PendingCode, PendingError, read_request_marker, stop};
-use crate::github::thread::{Ctx, Post, Published, Stop, Thread};
+use crate::github::thread::{Asker, Ctx, Post, Published, Stop, Thread};
 use crate::status::Status;
 
 /// The newest comment written by the identity the bot posts as
@@ -77,9 +77,13 @@ pub(crate) async fn approve(
     ctx: &Ctx<'_>,
     thread: &mut Thread<'_>,
     issue: u64,
-    author: &str,
+    asker: Asker<'_>,
     sha256_prefix: Option<&str>,
 ) -> Result<Published, Stop> {
+    let author = &asker.login().to_string();
+    if let Err(refused) = asker.allowed(ctx).await? {
+        return Ok(refused);
+    }
     let invalid = |reason: &str| {
         Published::reply(
             Status::Failed,
@@ -127,7 +131,11 @@ pub(crate) async fn approve(
 }
 
 /// `/compute deny`: closes the newest open pending request; nothing runs.
-pub(crate) async fn deny(ctx: &Ctx<'_>, issue: u64, author: &str) -> Result<Published, Stop> {
+pub(crate) async fn deny(ctx: &Ctx<'_>, issue: u64, asker: Asker<'_>) -> Result<Published, Stop> {
+    let author = &asker.login().to_string();
+    if let Err(refused) = asker.allowed(ctx).await? {
+        return Ok(refused);
+    }
     let comment = match open_request(ctx, issue, author).await? {
         Ok((comment, _)) => comment,
         Err(reply) => return Ok(reply),
@@ -142,4 +150,72 @@ pub(crate) async fn deny(ctx: &Ctx<'_>, issue: u64, author: &str) -> Result<Publ
         summary: texts::denied_summary(author),
         outputs: Default::default(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::github::handlers::tests::{
+        ESCALATING, Scripted, Tester, assert_answer, fenced, shipped_policy,
+    };
+
+    /// A tester with the escalating policy, after `alice` asked for
+    /// [`ESCALATING`]: its request waits for an approval.
+    async fn escalated() -> Tester {
+        let mut t = Tester::new(
+            &shipped_policy("escalate.yml"),
+            [Scripted::ok("{\"digest\": \"2d711642\", \"total\": 42}\n")],
+        )
+        .await;
+        let pending = t
+            .comment(
+                "alice",
+                &format!(
+                    "/compute inputs=data/sales.csv total with a digest\n{}",
+                    fenced(ESCALATING)
+                ),
+            )
+            .await;
+        assert_eq!(pending.status, "needs_approval");
+        assert!(t.executor.codes().is_empty(), "nothing ran");
+        t
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn escalated_code_waits_for_an_approval() {
+        let mut t = Tester::new(&shipped_policy("escalate.yml"), []).await;
+        let answer = t
+            .comment(
+                "alice",
+                &format!(
+                    "/compute inputs=data/sales.csv total with a digest\n{}",
+                    fenced(ESCALATING)
+                ),
+            )
+            .await;
+        assert_answer!(answer);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn approve_closes_the_request_and_runs_exactly_the_shown_code() {
+        let mut t = escalated().await;
+        let answer = t.comment("maint", "/compute approve").await;
+        assert_eq!(t.executor.codes(), vec![ESCALATING.to_string()]);
+        assert_answer!(answer);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn deny_closes_the_request_and_nothing_runs() {
+        let mut t = escalated().await;
+        let answer = t.comment("maint", "/compute deny").await;
+        assert!(t.executor.codes().is_empty());
+        assert_answer!(answer);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_approval_below_the_escalation_permission_is_refused() {
+        let mut t = escalated().await;
+        let answer = t.comment("alice", "/compute approve").await;
+        assert!(t.executor.codes().is_empty());
+        assert_answer!(answer);
+    }
 }

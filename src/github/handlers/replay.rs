@@ -11,7 +11,7 @@ use crate::github::inputs;
 use crate::github::rest::comments::Reaction;
 use crate::github::sources::{self, Origin, earlier, earlier::Use};
 use crate::github::texts::{self, cannot_replay as cannot, read_request_marker};
-use crate::github::thread::{Ctx, Published, Stop};
+use crate::github::thread::{Asker, Ctx, Published, Stop};
 use crate::policy::{Decision, check_code};
 use crate::record::RECORD_MARKER_START;
 use crate::replay::{
@@ -30,8 +30,12 @@ type Answer = (String, Reaction, Status);
 pub(crate) async fn replay_in_thread(
     ctx: &Ctx<'_>,
     issue: u64,
+    asker: Asker<'_>,
     fresh: bool,
 ) -> Result<Published, Stop> {
+    if let Err(refused) = asker.allowed(ctx).await? {
+        return Ok(refused);
+    }
     let (text, reaction, status) = answer(ctx, issue, fresh).await;
     Ok(Published::reply(status, &text, reaction))
 }
@@ -203,5 +207,35 @@ fn verdict(source: &str, rec: &Recorded, v: Result<ReplayVerdict, ReplayError>) 
             Reaction::Confused,
             Status::Failed,
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::github::handlers::tests::{Scripted, Tester, assert_answer, fenced, shipped_policy};
+
+    const CODE: &str = "import json\nprint(json.dumps({\"total\": 42}))\n";
+    const ANSWER: &str = "{\"total\": 42}\n";
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn replay_runs_the_newest_result_again_and_posts_the_verdict() {
+        let mut t = Tester::new(
+            &shipped_policy("default.yml"),
+            [Scripted::ok(ANSWER), Scripted::ok(ANSWER)],
+        )
+        .await;
+        let first = t
+            .comment("alice", &format!("/compute the total\n{}", fenced(CODE)))
+            .await;
+        assert_eq!(first.status, "ok");
+        let answer = t.comment("alice", "/compute replay").await;
+        assert_answer!(answer);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn replay_without_a_result_says_there_is_nothing_to_replay() {
+        let mut t = Tester::new(&shipped_policy("default.yml"), []).await;
+        let answer = t.comment("alice", "/compute replay").await;
+        assert_answer!(answer);
     }
 }

@@ -21,7 +21,7 @@ use crate::github::execute::execute;
 use crate::github::rest::comments::{CommentInfo, Reaction};
 use crate::github::spec::{FromPlan, RunSpec};
 use crate::github::texts::{self, read_request_marker, stop};
-use crate::github::thread::{Ctx, Published, Stop, Thread};
+use crate::github::thread::{Asker, Ctx, Published, Stop, Thread};
 use crate::status::Status;
 
 /// The newest comment of the bot's own that carries a plan marker.
@@ -36,15 +36,19 @@ async fn newest_plan(ctx: &Ctx<'_>, issue: u64) -> Result<Option<CommentInfo>, S
         .find(|c| texts::has_plan_marker(&c.body)))
 }
 
-/// `/compute run [<sha256 prefix>]`: runs exactly the code of the newest
-/// plan in `issue` (see the module docs for what is checked).
+/// `/compute run [<sha256 prefix>]` by `asker`: runs exactly the code of
+/// the newest plan in `issue` (see the module docs for what is checked).
 pub(crate) async fn run_plan(
     ctx: &Ctx<'_>,
     thread: &mut Thread<'_>,
     issue: u64,
-    author: &str,
+    asker: Asker<'_>,
     sha256_prefix: Option<&str>,
 ) -> Result<Published, Stop> {
+    let author = &asker.login().to_string();
+    if let Err(refused) = asker.allowed(ctx).await? {
+        return Ok(refused);
+    }
     let invalid = |reason: &str| {
         Published::reply(
             Status::Failed,
@@ -86,4 +90,37 @@ pub(crate) async fn run_plan(
         ..RunSpec::shown(request, code.code)
     };
     execute(ctx, thread, spec).await
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::github::handlers::tests::{Scripted, Tester, assert_answer, fenced, shipped_policy};
+
+    const CODE: &str = "import json\nprint(json.dumps({\"total\": 42}))\n";
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn run_runs_exactly_the_newest_plan_and_links_it() {
+        let mut t = Tester::new(
+            &shipped_policy("default.yml"),
+            [Scripted::ok("{\"total\": 42}\n")],
+        )
+        .await;
+        let plan = t
+            .comment(
+                "alice",
+                &format!("/compute plan the total\n{}", fenced(CODE)),
+            )
+            .await;
+        assert_eq!(plan.status, "planned");
+        let answer = t.comment("alice", "/compute run").await;
+        assert_eq!(t.executor.codes(), vec![CODE.to_string()]);
+        assert_answer!(answer);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn run_without_a_plan_says_there_is_nothing_to_run() {
+        let mut t = Tester::new(&shipped_policy("default.yml"), []).await;
+        let answer = t.comment("alice", "/compute run").await;
+        assert_answer!(answer);
+    }
 }

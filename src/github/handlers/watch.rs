@@ -6,7 +6,7 @@
 
 use crate::github::rest::comments::Reaction;
 use crate::github::texts::{self, stop};
-use crate::github::thread::{Ctx, Published, Stop};
+use crate::github::thread::{Asker, Ctx, Published, Stop};
 use crate::status::Status;
 use crate::watch::Watch;
 
@@ -72,8 +72,12 @@ fn watch_yaml(name: &str, code: &str, inputs: &[String], issue: u64) -> Result<S
 pub(crate) async fn watch_file_in_thread(
     ctx: &Ctx<'_>,
     issue: u64,
+    asker: Asker<'_>,
     name: &str,
 ) -> Result<Published, Stop> {
+    if let Err(refused) = asker.allowed(ctx).await? {
+        return Ok(refused);
+    }
     let found = ctx
         .gh
         .find_tracking_comment(issue, crate::record::RECORD_MARKER_START)
@@ -118,6 +122,7 @@ pub(crate) async fn watch_file_in_thread(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::github::handlers::tests::{Scripted, Tester, assert_answer, fenced, shipped_policy};
 
     #[test]
     fn the_watch_file_gives_the_code_back_exactly() {
@@ -136,5 +141,23 @@ mod tests {
             assert_eq!(w.issue, Some(7));
         }
         assert!(watch_yaml("bad name", "print(1)\n", &[], 7).is_err());
+    }
+
+    const CODE: &str = "import json\nprint(json.dumps({\"total\": 42}))\n";
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn watch_replies_with_the_watch_file_of_the_newest_result() {
+        let mut t = Tester::new(
+            &shipped_policy("default.yml"),
+            [Scripted::ok("{\"total\": 42}\n")],
+        )
+        .await;
+        let first = t
+            .comment("alice", &format!("/compute the total\n{}", fenced(CODE)))
+            .await;
+        assert_eq!(first.status, "ok");
+        let answer = t.comment("alice", "/compute watch daily-total").await;
+        assert_eq!(t.executor.codes().len(), 1, "a watch file runs nothing");
+        assert_answer!(answer);
     }
 }
