@@ -4,7 +4,7 @@
 use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize};
 
-use crate::units::ByteSize;
+use compute_bot_units::ByteSize;
 
 /// The branch the run's files go to unless the policy names another.
 pub(crate) const DEFAULT_FILES_BRANCH: &str = "compute-bot-assets";
@@ -16,12 +16,12 @@ pub struct Files {
     /// The branch the files are committed to (one folder per run,
     /// `runs/<run id>-<attempt>/`); empty: nothing is committed and the
     /// thread points at the run's artifact instead.
-    pub(crate) branch: FilesBranch,
+    pub branch: FilesBranch,
     /// Most files committed and linked per run; the others are named in a
     /// note (the run's artifact still has them).
-    pub(crate) max_files: u32,
+    pub max_files: u32,
     /// Most bytes committed per run, all files together.
-    pub(crate) max_bytes: ByteSize,
+    pub max_bytes: ByteSize,
 }
 
 impl Default for Files {
@@ -38,11 +38,11 @@ impl Default for Files {
 /// policy is read, so a bad one is a `file:line` error, not a failed run).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(transparent)]
-pub(crate) struct FilesBranch(String);
+pub struct FilesBranch(String);
 
 impl FilesBranch {
     /// The branch, or `None` when committing is switched off (`""`).
-    pub(crate) fn get(&self) -> Option<&str> {
+    pub fn get(&self) -> Option<&str> {
         (!self.0.is_empty()).then_some(self.0.as_str())
     }
 

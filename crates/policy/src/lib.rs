@@ -1,5 +1,15 @@
 //! Stage: policy check. The YAML policy and the static check of code against it.
 //!
+//! The crate `compute-bot-policy`: it knows the sandbox's plain types
+//! (`Limits`, `RuntimeRules`, the default image) and the units, never an
+//! engine, a model or GitHub; compute-bot re-exports it as
+//! `compute_bot::policy`. Two modules of plain data ride with it because the
+//! policy reads them and so do parts of the bot above it: [`located`] (a
+//! problem in a file the user wrote, with its position) and [`sources`] (the
+//! `github:` sources as written); the bot re-exports them under their old
+//! names, `compute_bot::located` and `compute_bot::sources`. They use
+//! nothing else of the crate.
+//!
 //! # What this is, honestly
 //!
 //! The static check is a **first gate that explains itself**: it parses the
@@ -54,6 +64,8 @@
 //! `stacker`; dropping a very deep tree is recursive). A panic on that
 //! thread becomes an `internal-error` deny.
 
+#![deny(missing_docs)]
+
 mod authorize;
 mod check;
 pub mod cli;
@@ -64,23 +76,25 @@ mod environment;
 mod families;
 mod files;
 mod inputs;
+pub mod located;
 mod output;
 mod prices;
 mod reader;
 mod rules;
 mod sandbox;
 mod session;
+pub mod sources;
 mod verdict;
 
 pub use authorize::{
     Act, Actor, Authorization, Ignored, Permission, PermissionCheck, Refusal, Who,
 };
-pub(crate) use check::allows;
+pub use check::allows;
 pub use check::check_code;
 pub use config::{DataLevel, Explain, Policy};
-pub(crate) use files::Files;
-pub(crate) use inputs::Inputs;
-pub(crate) use output::{OnCheckFailure, Repeat, VerifyMode};
+pub use files::Files;
+pub use inputs::Inputs;
+pub use output::{OnCheckFailure, Repeat, VerifyMode};
 pub use prices::Prices;
 pub use reader::PolicyError;
 pub use rules::RuleId;

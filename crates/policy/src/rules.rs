@@ -207,7 +207,7 @@ mod tests {
 
     #[test]
     fn the_docs_rule_table_is_the_declaration() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/policy.md");
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/policy.md");
         let readme = std::fs::read_to_string(path).unwrap();
         let (begin, end) = ("<!-- rules:begin -->\n", "<!-- rules:end -->");
         let start = readme
@@ -221,7 +221,7 @@ mod tests {
         let expected = doc_table();
         assert!(
             readme[start..stop] == expected,
-            "docs/policy.md's rule table differs from src/policy/rules.rs; put this between the markers:\n{expected}"
+            "docs/policy.md's rule table differs from crates/policy/src/rules.rs; put this between the markers:\n{expected}"
         );
     }
 }

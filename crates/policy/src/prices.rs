@@ -57,7 +57,7 @@ impl<'de> Deserialize<'de> for Price {
 
 #[cfg(test)]
 mod tests {
-    use crate::policy::Policy;
+    use crate::Policy;
 
     fn load(yaml: &str) -> Result<Policy, String> {
         Policy::from_yaml_str(yaml, "p.yml").map_err(|e| e.to_string())

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::defaults::{DEFAULT_INPUT_GLOBS, strs};
 use crate::sources::{GithubSource, Query};
-use crate::units::ByteSize;
+use compute_bot_units::ByteSize;
 
 /// `inputs`: which workspace files may be handed to the code.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -17,20 +17,20 @@ use crate::units::ByteSize;
 pub struct Inputs {
     /// Glob allowlist of workspace-relative paths (`**/*.csv`).
     #[serde(deserialize_with = "de_globs")]
-    pub(crate) allow: Vec<String>,
+    pub allow: Vec<String>,
     /// Largest single input file.
     pub max_file_bytes: ByteSize,
     /// Largest total of all input files of one run.
     pub max_total_bytes: ByteSize,
     /// The `github:` sources a request may name (opt-in, none by default):
     /// `pulls`, `reviews`, `issues`, `comments`, `workflow_runs`.
-    pub(crate) github: Vec<GithubSource>,
+    pub github: Vec<GithubSource>,
     /// The most rows one `github:` source may have (a query's `limit` is
     /// capped by it).
-    pub(crate) github_max_items: u32,
+    pub github_max_items: u32,
     /// The most REST requests the `github:` sources of one run may make,
     /// list pages and per-item requests (reviews, pull request sizes) together.
-    pub(crate) github_max_requests: u32,
+    pub github_max_requests: u32,
 }
 
 impl Default for Inputs {
@@ -51,7 +51,7 @@ impl Inputs {
     /// it must be opted in (`inputs.github`) and its `limit` within
     /// `inputs.github_max_items`. The request, the watch run and `watch
     /// check` all ask here.
-    pub(crate) fn github_problem(&self, q: &Query) -> Option<String> {
+    pub fn github_problem(&self, q: &Query) -> Option<String> {
         let name = q.source.name();
         if !self.github.contains(&q.source) {
             let allowed = if self.github.is_empty() {

@@ -22,8 +22,8 @@ use super::output::Output;
 use super::prices::Prices;
 use super::sandbox::SandboxPolicy;
 use super::session::Session;
-use crate::sandbox::{Limits, RuntimeRules};
-use crate::units::ByteSize;
+use compute_bot_sandbox::{Limits, RuntimeRules};
+use compute_bot_units::ByteSize;
 
 /// The most generate/repair attempts a policy may allow.
 const MAX_ATTEMPTS: u8 = 10;
@@ -98,7 +98,7 @@ pub(crate) fn counted<'de, D: Deserializer<'de>>(
 /// The explanation's deadline when the policy names none.
 /// A careful model writes its 2 to 4 sentences in 150 to 200 tokens, and
 /// one that reasons first spends several hundred more before them: up to
-/// [`crate::explain`]'s 1,000-token cap at about 40 tokens a second, with
+/// the bot's `explain`'s 1,000-token cap at about 40 tokens a second, with
 /// the time to its first token and a retry, is about 45 s.
 const EXPLAIN_TIMEOUT: Duration = Duration::from_secs(45);
 /// How long the Action waits for the explanation before it posts the answer
@@ -120,13 +120,13 @@ pub struct Explain {
     /// How long the explanation may take, retries included (`45s` unless
     /// set, 1s..=10m; reasoning models need more). After it the template
     /// explains and the result is not held back.
-    #[serde(with = "crate::units::human_duration")]
+    #[serde(with = "compute_bot_units::human_duration")]
     pub timeout: Duration,
     /// On GitHub: how long the answer waits for the explanation before it is
     /// posted with the template's and a note (`10s` unless set, 1s..=10m);
     /// the comment is edited when the model's arrives within `timeout`. At
     /// or above `timeout` the answer waits for it, as on the command line.
-    #[serde(with = "crate::units::human_duration")]
+    #[serde(with = "compute_bot_units::human_duration")]
     pub post_after: Duration,
 }
 
@@ -179,11 +179,11 @@ struct ExplainTimeout(Duration);
 
 impl<'de> Deserialize<'de> for ExplainTimeout {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let t = crate::units::human_duration::deserialize(d)?;
+        let t = compute_bot_units::human_duration::deserialize(d)?;
         if !EXPLAIN_TIMEOUTS.contains(&t) {
             return Err(de::Error::custom(format!(
                 "explain.timeout `{}` is out of range; write a duration from 1s to 10m, e.g. `60s` for a reasoning model",
-                crate::units::format_duration(t)
+                compute_bot_units::format_duration(t)
             )));
         }
         Ok(ExplainTimeout(t))
@@ -195,11 +195,11 @@ struct ExplainPostAfter(Duration);
 
 impl<'de> Deserialize<'de> for ExplainPostAfter {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let t = crate::units::human_duration::deserialize(d)?;
+        let t = compute_bot_units::human_duration::deserialize(d)?;
         if !EXPLAIN_TIMEOUTS.contains(&t) {
             return Err(de::Error::custom(format!(
                 "explain.post_after `{}` is out of range; write a duration from 1s to 10m, e.g. `10s`",
-                crate::units::format_duration(t)
+                compute_bot_units::format_duration(t)
             )));
         }
         Ok(ExplainPostAfter(t))
@@ -210,7 +210,7 @@ impl Explain {
     /// How long a front end that can edit its answer waits for the model's
     /// explanation before it posts the template's: `None` when it waits the
     /// whole `timeout` (`post_after` at or above it).
-    pub(crate) fn early_post(&self) -> Option<Duration> {
+    pub fn early_post(&self) -> Option<Duration> {
         (self.post_after < self.timeout).then_some(self.post_after)
     }
 }
@@ -239,7 +239,7 @@ pub enum DataLevel {
 #[serde(deny_unknown_fields, default)]
 pub struct ModelPolicy {
     /// How much of the data leaves for the model (`preview`, `schema`, `none`).
-    pub(crate) data: DataLevel,
+    pub data: DataLevel,
     /// Dollars per million tokens, for the cost an answer shows (optional).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prices: Option<Prices>,
@@ -333,7 +333,7 @@ impl Policy {
     }
 
     /// Sets the sandbox limits (e.g. after [`Policy::tightened_limits`]).
-    pub(crate) fn set_limits(&mut self, l: &Limits) {
+    pub fn set_limits(&mut self, l: &Limits) {
         self.inputs.max_total_bytes = l.data_max_bytes;
         self.sandbox.limits = l.clone();
     }
@@ -360,7 +360,7 @@ impl Policy {
                 }
             }};
         }
-        let dur = |d: &Duration| crate::units::format_duration(*d);
+        let dur = |d: &Duration| compute_bot_units::format_duration(*d);
         let size = |b: &ByteSize| b.to_string();
         let num = |n: &dyn fmt::Display| n.to_string();
         let out = Limits {

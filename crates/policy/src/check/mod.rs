@@ -12,7 +12,7 @@ mod indirect;
 mod names;
 mod paths;
 mod patterns;
-pub(crate) use patterns::allows;
+pub use patterns::allows;
 mod reach;
 mod resolve;
 mod source;
@@ -39,16 +39,16 @@ impl Policy {
     /// True when the static check lets code import `module` (`import
     /// module` alone is allowed): the one rule for what a preload may load
     /// before the code runs.
-    pub(crate) fn allows_import(&self, module: &str) -> bool {
+    pub fn allows_import(&self, module: &str) -> bool {
         check_code(self, &format!("import {module}\n")).decision == super::Decision::Allow
     }
 
     /// The preload of known code: the heavy modules among what the checked
     /// code may load ([`Verdict::import_candidates`], through
-    /// [`crate::sandbox::preload_for`]) that the policy lets code import;
+    /// [`compute_bot_sandbox::preload_for`]) that the policy lets code import;
     /// nothing when `sandbox.preload` is `[]`.
-    pub(crate) fn preload_of(&self, verdict: &Verdict) -> Vec<String> {
-        crate::sandbox::preload_for(&verdict.import_candidates(), &self.sandbox.preload)
+    pub fn preload_of(&self, verdict: &Verdict) -> Vec<String> {
+        compute_bot_sandbox::preload_for(&verdict.import_candidates(), &self.sandbox.preload)
             .into_iter()
             .filter(|m| self.allows_import(m))
             .collect()
@@ -228,7 +228,7 @@ mod tests {
                     from sklearn.ensemble import RandomForestClassifier\n";
         let p = Policy::default();
         let v = check_code(&p, code);
-        assert_eq!(v.decision, crate::policy::Decision::Allow, "{v:?}");
+        assert_eq!(v.decision, crate::Decision::Allow, "{v:?}");
         assert_eq!(
             p.preload_of(&v),
             [
@@ -282,7 +282,7 @@ mod tests {
             ]
         );
         // Denied code still lists what it imports; code that does not parse lists nothing.
-        assert_eq!(v.decision, crate::policy::Decision::Deny);
+        assert_eq!(v.decision, crate::Decision::Deny);
         assert!(
             check_code(&Policy::default(), "import json\nx = (")
                 .imports()

@@ -16,22 +16,22 @@ pub struct Output {
     pub schema: serde_json::Value,
     /// How many times the code runs, each in a fresh container (1..=10). A
     /// result that changes between runs is flagged, not posted as fact.
-    pub(crate) repeat: Repeat,
+    pub repeat: Repeat,
     /// Python expressions (or `assert` statements) over `result`, run in
     /// the sandbox after the schema validation, e.g.
     /// `0 <= result["average_conversion"] <= 1`.
-    pub(crate) checks: Vec<String>,
+    pub checks: Vec<String>,
     /// What a failed check does: `stop` (default) or `escalate`.
-    pub(crate) on_check_failure: OnCheckFailure,
+    pub on_check_failure: OnCheckFailure,
     /// `independent`: the model writes a second program without seeing the
     /// first; both run and their results must agree within `tolerance`.
-    pub(crate) verify: VerifyMode,
+    pub verify: VerifyMode,
     /// Largest difference two numbers may have and still agree, absolute or
     /// relative to the larger one (default 1e-9).
-    pub(crate) tolerance: f64,
+    pub tolerance: f64,
     /// The files the code leaves in `/out`: the branch they are committed
     /// to and the caps on what is shown (see [`Files`]).
-    pub(crate) files: Files,
+    pub files: Files,
 }
 
 impl Default for Output {
@@ -53,16 +53,16 @@ const MAX_REPEAT: u8 = 10;
 
 /// `output.repeat`: how many runs in all (1..=[`MAX_REPEAT`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub(crate) struct Repeat(u8);
+pub struct Repeat(u8);
 
 impl Repeat {
     /// `n` runs, when 1 ≤ n ≤ [`MAX_REPEAT`].
-    pub(crate) fn new(n: u8) -> Option<Repeat> {
+    pub fn new(n: u8) -> Option<Repeat> {
         (1..=MAX_REPEAT).contains(&n).then_some(Repeat(n))
     }
 
     /// The number of runs.
-    pub(crate) fn get(self) -> u8 {
+    pub fn get(self) -> u8 {
         self.0
     }
 }
@@ -87,7 +87,7 @@ impl<'de> Deserialize<'de> for Repeat {
 /// `output.on_check_failure`: what a failed `output.checks` entry does.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub(crate) enum OnCheckFailure {
+pub enum OnCheckFailure {
     /// Stop without a result, showing the failed assertion.
     #[default]
     Stop,
@@ -98,7 +98,7 @@ pub(crate) enum OnCheckFailure {
 /// `output.verify`: whether a second, independent program must agree.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub(crate) enum VerifyMode {
+pub enum VerifyMode {
     /// No second program.
     #[default]
     None,

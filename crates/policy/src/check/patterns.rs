@@ -3,8 +3,8 @@
 
 use std::collections::HashMap;
 
-use crate::policy::config::Policy;
-use crate::policy::families::{FAMILIES, Family};
+use crate::config::Policy;
+use crate::families::{FAMILIES, Family};
 
 /// Where a pattern comes from.
 #[derive(Debug, Clone, Copy)]
@@ -131,7 +131,7 @@ pub(super) fn covers(pattern: &str, name: &str) -> bool {
 
 /// True when an import allowlist pattern allows module `name`: `x` allows
 /// exactly `x`; `x.*` allows `x` and everything below it.
-pub(crate) fn allows(pattern: &str, name: &str) -> bool {
+pub fn allows(pattern: &str, name: &str) -> bool {
     match pattern.strip_suffix(".*") {
         Some(base) => covers(base, name),
         None => pattern == name,

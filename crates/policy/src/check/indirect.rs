@@ -7,7 +7,7 @@ use ruff_python_ast::{self as ast, Expr};
 use ruff_text_size::{Ranged, TextSize};
 
 use super::checker::Checker;
-use crate::policy::rules::RuleId;
+use crate::rules::RuleId;
 
 /// Keywords denied in any call, with the rule their findings carry and
 /// what to write instead; the functions that take them are

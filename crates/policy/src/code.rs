@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::defaults::{DEFAULT_ALLOW_IMPORTS, DEFAULT_DENY_CALLS, strs};
 use super::families::default_deny_modules;
 use super::rules::RuleId;
-use crate::units::ByteSize;
+use compute_bot_units::ByteSize;
 
 /// The largest `code.max_bytes` a policy may set. Bigger scripts are not
 /// data analysis, and the checker's cost grows with the size.
@@ -37,7 +37,7 @@ pub struct CodePolicy {
     pub allow_imports: Vec<String>,
     /// Modules that are always denied, with all their submodules, even when
     /// unknown imports escalate. Their top-level names also go to the
-    /// in-sandbox runner (see [`Policy::runtime_rules`](crate::policy::Policy::runtime_rules)).
+    /// in-sandbox runner (see [`Policy::runtime_rules`](crate::Policy::runtime_rules)).
     #[serde(deserialize_with = "de_module_patterns")]
     pub deny_modules: Vec<String>,
     /// Calls and attributes that are denied, as resolved dotted names

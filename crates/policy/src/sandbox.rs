@@ -7,8 +7,8 @@ use std::time::Duration;
 use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize};
 
-use crate::sandbox::{DEFAULT_IMAGE, DEFAULT_PRELOAD, Environments, Limits, Reserve, Runtime};
-use crate::units::{ByteSize, human_duration};
+use compute_bot_sandbox::{DEFAULT_IMAGE, DEFAULT_PRELOAD, Environments, Limits, Reserve, Runtime};
+use compute_bot_units::{ByteSize, human_duration};
 
 /// The network mode of the sandbox. Only `none` exists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -45,11 +45,11 @@ impl<'de> Deserialize<'de> for Network {
 #[derive(Debug, Clone, PartialEq)]
 pub struct SandboxPolicy {
     /// Image reference (tag or `name@sha256:...` digest).
-    pub(crate) image: String,
+    pub image: String,
     /// The limits, with these ranges checked on reading: `timeout` 100ms..=10m,
     /// `memory` 16MiB..=16GiB, `cpus` above 0 and at most 64, `pids` 1..=4096.
     /// `data_max_bytes` is not a key of this section: /data holds the inputs,
-    /// so [`Policy::limits`](crate::policy::Policy::limits) takes its size from `inputs.max_total_bytes`.
+    /// so [`Policy::limits`](crate::Policy::limits) takes its size from `inputs.max_total_bytes`.
     pub(super) limits: Limits,
     /// Network mode; only `none` is accepted.
     network: Network,
@@ -57,16 +57,16 @@ pub struct SandboxPolicy {
     /// `runsc` (gVisor; see `scripts/install-gvisor`); `None` when the
     /// policy names none, so the machine's default applies
     /// ([`Runtime::resolve`]).
-    pub(crate) runtime: Option<Runtime>,
+    pub runtime: Option<Runtime>,
     /// Modules imported while the container waits for code the model is
     /// still writing (default pandas, numpy, matplotlib.pyplot), after
     /// those the question's words call for (`sandbox::preload_while_writing`);
     /// known code preloads its own heavy imports instead
     /// (`sandbox::preload_for`). `[]` turns all of it off. Dotted names only.
-    pub(crate) preload: Vec<String>,
+    pub preload: Vec<String>,
     /// The first engine's address (`sandbox.engine`); `None`: `DOCKER_HOST`,
     /// else the local socket.
-    pub(crate) engine: Option<String>,
+    pub engine: Option<String>,
     /// Where runs go when the first environment cannot prepare a container
     /// (`sandbox.reserve`: an `engine`, a `runtime` or both).
     pub(crate) reserve: Option<Reserve>,
@@ -75,7 +75,7 @@ pub struct SandboxPolicy {
 impl SandboxPolicy {
     /// The environments this policy's runs may use (see
     /// `sandbox::Environments`).
-    pub(crate) fn environments(&self) -> Environments {
+    pub fn environments(&self) -> Environments {
         Environments::new(self.engine.clone(), self.reserve.clone())
     }
 }
@@ -122,7 +122,7 @@ impl Serialize for SandboxPolicy {
         let l = &self.limits;
         let mut m = s.serialize_struct("SandboxPolicy", SANDBOX_KEYS.len())?;
         m.serialize_field("image", &self.image)?;
-        m.serialize_field("timeout", &crate::units::format_duration(l.timeout))?;
+        m.serialize_field("timeout", &compute_bot_units::format_duration(l.timeout))?;
         m.serialize_field("memory", &l.memory)?;
         m.serialize_field("cpus", &l.cpus)?;
         match l.preload_cpus {
@@ -244,7 +244,7 @@ impl<'de> Deserialize<'de> for Timeout {
         if !(Duration::from_millis(100)..=Duration::from_secs(600)).contains(&t) {
             return Err(de::Error::custom(format!(
                 "timeout `{}` is out of range; write a duration from 100ms to 10m, e.g. `10s`",
-                crate::units::format_duration(t)
+                compute_bot_units::format_duration(t)
             )));
         }
         Ok(Timeout(t))

@@ -8,7 +8,7 @@ use ruff_python_parser::Parsed;
 use ruff_text_size::{Ranged, TextSize};
 
 use super::{RawFinding, raw};
-use crate::policy::rules::RuleId;
+use crate::rules::RuleId;
 
 /// CPython's limit on nested brackets.
 const MAX_BRACKETS: usize = 200;

@@ -1,5 +1,5 @@
 //! Who may do what: the policy's `who` and `escalation` sections and the one
-//! place the decision is made ([`Policy::authorize`](crate::policy::Policy::authorize)).
+//! place the decision is made ([`Policy::authorize`](crate::Policy::authorize)).
 //! The front ends only say who asks ([`Actor`]) for what ([`Act`]) and word
 //! the answer.
 
@@ -234,7 +234,7 @@ pub enum Authorization<'p> {
     NeedsPermission(PermissionCheck<'p>),
 }
 
-/// The second step of [`Policy::authorize`](crate::policy::Policy::authorize): who asks, and the section that
+/// The second step of [`Policy::authorize`](crate::Policy::authorize): who asks, and the section that
 /// governs what they ask for.
 #[derive(Debug)]
 pub struct PermissionCheck<'p> {
@@ -253,7 +253,7 @@ struct Gate<'p> {
 }
 
 /// Who may do what, decided here and nowhere else: the body of
-/// [`Policy::authorize`](crate::policy::Policy::authorize) (which documents
+/// [`Policy::authorize`](crate::Policy::authorize) (which documents
 /// it), over the two sections that decide.
 pub(super) fn authorize<'p>(
     who: &'p Who,

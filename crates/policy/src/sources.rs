@@ -3,8 +3,9 @@
 //! sources' names ([`GithubSource`]) and the query syntax
 //! `github:<source>[?key=value[&key=value]...]` ([`parse`] into a
 //! [`Query`]), e.g. `github:pulls?state=closed&since=2026-11-01&labels=bug,ui&limit=500`.
-//! No GitHub client: fetching is `github::sources`; this module sits low so
-//! that the policy and `watch check` read the same syntax.
+//! No GitHub client: fetching is the bot's `github::sources`; this module
+//! sits in the policy's crate, low, so that the policy and `watch check`
+//! read the same syntax.
 //!
 //! Keys (each at most once; which ones a source takes is in [`allowed`]):
 //! - `state`: `open`, `closed` or `all` (default `all`);
@@ -28,8 +29,8 @@ use serde::{Deserialize, Serialize};
 /// columns with their meaning. The enum, [`GithubSource::ALL`] and every
 /// accessor come from this one table; the fetcher, the CSV writer, the
 /// prompt, `init` and the docs read it. Adding a source is a row here, its
-/// row function in `github/sources/table.rs` and its fetch in
-/// `github/sources/mod.rs`.
+/// row function in the bot's `src/github/sources/table.rs` and its fetch in
+/// `src/github/sources/mod.rs`.
 macro_rules! sources {
     ($(
         $variant:ident = $name:literal {
@@ -43,7 +44,7 @@ macro_rules! sources {
         /// One kind of the repository's own activity the bot can fetch as a table.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
         #[serde(rename_all = "snake_case")]
-        pub(crate) enum GithubSource {
+        pub enum GithubSource {
             $(
                 #[doc = $doc]
                 $variant,
@@ -75,7 +76,7 @@ macro_rules! sources {
 /// The read scope of the workflow token a source needs (the `permissions:`
 /// key of a workflow).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Scope {
+pub enum Scope {
     /// `pull-requests: read`.
     PullRequests,
     /// `issues: read`.
@@ -243,18 +244,18 @@ impl GithubSource {
     }
 
     /// The name written in `github:<name>` and in the policy.
-    pub(crate) fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         self.declared().name
     }
 
     /// The workflow token's read scope the source needs.
-    pub(crate) fn scope(self) -> Scope {
+    pub fn scope(self) -> Scope {
         self.declared().scope
     }
 
     /// The workflow token permission (read) the source needs, as a
     /// workflow's `permissions:` names it.
-    pub(crate) fn permission(self) -> &'static str {
+    pub fn permission(self) -> &'static str {
         self.scope().key()
     }
 
@@ -266,22 +267,22 @@ impl GithubSource {
     /// The endpoints (path below `/repos/{owner}/{name}/`) whose answers it
     /// is built from: its list, and per pull request its reviews or its
     /// size. `{n}` is a number.
-    pub(crate) fn endpoints(self) -> &'static [&'static str] {
+    pub fn endpoints(self) -> &'static [&'static str] {
         self.declared().endpoints
     }
 
     /// Its CSV columns: name and meaning, in the file's order.
-    pub(crate) fn columns(self) -> &'static [(&'static str, &'static str)] {
+    pub fn columns(self) -> &'static [(&'static str, &'static str)] {
         self.declared().columns
     }
 
     /// The source named `name`, if any.
-    pub(crate) fn parse(name: &str) -> Option<GithubSource> {
+    pub fn parse(name: &str) -> Option<GithubSource> {
         GithubSource::ALL.into_iter().find(|s| s.name() == name)
     }
 
     /// Every name, for messages (`pulls`, `reviews`, ...).
-    pub(crate) fn names() -> String {
+    pub fn names() -> String {
         GithubSource::ALL
             .iter()
             .map(|s| format!("`{}`", s.name()))
@@ -292,15 +293,18 @@ impl GithubSource {
 
 /// `open`, `closed` or `all`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum State {
+pub enum State {
+    /// `state=open`: the open ones only.
     Open,
+    /// `state=closed`: the closed ones only (a merged pull request is closed).
     Closed,
+    /// `state=all`, the default: open and closed.
     All,
 }
 
 impl State {
     /// GitHub's name for it (the `state` parameter).
-    pub(crate) fn as_str(self) -> &'static str {
+    pub fn as_str(self) -> &'static str {
         match self {
             State::Open => "open",
             State::Closed => "closed",
@@ -311,23 +315,23 @@ impl State {
 
 /// One parsed `github:` source.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Query {
+pub struct Query {
     /// Which source.
-    pub(crate) source: GithubSource,
+    pub source: GithubSource,
     /// `state=` (default all).
-    pub(crate) state: State,
+    pub state: State,
     /// `since=`: rows updated (runs: created) at or after it.
-    pub(crate) since: Option<DateTime<Utc>>,
+    pub since: Option<DateTime<Utc>>,
     /// `until=`: rows updated (runs: created) before it (exclusive).
-    pub(crate) until: Option<DateTime<Utc>>,
+    pub until: Option<DateTime<Utc>>,
     /// `labels=`: every one must be on a row.
-    pub(crate) labels: Vec<String>,
+    pub labels: Vec<String>,
     /// `limit=`: the most rows.
-    pub(crate) limit: Option<u32>,
+    pub limit: Option<u32>,
     /// `sizes=` (pulls): fetch each pull request's size.
-    pub(crate) sizes: bool,
+    pub sizes: bool,
     /// The text as written (trimmed), the input's name in records and comments.
-    pub(crate) text: String,
+    pub text: String,
 }
 
 /// The keys `source` takes (as [`GithubSource::keys`] declares them).
@@ -337,7 +341,7 @@ pub(crate) fn allowed(source: GithubSource) -> &'static [&'static str] {
 
 /// True when `text` names a `github:` source (the prefix decides; the
 /// rest may still be wrong, which [`parse`] says).
-pub(crate) fn is_source(text: &str) -> bool {
+pub fn is_source(text: &str) -> bool {
     text.trim().to_ascii_lowercase().starts_with("github:")
 }
 
@@ -370,7 +374,7 @@ fn time(key: &str, value: &str, end_of_day: bool) -> Result<DateTime<Utc>, Strin
 
 /// Parses one `github:` source. The error names the bad part and what is
 /// allowed there.
-pub(crate) fn parse(text: &str) -> Result<Query, String> {
+pub fn parse(text: &str) -> Result<Query, String> {
     let text = text.trim();
     let rest = text
         .get(..7)
@@ -476,7 +480,7 @@ pub(crate) fn parse(text: &str) -> Result<Query, String> {
 /// queries that passed, and every problem, each with the index of its entry
 /// in `specs` (a watch file places it). The policy's rules on a query are
 /// `Inputs::github_problem`.
-pub(crate) fn parse_all(specs: &[String]) -> (Vec<Query>, Vec<(usize, String)>) {
+pub fn parse_all(specs: &[String]) -> (Vec<Query>, Vec<(usize, String)>) {
     let mut problems = Vec::new();
     let mut out: Vec<(usize, Query)> = Vec::new();
     for (i, spec) in specs.iter().enumerate() {
@@ -524,7 +528,7 @@ fn list(keys: &[&str]) -> String {
 /// workspace paths and `github:` sources. A comma inside a source's last
 /// `labels=` value splits the list too; such a piece (no `/`, no `.`, not
 /// a source itself) is joined back to the source it follows.
-pub(crate) fn split_inputs(items: &[String]) -> (Vec<String>, Vec<String>) {
+pub fn split_inputs(items: &[String]) -> (Vec<String>, Vec<String>) {
     let (mut paths, mut sources): (Vec<String>, Vec<String>) = (Vec::new(), Vec::new());
     let mut last_was_labels = false;
     for item in items {
@@ -561,7 +565,7 @@ mod tests {
     /// the sources that take it (`all` when every one does).
     #[test]
     fn the_docs_list_every_source_its_keys_and_its_columns() {
-        let doc = include_str!("../docs/github-data.md");
+        let doc = include_str!("../../../docs/github-data.md");
         for s in GithubSource::ALL {
             let file = format!("| `/data/github/{}.csv` |", s.name());
             let row = doc

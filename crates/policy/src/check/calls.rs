@@ -9,7 +9,7 @@ use super::names::{descriptor_args, is_private};
 use super::paths::{
     CODE_SUFFIXES, PathVerdict, READ_DIRS, dir_verdict, has_dotdot, literal_suffix, path_verdict,
 };
-use crate::policy::rules::RuleId;
+use crate::rules::RuleId;
 
 /// Methods that write a file named by their first argument.
 const WRITER_METHODS: &[&str] = &[

@@ -36,7 +36,7 @@ impl fmt::Display for Located {
 
 impl Located {
     /// A problem at `line`:`column` of `file` (0, 0: no position).
-    pub(crate) fn at(file: &str, line: u64, column: u64, message: impl Into<String>) -> Self {
+    pub fn at(file: &str, line: u64, column: u64, message: impl Into<String>) -> Self {
         Located {
             file: file.to_string(),
             line,
@@ -47,11 +47,7 @@ impl Located {
 
     /// A YAML reader's error at its position, its message in plain words
     /// and passed through `hint` (which adds what to write instead).
-    pub(crate) fn from_yaml(
-        file: &str,
-        err: &serde_saphyr::Error,
-        hint: fn(&str) -> String,
-    ) -> Self {
+    pub fn from_yaml(file: &str, err: &serde_saphyr::Error, hint: fn(&str) -> String) -> Self {
         use serde_saphyr::MessageFormatter;
         let inner = err.without_snippet();
         let (line, column) = inner

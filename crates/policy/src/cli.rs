@@ -6,13 +6,13 @@ use std::path::Path;
 use super::{Decision, Policy, Verdict, check_code};
 
 /// Exit code: the policy is valid / the code is allowed.
-pub(crate) const EXIT_ALLOW: i32 = 0;
+pub const EXIT_ALLOW: i32 = 0;
 /// Exit code: the code is denied.
-pub(crate) const EXIT_DENY: i32 = 1;
+pub const EXIT_DENY: i32 = 1;
 /// Exit code: the policy or the code file could not be read or is invalid.
 const EXIT_ERROR: i32 = 2;
 /// Exit code: the code needs a human approval.
-pub(crate) const EXIT_ESCALATE: i32 = 3;
+pub const EXIT_ESCALATE: i32 = 3;
 
 /// Runs `compute-bot policy check POLICY [--code FILE] [--format json]`.
 ///

@@ -17,9 +17,9 @@ use super::patterns::{Patterns, Source, allows};
 use super::reach;
 use super::resolve::Env;
 use super::{MAX_NESTING, RawFinding, raw};
-use crate::policy::config::Policy;
-use crate::policy::families::FAMILIES;
-use crate::policy::rules::RuleId;
+use crate::config::Policy;
+use crate::families::FAMILIES;
+use crate::rules::RuleId;
 
 /// matplotlib settings that name executables.
 const RC_EXECUTABLE_KEYS: &[&str] = &["animation.ffmpeg_path", "animation.convert_path"];

@@ -7,7 +7,7 @@
 use serde::Deserialize;
 use serde::de::{self, Deserializer};
 
-use crate::sandbox::{Reserve, Runtime};
+use compute_bot_sandbox::{Reserve, Runtime};
 
 /// An engine address: `unix:///path/to.sock`, `tcp://host:port` or
 /// `http://host:port`.
@@ -21,7 +21,7 @@ impl<'de> Deserialize<'de> for EngineAddress {
             .find_map(|scheme| s.strip_prefix(scheme));
         match rest {
             Some(rest) if !rest.is_empty() && !s.chars().any(char::is_whitespace) => {
-                match crate::sandbox::plain_remote(&s) {
+                match compute_bot_sandbox::plain_remote(&s) {
                     Some(why) => Err(de::Error::custom(why)),
                     None => Ok(EngineAddress(s)),
                 }
@@ -87,8 +87,8 @@ pub(super) fn same_as_first(
 
 #[cfg(test)]
 mod tests {
-    use crate::policy::Policy;
-    use crate::sandbox::Runtime;
+    use crate::Policy;
+    use compute_bot_sandbox::Runtime;
 
     fn read(sandbox: &str) -> Result<Policy, String> {
         Policy::from_yaml_str(&format!("version: 1\nsandbox:\n{sandbox}"), "p.yml")

@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize};
 
-use crate::units::format_duration;
+use compute_bot_units::format_duration;
 
 /// The most steps a policy may allow.
 const MAX_STEPS: u8 = 20;
@@ -30,12 +30,12 @@ pub struct Session {
     pub max_steps: MaxSteps,
     /// The code time of the whole session, summed over its steps (each
     /// step also keeps `sandbox.timeout`); 100ms..=30m, `60s` unless set.
-    #[serde(serialize_with = "crate::units::human_duration::serialize")]
+    #[serde(serialize_with = "compute_bot_units::human_duration::serialize")]
     #[serde(deserialize_with = "code_time")]
     pub code_time: Duration,
     /// The longest wait for the model between two steps while the
     /// container is frozen; 1s..=10m, `120s` unless set.
-    #[serde(serialize_with = "crate::units::human_duration::serialize")]
+    #[serde(serialize_with = "compute_bot_units::human_duration::serialize")]
     #[serde(deserialize_with = "model_wait")]
     pub model_wait: Duration,
 }
@@ -52,7 +52,7 @@ impl Default for Session {
 
 impl Session {
     /// True when model-written code runs as steps (`max_steps` above 1).
-    pub(crate) fn in_steps(&self) -> bool {
+    pub fn in_steps(&self) -> bool {
         self.max_steps.get() > 1
     }
 }
@@ -87,7 +87,7 @@ fn within<'de, D: Deserializer<'de>>(
     field: &str,
     range: std::ops::RangeInclusive<Duration>,
 ) -> Result<Duration, D::Error> {
-    let t = crate::units::human_duration::deserialize(d)?;
+    let t = compute_bot_units::human_duration::deserialize(d)?;
     if !range.contains(&t) {
         return Err(de::Error::custom(format!(
             "session.{field} `{}` is out of range; write a duration from {} to {}",
