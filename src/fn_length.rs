@@ -221,6 +221,7 @@ fn every_function_in_src_is_at_most_120_lines() {
     for lib in [
         "crates/policy/src/lib.rs",
         "crates/sandbox/src/lib.rs",
+        "crates/secret/src/lib.rs",
         "crates/units/src/lib.rs",
     ] {
         assert!(

@@ -5,15 +5,15 @@
 //! The library crates under `crates/` (ARCHITECTURE.md, "Crates") are
 //! layers whose edges Cargo holds: a crate uses only the crates its
 //! Cargo.toml names, never the bot (that would be a cycle, which Cargo
-//! refuses). So `sandbox`, `units` and `policy` (with the `located` and
-//! `sources` it carries) have no entry of their own in [`ALLOWED`] any
-//! more; they stay targets (the bot names them through `crate::sandbox`,
-//! `crate::policy`, `crate::located`, …, the re-exports in `src/lib.rs`),
-//! and [`CRATES`] pins which crate may name which. What crate edges cannot
-//! say stays here: the modules of `src/` among themselves, that the plain
-//! data the policy's crate carries (`located`, `sources`) uses nothing of
-//! that crate, and that only the sandbox's Docker backend
-//! (`crates/sandbox/src/docker/`) names bollard.
+//! refuses). So `sandbox`, `units`, `secret` and `policy` (with the
+//! `located` and `sources` it carries) have no entry of their own in
+//! [`ALLOWED`] any more; they stay targets (the bot names them through
+//! `crate::sandbox`, `crate::policy`, `crate::located`, …, the re-exports in
+//! `src/lib.rs`), and [`CRATES`] pins which crate may name which. What
+//! crate edges cannot say stays here: the modules of `src/` among
+//! themselves, that the plain data the policy's crate carries (`located`,
+//! `sources`) uses nothing of that crate, and that only the sandbox's
+//! Docker backend (`crates/sandbox/src/docker/`) names bollard.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -25,7 +25,6 @@ use std::path::Path;
 /// its own entry, and the most specific entry applies.
 const ALLOWED: &[(&str, &[&str])] = &[
     ("status", &[]),
-    ("secret", &[]),
     ("markdown", &[]),
     ("model", &["units", "secret"]),
     (
@@ -670,11 +669,13 @@ fn the_modules_form_no_cycle() {
 
 /// The library crates (`crates/<dir>`, package `compute-bot-<dir>`) and the
 /// other crates of the workspace each may depend on: the layering of
-/// ARCHITECTURE.md ("Crates") for what Cargo holds. Units are a leaf; the
-/// sandbox knows the units and nothing else of the bot; the policy knows the
-/// sandbox's plain types and the units, never a model or GitHub.
+/// ARCHITECTURE.md ("Crates") for what Cargo holds. Units and the secret
+/// are leaves; the sandbox knows the units and nothing else of the bot; the
+/// policy knows the sandbox's plain types and the units, never a model or
+/// GitHub.
 const CRATES: &[(&str, &[&str])] = &[
     ("units", &[]),
+    ("secret", &[]),
     ("sandbox", &["units"]),
     ("policy", &["sandbox", "units"]),
 ];
@@ -723,7 +724,7 @@ fn workspace_deps(manifest: &str) -> BTreeSet<String> {
 fn the_crates_depend_only_on_the_crates_below_them() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates");
     let dirs = crate_dirs();
-    for known in ["policy", "sandbox", "units"] {
+    for known in ["policy", "sandbox", "secret", "units"] {
         assert!(dirs.iter().any(|d| d == known), "{known}: {dirs:?}");
     }
     let mut bad = Vec::new();

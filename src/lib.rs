@@ -6,12 +6,14 @@
 
 // The library crates of the workspace (crates/), under the names the
 // modules had here: `crate::sandbox::…`, `crate::policy::…` and
-// `compute_bot::units::…` paths read as before. The policy's crate carries
-// two modules of plain data the bot reads too: `located` and `sources`.
+// `compute_bot::units::…` paths read as before (`secret` and `sources` stay
+// private, as the modules were). The policy's crate carries two modules of
+// plain data the bot reads too: `located` and `sources`.
 pub use compute_bot_policy as policy;
 pub use compute_bot_policy::located;
 use compute_bot_policy::sources;
 pub use compute_bot_sandbox as sandbox;
+use compute_bot_secret as secret;
 pub use compute_bot_units as units;
 
 mod admit;
@@ -28,7 +30,6 @@ pub mod record;
 pub mod render;
 pub mod replay;
 pub mod report;
-mod secret;
 pub mod status;
 pub mod usage;
 pub mod validate;

@@ -1,5 +1,11 @@
 //! [`Secret`]: a token or key that never prints. One type for the GitHub
 //! token and the model API key.
+//!
+//! The crate `compute-bot-secret`, a leaf with no dependency: the model
+//! client and the GitHub client both hold their keys in it, and neither
+//! knows the other (compute-bot re-exports it as its `secret`).
+
+#![deny(missing_docs)]
 
 use std::fmt;
 
@@ -53,7 +59,7 @@ impl fmt::Display for Secret {
 }
 
 /// Removes a key (and look-alike credential words) from `text`.
-pub(crate) fn redact_key(text: &str, key: Option<&str>) -> String {
+pub fn redact_key(text: &str, key: Option<&str>) -> String {
     let mut out = match key {
         Some(k) if !k.is_empty() => text.replace(k, "***"),
         _ => text.to_string(),
