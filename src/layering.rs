@@ -5,10 +5,10 @@
 //! The library crates under `crates/` (ARCHITECTURE.md, "Crates") are
 //! layers whose edges Cargo holds: a crate uses only the crates its
 //! Cargo.toml names, never the bot (that would be a cycle, which Cargo
-//! refuses). So `sandbox`, `units`, `secret` and `policy` (with the
-//! `located` and `sources` it carries) have no entry of their own in
+//! refuses). So `sandbox`, `units`, `secret`, `model` and `policy` (with
+//! the `located` and `sources` it carries) have no entry of their own in
 //! [`ALLOWED`] any more; they stay targets (the bot names them through
-//! `crate::sandbox`, `crate::policy`, `crate::located`, …, the re-exports in
+//! `crate::sandbox`, `crate::model`, `crate::located`, …, the re-exports in
 //! `src/lib.rs`), and [`CRATES`] pins which crate may name which. What
 //! crate edges cannot say stays here: the modules of `src/` among
 //! themselves, that the plain data the policy's crate carries (`located`,
@@ -26,7 +26,6 @@ use std::path::Path;
 const ALLOWED: &[(&str, &[&str])] = &[
     ("status", &[]),
     ("markdown", &[]),
-    ("model", &["units", "secret"]),
     (
         "prompt",
         &["markdown", "model", "policy", "sandbox", "units"],
@@ -672,12 +671,14 @@ fn the_modules_form_no_cycle() {
 /// ARCHITECTURE.md ("Crates") for what Cargo holds. Units and the secret
 /// are leaves; the sandbox knows the units and nothing else of the bot; the
 /// policy knows the sandbox's plain types and the units, never a model or
-/// GitHub.
+/// GitHub; the model client knows the units and the secret its keys live
+/// in, never the sandbox, the policy or GitHub.
 const CRATES: &[(&str, &[&str])] = &[
     ("units", &[]),
     ("secret", &[]),
     ("sandbox", &["units"]),
     ("policy", &["sandbox", "units"]),
+    ("model", &["secret", "units"]),
 ];
 
 /// Whether [`CRATES`] lets the crate `from` use the crate `to`.
@@ -724,7 +725,7 @@ fn workspace_deps(manifest: &str) -> BTreeSet<String> {
 fn the_crates_depend_only_on_the_crates_below_them() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates");
     let dirs = crate_dirs();
-    for known in ["policy", "sandbox", "secret", "units"] {
+    for known in ["model", "policy", "sandbox", "secret", "units"] {
         assert!(dirs.iter().any(|d| d == known), "{known}: {dirs:?}");
     }
     let mut bad = Vec::new();
@@ -831,6 +832,11 @@ fn the_checker_sees_braced_uses_and_rejects_a_wrong_edge() {
     assert!(allowed("admit", "policy"));
     assert!(crate_may_use("policy", "sandbox"));
     assert!(!crate_may_use("sandbox", "policy"));
+    // The model's crate: its own rule is gone from src/ with it.
+    assert!(!allowed("model", "secret"));
+    assert!(allowed("prompt", "model"));
+    assert!(crate_may_use("model", "secret"));
+    assert!(!crate_may_use("model", "policy") && !crate_may_use("policy", "model"));
     assert_eq!(
         workspace_deps(
             "[dependencies]\ncompute-bot-units.workspace = true\nserde = \"1\"\n\

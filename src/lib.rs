@@ -5,10 +5,11 @@
 //! policy check → execute → validate → explain → report. See ARCHITECTURE.md.
 
 // The library crates of the workspace (crates/), under the names the
-// modules had here: `crate::sandbox::…`, `crate::policy::…` and
-// `compute_bot::units::…` paths read as before (`secret` and `sources` stay
-// private, as the modules were). The policy's crate carries two modules of
-// plain data the bot reads too: `located` and `sources`.
+// modules had here and as visible as they were: `crate::sandbox::…`,
+// `crate::policy::…`, `crate::model::…`, `crate::secret::…` and
+// `compute_bot::units::…` paths read as before. The policy's crate carries
+// two modules of plain data the bot reads too: `located` and `sources`.
+pub use compute_bot_model as model;
 pub use compute_bot_policy as policy;
 pub use compute_bot_policy::located;
 use compute_bot_policy::sources;
@@ -22,7 +23,6 @@ pub mod cli;
 pub mod explain;
 pub mod github;
 mod markdown;
-pub mod model;
 pub mod notebook;
 mod problems;
 pub mod prompt;

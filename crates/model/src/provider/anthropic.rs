@@ -4,9 +4,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{Api, Call, KeyHeader, Route};
-use crate::model::reply::{ChatReply, Finish};
-use crate::model::request::ChatRequest;
-use crate::model::{ModelError, TokenUsage};
+use crate::reply::{ChatReply, Finish};
+use crate::request::ChatRequest;
+use crate::{ModelError, TokenUsage};
 
 /// The Messages API wire format.
 pub(super) struct Anthropic;

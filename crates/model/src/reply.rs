@@ -9,7 +9,7 @@ use super::TokenUsage;
 
 /// Why the model stopped writing.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) enum Finish {
+pub enum Finish {
     /// It finished (`stop`, `end_turn`, `tool_calls`, `tool_use`, ...).
     #[default]
     Complete,
@@ -49,11 +49,11 @@ pub struct ChatReply {
     /// The text of the answer (all text parts joined).
     pub text: String,
     /// The name and arguments of the tool the model called, if it called one.
-    pub(crate) tool_call: Option<(String, Value)>,
+    pub tool_call: Option<(String, Value)>,
     /// The model's refusal message (OpenAI `refusal`, Anthropic `stop_reason: refusal`).
-    pub(crate) refusal: Option<String>,
+    pub refusal: Option<String>,
     /// Why it stopped.
-    pub(crate) finish: Finish,
+    pub finish: Finish,
     /// Tokens used by this call, as the responses said (all requests of the
     /// call that returned usage, a cut empty reply included); a count a
     /// response did not give is unknown.

@@ -5,10 +5,10 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{Adaptation, Api, Call, KeyHeader, Learned, Route, json_kind};
-use crate::model::error_body::ErrorInfo;
-use crate::model::reply::{ChatReply, Finish};
-use crate::model::request::ChatRequest;
-use crate::model::{ModelError, TokenUsage};
+use crate::error_body::ErrorInfo;
+use crate::reply::{ChatReply, Finish};
+use crate::request::ChatRequest;
+use crate::{ModelError, TokenUsage};
 
 /// The Azure OpenAI `api-version` used for a deployments URL that names none
 /// (a generally available version).
@@ -96,8 +96,8 @@ impl Api for OpenAi {
     /// and the default temperature; other endpoints teach the client with
     /// their first 400.
     fn known(&self, model: &str, route: &Route) -> Learned {
-        let reasoning = crate::model::config::is_openai_reasoning_model(model)
-            && route.key == KeyHeader::Bearer;
+        let reasoning =
+            crate::config::is_openai_reasoning_model(model) && route.key == KeyHeader::Bearer;
         Learned {
             completion_tokens: reasoning,
             no_temperature: reasoning,

@@ -5,7 +5,7 @@ use serde_json::Value;
 
 /// Who wrote a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum Role {
+pub enum Role {
     /// The caller (prompt, repair notes).
     User,
     /// The model (earlier replies).
@@ -26,9 +26,9 @@ impl Role {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Message {
     /// Who wrote it.
-    pub(crate) role: Role,
+    pub role: Role,
     /// The text.
-    pub(crate) content: String,
+    pub content: String,
 }
 
 impl Message {
@@ -41,7 +41,7 @@ impl Message {
     }
 
     /// An assistant message.
-    pub(crate) fn assistant(content: impl Into<String>) -> Self {
+    pub fn assistant(content: impl Into<String>) -> Self {
         Message {
             role: Role::Assistant,
             content: content.into(),
@@ -55,11 +55,11 @@ impl Message {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Tool {
     /// The tool's name (`run_python`).
-    pub(crate) name: String,
+    pub name: String,
     /// What it is for, as the model reads it.
-    pub(crate) description: String,
+    pub description: String,
     /// The JSON Schema of its arguments.
-    pub(crate) parameters: Value,
+    pub parameters: Value,
 }
 
 /// A provider-neutral chat request.

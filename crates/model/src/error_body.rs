@@ -149,7 +149,7 @@ pub(crate) fn error_in_success(body: &str) -> Option<ErrorInfo> {
 }
 
 /// At most `max` characters of `s`, with `…` when cut.
-pub(crate) fn excerpt(s: &str, max: usize) -> String {
+pub fn excerpt(s: &str, max: usize) -> String {
     match s.char_indices().nth(max) {
         Some((i, _)) => format!("{}…", &s[..i]),
         None => s.to_string(),

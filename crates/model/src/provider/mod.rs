@@ -73,7 +73,7 @@ impl Provider {
 
     /// The accepted values, for messages: "`openai` (any OpenAI-compatible
     /// endpoint) or `anthropic`".
-    pub(crate) fn choices() -> String {
+    pub fn choices() -> String {
         let names: Vec<String> = Self::all()
             .map(|p| match p.api().note() {
                 "" => format!("`{}`", p.as_str()),

@@ -68,14 +68,14 @@ impl ModelClient {
     }
 
     /// The URL requests go to now.
-    pub(crate) fn endpoint(&self) -> &str {
+    pub fn endpoint(&self) -> &str {
         self.current().url()
     }
 
     /// The completion budget (tokens) the next request without its own
     /// `max_tokens` gets from the endpoint that answers now: the generation
     /// prompt states it, so the model sizes its program to it.
-    pub(crate) fn completion_budget(&self) -> u32 {
+    pub fn completion_budget(&self) -> u32 {
         self.current().completion_budget()
     }
 

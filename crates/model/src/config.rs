@@ -58,7 +58,7 @@ const ENV_RETRY_TIME: &str = "COMPUTE_BOT_MODEL_RETRY_TIME";
 
 /// Every variable that may hold a model API key (for masking in a log):
 /// both compute-bot key variables and every provider's own.
-pub(crate) fn key_variables() -> impl Iterator<Item = &'static str> {
+pub fn key_variables() -> impl Iterator<Item = &'static str> {
     [FIRST.api_key, FALLBACK.api_key]
         .into_iter()
         .chain(Provider::all().map(Provider::key_var))
@@ -102,8 +102,8 @@ COMPUTE_BOT_API_KEY, and if needed COMPUTE_BOT_PROVIDER (`openai` or `anthropic`
 COMPUTE_BOT_BASE_URL (any OpenAI-compatible endpoint, e.g. `http://localhost:11434/v1` for Ollama) — \
 or pass the code yourself with --code FILE or as a ```python block in the goal.";
 
-pub use crate::secret::Secret;
-pub(crate) use crate::secret::redact_key;
+pub use compute_bot_secret::Secret;
+pub(crate) use compute_bot_secret::redact_key;
 
 /// Values given on the command line (or as action inputs); each one wins
 /// over its environment variable.
@@ -344,7 +344,7 @@ impl ModelConfig {
 
     /// Reads the configuration from flags and the process environment.
     /// `Ok(None)` when no model is configured at all.
-    pub(crate) fn from_env(overrides: &ModelOverrides) -> Result<Option<ModelConfig>, ModelError> {
+    pub fn from_env(overrides: &ModelOverrides) -> Result<Option<ModelConfig>, ModelError> {
         Self::from_env_with(overrides, &ProcessEnv)
     }
 
@@ -407,7 +407,7 @@ impl ModelConfig {
         if let Some(t) = overrides.timeout {
             cfg.timeout = t;
         } else if let Some(v) = get(ENV_TIMEOUT) {
-            cfg.timeout = crate::units::parse_duration(&v)
+            cfg.timeout = compute_bot_units::parse_duration(&v)
                 .map_err(|e| ModelError::Config(format!("{ENV_TIMEOUT}: {e}")))?;
         }
         if let Some(n) = overrides.max_tokens {
@@ -440,7 +440,7 @@ impl ModelConfig {
         if let Some(t) = overrides.retry_time {
             cfg.max_retry_time = t;
         } else if let Some(v) = get(ENV_RETRY_TIME) {
-            cfg.max_retry_time = crate::units::parse_duration(&v)
+            cfg.max_retry_time = compute_bot_units::parse_duration(&v)
                 .map_err(|e| ModelError::Config(format!("{ENV_RETRY_TIME}: {e}")))?;
         }
         Ok(())

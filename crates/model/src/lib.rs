@@ -12,6 +12,14 @@
 //! error replies), `retry` (backoff, `Retry-After`, the budget), `endpoint`
 //! (one model over HTTP), `client` (the model and its fallback), `config`,
 //! `error`.
+//!
+//! The crate `compute-bot-model` (compute-bot re-exports it as
+//! `compute_bot::model`): it knows the units and the [`Secret`] its keys
+//! live in, never the sandbox, the policy, a prompt or GitHub. What is asked
+//! comes in as a [`ChatRequest`]; what the model answered, and who answered,
+//! goes back as plain data.
+
+#![deny(missing_docs)]
 
 mod client;
 mod config;
@@ -25,17 +33,14 @@ mod retry;
 mod usage;
 
 pub use client::ModelClient;
-pub(crate) use config::key_variables;
+pub use config::key_variables;
 pub use config::{
     DEFAULT_REASONING_MAX_TOKENS, ModelChoice, ModelConfig, ModelOverrides, NO_MODEL_HELP, Secret,
 };
 pub use error::{FallbackFailure, ModelError};
-pub(crate) use error_body::excerpt;
+pub use error_body::excerpt;
 pub use provider::{AZURE_DEFAULT_API_VERSION, Provider};
 pub use reply::ModelId;
-pub(crate) use reply::{ChatReply, Finish};
-#[cfg(test)]
-pub(crate) use request::Role;
-pub(crate) use request::Tool;
-pub use request::{ChatRequest, Message};
+pub use reply::{ChatReply, Finish};
+pub use request::{ChatRequest, Message, Role, Tool};
 pub use usage::TokenUsage;
