@@ -5,12 +5,15 @@
 //! The library crates under `crates/` (ARCHITECTURE.md, "Crates") are
 //! layers whose edges Cargo holds: a crate uses only the crates its
 //! Cargo.toml names, never the bot (that would be a cycle, which Cargo
-//! refuses). So `sandbox` and `units` have no entry of their own in
+//! refuses). So `sandbox`, `units`, `secret`, `model` and `policy` (with
+//! the `located` and `sources` it carries) have no entry of their own in
 //! [`ALLOWED`] any more; they stay targets (the bot names them through
-//! `crate::sandbox` and `crate::units`, the re-exports in `src/lib.rs`), and
-//! [`CRATES`] pins which crate may name which. What crate edges cannot say
-//! stays here: the modules of `src/` among themselves, and that only the
-//! sandbox's Docker backend (`crates/sandbox/src/docker/`) names bollard.
+//! `crate::sandbox`, `crate::model`, `crate::located`, …, the re-exports in
+//! `src/lib.rs`), and [`CRATES`] pins which crate may name which. What
+//! crate edges cannot say stays here: the modules of `src/` among
+//! themselves, that the plain data the policy's crate carries (`located`,
+//! `sources`) uses nothing of that crate, and that only the sandbox's
+//! Docker backend (`crates/sandbox/src/docker/`) names bollard.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -21,21 +24,8 @@ use std::path::Path;
 /// in the layer folders of `src/github/` ([`GITHUB_LAYERS`]) every file has
 /// its own entry, and the most specific entry applies.
 const ALLOWED: &[(&str, &[&str])] = &[
-    // A problem in a file the user wrote, with its position.
-    ("located", &[]),
     ("status", &[]),
-    ("secret", &[]),
-    // The `github:` sources as written: names and query syntax, plain data
-    // (the policy's `inputs.github`, watch files and github::sources read it).
-    ("sources", &[]),
     ("markdown", &[]),
-    ("model", &["units", "secret"]),
-    // Policy knows the sandbox's plain types (Limits, RuntimeRules, the
-    // default image), never the engine, a model or GitHub.
-    (
-        "policy",
-        &["located", "units", "sandbox", "sources", "status"],
-    ),
     (
         "prompt",
         &["markdown", "model", "policy", "sandbox", "units"],
@@ -703,9 +693,23 @@ fn the_modules_form_no_cycle() {
 
 /// The library crates (`crates/<dir>`, package `compute-bot-<dir>`) and the
 /// other crates of the workspace each may depend on: the layering of
-/// ARCHITECTURE.md ("Crates") for what Cargo holds. Units are a leaf; the
-/// sandbox knows the units and nothing else of the bot.
-const CRATES: &[(&str, &[&str])] = &[("units", &[]), ("sandbox", &["units"])];
+/// ARCHITECTURE.md ("Crates") for what Cargo holds. Units and the secret
+/// are leaves; the sandbox knows the units and nothing else of the bot; the
+/// policy knows the sandbox's plain types and the units, never a model or
+/// GitHub; the model client knows the units and the secret its keys live
+/// in, never the sandbox, the policy or GitHub.
+const CRATES: &[(&str, &[&str])] = &[
+    ("units", &[]),
+    ("secret", &[]),
+    ("sandbox", &["units"]),
+    ("policy", &["sandbox", "units"]),
+    ("model", &["secret", "units"]),
+];
+
+/// Whether [`CRATES`] lets the crate `from` use the crate `to`.
+fn crate_may_use(from: &str, to: &str) -> bool {
+    CRATES.iter().any(|(c, ok)| *c == from && ok.contains(&to))
+}
 
 /// The library crates' folders under `crates/`, sorted.
 fn crate_dirs() -> Vec<String> {
@@ -746,22 +750,45 @@ fn workspace_deps(manifest: &str) -> BTreeSet<String> {
 fn the_crates_depend_only_on_the_crates_below_them() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates");
     let dirs = crate_dirs();
-    assert!(
-        dirs.iter().any(|d| d == "sandbox") && dirs.iter().any(|d| d == "units"),
-        "{dirs:?}"
-    );
+    for known in ["model", "policy", "sandbox", "secret", "units"] {
+        assert!(dirs.iter().any(|d| d == known), "{known}: {dirs:?}");
+    }
     let mut bad = Vec::new();
     for dir in &dirs {
-        let Some((_, ok)) = CRATES.iter().find(|(c, _)| c == dir) else {
+        if !CRATES.iter().any(|(c, _)| c == dir) {
             bad.push(format!(
                 "crates/{dir}: not in CRATES (name what it may use)"
             ));
             continue;
-        };
+        }
         let manifest = std::fs::read_to_string(root.join(dir).join("Cargo.toml")).unwrap();
         for dep in workspace_deps(&manifest) {
-            if !ok.contains(&dep.as_str()) {
+            if !crate_may_use(dir, &dep) {
                 bad.push(format!("crates/{dir} must not depend on compute-bot-{dep}"));
+            }
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+/// The plain data the policy's crate carries for the bot too (`located`: a
+/// problem in a user's file; `sources`: the `github:` syntax) are leaves
+/// inside that crate: they name no other module of it (no `crate::` path
+/// outside their tests), as when they were modules of `src/` with nothing
+/// allowed.
+#[test]
+fn the_plain_data_the_policy_carries_uses_nothing_of_its_crate() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/policy/src");
+    let mut bad = Vec::new();
+    for leaf in ["located", "sources"] {
+        let file = src.join(format!("{leaf}.rs"));
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (n, line) in code_lines(&text).into_iter().enumerate() {
+            for path in crate_paths(line) {
+                bad.push(format!(
+                    "crates/policy/src/{leaf}.rs:{}: `{leaf}` must not use `crate::{path}`",
+                    n + 1
+                ));
             }
         }
     }
@@ -810,7 +837,7 @@ fn the_checker_sees_braced_uses_and_rejects_a_wrong_edge() {
     assert_eq!(target_of("github::texts::run_marker"), "github::texts");
     assert_eq!(target_of("github::GitHub"), "github");
     assert_eq!(module_of(Path::new("github/mod.rs")), "github");
-    assert_eq!(module_of(Path::new("policy/config.rs")), "policy");
+    assert_eq!(module_of(Path::new("agent/session.rs")), "agent");
     assert_eq!(module_of(Path::new("cli/answer.rs")), "cli::answer");
     assert_eq!(target_of("cli::run::read_code"), "cli::run");
     let siblings: BTreeSet<String> = ["run".to_string(), "answer".to_string()].into();
@@ -821,10 +848,20 @@ fn the_checker_sees_braced_uses_and_rejects_a_wrong_edge() {
     assert!(sibling_targets("cli", "use super::{Format, RunArgs};", &siblings).is_empty());
     assert!(!allowed("render", "github::rest::client"));
     assert!(!allowed("render", "github::texts"));
-    // The sandbox is a crate now (its own edges are `CRATES`'): no rule of
-    // src/ lets it use anything, and the bot's modules still name it.
+    // The sandbox and the policy are crates now (their own edges are
+    // `CRATES`'): no rule of src/ lets them use anything, and the bot's
+    // modules still name them.
     assert!(!allowed("sandbox", "policy"));
-    assert!(allowed("policy", "sandbox"));
+    assert!(!allowed("policy", "sandbox"));
+    assert!(allowed("admit", "sandbox"));
+    assert!(allowed("admit", "policy"));
+    assert!(crate_may_use("policy", "sandbox"));
+    assert!(!crate_may_use("sandbox", "policy"));
+    // The model's crate: its own rule is gone from src/ with it.
+    assert!(!allowed("model", "secret"));
+    assert!(allowed("prompt", "model"));
+    assert!(crate_may_use("model", "secret"));
+    assert!(!crate_may_use("model", "policy") && !crate_may_use("policy", "model"));
     assert_eq!(
         workspace_deps(
             "[dependencies]\ncompute-bot-units.workspace = true\nserde = \"1\"\n\

@@ -5,9 +5,16 @@
 //! policy check → execute → validate → explain → report. See ARCHITECTURE.md.
 
 // The library crates of the workspace (crates/), under the names the
-// modules had here: `crate::sandbox::…` and `compute_bot::units::…` paths
-// read as before.
+// modules had here and as visible as they were: `crate::sandbox::…`,
+// `crate::policy::…`, `crate::model::…`, `crate::secret::…` and
+// `compute_bot::units::…` paths read as before. The policy's crate carries
+// two modules of plain data the bot reads too: `located` and `sources`.
+pub use compute_bot_model as model;
+pub use compute_bot_policy as policy;
+pub use compute_bot_policy::located;
+use compute_bot_policy::sources;
 pub use compute_bot_sandbox as sandbox;
+use compute_bot_secret as secret;
 pub use compute_bot_units as units;
 
 // The test support files the handlers' tester compiles in (see
@@ -21,19 +28,14 @@ pub mod agent;
 pub mod cli;
 pub mod explain;
 pub mod github;
-pub mod located;
 mod markdown;
-pub mod model;
 pub mod notebook;
-pub mod policy;
 mod problems;
 pub mod prompt;
 pub mod record;
 pub mod render;
 pub mod replay;
 pub mod report;
-mod secret;
-mod sources;
 pub mod status;
 pub mod usage;
 pub mod validate;
