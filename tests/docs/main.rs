@@ -1,12 +1,14 @@
 //! The documentation as a test subject: every relative link in the README,
 //! ARCHITECTURE.md, CONTRIBUTING.md, CHANGELOG.md, docs/ and the crates'
 //! READMEs (crates/*/README.md) resolves, and the README's picture is what
-//! the current code renders from its real run.
+//! the current code renders from its real run; ARCHITECTURE.md's recipes
+//! name files and items that exist.
 //!
 //! One test crate per area (each links the library once); each file is a module.
 
 mod links;
 mod picture;
+mod recipes;
 
 use std::path::{Path, PathBuf};
 
