@@ -7,7 +7,10 @@
 //!     thaw; the freeze runs while the model thinks, 150 ms here, not
 //!     counted), without the code's time and the model's;
 //! (b) a one-step session (its code given as the last step, then the
-//!     session's end) against a run of the same code today.
+//!     session's end) against a run of the same code today;
+//! (c) the six steps as exact cells (`Then::Next`: the next step follows
+//!     at once, so the container is neither frozen nor thawed between),
+//!     against the same program: a step's overhead where nothing waits.
 //!
 //! Both sides start from a container prepared ahead and end with it
 //! removed; rounds are interleaved so machine noise hits both alike.
@@ -15,7 +18,7 @@
 
 use std::time::{Duration, Instant};
 
-use compute_bot::sandbox::{Job, PreparedRun, SandboxConfig, StepOptions, docker::Docker};
+use compute_bot::sandbox::{Job, PreparedRun, SandboxConfig, StepOptions, Then, docker::Docker};
 
 fn median(mut v: Vec<Duration>) -> f64 {
     v.sort();
@@ -41,6 +44,7 @@ fn options(last: bool) -> StepOptions {
     StepOptions {
         last,
         timeout: Duration::from_secs(60),
+        then: Then::Wait,
     }
 }
 
@@ -62,10 +66,14 @@ const MODEL: Duration = Duration::from_millis(150);
 /// Six steps in one session: the time from handing over step 1 to the
 /// session's end (the container removed), without the model's time
 /// between steps.
-async fn session(sb: &Docker, cfg: &SandboxConfig) -> Duration {
+async fn session(sb: &Docker, cfg: &SandboxConfig, then: Then) -> Duration {
     let prepared: Box<dyn PreparedRun> = Box::new(sb.prepare(cfg).await.unwrap());
     tokio::time::sleep(Duration::from_millis(400)).await;
     let t = Instant::now();
+    let options = |last: bool| StepOptions {
+        then,
+        ..options(last)
+    };
     let (_, mut steps) = prepared
         .begin(&job(STEPS[0]), options(false))
         .await
@@ -73,7 +81,9 @@ async fn session(sb: &Docker, cfg: &SandboxConfig) -> Duration {
     let mut took = t.elapsed();
     let mut last = None;
     for (i, code) in STEPS.iter().enumerate().skip(1) {
-        tokio::time::sleep(MODEL).await;
+        if then == Then::Wait {
+            tokio::time::sleep(MODEL).await;
+        }
         let t = Instant::now();
         let o = steps
             .step(code, options(i == STEPS.len() - 1))
@@ -81,10 +91,12 @@ async fn session(sb: &Docker, cfg: &SandboxConfig) -> Duration {
             .unwrap();
         let spent = t.elapsed();
         took += spent;
-        COLLECTED
-            .lock()
-            .unwrap()
-            .push((spent, Duration::from_millis(o.collected_ms)));
+        if then == Then::Wait {
+            COLLECTED
+                .lock()
+                .unwrap()
+                .push((spent, Duration::from_millis(o.collected_ms)));
+        }
         last = Some(o);
     }
     let mut last = last.unwrap();
@@ -129,13 +141,14 @@ fn main() {
         let cfg = SandboxConfig::default();
         let whole = STEPS.join("\n");
         // Warm-up: image facts cached, page cache warm on every side.
-        session(&sb, &cfg).await;
+        session(&sb, &cfg, Then::Wait).await;
         program(&sb, &cfg, &whole).await;
-        let (mut six, mut one, mut single) = (vec![], vec![], vec![]);
+        let (mut six, mut one, mut single, mut cells) = (vec![], vec![], vec![], vec![]);
         for _ in 0..rounds {
-            six.push(session(&sb, &cfg).await);
+            six.push(session(&sb, &cfg, Then::Wait).await);
             one.push(program(&sb, &cfg, &whole).await);
             single.push(one_step(&sb, &cfg, &whole).await);
+            cells.push(session(&sb, &cfg, Then::Next).await);
         }
         println!("session benchmark, {rounds} interleaved rounds (handover to removal):");
         let s = line("(a) six trivial steps in one session", &six);
@@ -152,5 +165,10 @@ fn main() {
         );
         let o = line("(b) the program as a one-step session", &single);
         println!("    one-step session / run: {:.2}x", o / p);
+        let c = line("(c) six trivial steps as exact cells (no freeze)", &cells);
+        println!(
+            "    a cell's own overhead: ({c:.1} - {p:.1}) / 5 = {:.1} ms",
+            (c - p) / 5.0
+        );
     });
 }

@@ -692,6 +692,7 @@ async fn run_steps(
     let options = |i: usize| crate::sandbox::StepOptions {
         last: i + 1 == codes.len(),
         timeout: cfg.limits.timeout,
+        then: crate::sandbox::Then::Next,
     };
     let first = Job {
         code: codes[0].to_string(),

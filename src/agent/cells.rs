@@ -16,7 +16,7 @@ use crate::policy::{Decision, Verdict, check_code};
 use crate::problems::{engine_problem, findings_text, outcome_problem};
 use crate::prompt::EarlierStep;
 use crate::report::{Attempt, Report};
-use crate::sandbox::{Job, Outcome, SandboxError, StepOptions, Steps, sha256_hex};
+use crate::sandbox::{Job, Outcome, SandboxError, StepOptions, Steps, Then, sha256_hex};
 
 /// The cells of a request's exact code when they run as steps: two or more
 /// `# %%` cells, under a policy that runs sessions (`session.max_steps`
@@ -258,6 +258,8 @@ impl Agent<'_> {
         let options = StepOptions {
             last,
             timeout: time.min(self.policy.limits().timeout),
+            // Exact cells: the next one is known, nothing waits between.
+            then: Then::Next,
         };
         (self.progress)(Stage::Running {
             attempt: attempt.number,

@@ -17,7 +17,7 @@ use super::{
 use crate::problems::{engine_problem, findings_text, outcome_problem};
 use crate::prompt::{self, Budget, Move, Turn};
 use crate::report::{Attempt, Report, Step, StepKind};
-use crate::sandbox::{Job, Outcome, SandboxError, StepOptions, Steps, sha256_hex};
+use crate::sandbox::{Job, Outcome, SandboxError, StepOptions, Steps, Then, sha256_hex};
 use crate::units::format_duration;
 
 mod resume;
@@ -140,6 +140,7 @@ impl Agent<'_> {
         let options = StepOptions {
             last: asked.last,
             timeout: time.min(self.policy.limits().timeout),
+            then: Then::Wait,
         };
         match self.run_step(run, s, attempt, &asked.code, options).await {
             Ok(outcome) => {

@@ -8,7 +8,9 @@ use std::path::Path;
 
 use crate::notebook::cells::CodeCell;
 use crate::policy::{Decision, Policy, Verdict, check_code};
-use crate::sandbox::{Executor, Job, Outcome, RunStatus, SandboxConfig, SandboxError, StepOptions};
+use crate::sandbox::{
+    Executor, Job, Outcome, RunStatus, SandboxConfig, SandboxError, StepOptions, Then,
+};
 use crate::status::Status;
 
 use super::{Format, RunArgs};
@@ -41,6 +43,7 @@ pub(super) async fn run_steps(
     let options = |i: usize| StepOptions {
         last: i + 1 == cells.len(),
         timeout: cfg.limits.timeout,
+        then: Then::Next,
     };
     let first = Job {
         code: cells[0].code.clone(),

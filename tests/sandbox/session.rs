@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use compute_bot::sandbox::{
-    InputFile, Job, Outcome, PreparedRun, RunStatus, SandboxConfig, StepOptions, Steps,
+    InputFile, Job, Outcome, PreparedRun, RunStatus, SandboxConfig, StepOptions, Steps, Then,
     docker::Docker,
 };
 
@@ -24,6 +24,7 @@ fn look() -> StepOptions {
     StepOptions {
         last: false,
         timeout: Duration::from_secs(60),
+        then: Then::Wait,
     }
 }
 
@@ -330,6 +331,7 @@ async fn a_step_past_its_deadline_ends_the_session_as_a_timeout() {
             StepOptions {
                 last: false,
                 timeout: Duration::from_secs(2),
+                then: Then::Wait,
             },
         )
         .await
@@ -428,6 +430,7 @@ async fn a_step_whose_calls_flood_gvisors_log_is_stopped_and_flagged_alone() {
             StepOptions {
                 last: false,
                 timeout: Duration::from_secs(110),
+                then: Then::Wait,
             },
         )
         .await
@@ -440,6 +443,45 @@ async fn a_step_whose_calls_flood_gvisors_log_is_stopped_and_flagged_alone() {
     );
     assert!(two.stdout.trim().is_empty(), "the flood ran to its end");
     assert!(steps.is_over(), "a stopped step ends the session");
+    steps.end(None).await;
+    sb.settled().await;
+}
+
+#[tokio::test]
+async fn steps_that_follow_at_once_are_not_frozen_and_a_wait_still_is() {
+    let sb = sandbox().await;
+    let next = StepOptions {
+        then: Then::Next,
+        ..look()
+    };
+    let prepared: Box<dyn PreparedRun> = Box::new(sb.prepare(&config()).await.expect("prepare"));
+    let (one, mut steps) = prepared
+        .begin(&job("a = 1\n", vec![]), next)
+        .await
+        .expect("step 1");
+    assert_eq!(one.status, RunStatus::Ok, "{one:#?}");
+    let container = one.container.clone();
+    // Exact cells: the next one follows at once, so no pause is asked for.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !paused(&sb, &container).await,
+        "a step followed at once is not frozen"
+    );
+    let two = steps.step("b = a + 1\n", look()).await.expect("step 2");
+    assert_eq!(two.status, RunStatus::Ok, "{two:#?}");
+    // A wait follows step 2 (`Then::Wait`): frozen while it lasts.
+    let mut frozen = false;
+    for _ in 0..100 {
+        frozen = paused(&sb, &container).await;
+        if frozen {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(frozen, "a step a wait follows is frozen");
+    let three = steps.step("print(b)\n", last()).await.expect("step 3");
+    assert_eq!(three.stdout, "2\n", "{three:#?}");
+    assert_eq!(starts(&sb, &container).await, 1, "one container start");
     steps.end(None).await;
     sb.settled().await;
 }

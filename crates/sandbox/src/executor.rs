@@ -22,6 +22,24 @@ pub struct StepOptions {
     pub last: bool,
     /// The step's own deadline, counted from its code's start.
     pub timeout: std::time::Duration,
+    /// What follows the step: a wait (the container is frozen until the
+    /// next step) or the next step at once.
+    pub then: Then,
+}
+
+/// What follows a step, which decides whether its container is frozen
+/// after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Then {
+    /// The bot waits (for the model, or for a person): the container is
+    /// frozen until the next step, so nothing the code left running works
+    /// unobserved meanwhile.
+    #[default]
+    Wait,
+    /// The next step follows at once, its code known already (exact
+    /// `# %%` cells, a replay of recorded steps): no freeze and no thaw,
+    /// which would only add the engine's two round trips to each step.
+    Next,
 }
 
 /// A session's container after a step: its interpreter waits, globals

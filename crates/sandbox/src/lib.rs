@@ -61,7 +61,9 @@ pub use docker::{
 pub use environment::{Environment, Role};
 pub use environment::{Environments, Reserve};
 pub use error::SandboxError;
-pub use executor::{Begun, EngineFacts, Executor, PreparedRun, Preparing, StepOptions, Steps};
+pub use executor::{
+    Begun, EngineFacts, Executor, PreparedRun, Preparing, StepOptions, Steps, Then,
+};
 pub use files::{FileKind, write_files};
 pub(crate) use host::docker_host;
 pub use host::plain_remote;

@@ -650,6 +650,7 @@ mod tests {
         let options = crate::StepOptions {
             last: false,
             timeout: std::time::Duration::from_secs(5),
+            then: crate::Then::Wait,
         };
         let line = encode_step(&key, 2, "x = 1\n", options);
         let text = String::from_utf8(line.clone()).unwrap();

@@ -18,7 +18,7 @@ use crate::policy::{Decision, Verdict, check_code};
 use crate::problems::{engine_problem, outcome_problem};
 use crate::prompt::{self, Earlier, EarlierStep, Turn};
 use crate::report::Attempt;
-use crate::sandbox::{InputFile, RunStatus, StepOptions, sha256_hex};
+use crate::sandbox::{InputFile, RunStatus, StepOptions, Then, sha256_hex};
 
 /// A step of the earlier answer to replay.
 struct Replay {
@@ -111,6 +111,8 @@ impl Agent<'_> {
             let options = StepOptions {
                 last: false,
                 timeout: left.min(self.policy.limits().timeout),
+                // The model is asked after the replayed steps.
+                then: Then::Wait,
             };
             let ran = match s.steps.as_mut() {
                 Some(steps) => steps.step(&r.code, options).await,

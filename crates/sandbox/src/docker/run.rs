@@ -11,7 +11,7 @@ use futures_util::future::BoxFuture;
 use tokio::io::AsyncWriteExt;
 
 use super::super::collect::{Chunk, Collector, NoReport};
-use super::super::executor::{Begun, PreparedRun, StepOptions, Steps};
+use super::super::executor::{Begun, PreparedRun, StepOptions, Steps, Then};
 use super::super::protocol::{END, GO};
 use super::super::sentry_log::{LogReader, SentryRecord, Upto};
 use super::super::types::{
@@ -373,7 +373,7 @@ impl Prepared {
             number: 1,
         };
         session.read_step(&mut outcome).await;
-        session.after_step(&outcome).await;
+        session.after_step(&outcome, options.then).await;
         Ok((outcome, session))
     }
 }
@@ -450,10 +450,14 @@ impl SessionRun {
     }
 
     /// After a step: the session is over when its interpreter does not
-    /// wait for another; else the container is frozen until the next.
-    async fn after_step(&mut self, outcome: &Outcome) {
+    /// wait for another; else, when a wait follows (`then`), the container
+    /// is frozen until the next.
+    async fn after_step(&mut self, outcome: &Outcome, then: Then) {
         if !self.live.collector.waits_for_a_step(outcome) || self.live.stdin.is_none() {
             self.over = true;
+            return;
+        }
+        if then == Then::Next {
             return;
         }
         // The pause goes on while the outcome returns (and the model
@@ -537,7 +541,7 @@ impl SessionRun {
         outcome.seccomp = Some(self.seccomp);
         outcome.notes.extend(self.unfrozen.take());
         self.read_step(&mut outcome).await;
-        self.after_step(&outcome).await;
+        self.after_step(&outcome, options.then).await;
         Ok(outcome)
     }
 
