@@ -89,6 +89,18 @@ async fn paused(sb: &Docker, container: &str) -> bool {
         == Some(true)
 }
 
+/// Whether `container` is paused within two seconds (the pause goes on
+/// while the outcome returns).
+async fn frozen_soon(sb: &Docker, container: &str) -> bool {
+    for _ in 0..100 {
+        if paused(sb, container).await {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    false
+}
+
 #[tokio::test]
 async fn a_session_keeps_its_globals_and_each_step_has_its_own_output_in_one_container() {
     let sb = sandbox().await;
@@ -107,14 +119,7 @@ async fn a_session_keeps_its_globals_and_each_step_has_its_own_output_in_one_con
     assert_eq!(one.stdout, "{'north': 2, 'south': 1}\n");
     let container = one.container.clone();
     // The pause goes on while the outcome returns.
-    let mut frozen = false;
-    for _ in 0..100 {
-        frozen = paused(&sb, &container).await;
-        if frozen {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let frozen = frozen_soon(&sb, &container).await;
     assert!(frozen, "the container is frozen while the model thinks");
 
     let two = steps
@@ -470,14 +475,7 @@ async fn steps_that_follow_at_once_are_not_frozen_and_a_wait_still_is() {
     let two = steps.step("b = a + 1\n", look()).await.expect("step 2");
     assert_eq!(two.status, RunStatus::Ok, "{two:#?}");
     // A wait follows step 2 (`Then::Wait`): frozen while it lasts.
-    let mut frozen = false;
-    for _ in 0..100 {
-        frozen = paused(&sb, &container).await;
-        if frozen {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let frozen = frozen_soon(&sb, &container).await;
     assert!(frozen, "a step a wait follows is frozen");
     let three = steps.step("print(b)\n", last()).await.expect("step 3");
     assert_eq!(three.stdout, "2\n", "{three:#?}");
