@@ -32,7 +32,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ),
     ("validate", &["model"]),
     // Watch files and the values they track: plain data.
-    ("watch", &["located", "sandbox", "sources"]),
+    ("watch_spec", &["located", "sandbox", "sources"]),
     // Input admission: one rule for the CLI, the Action and replay.
     ("admit", &["policy", "sandbox", "units"]),
     (
@@ -151,7 +151,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "github::actions::workflow",
             "github::rest::client",
             "github::rest::comments",
-            "github::sources",
+            "github::activity",
             "github::texts",
             "github::tracking",
             "policy",
@@ -165,7 +165,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     // earlier answer a follow-up builds on.
     ("github::inputs", &["admit", "notebook", "policy"]),
     (
-        "github::sources",
+        "github::activity",
         &[
             "admit",
             "github::rest::client",
@@ -181,7 +181,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         &[
             "github::rest::client",
             "notebook",
-            "github::sources",
+            "github::activity",
             "github::texts",
             "github::thread",
             "policy",
@@ -196,7 +196,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         &[
             "github::rest::client",
             "github::rest::comments",
-            "github::sources",
+            "github::activity",
             "github::texts",
             "github::thread",
             "record",
@@ -218,7 +218,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "github::texts",
             "prompt",
             "sandbox",
-            "watch",
+            "watch_spec",
         ],
     ),
     // The executor: one request through the loop. It knows no handler and
@@ -234,7 +234,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "github::inputs",
             "github::rest::client",
             "github::rest::comments",
-            "github::sources",
+            "github::activity",
             "github::texts",
             "github::thread",
             "markdown",
@@ -296,7 +296,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "github::inputs",
             "github::rest::client",
             "github::rest::comments",
-            "github::sources",
+            "github::activity",
             "github::texts",
             "github::thread",
             "policy",
@@ -316,7 +316,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "record",
             "replay",
             "status",
-            "watch",
+            "watch_spec",
         ],
     ),
     // The dispatcher (`handlers/mod.rs`) finishes the policy's check and
@@ -346,14 +346,14 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "github::actions::workflow",
             "github::execute",
             "github::inputs",
-            "github::sources",
+            "github::activity",
             "github::texts",
             "github::thread",
             "policy",
             "record",
             "report",
             "status",
-            "watch",
+            "watch_spec",
             "github::spec",
         ],
     ),
@@ -365,7 +365,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "github::thread",
             "github::watch::runner",
             "render",
-            "watch",
+            "watch_spec",
         ],
     ),
     (
@@ -377,7 +377,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "github::watch::runner",
             "github::watch::state",
             "status",
-            "watch",
+            "watch_spec",
         ],
     ),
     (
@@ -389,7 +389,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "github::thread",
             "github::watch::runner",
             "status",
-            "watch",
+            "watch_spec",
         ],
     ),
     // The entry point: reads the runtime, authorizes, and hands the trigger
@@ -403,7 +403,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "github::flow",
             "github::handlers",
             "github::rest::client",
-            "github::sources",
+            "github::activity",
             "github::texts",
             "github::thread",
             "github::watch::pull_request",

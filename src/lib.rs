@@ -40,7 +40,7 @@ pub mod status;
 pub mod usage;
 pub mod validate;
 mod verify;
-pub mod watch;
+pub mod watch_spec;
 
 #[cfg(test)]
 mod fn_length;

@@ -12,7 +12,7 @@ use clap::Subcommand;
 use crate::github::action::DEFAULT_POLICY_PATHS;
 use crate::policy::Policy;
 use crate::status::Status;
-use crate::watch::{DEFAULT_DIR, Watch, WatchError, load_dir};
+use crate::watch_spec::{DEFAULT_DIR, Watch, WatchError, load_dir};
 
 /// `compute-bot watch ...`
 #[derive(Debug, Subcommand)]

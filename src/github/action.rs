@@ -179,7 +179,7 @@ async fn run(vars: &BTreeMap<String, String>, session: &Session) -> Exit {
         Some(Ok(id)) if gh.repo_ref() == &env.repository => gh.with_repo_id(id),
         _ => gh,
     };
-    let fetched = crate::github::sources::Cache::default();
+    let fetched = crate::github::activity::Cache::default();
     let ctx = Ctx {
         env: &env,
         vars,

@@ -185,7 +185,7 @@ pub(crate) async fn show(ctx: &Ctx<'_>, report: &Report, keep_dir: &Path) -> Opt
 /// step. Either way the path is `runs/<run id>-<attempt>/<name>`, so the
 /// snapshot reads `runs/<run id>-<attempt>/github/<source>.csv`.
 /// Replay reads a committed snapshot back (see
-/// [`crate::github::sources::snapshot_ref`]).
+/// [`crate::github::activity::snapshot_ref`]).
 pub(crate) async fn keep_snapshot(
     ctx: &Ctx<'_>,
     files: &[(String, Vec<u8>)],
@@ -223,7 +223,7 @@ pub(crate) async fn keep_snapshot(
         .enumerate()
         .map(|(i, (name, _))| {
             let at = match &committed {
-                Some(c) => crate::github::sources::snapshot_at(&c.branch, &c.sha, &c.paths[i]),
+                Some(c) => crate::github::activity::snapshot_at(&c.branch, &c.sha, &c.paths[i]),
                 None => "artifact".to_string(),
             };
             (name.clone(), at)

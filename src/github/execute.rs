@@ -8,11 +8,11 @@ use std::io::Write;
 use crate::agent::{Agent, AgentError, Ahead, PendingExplanation, Request, Stage};
 use crate::github::actions::event::ActionEnv;
 use crate::github::actions::workflow::{self, Outputs};
+use crate::github::activity::{self, earlier, earlier::Use};
 use crate::github::assets;
 use crate::github::followup::find_earlier;
 use crate::github::inputs::{self, Resolved};
 use crate::github::rest::comments::Reaction;
-use crate::github::sources::{self, earlier, earlier::Use};
 use crate::github::spec::{Asked, RunSpec};
 use crate::github::texts::{self, PendingInput, request_marker, stop};
 use crate::github::thread::{Ctx, Later, Post, Published, Stop, Thread, log_annotation};
@@ -274,19 +274,19 @@ pub(crate) async fn execute_ahead(
 /// was named — with where each file is kept, by name.
 pub(crate) async fn keep_sources(
     ctx: &Ctx<'_>,
-    fetched: &sources::Fetched,
+    fetched: &activity::Fetched,
     report: &mut Report,
 ) -> (String, Vec<(String, String)>) {
     if fetched.files.is_empty() {
         return (String::new(), Vec::new());
     }
-    let sha = |f: &sources::SourceFile| crate::sandbox::sha256_hex(&f.bytes);
-    let known = |f: &sources::SourceFile| {
+    let sha = |f: &activity::SourceFile| crate::sandbox::sha256_hex(&f.bytes);
+    let known = |f: &activity::SourceFile| {
         f.snapshot
             .clone()
             .or_else(|| ctx.fetched.kept(&f.name, &sha(f)))
     };
-    let new: Vec<&sources::SourceFile> = fetched
+    let new: Vec<&activity::SourceFile> = fetched
         .files
         .iter()
         .filter(|f| known(f).is_none())
@@ -299,7 +299,7 @@ pub(crate) async fn keep_sources(
     // is kept are the files'): what `replay fresh` asks again with.
     files.extend(new.iter().filter(|f| !f.etags.is_empty()).map(|f| {
         let json = serde_json::to_vec(&f.etags).unwrap_or_default();
-        (sources::etags_name(&f.name), json)
+        (activity::etags_name(&f.name), json)
     }));
     let committed = assets::keep_snapshot(ctx, &files, &ctx.env.workspace.join(REPORT_DIR)).await;
     for (f, (_, at)) in new.iter().zip(&committed) {
@@ -313,7 +313,7 @@ pub(crate) async fn keep_sources(
     report.set_input_snapshots(&kept, fetched.fetched_at.as_deref());
     let commit = kept
         .first()
-        .and_then(|(_, at)| sources::snapshot_ref(at))
+        .and_then(|(_, at)| activity::snapshot_ref(at))
         .map(|(sha, _)| sha);
     let fetched_here = texts::data_fetched_here(fetched.requests, fetched.budget, commit);
     let from = match earlier::origin_words(fetched) {
@@ -321,7 +321,7 @@ pub(crate) async fn keep_sources(
         Some(w)
             if matches!(
                 fetched.origin,
-                sources::Origin::Snapshot { .. } | sources::Origin::Unchanged { .. }
+                activity::Origin::Snapshot { .. } | activity::Origin::Unchanged { .. }
             ) =>
         {
             w
@@ -347,7 +347,7 @@ pub(crate) async fn keep_sources(
 /// what is incomplete.
 fn shown_inputs(
     resolved: &[Resolved],
-    fetched: &sources::Fetched,
+    fetched: &activity::Fetched,
     kept: &[(String, String)],
 ) -> Vec<PendingInput> {
     resolved
@@ -371,11 +371,11 @@ fn shown_inputs(
 
 /// The request's context for the model with what the `github:` sources
 /// are (their files, columns and what is incomplete) after it.
-pub(crate) fn with_sources(context: Option<String>, fetched: &sources::Fetched) -> Option<String> {
+pub(crate) fn with_sources(context: Option<String>, fetched: &activity::Fetched) -> Option<String> {
     if fetched.files.is_empty() {
         return context;
     }
-    let described = sources::describe(fetched);
+    let described = activity::describe(fetched);
     Some(match context {
         Some(c) if !c.trim().is_empty() => format!("{c}\n\n{described}"),
         _ => described,
@@ -456,7 +456,7 @@ pub(crate) async fn prepare_ahead(ctx: &Ctx<'_>, spec: &RunSpec) -> Option<Ahead
 
 /// The inputs of the run: workspace files (checked against the policy) and
 /// `github:` sources (fetched once for this run, see
-/// [`crate::github::sources`]), all of them together within the policy's
+/// [`crate::github::activity`]), all of them together within the policy's
 /// caps and, for an approved run, against the hashes the approver saw. A
 /// follow-up that names no inputs (none given, none mentioned) takes its
 /// earlier answer's; the second value says whether it did. The third is what the
@@ -464,8 +464,8 @@ pub(crate) async fn prepare_ahead(ctx: &Ctx<'_>, spec: &RunSpec) -> Option<Ahead
 async fn resolve_inputs(
     ctx: &Ctx<'_>,
     spec: &RunSpec,
-) -> Result<(Vec<Resolved>, bool, sources::Fetched), Stop> {
-    let (paths, specs) = sources::split_inputs(&spec.inputs);
+) -> Result<(Vec<Resolved>, bool, activity::Fetched), Stop> {
+    let (paths, specs) = activity::split_inputs(&spec.inputs);
     let mut resolved = resolve_named(ctx, spec, &paths)?;
     let (mut specs, mut inherited) = (specs, false);
     if let Some(p) = &spec.earlier
@@ -473,14 +473,14 @@ async fn resolve_inputs(
         && specs.is_empty()
         && !p.inputs.is_empty()
     {
-        let (paths, earlier_specs) = sources::split_inputs(&p.inputs);
+        let (paths, earlier_specs) = activity::split_inputs(&p.inputs);
         let inherit = RunSpec::default();
         resolved = resolve_named(ctx, &inherit, &paths)?;
         specs = earlier_specs;
         inherited = true;
     }
     // An approved run or a run of a plan: the data shown; a follow-up:
-    // the earlier answer's (see `sources::earlier`, the one rule).
+    // the earlier answer's (see `activity::earlier`, the one rule).
     let (earlier, how) = match (&spec.expected_inputs, &spec.earlier) {
         (Some(shown), _) => (earlier::of_answer(&[], shown), Use::Approved),
         (None, Some(p)) => (p.data.clone(), Use::FollowUp),

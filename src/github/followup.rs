@@ -16,9 +16,9 @@
 //!   follow-up on the same sources reads them back, not fetching again).
 //! - A thread without an answer gives `None`: the request is as any other.
 
+use crate::github::activity::earlier::{self, EarlierData};
 use crate::github::rest::client::GitHubError;
 use crate::github::rest::comments::CommentInfo;
-use crate::github::sources::earlier::{self, EarlierData};
 use crate::github::texts::read_request_marker;
 use crate::github::thread::{Ctx, log_annotation};
 use crate::prompt::{Earlier, EarlierStep};
@@ -39,7 +39,7 @@ pub(crate) struct EarlierAnswer {
     pub(crate) url: String,
     /// Its `github:` inputs and where their snapshots are kept: a follow-up
     /// on the same sources reads them back (see
-    /// [`crate::github::sources::earlier`]).
+    /// [`crate::github::activity::earlier`]).
     pub(crate) data: Vec<EarlierData>,
 }
 

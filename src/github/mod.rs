@@ -14,7 +14,7 @@
 //!   Stop>` and `thread::conclude` alone posts, reacts, writes the outputs
 //!   and decides the status; [`tracking`]: the run's one tracking comment.
 //! - Services of a run: [`inputs`] (workspace files checked against the
-//!   policy), [`sources`] (`github:` data), [`assets`] (the run's files on
+//!   policy), [`activity`] (`github:` data: the repository's own activity), [`assets`] (the run's files on
 //!   the files branch), [`followup`] (the earlier answer a comment builds on).
 //! - [`spec`]: one run specification ([`spec::RunSpec`]), built once from
 //!   the command, the dispatch or the watch and taken through the loop.
@@ -29,6 +29,7 @@
 
 pub(crate) mod action;
 pub mod actions;
+mod activity;
 mod assets;
 pub mod command;
 mod execute;
@@ -37,7 +38,6 @@ mod followup;
 mod handlers;
 mod inputs;
 pub mod rest;
-mod sources;
 mod spec;
 pub mod texts;
 mod thread;

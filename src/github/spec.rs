@@ -17,7 +17,7 @@ use crate::github::followup::EarlierAnswer;
 use crate::github::inputs::{self, InputProblem};
 use crate::github::texts::{PendingInput, PendingRequest};
 use crate::sandbox::InputFile;
-use crate::watch::Watch;
+use crate::watch_spec::Watch;
 
 /// Who approved which code, for an approved run.
 #[derive(Debug, Default)]

@@ -39,7 +39,7 @@ pub(crate) struct Ctx<'a> {
     /// The engine connection, made when a handler first needs it.
     pub(crate) session: &'a Session,
     /// The `github:` data fetched in this run (each query list once).
-    pub(crate) fetched: &'a crate::github::sources::Cache,
+    pub(crate) fetched: &'a crate::github::activity::Cache,
 }
 
 impl Ctx<'_> {

@@ -522,7 +522,7 @@ fn init_with_github_sources_writes_their_permissions_policy_and_metrics_watch() 
         effective.contains("- pulls") && effective.contains("- workflow_runs"),
         "{effective}"
     );
-    let watch = compute_bot::watch::Watch::parse(
+    let watch = compute_bot::watch_spec::Watch::parse(
         &read(".github/compute/engineering.yml"),
         "engineering.yml",
     )

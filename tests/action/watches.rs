@@ -444,7 +444,7 @@ async fn compute_watch_under_an_answer_posts_a_watch_file_that_runs() {
         .and_then(|r| r.split("\n```").next())
         .unwrap_or_else(|| panic!("no yaml block: {reply}"))
         .to_string();
-    let w = compute_bot::watch::Watch::parse(&yaml, "sales.yml").unwrap();
+    let w = compute_bot::watch_spec::Watch::parse(&yaml, "sales.yml").unwrap();
     assert_eq!(w.code.as_deref(), Some(CODE));
     assert_eq!(w.code_sha256.as_deref(), Some(sha256(CODE).as_str()));
     assert_eq!(w.inputs, vec!["data/sales.csv"]);

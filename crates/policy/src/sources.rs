@@ -3,7 +3,7 @@
 //! sources' names ([`GithubSource`]) and the query syntax
 //! `github:<source>[?key=value[&key=value]...]` ([`parse`] into a
 //! [`Query`]), e.g. `github:pulls?state=closed&since=2026-11-01&labels=bug,ui&limit=500`.
-//! No GitHub client: fetching is the bot's `github::sources`; this module
+//! No GitHub client: fetching is the bot's `github::activity`; this module
 //! sits in the policy's crate, low, so that the policy and `watch check`
 //! read the same syntax.
 //!
@@ -29,8 +29,8 @@ use serde::{Deserialize, Serialize};
 /// columns with their meaning. The enum, [`GithubSource::ALL`] and every
 /// accessor come from this one table; the fetcher, the CSV writer, the
 /// prompt, `init` and the docs read it. Adding a source is a row here, its
-/// row function in the bot's `src/github/sources/table.rs` and its fetch in
-/// `src/github/sources/mod.rs`.
+/// row function in the bot's `src/github/activity/table.rs` and its fetch in
+/// `src/github/activity/mod.rs`.
 macro_rules! sources {
     ($(
         $variant:ident = $name:literal {

@@ -2,7 +2,7 @@
 //! read back from the bot's own comment (hash checked), the request is
 //! closed, and an approval runs exactly that code on the same inputs (its
 //! `github:` data read back from the snapshot the request recorded, see
-//! [`crate::github::sources::earlier`]).
+//! [`crate::github::activity::earlier`]).
 //!
 //! A `needs_approval` result shows the code, its sha256 and the findings
 //! (the pending marker of `texts::approval_block`) plus a hidden request

@@ -7,9 +7,9 @@
 //! escalation is not replayed), and the same preconditions as
 //! `compute-bot replay` apply: code, input and image hashes must match.
 
+use crate::github::activity::{self, Origin, earlier, earlier::Use};
 use crate::github::inputs;
 use crate::github::rest::comments::Reaction;
-use crate::github::sources::{self, Origin, earlier, earlier::Use};
 use crate::github::texts::{self, cannot_replay as cannot, read_request_marker};
 use crate::github::thread::{Asker, Ctx, Published, Stop};
 use crate::policy::{Decision, check_code};
@@ -115,7 +115,7 @@ async fn preconditions(
         .iter()
         .map(|i| i.path.clone().unwrap_or_else(|| i.name.clone()))
         .collect();
-    let (paths, specs) = sources::split_inputs(&paths);
+    let (paths, specs) = activity::split_inputs(&paths);
     let mut files = match inputs::resolve(&ctx.env.workspace, &paths, "", &ctx.policy.inputs) {
         Ok(found) => {
             let found = found.into_iter().map(|r| (r.path, r.file)).collect();
@@ -149,7 +149,7 @@ async fn preconditions(
 /// The recorded `github:` data: read back from the snapshot each input's
 /// record names on the files branch (its sha256 checked), or, `fresh`,
 /// fetched again with the recorded queries — the one rule of
-/// [`sources::earlier::data_for`]. The note says which.
+/// [`activity::earlier::data_for`]. The note says which.
 async fn github_data(
     ctx: &Ctx<'_>,
     rec: &Recorded,

@@ -236,7 +236,7 @@ impl Tester {
         };
         let gh = GitHub::new(&env.api_url, env.token().unwrap(), env.repository.clone())
             .expect("a client");
-        let fetched = crate::github::sources::Cache::default();
+        let fetched = crate::github::activity::Cache::default();
         let ctx = Ctx {
             env: &env,
             vars: &vars,

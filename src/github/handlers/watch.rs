@@ -8,7 +8,7 @@ use crate::github::rest::comments::Reaction;
 use crate::github::texts::{self, stop};
 use crate::github::thread::{Asker, Ctx, Published, Stop};
 use crate::status::Status;
-use crate::watch::Watch;
+use crate::watch_spec::Watch;
 
 /// A YAML block scalar of `code` (`|`, `|-` or `|+` by its trailing line
 /// ends, with an indentation indicator when the first line starts with a

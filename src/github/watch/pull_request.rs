@@ -11,7 +11,7 @@ use crate::github::rest::repo::ReadError;
 use crate::github::texts::{self, CheckView};
 use crate::github::thread::{Ctx, Thread, conclude, end_quietly, log_annotation};
 use crate::status::{Exit, Status};
-use crate::watch::Watch;
+use crate::watch_spec::Watch;
 
 use super::runner::{WatchRun, annotate_failures, config_error, folder, run_one, watches_end};
 

@@ -10,9 +10,9 @@ use serde_json::Value;
 
 use crate::agent::Agent;
 use crate::github::actions::workflow::{self, Outputs};
+use crate::github::activity;
 use crate::github::execute::{keep_sources, model_for, with_sources, write_report_as};
 use crate::github::inputs;
-use crate::github::sources;
 use crate::github::spec::RunSpec;
 use crate::github::texts::{self, CheckView, stop};
 use crate::github::thread::{Ctx, Post, Published, end_quietly, log_annotation};
@@ -20,7 +20,7 @@ use crate::policy::OnCheckFailure;
 use crate::record::CheckOutcome;
 use crate::report::{Report, ReportStatus};
 use crate::status::{Exit, Status};
-use crate::watch::{DEFAULT_DIR, Watch, leaves};
+use crate::watch_spec::{DEFAULT_DIR, Watch, leaves};
 
 /// What one run of a watch gave.
 pub(super) struct WatchRun {
@@ -99,13 +99,13 @@ pub(super) fn annotate_failures(w: &Watch, run: &WatchRun, side: &str) {
 }
 
 /// The watch's inputs: its workspace files and its `github:` sources
-/// (fetched once per run, [`crate::github::sources::Cache`]), or why not.
+/// (fetched once per run, [`crate::github::activity::Cache`]), or why not.
 async fn watch_inputs(
     ctx: &Ctx<'_>,
     w: &Watch,
     workspace: &Path,
-) -> Result<(Vec<inputs::Resolved>, sources::Fetched), String> {
-    let (paths, specs) = sources::split_inputs(&w.inputs);
+) -> Result<(Vec<inputs::Resolved>, activity::Fetched), String> {
+    let (paths, specs) = activity::split_inputs(&w.inputs);
     let problem = |problems: Vec<inputs::InputProblem>| stop::inputs_unusable_line(&problems);
     let mut resolved =
         inputs::resolve(workspace, &paths, "", &ctx.policy.inputs).map_err(problem)?;

@@ -10,7 +10,7 @@ use crate::github::actions::workflow::{self};
 use crate::github::texts;
 use crate::github::thread::{Ctx, Thread, conclude, end_quietly, log_annotation};
 use crate::status::{Exit, Status};
-use crate::watch::{Watch, WatchError, load_dir};
+use crate::watch_spec::{Watch, WatchError, load_dir};
 
 use super::runner::{annotate_failures, config_error, folder, run_one, watches_end};
 use super::state::keep_sticky;

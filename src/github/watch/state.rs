@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::github::rest::client::GitHubError;
 use crate::github::texts;
 use crate::github::thread::Ctx;
-use crate::watch::{Watch, changes};
+use crate::watch_spec::{Watch, changes};
 
 use super::runner::WatchRun;
 
@@ -243,7 +243,7 @@ pub(super) async fn keep_sticky(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::watch::leaves;
+    use crate::watch_spec::leaves;
     use serde_json::json;
 
     fn entry(values: Value, failing: &[&str], error: Option<&str>) -> Entry {

@@ -13,8 +13,8 @@
 //! stops, naming the source).
 
 use crate::admit::Admitted;
+use crate::github::activity::{self, Cache, Fetched, Origin, SourceFile, fetch};
 use crate::github::rest::client::GitHub;
-use crate::github::sources::{self, Cache, Fetched, Origin, SourceFile, fetch};
 use crate::github::texts::{self, PendingInput};
 use crate::policy::Inputs;
 use crate::record::RecordedInput;
@@ -57,7 +57,7 @@ pub(crate) enum Use {
 pub(crate) fn of_answer(recorded: &[RecordedInput], shown: &[PendingInput]) -> Vec<EarlierData> {
     let mut out: Vec<EarlierData> = Vec::new();
     for i in shown {
-        if sources::split_inputs(std::slice::from_ref(&i.path))
+        if activity::split_inputs(std::slice::from_ref(&i.path))
             .1
             .is_empty()
         {
@@ -171,7 +171,7 @@ pub(crate) async fn data_for(
         .filter(|e| {
             e.snapshot
                 .as_deref()
-                .and_then(sources::snapshot_ref)
+                .and_then(activity::snapshot_ref)
                 .is_none()
         })
         .copied()
@@ -186,7 +186,7 @@ pub(crate) async fn data_for(
             .iter()
             .map(|e| {
                 let name = crate::sources::parse(&e.spec)
-                    .map(|q| sources::file_name(q.source))
+                    .map(|q| activity::file_name(q.source))
                     .unwrap_or_default();
                 format!(
                     "`{}` was fetched from GitHub and its snapshot is only in the run's artifact (no files branch, or the token could not write): download `runs/<run>-<attempt>/{name}` from it and run `compute-bot replay --input <its path>` (the path ends in `{name}`), or ask `{prefix} replay fresh` to fetch it again",
@@ -223,13 +223,13 @@ async fn unchanged_since(
     let mut asked: Vec<(String, String)> = Vec::new();
     let mut todo = Vec::new();
     for (spec, e) in specs.iter().zip(matched.iter().flatten()) {
-        let Some((sha, path)) = e.snapshot.as_deref().and_then(sources::snapshot_ref) else {
+        let Some((sha, path)) = e.snapshot.as_deref().and_then(activity::snapshot_ref) else {
             return Ok(None);
         };
         let Ok(q) = crate::sources::parse(spec) else {
             return Ok(None);
         };
-        let side = sources::etags_name(path);
+        let side = activity::etags_name(path);
         let tags: Vec<(String, String)> =
             match gh.file_at(sha, &side, policy.max_file_bytes.bytes()).await {
                 Ok(Some(b)) => serde_json::from_slice(&b).unwrap_or_default(),
@@ -300,12 +300,12 @@ async fn read_back(
     matched: &[Option<&EarlierData>],
     policy: &Inputs,
 ) -> Result<(Vec<Admitted>, Fetched), Vec<String>> {
-    let queries = sources::check(specs, policy)?;
+    let queries = activity::check(specs, policy)?;
     let mut problems = Vec::new();
     let (mut admitted, mut files, mut commits, mut runs) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for (q, e) in queries.iter().zip(matched.iter().flatten()) {
-        let Some((sha, path)) = e.snapshot.as_deref().and_then(sources::snapshot_ref) else {
+        let Some((sha, path)) = e.snapshot.as_deref().and_then(activity::snapshot_ref) else {
             continue;
         };
         let bytes = match gh.file_at(sha, path, policy.max_file_bytes.bytes()).await {
@@ -325,7 +325,7 @@ async fn read_back(
                 continue;
             }
         };
-        let name = sources::file_name(q.source);
+        let name = activity::file_name(q.source);
         let a = match crate::admit::admit_fetched(&e.spec, &name, bytes.clone(), policy) {
             Ok(a) => a,
             Err(r) => {

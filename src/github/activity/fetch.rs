@@ -13,8 +13,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use octocrab::{FromResponse, Page};
 use serde_json::Value;
 
+use crate::github::activity::table::{labels_of, time_of};
 use crate::github::rest::client::{Answer, GitHub, GitHubError, Need, encode_segment};
-use crate::github::sources::table::{labels_of, time_of};
 use crate::sources::{GithubSource, Query, Scope};
 
 /// Items per page (GitHub's most).
@@ -486,7 +486,7 @@ mod tests {
             "/repos/o/r/actions/runs?created=%3E%3D2026-01-01T00%3A00%3A00Z&labels=a+b%2Cc&per_page=100"
         );
         assert_eq!(
-            crate::github::sources::etags_name("github/pulls.csv"),
+            crate::github::activity::etags_name("github/pulls.csv"),
             "github/pulls.etags.json"
         );
     }
