@@ -179,10 +179,7 @@ pub(crate) type CodeFile = crate::notebook::cells::Program;
 /// steps of one session (the note says so), else as one program. The error
 /// names the file and what to pass instead.
 pub(crate) fn read_code(path: &Path, steps: bool) -> Result<CodeFile, String> {
-    let is_notebook = path
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("ipynb"));
-    if !is_notebook {
+    if !crate::notebook::cells::is_notebook(path) {
         let code = std::fs::read_to_string(path).map_err(|e| {
             format!(
                 "code file `{}` cannot be read: {e}; pass a UTF-8 Python file with --code",

@@ -135,7 +135,7 @@ pub(crate) fn named_code(
             let Ok(ws) = &ws else { return Ok(None) };
             let notebooks: Vec<String> = mentioned_paths(mentioned_in)
                 .into_iter()
-                .filter(|p| is_notebook(p) && ws.has_file(p))
+                .filter(|p| crate::notebook::cells::is_notebook(Path::new(p)) && ws.has_file(p))
                 .collect();
             match notebooks.as_slice() {
                 [] => return Ok(None),
@@ -171,7 +171,7 @@ pub(crate) fn named_code(
         )));
     }
     let bytes = std::fs::read(&target).map_err(|e| refused(format!("cannot be read ({e})")))?;
-    let program = if is_notebook(&path) {
+    let program = if crate::notebook::cells::is_notebook(Path::new(&path)) {
         crate::notebook::cells::program(&bytes, &path, steps).map_err(refused)?
     } else {
         let code = String::from_utf8(bytes).map_err(|e| {
@@ -189,13 +189,6 @@ pub(crate) fn named_code(
         }
     };
     Ok(Some(NamedCode { path, program }))
-}
-
-/// True when `path` names a Jupyter notebook (`.ipynb`, any case).
-fn is_notebook(path: &str) -> bool {
-    Path::new(path)
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("ipynb"))
 }
 
 #[cfg(test)]

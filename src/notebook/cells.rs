@@ -182,6 +182,13 @@ pub fn notebook_cells(bytes: &[u8], file: &str) -> Result<Vec<CodeCell>, String>
     Ok(cells)
 }
 
+/// True when `path` names a Jupyter notebook (`.ipynb`, any case): the one
+/// rule the command line's `--code` and a comment's named code follow.
+pub(crate) fn is_notebook(path: &std::path::Path) -> bool {
+    path.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("ipynb"))
+}
+
 /// A program read from a file: its text as it runs, and what the answer's
 /// notes say about how the file became it.
 #[derive(Debug, Clone, PartialEq, Eq)]
