@@ -67,11 +67,19 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "verify",
         ],
     ),
-    // Render knows no GitHub: the approval block comes in its context.
+    // Render knows no GitHub front end: the approval block comes in its
+    // context. Of GitHub's crate it takes the job summary's size limit.
     (
         "render",
         &[
-            "markdown", "record", "report", "policy", "sandbox", "units", "usage",
+            "github::actions",
+            "markdown",
+            "record",
+            "report",
+            "policy",
+            "sandbox",
+            "units",
+            "usage",
         ],
     ),
     (
@@ -83,40 +91,14 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ),
     // ---- src/github/, bottom up. A layer uses the layers below it, never
     // one above; within `handlers/` and `watch/` each file is a module.
+    // GitHub's side of the wire (`github::rest`, `github::actions`) is its
+    // own crate (crates/github), below every module here.
     //
-    // The Actions runtime I/O (`github/actions/`): what the runner hands
-    // the bot and what it hands back; no API call, no command.
-    ("github::actions::event", &["secret"]),
-    ("github::actions::workflow", &["located", "render"]),
-    // The REST client (`github/rest/`): the calls to GitHub's API. It knows
-    // the repository and the token, never a command, a text or a handler.
-    (
-        "github::rest::client",
-        &[
-            "github::actions::event",
-            "github::rest::error",
-            "secret",
-            "units",
-        ],
-    ),
-    // What a failed call was and which permission it needs: plain data.
-    ("github::rest::error", &[]),
-    // The comment calls, over the client.
-    (
-        "github::rest::comments",
-        &[
-            "github::actions::event",
-            "github::rest::client",
-            "github::rest::error",
-            "policy",
-        ],
-    ),
-    ("github::rest::repo", &["github::rest::client"]),
     // The comment syntax and the screening of a trigger: plain data.
-    ("github::command", &["github::actions::event", "markdown"]),
+    ("github::command", &["github::actions", "markdown"]),
     (
         "github::flow",
-        &["github::actions::event", "github::command", "policy"],
+        &["github::actions", "github::command", "policy"],
     ),
     // Every text the bot posts: over plain data, never a handler; numbers
     // and folds by the answer's rules (`units`, `render::FOLD_ROWS`).
@@ -137,20 +119,15 @@ const ALLOWED: &[(&str, &[&str])] = &[
     // one exit. `Ctx` carries the engine session the front end opened; an
     // answer posted before its explanation carries the report and the
     // agent's pending explanation, rendered again when it settles.
-    (
-        "github::tracking",
-        &["github::rest::client", "github::texts"],
-    ),
+    ("github::tracking", &["github::rest", "github::texts"]),
     (
         "github::thread",
         &[
             "agent",
             "report",
             "usage",
-            "github::actions::event",
-            "github::actions::workflow",
-            "github::rest::client",
-            "github::rest::comments",
+            "github::actions",
+            "github::rest",
             "github::activity",
             "github::texts",
             "github::tracking",
@@ -168,7 +145,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "github::activity",
         &[
             "admit",
-            "github::rest::client",
+            "github::rest",
             "github::texts",
             "policy",
             "record",
@@ -179,7 +156,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "github::assets",
         &[
-            "github::rest::client",
+            "github::rest",
             "notebook",
             "github::activity",
             "github::texts",
@@ -194,8 +171,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "github::followup",
         &[
-            "github::rest::client",
-            "github::rest::comments",
+            "github::rest",
             "github::activity",
             "github::texts",
             "github::thread",
@@ -227,13 +203,11 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "github::execute",
         &[
             "agent",
-            "github::actions::event",
-            "github::actions::workflow",
+            "github::actions",
             "github::assets",
             "github::followup",
             "github::inputs",
-            "github::rest::client",
-            "github::rest::comments",
+            "github::rest",
             "github::activity",
             "github::texts",
             "github::thread",
@@ -269,8 +243,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "github::handlers::run",
         &[
             "github::execute",
-            "github::rest::client",
-            "github::rest::comments",
+            "github::rest",
             "github::texts",
             "github::thread",
             "status",
@@ -281,8 +254,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "github::handlers::approve",
         &[
             "github::execute",
-            "github::rest::client",
-            "github::rest::comments",
+            "github::rest",
             "github::texts",
             "github::thread",
             "status",
@@ -294,8 +266,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "github::handlers::replay",
         &[
             "github::inputs",
-            "github::rest::client",
-            "github::rest::comments",
+            "github::rest",
             "github::activity",
             "github::texts",
             "github::thread",
@@ -309,8 +280,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "github::handlers::watch",
         &[
-            "github::rest::client",
-            "github::rest::comments",
+            "github::rest",
             "github::texts",
             "github::thread",
             "record",
@@ -327,8 +297,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "github::command",
             "github::execute",
             "github::followup",
-            "github::rest::client",
-            "github::rest::comments",
+            "github::rest",
             "github::texts",
             "github::thread",
             "policy",
@@ -343,7 +312,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "github::watch::runner",
         &[
             "agent",
-            "github::actions::workflow",
+            "github::actions",
             "github::execute",
             "github::inputs",
             "github::activity",
@@ -360,7 +329,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "github::watch::state",
         &[
-            "github::rest::client",
+            "github::rest",
             "github::texts",
             "github::thread",
             "github::watch::runner",
@@ -371,7 +340,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "github::watch::schedule",
         &[
-            "github::actions::workflow",
+            "github::actions",
             "github::texts",
             "github::thread",
             "github::watch::runner",
@@ -383,8 +352,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "github::watch::pull_request",
         &[
-            "github::rest::client",
-            "github::rest::repo",
+            "github::rest",
             "github::texts",
             "github::thread",
             "github::watch::runner",
@@ -397,12 +365,11 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "github::action",
         &[
-            "github::actions::event",
-            "github::actions::workflow",
+            "github::actions",
             "github::execute",
             "github::flow",
             "github::handlers",
-            "github::rest::client",
+            "github::rest",
             "github::activity",
             "github::texts",
             "github::thread",
@@ -422,7 +389,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
 /// The folders of `src/github/` that are layers of files (each file its own
 /// module, `github::<folder>::<file>`); the other folders (`texts/`,
 /// `sources/`) are one module with their files.
-const GITHUB_LAYERS: [&str; 4] = ["actions", "handlers", "rest", "watch"];
+const GITHUB_LAYERS: [&str; 2] = ["handlers", "watch"];
 
 /// The module a file is (`src/github/texts.rs` → `github::texts`,
 /// `src/github/handlers/plan.rs` → `github::handlers::plan`; a `mod.rs`
@@ -704,6 +671,7 @@ const CRATES: &[(&str, &[&str])] = &[
     ("sandbox", &["units"]),
     ("policy", &["sandbox", "units"]),
     ("model", &["secret", "units"]),
+    ("github", &["policy", "secret", "units"]),
 ];
 
 /// Whether [`CRATES`] lets the crate `from` use the crate `to`.
@@ -846,7 +814,7 @@ fn the_checker_sees_braced_uses_and_rejects_a_wrong_edge() {
         vec!["cli::run", "cli::run"]
     );
     assert!(sibling_targets("cli", "use super::{Format, RunArgs};", &siblings).is_empty());
-    assert!(!allowed("render", "github::rest::client"));
+    assert!(!allowed("render", "github::rest"));
     assert!(!allowed("render", "github::texts"));
     // The sandbox and the policy are crates now (their own edges are
     // `CRATES`'): no rule of src/ lets them use anything, and the bot's

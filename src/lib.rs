@@ -6,15 +6,16 @@
 
 // The library crates of the workspace (crates/), under the names the
 // modules had here and as visible as they were: `crate::sandbox::…`,
-// `crate::policy::…`, `crate::model::…`, `crate::secret::…` and
-// `compute_bot::units::…` paths read as before. The policy's crate carries
+// `crate::policy::…`, `crate::model::…` and `compute_bot::units::…` paths
+// read as before, and GitHub's crate as `github::rest` and
+// `github::actions` (src/github/mod.rs). The secret is the GitHub and model
+// crates' own (`github::actions::event::Secret`, `model::Secret`). The policy's crate carries
 // two modules of plain data the bot reads too: `located` and `sources`.
 pub use compute_bot_model as model;
 pub use compute_bot_policy as policy;
 pub use compute_bot_policy::located;
 use compute_bot_policy::sources;
 pub use compute_bot_sandbox as sandbox;
-use compute_bot_secret as secret;
 pub use compute_bot_units as units;
 
 // The test support files the handlers' tester compiles in (see

@@ -37,8 +37,9 @@ fn rounding_note() -> String {
 
 /// GitHub's limit on a comment body, in characters.
 pub const COMMENT_LIMIT: usize = 65_536;
-/// GitHub's limit on one step's job summary, in bytes.
-pub(crate) const SUMMARY_LIMIT: usize = 1_048_576;
+/// GitHub's limit on one step's job summary, in bytes (the Actions
+/// runtime's rule, kept with its writer).
+pub(crate) use crate::github::actions::workflow::SUMMARY_LIMIT;
 
 /// Where the rendering goes and what links to put in it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -1,12 +1,14 @@
 //! Stages: trigger and authorize, and posting the report. The GitHub Action
 //! front end, by layer (`src/layering.rs` holds the rules):
 //!
-//! - [`rest`]: the REST client ([`rest::client`], octocrab, with retries,
-//!   rate limits and ETags) and the repository's files, pull requests and
-//!   commits over it ([`rest::repo`]).
-//! - [`actions`]: the Actions runtime I/O — the environment and the event
-//!   that started the run ([`actions::event`]), `GITHUB_OUTPUT`, the step
-//!   summary and workflow commands ([`actions::workflow`]).
+//! - GitHub's side of the wire, the crate `compute-bot-github`
+//!   (crates/github) re-exported here: [`rest`], the REST client
+//!   ([`rest::client`], octocrab, with retries, rate limits and ETags) and
+//!   the repository's files, pull requests and commits over it
+//!   ([`rest::repo`]); [`actions`], the Actions runtime I/O — the
+//!   environment and the event that started the run ([`actions::event`]),
+//!   `GITHUB_OUTPUT`, the step summary and workflow commands
+//!   ([`actions::workflow`]).
 //! - [`command`]: the `/compute ...` comment syntax; [`flow`]: screening a
 //!   trigger before any API call.
 //! - [`texts`]: every comment the bot writes, and the hidden markers it reads back.
@@ -27,8 +29,11 @@
 //! - [`action`]: `compute-bot action`, the entry point: reads the runtime,
 //!   authorizes, and hands the trigger to a handler or a runner.
 
+// GitHub's side of the wire, its own crate (crates/github): the REST client
+// and the Actions runtime's I/O, under the names they had here.
+pub use compute_bot_github::{actions, rest};
+
 pub(crate) mod action;
-pub mod actions;
 mod activity;
 mod assets;
 pub mod command;
@@ -37,7 +42,6 @@ pub mod flow;
 mod followup;
 mod handlers;
 mod inputs;
-pub mod rest;
 mod spec;
 pub mod texts;
 mod thread;

@@ -369,7 +369,7 @@ mod tests {
 
     fn client(api: &str) -> GitHub {
         let repo = crate::github::actions::event::RepoRef::parse("octo-org/data", "test").unwrap();
-        GitHub::new(api, &crate::secret::Secret::new("t"), repo).unwrap()
+        GitHub::new(api, &crate::github::actions::event::Secret::new("t"), repo).unwrap()
     }
 
     #[tokio::test]

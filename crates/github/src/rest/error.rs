@@ -80,9 +80,12 @@ impl GitHubError {
 
 /// Which permission a call needs, for the 403/404 hint.
 #[derive(Clone, Copy)]
-pub(crate) enum Need {
+pub enum Need {
+    /// Comments and reactions, written.
     WriteComments,
+    /// Issue and pull-request comments, read.
     ReadComments,
+    /// A collaborator's permission on the repository.
     Collaborators,
     /// Blobs, trees, commits and refs (the Git Data API).
     WriteContents,

@@ -6,12 +6,12 @@
 use octocrab::models::issues::Comment;
 use octocrab::models::reactions::ReactionContent;
 
-use crate::github::actions::event::is_bot;
+use crate::actions::event::is_bot;
 use tracing::{debug, warn};
 
-use crate::github::rest::client::{GitHub, PER_PAGE, encode_segment};
-use crate::github::rest::error::{GitHubError, Need};
-use crate::policy::Permission;
+use crate::rest::client::{GitHub, PER_PAGE, encode_segment};
+use crate::rest::error::{GitHubError, Need};
+use compute_bot_policy::Permission;
 
 /// Reactions the bot puts on comments.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -55,18 +55,18 @@ impl Reaction {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommentInfo {
     /// The comment id.
-    pub(crate) id: u64,
+    pub id: u64,
     /// The text (empty when GitHub sent none).
     pub body: String,
     /// The author's login.
-    pub(crate) author_login: String,
+    pub author_login: String,
     /// True when the author is a bot (`type: Bot` or a `[bot]` login).
     author_is_bot: bool,
     /// The comment's web address.
-    pub(crate) html_url: String,
+    pub html_url: String,
     /// True when GitHub says it was changed after it was written
     /// (`updated_at` later than `created_at`; both have one-second precision).
-    pub(crate) edited: bool,
+    pub edited: bool,
 }
 
 impl From<Comment> for CommentInfo {
@@ -185,7 +185,7 @@ impl GitHub {
     }
 
     /// A comment with its author.
-    pub(crate) async fn comment(&self, comment_id: u64) -> Result<CommentInfo, GitHubError> {
+    pub async fn comment(&self, comment_id: u64) -> Result<CommentInfo, GitHubError> {
         let action = format!("reading comment {comment_id} in {}", self.repo_ref());
         let c = self
             .call(&action, Need::ReadComments, || async {

@@ -17,15 +17,15 @@ const DEFAULT_SERVER_URL: &str = "https://github.com";
 /// The comment command used when the `command` input is empty.
 const DEFAULT_COMMAND: &str = "/compute";
 
-pub use crate::secret::Secret;
+pub use compute_bot_secret::Secret;
 
 /// `owner/name` of a repository.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct RepoRef {
     /// The user or organization.
-    pub(crate) owner: String,
+    pub owner: String,
     /// The repository name.
-    pub(crate) name: String,
+    pub name: String,
 }
 
 impl RepoRef {
@@ -117,21 +117,21 @@ pub struct ActionEnv {
     /// `GITHUB_EVENT_PATH`.
     pub event_path: PathBuf,
     /// `GITHUB_REPOSITORY`.
-    pub(crate) repository: RepoRef,
+    pub repository: RepoRef,
     /// `GITHUB_API_URL` (default `https://api.github.com`), without a trailing slash.
     pub api_url: String,
     /// `GITHUB_SERVER_URL` (default `https://github.com`), without a trailing slash.
-    pub(crate) server_url: String,
+    pub server_url: String,
     /// `GITHUB_RUN_ID`.
     pub run_id: String,
     /// `GITHUB_RUN_ATTEMPT` (1 when unset).
     pub run_attempt: u32,
     /// `GITHUB_WORKSPACE`.
-    pub(crate) workspace: PathBuf,
+    pub workspace: PathBuf,
     /// `GITHUB_OUTPUT`, when set.
-    pub(crate) output: Option<PathBuf>,
+    pub output: Option<PathBuf>,
     /// `GITHUB_STEP_SUMMARY`, when set.
-    pub(crate) step_summary: Option<PathBuf>,
+    pub step_summary: Option<PathBuf>,
     /// The `INPUT_*` variables.
     pub inputs: ActionInputs,
 }
@@ -147,7 +147,7 @@ fn required<'a>(vars: &'a BTreeMap<String, String>, name: &str) -> Result<&'a st
 }
 
 /// Splits a path list written with commas and/or newlines; blanks are dropped.
-pub(crate) fn split_list(text: &str) -> Vec<String> {
+pub fn split_list(text: &str) -> Vec<String> {
     text.split([',', '\n'])
         .map(|s| s.trim())
         .filter(|s| !s.is_empty())
@@ -231,7 +231,7 @@ impl ActionEnv {
     }
 
     /// The workflow token: `INPUT_GITHUB_TOKEN`.
-    pub(crate) fn token(&self) -> Result<&Secret, EnvError> {
+    pub fn token(&self) -> Result<&Secret, EnvError> {
         self.inputs.github_token.as_ref().ok_or_else(|| {
             EnvError::Missing(
                 "INPUT_GITHUB_TOKEN (the action input `github_token`, default `${{ github.token }}`)"
@@ -374,7 +374,7 @@ fn read_event_file(path: &Path) -> Result<Value, EventError> {
 }
 
 /// True for a login ending in `[bot]` or a user of type `Bot`.
-pub(crate) fn is_bot(login: &str, user_type: Option<&str>) -> bool {
+pub fn is_bot(login: &str, user_type: Option<&str>) -> bool {
     login.ends_with("[bot]") || user_type.is_some_and(|t| t.eq_ignore_ascii_case("bot"))
 }
 

@@ -33,9 +33,9 @@ use octocrab::{FromResponse, Octocrab};
 use reqwest::header::{HeaderMap, HeaderValue};
 use tracing::{debug, warn};
 
-use crate::github::actions::event::{RepoRef, Secret};
-pub use crate::github::rest::error::GitHubError;
-pub(crate) use crate::github::rest::error::Need;
+use crate::actions::event::{RepoRef, Secret};
+pub use crate::rest::error::GitHubError;
+pub use crate::rest::error::Need;
 
 /// How long the client may wait on GitHub's rate limits.
 ///
@@ -72,7 +72,7 @@ impl RateLimits {
             if let Ok(v) = std::env::var(name)
                 && !v.trim().is_empty()
             {
-                match crate::units::parse_duration(&v) {
+                match compute_bot_units::parse_duration(&v) {
                     Ok(d) => *into = d,
                     Err(e) => warn!("{name}: {e}; keeping {into:?}"),
                 }
@@ -250,7 +250,7 @@ impl GitHub {
 
     /// The login the token posts as, when known without asking (see
     /// [`GitHub::own_login`]); only comments by it count as the bot's own.
-    pub(crate) fn with_bot_login(mut self, login: impl Into<String>) -> Self {
+    pub fn with_bot_login(mut self, login: impl Into<String>) -> Self {
         self.bot_login = Some(login.into()).filter(|l: &String| !l.trim().is_empty());
         self
     }
@@ -262,7 +262,7 @@ impl GitHub {
     /// `GET /user`; otherwise [`ACTIONS_BOT_LOGIN`] (installation tokens,
     /// `ghs_…`, cannot read `/user`; the workflow token is the GitHub Actions
     /// app's). Kept once known.
-    pub(crate) async fn own_login(&self) -> Result<String, GitHubError> {
+    pub async fn own_login(&self) -> Result<String, GitHubError> {
         if let Some(l) = &self.bot_login {
             return Ok(l.clone());
         }
@@ -318,40 +318,35 @@ impl GitHub {
 
     /// The octocrab client, for the calls of the sibling modules (they go
     /// through [`GitHub::call`]).
-    pub(crate) fn crab(&self) -> &Octocrab {
+    pub fn crab(&self) -> &Octocrab {
         &self.crab
     }
 
     /// The repository this client works on.
-    pub(crate) fn repo_ref(&self) -> &RepoRef {
+    pub fn repo_ref(&self) -> &RepoRef {
         &self.repo
     }
 
     /// The repository's numeric id (`GITHUB_REPOSITORY_ID`): GitHub's
     /// next-page links may name it as `/repositories/{id}/...`.
-    pub(crate) fn with_repo_id(mut self, id: u64) -> Self {
+    pub fn with_repo_id(mut self, id: u64) -> Self {
         self.repo_id = Some(id);
         self
     }
 
     /// The repository's numeric id, when known ([`GitHub::with_repo_id`]).
-    pub(crate) fn repo_id(&self) -> Option<u64> {
+    pub fn repo_id(&self) -> Option<u64> {
         self.repo_id
     }
 
     /// The API root this client asks (`GITHUB_API_URL`, no trailing `/`).
-    pub(crate) fn api_url(&self) -> &str {
+    pub fn api_url(&self) -> &str {
         &self.api_url
     }
 
     /// Runs `call` with retries on 5xx and connection errors, and waits out
     /// rate limits within the budget (see the module docs).
-    pub(crate) async fn call<T, F, Fut>(
-        &self,
-        action: &str,
-        need: Need,
-        call: F,
-    ) -> Result<T, GitHubError>
+    pub async fn call<T, F, Fut>(&self, action: &str, need: Need, call: F) -> Result<T, GitHubError>
     where
         F: Fn() -> Fut,
         Fut: Future<Output = octocrab::Result<T>>,
@@ -506,7 +501,7 @@ impl GitHub {
 }
 
 /// What a GET answered ([`GitHub::get_conditional`]).
-pub(crate) enum Answer<R> {
+pub enum Answer<R> {
     /// 2xx: the body read as `R`, with the `ETag` when GitHub sent one.
     Body(R, Option<String>),
     /// 304 to `If-None-Match`: unchanged, no body.
@@ -521,7 +516,7 @@ impl GitHub {
     /// body, so the answer is read here: 304 first, then octocrab's own
     /// error mapping, then the body. `action` and `need` as for
     /// [`GitHub::call`].
-    pub(crate) async fn get_conditional<R: FromResponse>(
+    pub async fn get_conditional<R: FromResponse>(
         &self,
         action: &str,
         need: Need,
@@ -553,7 +548,7 @@ impl GitHub {
 }
 
 /// Percent-encodes a path segment (logins like `app[bot]`).
-pub(crate) fn encode_segment(s: &str) -> String {
+pub fn encode_segment(s: &str) -> String {
     let mut out = String::new();
     for b in s.bytes() {
         if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.') {

@@ -4,12 +4,14 @@
 //! Workflow commands are written to a caller-given writer (the binary passes
 //! stdout) so that tests can read them back.
 
-use crate::located::Located;
 use std::fs::OpenOptions;
 use std::io::{self, Write};
 use std::path::Path;
 
-use crate::render::SUMMARY_LIMIT;
+use compute_bot_policy::located::Located;
+
+/// GitHub's limit on one step's job summary, in bytes.
+pub const SUMMARY_LIMIT: usize = 1_048_576;
 
 /// A random token (32 hex digits) for delimiters and stop-commands.
 fn random_token() -> String {
@@ -20,17 +22,17 @@ fn random_token() -> String {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Outputs {
     /// `ok`, `failed`, `needs_approval`, `planned`, `refused`, `denied`, `ignored` or `error`.
-    pub(crate) status: String,
+    pub status: String,
     /// The result as JSON (`null` when there is none).
-    pub(crate) result: Option<serde_json::Value>,
+    pub result: Option<serde_json::Value>,
     /// The id of the comment posted, if any.
-    pub(crate) comment_id: Option<u64>,
+    pub comment_id: Option<u64>,
     /// Hex SHA-256 of the final code, if any.
-    pub(crate) code_sha256: Option<String>,
+    pub code_sha256: Option<String>,
     /// Path of the JSON report file.
-    pub(crate) report_path: Option<String>,
-    /// What the answer took from the model ([`crate::usage::Usage::json`]).
-    pub(crate) usage: Option<String>,
+    pub report_path: Option<String>,
+    /// What the answer took from the model (the bot's `usage::Usage::json`).
+    pub usage: Option<String>,
 }
 
 /// The most the `result` output may take, in bytes as GitHub counts outputs
@@ -65,7 +67,7 @@ impl Outputs {
 
     /// When the result was left out of the `result` output for its size:
     /// what to tell the user (for a `::warning::` and the job summary).
-    pub(crate) fn result_note(&self) -> Option<String> {
+    pub fn result_note(&self) -> Option<String> {
         let json = self.result.as_ref()?.to_string();
         let size = utf16_size(&json);
         if size <= RESULT_OUTPUT_CAP {
@@ -118,7 +120,7 @@ fn format_output(name: &str, value: &str) -> String {
 
 /// Appends entries to the `GITHUB_OUTPUT` file. Names must be
 /// `[A-Za-z0-9_-]+` (checked).
-pub(crate) fn write_outputs(path: &Path, pairs: &[(&str, String)]) -> io::Result<()> {
+pub fn write_outputs(path: &Path, pairs: &[(&str, String)]) -> io::Result<()> {
     let mut text = String::new();
     for (name, value) in pairs {
         if name.is_empty()
@@ -158,7 +160,7 @@ fn append(path: &Path, text: &str, what: &str) -> io::Result<()> {
 /// Appends markdown to the `GITHUB_STEP_SUMMARY` file, keeping the file
 /// within 1 MiB: if the text does not fit in what is left, it is cut at a
 /// character boundary with a note. Returns how many bytes were written.
-pub(crate) fn append_summary(path: &Path, markdown: &str) -> io::Result<usize> {
+pub fn append_summary(path: &Path, markdown: &str) -> io::Result<usize> {
     let used = std::fs::metadata(path)
         .map(|m| m.len() as usize)
         .unwrap_or(0);
@@ -182,14 +184,14 @@ pub(crate) fn append_summary(path: &Path, markdown: &str) -> io::Result<usize> {
 
 /// Escapes a workflow command's property value (`file=`, `title=`): the
 /// data escapes and `:` and `,`.
-pub(crate) fn escape_property(s: &str) -> String {
+pub fn escape_property(s: &str) -> String {
     escape_data(s).replace(':', "%3A").replace(',', "%2C")
 }
 
 /// The `::error file=…,line=…,col=…,title=…::message` workflow command for a
 /// problem in a file the user wrote (the file as `e.file` names it), so the
 /// run's annotations point at the line.
-pub(crate) fn file_error_annotation(e: &Located, title: &str) -> String {
+pub fn file_error_annotation(e: &Located, title: &str) -> String {
     let position = if e.line > 0 {
         format!(",line={},col={}", e.line, e.column.max(1))
     } else {
@@ -204,7 +206,7 @@ pub(crate) fn file_error_annotation(e: &Located, title: &str) -> String {
 }
 
 /// Escapes a workflow command's data (`%`, CR, LF).
-pub(crate) fn escape_data(s: &str) -> String {
+pub fn escape_data(s: &str) -> String {
     s.replace('%', "%25")
         .replace('\r', "%0D")
         .replace('\n', "%0A")
@@ -212,7 +214,7 @@ pub(crate) fn escape_data(s: &str) -> String {
 
 /// `::add-mask::` lines for a secret (one per non-empty line, so multi-line
 /// secrets are masked line by line).
-pub(crate) fn add_mask(out: &mut impl Write, secret: &str) -> io::Result<()> {
+pub fn add_mask(out: &mut impl Write, secret: &str) -> io::Result<()> {
     for line in secret.lines().map(str::trim).filter(|l| !l.is_empty()) {
         writeln!(out, "::add-mask::{}", escape_data(line))?;
     }
@@ -220,7 +222,7 @@ pub(crate) fn add_mask(out: &mut impl Write, secret: &str) -> io::Result<()> {
 }
 
 /// A `::notice::` (or `::warning::` / `::error::` with that `level`) line.
-pub(crate) fn annotation(out: &mut impl Write, level: &str, message: &str) -> io::Result<()> {
+pub fn annotation(out: &mut impl Write, level: &str, message: &str) -> io::Result<()> {
     let level = match level {
         "warning" | "error" | "debug" => level,
         _ => "notice",
@@ -231,7 +233,7 @@ pub(crate) fn annotation(out: &mut impl Write, level: &str, message: &str) -> io
 /// Echoes untrusted text (what the sandbox printed) to the log between
 /// `::stop-commands::<token>` and `::<token>::`, so nothing in it can issue a
 /// workflow command. The token is random and checked not to occur in the text.
-pub(crate) fn echo_untrusted(out: &mut impl Write, title: &str, text: &str) -> io::Result<()> {
+pub fn echo_untrusted(out: &mut impl Write, title: &str, text: &str) -> io::Result<()> {
     let token = loop {
         let t = random_token();
         if !text.contains(&t) {

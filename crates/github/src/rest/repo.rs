@@ -38,7 +38,7 @@ use octocrab::Page;
 use serde_json::{Value, json};
 use tracing::{debug, warn};
 
-use crate::github::rest::client::{GitHub, GitHubError, Need, encode_segment};
+use crate::rest::client::{GitHub, GitHubError, Need, encode_segment};
 
 /// How many times a write is rebuilt on a branch head that moved.
 const WRITE_TRIES: u32 = 5;
