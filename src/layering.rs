@@ -431,15 +431,37 @@ fn target_of(path: &str) -> String {
     }
 }
 
-/// The code of a file without its `#[cfg(test)] mod tests` and comments.
-fn code_lines(text: &str) -> Vec<&str> {
+/// The code of a file without its `#[cfg(test)] mod tests` and comments, a
+/// line each with its number in the file (1-based); a `use` that rustfmt
+/// spread over several lines (`use super::{` … `};`) is joined into its
+/// first line, so the names inside its braces are read too.
+fn code_lines(text: &str) -> Vec<(usize, String)> {
     let text = match text.find("#[cfg(test)]\nmod tests") {
         Some(i) => &text[..i],
         None => text,
     };
-    text.lines()
-        .filter(|l| !l.trim_start().starts_with("//"))
-        .collect()
+    let mut out: Vec<(usize, String)> = Vec::new();
+    let mut open = false;
+    for (i, line) in text.lines().enumerate() {
+        let code = line.trim_start();
+        if code.starts_with("//") {
+            continue;
+        }
+        match out.last_mut() {
+            Some((_, stmt)) if open => {
+                stmt.push(' ');
+                stmt.push_str(code);
+            }
+            _ => out.push((i + 1, line.to_string())),
+        }
+        let last = out.last().expect("a line was pushed").1.trim_start();
+        let last = ["pub(crate) ", "pub(super) ", "pub "]
+            .iter()
+            .find_map(|p| last.strip_prefix(p))
+            .unwrap_or(last);
+        open = last.starts_with("use ") && !last.contains(';');
+    }
+    out
 }
 
 /// Every `crate::` path on a line, `use crate::a::{b, c::d}` expanded.
@@ -447,31 +469,55 @@ fn crate_paths(line: &str) -> Vec<String> {
     paths_after(line, "crate::")
 }
 
-/// Every path after `prefix` (`crate::`, `super::`) on a line, braces expanded.
+/// Every path after `prefix` (`crate::`, `super::`) on a line, use trees
+/// expanded at any depth (`crate::a::{b, c::{d, e}}` → `a::b`, `a::c::d`,
+/// `a::c::e`).
 fn paths_after(line: &str, prefix: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut rest = line;
     while let Some(i) = rest.find(prefix) {
         rest = &rest[i + prefix.len()..];
-        let end = rest
-            .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
-            .unwrap_or(rest.len());
-        let path = rest[..end].trim_end_matches(':');
-        if rest[end..].starts_with('{') && path.split("::").count() <= 1 {
-            let inner = &rest[end + 1..rest[end..].find('}').map_or(rest.len(), |j| end + j)];
-            for item in inner.split(',').map(str::trim).filter(|i| !i.is_empty()) {
-                out.push(if path.is_empty() {
-                    item.to_string()
-                } else {
-                    format!("{path}::{item}")
-                });
-            }
-        } else {
-            out.push(path.to_string());
-        }
-        rest = &rest[end..];
+        let used = use_tree(rest, "", &mut out);
+        rest = &rest[used..];
     }
     out
+}
+
+/// Reads one use tree at the start of `text` (a path, then maybe `{…}` of
+/// trees), pushing each whole path under `base`; returns the bytes read.
+fn use_tree(text: &str, base: &str, out: &mut Vec<String>) -> usize {
+    let end = text
+        .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+        .unwrap_or(text.len());
+    let path = text[..end].trim_end_matches(':');
+    let whole = match (base.is_empty(), path.is_empty()) {
+        (true, _) => path.to_string(),
+        (false, true) => base.to_string(),
+        (false, false) => format!("{base}::{path}"),
+    };
+    if !text[end..].starts_with('{') {
+        if !whole.is_empty() {
+            out.push(whole.strip_suffix("::self").unwrap_or(&whole).to_string());
+        }
+        return end;
+    }
+    let mut at = end + 1;
+    loop {
+        let skipped = text[at..].len() - text[at..].trim_start_matches([' ', ',']).len();
+        at += skipped;
+        match text[at..].chars().next() {
+            None => return at,
+            Some('}') => return at + 1,
+            Some(_) => {
+                let used = use_tree(&text[at..], &whole, out);
+                // `self`, `*` or `x as y`: read past what is not a path.
+                let more = text[at + used..]
+                    .find([',', '}'])
+                    .unwrap_or(text.len() - at - used);
+                at += used + more;
+            }
+        }
+    }
 }
 
 /// The sibling modules a front-end file (`cli/answer.rs`) names through
@@ -552,14 +598,15 @@ fn edges() -> BTreeSet<(String, String, String)> {
         });
         let siblings = siblings_of(&f);
         let text = std::fs::read_to_string(&f).unwrap();
-        for (n, line) in code_lines(&text).into_iter().enumerate() {
-            let mut targets: Vec<String> = crate_paths(line).iter().map(|p| target_of(p)).collect();
+        for (n, line) in code_lines(&text) {
+            let mut targets: Vec<String> =
+                crate_paths(&line).iter().map(|p| target_of(p)).collect();
             if let Some(front) = &front {
-                targets.extend(sibling_targets(front, line, &siblings));
+                targets.extend(sibling_targets(front, &line, &siblings));
             }
             for to in targets {
                 if to != from && !to.is_empty() {
-                    out.insert((from.clone(), to, format!("src/{}:{}", rel.display(), n + 1)));
+                    out.insert((from.clone(), to, format!("src/{}:{n}", rel.display())));
                 }
             }
         }
@@ -751,11 +798,10 @@ fn the_plain_data_the_policy_carries_uses_nothing_of_its_crate() {
     for leaf in ["located", "sources"] {
         let file = src.join(format!("{leaf}.rs"));
         let text = std::fs::read_to_string(&file).unwrap();
-        for (n, line) in code_lines(&text).into_iter().enumerate() {
-            for path in crate_paths(line) {
+        for (n, line) in code_lines(&text) {
+            for path in crate_paths(&line) {
                 bad.push(format!(
-                    "crates/policy/src/{leaf}.rs:{}: `{leaf}` must not use `crate::{path}`",
-                    n + 1
+                    "crates/policy/src/{leaf}.rs:{n}: `{leaf}` must not use `crate::{path}`"
                 ));
             }
         }
@@ -840,4 +886,21 @@ fn the_checker_sees_braced_uses_and_rejects_a_wrong_edge() {
     );
     assert!(!allowed("github::execute", "github::action"));
     assert!(allowed("cli", "github::action"));
+}
+
+#[test]
+fn use_trees_are_read_at_any_depth_and_over_lines() {
+    assert_eq!(
+        paths_after("use crate::a::{b, c::{d, e as f}, self};", "crate::"),
+        ["a::b", "a::c::d", "a::c::e", "a"]
+    );
+    assert_eq!(
+        paths_after("x(crate::a::b::f(), super::c);", "crate::"),
+        ["a::b::f"]
+    );
+    let text = "// crate::skipped\nuse super::{\n    run_cells,\n    Format,\n};\nfn f() {}\n";
+    let lines = code_lines(text);
+    assert_eq!(lines[0].0, 2, "numbered as in the file, comments skipped");
+    assert_eq!(paths_after(&lines[0].1, "super::"), ["run_cells", "Format"]);
+    assert_eq!(lines[1], (6, "fn f() {}".to_string()));
 }

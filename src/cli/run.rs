@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use crate::policy::Policy;
-use crate::sandbox::{Job, Outcome, RunStatus, SandboxConfig, Session};
+use crate::sandbox::{Job, Outcome, SandboxConfig, Session};
 
 use super::{
     Format, RunArgs, admit_inputs, read_code, resolve_runtime, run_cells, unchecked, usage,
@@ -244,82 +244,6 @@ fn print_outcome(outcome: &Outcome, args: &RunArgs) {
                 serde_json::to_string_pretty(&v).expect("outcome serializes")
             )
         }
-        Format::Text | Format::Markdown => print!("{}", outcome_text(outcome)),
+        Format::Text | Format::Markdown => print!("{}", super::outcome_text(outcome)),
     }
-}
-
-/// A short terminal summary of an outcome.
-pub(super) fn outcome_text(o: &Outcome) -> String {
-    let mut s = String::new();
-    s.push_str(&format!(
-        "status: {}  exit code: {}  duration: {} ms\n",
-        o.status.as_str(),
-        o.exit_code.map_or("-".to_string(), |c| c.to_string()),
-        o.duration_ms
-    ));
-    if let Some(m) = o.resources.peak_memory_bytes {
-        s.push_str(&format!(
-            "peak memory: {:.1} MiB  cpu time: {} ms\n",
-            m as f64 / 1048576.0,
-            o.resources.cpu_time_ms.unwrap_or(0)
-        ));
-    }
-    if !o.stdout.is_empty() {
-        s.push_str("--- stdout");
-        s.push_str(if o.stdout_truncated {
-            " (truncated)"
-        } else {
-            ""
-        });
-        s.push_str(" ---\n");
-        s.push_str(&o.stdout);
-        if !o.stdout.ends_with('\n') {
-            s.push('\n');
-        }
-    }
-    if !o.stderr.is_empty() {
-        s.push_str("--- stderr");
-        s.push_str(if o.stderr_truncated {
-            " (truncated)"
-        } else {
-            ""
-        });
-        s.push_str(" ---\n");
-        s.push_str(&o.stderr);
-        if !o.stderr.ends_with('\n') {
-            s.push('\n');
-        }
-    }
-    for a in &o.artifacts {
-        s.push_str(&format!(
-            "artifact: {} ({} bytes, sha256 {})\n",
-            a.name, a.size, a.sha256
-        ));
-    }
-    let au = &o.audit;
-    if !au.network_attempts.is_empty() {
-        s.push_str(&format!(
-            "network attempts: {}\n",
-            au.network_attempts.join(", ")
-        ));
-    }
-    if !au.subprocess_attempts.is_empty() {
-        s.push_str(&format!(
-            "subprocess attempts: {}\n",
-            au.subprocess_attempts.join(", ")
-        ));
-    }
-    if o.status == RunStatus::Timeout {
-        s.push_str(&format!(
-            "stopped: the {} ms deadline passed\n",
-            o.limits.timeout.as_millis()
-        ));
-    }
-    if let Some(env) = &o.environment {
-        s.push_str(&format!("environment: {}\n", env.line()));
-    }
-    for n in &o.notes {
-        s.push_str(&format!("note: {n}\n"));
-    }
-    s
 }

@@ -89,7 +89,7 @@ pub(super) fn print_steps(outcomes: &[Outcome], cells: &[CodeCell], args: &RunAr
             for (i, o) in outcomes.iter().enumerate() {
                 let title = cells[i].title.as_deref().unwrap_or("");
                 println!("=== step {} of {} {title}", i + 1, cells.len());
-                print!("{}", super::run::outcome_text(o));
+                print!("{}", super::outcome_text(o));
             }
             if outcomes.len() < cells.len() {
                 println!(

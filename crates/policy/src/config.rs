@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use super::authorize::{self, Act, Actor, Authorization, Escalation, Who};
 use super::code::CodePolicy;
+use super::counted::counted;
 use super::inputs::Inputs;
 use super::output::Output;
 use super::prices::Prices;
@@ -61,38 +62,6 @@ impl<'de> Deserialize<'de> for Attempts {
         )?;
         Ok(Attempts::new(n).expect("counted keeps it in range"))
     }
-}
-
-/// A whole number from 1 to `max` for `field`; the errors name the field,
-/// the range and `what` one of them costs.
-pub(crate) fn counted<'de, D: Deserializer<'de>>(
-    d: D,
-    field: &str,
-    max: u8,
-    what: &str,
-) -> Result<u8, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Raw {
-        N(i64),
-        S(String),
-    }
-    let n = match Raw::deserialize(d)? {
-        Raw::N(n) => n,
-        Raw::S(s) => {
-            return Err(de::Error::custom(format!(
-                "{field} `{s}` is not a number; write a number from 1 to {max}"
-            )));
-        }
-    };
-    u8::try_from(n)
-        .ok()
-        .filter(|n| (1..=max).contains(n))
-        .ok_or_else(|| {
-            de::Error::custom(format!(
-                "{field} `{n}` is out of range; write a number from 1 to {max} ({what})"
-            ))
-        })
 }
 
 /// The explanation's deadline when the policy names none.

@@ -71,6 +71,7 @@ mod check;
 pub mod cli;
 mod code;
 mod config;
+mod counted;
 mod defaults;
 mod environment;
 mod families;

@@ -71,7 +71,7 @@ impl MaxSteps {
 
 impl<'de> Deserialize<'de> for MaxSteps {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        super::config::counted(
+        super::counted::counted(
             d,
             "session.max_steps",
             MAX_STEPS,
