@@ -27,6 +27,10 @@
 //! request on stderr, `all` every one). Nothing of the held-out data is in the repository; the
 //! bench prints only sizes and question ids.
 
+// Function length is a rule for src/ and crates/*/src/ (Cargo.toml,
+// `[workspace.lints]`), not for a test crate or a bench.
+#![allow(clippy::too_many_lines)]
+
 #[path = "../tests/support/llm_standin.rs"]
 mod llm_standin;
 

@@ -53,6 +53,10 @@
 //! absent (it is tagged again the moment each pull ends, and at the end,
 //! on a panic or Ctrl-C). See `user_path/fresh.rs`.
 
+// Function length is a rule for src/ and crates/*/src/ (Cargo.toml,
+// `[workspace.lints]`), not for a test crate or a bench.
+#![allow(clippy::too_many_lines)]
+
 #[path = "../tests/support/mod.rs"]
 mod support;
 

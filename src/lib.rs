@@ -44,6 +44,4 @@ mod verify;
 pub mod watch_spec;
 
 #[cfg(test)]
-mod fn_length;
-#[cfg(test)]
 mod layering;

@@ -392,6 +392,52 @@ async fn verify_independent(
     v
 }
 
+/// The policy's output checks (`output.checks`) on the validated result,
+/// recorded in `c`; a failure that ends the run sets `c.stop`. Runs nothing
+/// when the policy has no checks.
+async fn check_result(input: &ConfirmInput<'_>, c: &mut Confirmation) {
+    let checks = &input.policy.output.checks;
+    if checks.is_empty() {
+        return;
+    }
+    let t = Instant::now();
+    let ran = run_checks(input.sandbox, &input.config, checks, input.result).await;
+    c.sandbox_time += t.elapsed();
+    match ran {
+        Ok(outcomes) => c.checks = outcomes,
+        Err(e) => {
+            c.stop = Some((ReportStatus::Failed, e));
+            return;
+        }
+    }
+    let failed: Vec<String> = c
+        .checks
+        .iter()
+        .filter(|o| !o.passed)
+        .map(|o| format!("`{}` — {}", o.check, o.error.as_deref().unwrap_or("failed")))
+        .collect();
+    if !failed.is_empty() {
+        let text = format!(
+            "the result failed {} of the policy's output checks:\n{}\nThe result was {}",
+            failed.len(),
+            failed.join("\n"),
+            shown(input.result)
+        );
+        match input.policy.output.on_check_failure {
+            OnCheckFailure::Escalate if input.approved => {
+                tracing::info!("a failed check was accepted: a human approved this code");
+            }
+            OnCheckFailure::Escalate => {
+                c.stop = Some((
+                    ReportStatus::NeedsApproval,
+                    format!("{text}\nA human may approve the code to accept this result."),
+                ));
+            }
+            OnCheckFailure::Stop => c.stop = Some((ReportStatus::Failed, text)),
+        }
+    }
+}
+
 /// Repeat runs, checks and independent verification of a validated result,
 /// as the policy asks. Runs nothing when the policy asks for none of them.
 pub(crate) async fn confirm(input: ConfirmInput<'_>) -> Confirmation {
@@ -430,48 +476,9 @@ pub(crate) async fn confirm(input: ConfirmInput<'_>) -> Confirmation {
             return c;
         }
     }
-    let checks = &input.policy.output.checks;
-    if !checks.is_empty() {
-        let t = Instant::now();
-        let ran = run_checks(input.sandbox, &input.config, checks, input.result).await;
-        c.sandbox_time += t.elapsed();
-        match ran {
-            Ok(outcomes) => c.checks = outcomes,
-            Err(e) => {
-                c.stop = Some((ReportStatus::Failed, e));
-                return c;
-            }
-        }
-        let failed: Vec<String> = c
-            .checks
-            .iter()
-            .filter(|o| !o.passed)
-            .map(|o| format!("`{}` — {}", o.check, o.error.as_deref().unwrap_or("failed")))
-            .collect();
-        if !failed.is_empty() {
-            let text = format!(
-                "the result failed {} of the policy's output checks:\n{}\nThe result was {}",
-                failed.len(),
-                failed.join("\n"),
-                shown(input.result)
-            );
-            match input.policy.output.on_check_failure {
-                OnCheckFailure::Escalate if input.approved => {
-                    tracing::info!("a failed check was accepted: a human approved this code");
-                }
-                OnCheckFailure::Escalate => {
-                    c.stop = Some((
-                        ReportStatus::NeedsApproval,
-                        format!("{text}\nA human may approve the code to accept this result."),
-                    ));
-                    return c;
-                }
-                OnCheckFailure::Stop => {
-                    c.stop = Some((ReportStatus::Failed, text));
-                    return c;
-                }
-            }
-        }
+    check_result(&input, &mut c).await;
+    if c.stop.is_some() {
+        return c;
     }
     if input.policy.output.verify == VerifyMode::Independent {
         let Some(model) = input.model else {

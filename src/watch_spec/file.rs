@@ -156,6 +156,67 @@ fn input_problem(inputs: &[String]) -> Option<(usize, String)> {
     [path, source].into_iter().flatten().min_by_key(|(i, _)| *i)
 }
 
+/// A watch's code, goal and pinned hash (`code_sha256`), as [`program`]
+/// checked them.
+type Program = (Option<String>, Option<String>, Option<String>);
+
+/// A watch's code, goal and pinned hash, checked together: exact `code`
+/// (whose SHA-256, when `code_sha256` pins one, must match) or a `goal` with
+/// `code_sha256`, never both; blank ones count as absent. `at` words an
+/// error at a key.
+fn program(
+    code: Option<String>,
+    goal: Option<String>,
+    pin: Option<String>,
+    at: &impl Fn(&str, String) -> WatchError,
+) -> Result<Program, WatchError> {
+    let code = code.filter(|c| !c.trim().is_empty());
+    let goal = goal.filter(|g| !g.trim().is_empty());
+    let pin = pin.map(|s| s.trim().to_ascii_lowercase());
+    if let Some(p) = &pin
+        && !is_hex64(p)
+    {
+        return Err(at(
+            "code_sha256",
+            format!("code_sha256 `{p}` is not a hex SHA-256 (64 hex digits)"),
+        ));
+    }
+    match (&code, &goal, &pin) {
+        (Some(_), Some(_), _) => {
+            return Err(at(
+                "goal",
+                "give either `code` (exact code, recommended) or `goal` with `code_sha256`, not both".into(),
+            ));
+        }
+        (None, None, _) => {
+            return Err(at(
+                "name",
+                "the watch has no `code` and no `goal`; add `code: |` with the exact Python to run"
+                    .into(),
+            ));
+        }
+        (None, Some(_), None) => {
+            return Err(at(
+                "goal",
+                "a `goal` needs `code_sha256`: the hash of the code approved once, so every run runs that code; or write the code itself under `code`".into(),
+            ));
+        }
+        (Some(c), None, Some(p)) => {
+            let actual = crate::sandbox::sha256_hex(c.as_bytes());
+            if &actual != p {
+                return Err(at(
+                    "code_sha256",
+                    format!(
+                        "the code's SHA-256 is {actual}, not the pinned {p}; update code_sha256 if the code change is intended"
+                    ),
+                ));
+            }
+        }
+        _ => {}
+    }
+    Ok((code, goal, pin))
+}
+
 impl Watch {
     /// Parses and validates one watch file's text; `origin` names it in errors.
     pub fn parse(src: &str, origin: &str) -> Result<Watch, WatchError> {
@@ -177,49 +238,7 @@ impl Watch {
                 ),
             ));
         }
-        let code = raw.code.filter(|c| !c.trim().is_empty());
-        let goal = raw.goal.filter(|g| !g.trim().is_empty());
-        let pin = raw.code_sha256.map(|s| s.trim().to_ascii_lowercase());
-        if let Some(p) = &pin
-            && !is_hex64(p)
-        {
-            return Err(at(
-                "code_sha256",
-                format!("code_sha256 `{p}` is not a hex SHA-256 (64 hex digits)"),
-            ));
-        }
-        match (&code, &goal, &pin) {
-            (Some(_), Some(_), _) => {
-                return Err(at(
-                    "goal",
-                    "give either `code` (exact code, recommended) or `goal` with `code_sha256`, not both".into(),
-                ));
-            }
-            (None, None, _) => {
-                return Err(at(
-                    "name",
-                    "the watch has no `code` and no `goal`; add `code: |` with the exact Python to run".into(),
-                ));
-            }
-            (None, Some(_), None) => {
-                return Err(at(
-                    "goal",
-                    "a `goal` needs `code_sha256`: the hash of the code approved once, so every run runs that code; or write the code itself under `code`".into(),
-                ));
-            }
-            (Some(c), None, Some(p)) => {
-                let actual = crate::sandbox::sha256_hex(c.as_bytes());
-                if &actual != p {
-                    return Err(at(
-                        "code_sha256",
-                        format!(
-                            "the code's SHA-256 is {actual}, not the pinned {p}; update code_sha256 if the code change is intended"
-                        ),
-                    ));
-                }
-            }
-            _ => {}
-        }
+        let (code, goal, pin) = program(raw.code, raw.goal, raw.code_sha256, &at)?;
         let inputs: Vec<String> = raw.inputs.iter().map(|s| s.value.clone()).collect();
         let input_positions: Vec<(u64, u64)> = raw
             .inputs

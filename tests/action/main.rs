@@ -2,6 +2,10 @@
 //!
 //! One test crate per area (each links the library once); each file is a module.
 
+// Function length is a rule for src/ and crates/*/src/ (Cargo.toml,
+// `[workspace.lints]`), not for a test crate or a bench.
+#![allow(clippy::too_many_lines)]
+
 #[path = "../support/mod.rs"]
 mod support;
 

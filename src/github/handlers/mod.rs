@@ -69,16 +69,8 @@ pub(crate) async fn on_comment(
             goal,
             context,
             code,
-        } => {
-            let asked = Asked {
-                options,
-                goal,
-                context,
-                code: code.as_deref(),
-            };
-            compute::compute(ctx, thread, issue, asker, asked).await
         }
-        Command::Plan {
+        | Command::Plan {
             options,
             goal,
             context,
@@ -90,7 +82,11 @@ pub(crate) async fn on_comment(
                 context,
                 code: code.as_deref(),
             };
-            plan::plan(ctx, thread, issue, asker, asked).await
+            if let Command::Plan { .. } = command {
+                plan::plan(ctx, thread, issue, asker, asked).await
+            } else {
+                compute::compute(ctx, thread, issue, asker, asked).await
+            }
         }
         Command::RunPlan { sha256_prefix } => {
             run::run_plan(ctx, thread, issue, asker, sha256_prefix.as_deref()).await

@@ -257,12 +257,40 @@ impl Prepared {
 
     /// The run itself, and the guard that still owns the container.
     async fn collect(self, job: &Job) -> (Result<Outcome, SandboxError>, Guard) {
+        let (first, rest) = self.first(job, None).await;
+        let Rest {
+            mut guard,
+            gvisor,
+            watch,
+            ..
+        } = rest;
+        let mut result = first.map(|(outcome, _)| outcome);
+        drop(watch);
+        // A run with an outcome reads its log (and removes it); any other
+        // end leaves the log to the guard, which removes it with the
+        // container.
+        if let Ok(o) = &mut result {
+            guard.log = None;
+            gvisor.add_to(o).await;
+        }
+        (result, guard)
+    }
+
+    /// The job's run, or (`session`) step 1 of a session, in the prepared
+    /// container, with its system-call filter on the outcome; and what is
+    /// left of the container for its removal, its log or the next steps.
+    /// The one place a prepared run is taken apart.
+    async fn first(
+        self,
+        job: &Job,
+        session: Option<StepOptions>,
+    ) -> (Result<(Outcome, Live), SandboxError>, Rest) {
         let Prepared {
             name,
             image,
             limits,
             attach,
-            mut guard,
+            guard,
             preload,
             boost,
             seccomp,
@@ -278,20 +306,35 @@ impl Prepared {
             boost,
             watch: watch.as_ref(),
         };
-        let mut result = run.execute(image, attach, job).await.map(|mut o| {
-            o.seccomp = Some(seccomp);
-            o
+        let first = run.first(image.clone(), attach, job, session).await;
+        let first = first.map(|(mut outcome, live)| {
+            outcome.seccomp = Some(seccomp);
+            (outcome, live)
         });
-        drop(watch);
-        // A run with an outcome reads its log (and removes it); any other
-        // end leaves the log to the guard, which removes it with the
-        // container.
-        if let Ok(o) = &mut result {
-            guard.log = None;
-            gvisor.add_to(o).await;
-        }
-        (result, guard)
+        let rest = Rest {
+            docker,
+            name,
+            image,
+            guard,
+            seccomp,
+            gvisor,
+            watch,
+        };
+        (first, rest)
     }
+}
+
+/// What is left of a [`Prepared`] container once its first run is over
+/// ([`Prepared::first`]): the guard that owns it, gVisor's log and its
+/// watch, and what a session's next steps need.
+struct Rest {
+    docker: Bollard,
+    name: String,
+    image: ImageInfo,
+    guard: Guard,
+    seccomp: SeccompProfile,
+    gvisor: GvisorLog,
+    watch: Option<LogWatch>,
 }
 
 impl PreparedRun for Prepared {
@@ -326,28 +369,16 @@ impl Prepared {
         job: &Job,
         options: StepOptions,
     ) -> Result<(Outcome, SessionRun), SandboxError> {
-        let Prepared {
+        let (first, rest) = self.first(job, Some(options)).await;
+        let Rest {
+            docker,
             name,
             image,
-            limits,
-            attach,
             guard,
-            preload,
-            boost,
             seccomp,
             gvisor,
-        } = self;
-        let docker = guard.sandbox.docker.clone();
-        let watch = gvisor.watch(&docker, &name);
-        let run = Run {
-            docker: &docker,
-            name: &name,
-            limits: &limits,
-            preload: &preload,
-            boost,
-            watch: watch.as_ref(),
-        };
-        let first = run.first(image.clone(), attach, job, Some(options)).await;
+            watch,
+        } = rest;
         let (mut outcome, live) = match first {
             Ok(first) => first,
             Err(e) => {
@@ -356,7 +387,6 @@ impl Prepared {
                 return Err(e);
             }
         };
-        outcome.seccomp = Some(seccomp);
         let mut session = SessionRun {
             docker,
             name,
@@ -695,7 +725,7 @@ fn chunk(item: Result<LogOutput, bollard::errors::Error>) -> Result<Chunk, Strin
     }
 }
 
-/// One run's fixed facts, for the steps of [`Run::execute`].
+/// One run's fixed facts, for the steps of [`Run::first`].
 struct Run<'a> {
     docker: &'a Bollard,
     name: &'a str,
@@ -719,15 +749,6 @@ struct Live {
 }
 
 impl Run<'_> {
-    async fn execute(
-        &self,
-        image: ImageInfo,
-        attach: AttachContainerResults,
-        job: &Job,
-    ) -> Result<Outcome, SandboxError> {
-        Ok(self.first(image, attach, job, None).await?.0)
-    }
-
     /// The job's run, or (`session`) step 1 of a session, with what the
     /// session keeps for its next steps.
     async fn first(
