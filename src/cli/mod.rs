@@ -327,29 +327,14 @@ fn outcome_text(o: &Outcome) -> String {
             o.resources.cpu_time_ms.unwrap_or(0)
         ));
     }
-    if !o.stdout.is_empty() {
-        s.push_str("--- stdout");
-        s.push_str(if o.stdout_truncated {
-            " (truncated)"
-        } else {
-            ""
-        });
-        s.push_str(" ---\n");
-        s.push_str(&o.stdout);
-        if !o.stdout.ends_with('\n') {
-            s.push('\n');
-        }
-    }
-    if !o.stderr.is_empty() {
-        s.push_str("--- stderr");
-        s.push_str(if o.stderr_truncated {
-            " (truncated)"
-        } else {
-            ""
-        });
-        s.push_str(" ---\n");
-        s.push_str(&o.stderr);
-        if !o.stderr.ends_with('\n') {
+    let streams = [
+        ("stdout", &o.stdout, o.stdout_truncated),
+        ("stderr", &o.stderr, o.stderr_truncated),
+    ];
+    for (name, text, truncated) in streams.into_iter().filter(|(_, t, _)| !t.is_empty()) {
+        let cut = if truncated { " (truncated)" } else { "" };
+        s.push_str(&format!("--- {name}{cut} ---\n{text}"));
+        if !text.ends_with('\n') {
             s.push('\n');
         }
     }
