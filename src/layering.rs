@@ -205,6 +205,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "agent",
             "github::actions",
             "github::assets",
+            "github::command",
             "github::followup",
             "github::inputs",
             "github::rest",
@@ -237,7 +238,12 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ),
     (
         "github::handlers::plan",
-        &["github::execute", "github::spec", "github::thread"],
+        &[
+            "github::command",
+            "github::execute",
+            "github::spec",
+            "github::thread",
+        ],
     ),
     (
         "github::handlers::run",

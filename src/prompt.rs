@@ -1076,7 +1076,7 @@ mod tests {
         assert_eq!(
             extract_fenced_code(comment),
             match crate::github::command::parse(comment, "/compute") {
-                Some(crate::github::command::Command::Run { code, .. }) => code,
+                Some(crate::github::command::Command::Run(ask)) => ask.code,
                 _ => None,
             }
         );

@@ -4,20 +4,38 @@
 
 use std::collections::BTreeMap;
 
+/// What `/compute <goal>` and `/compute plan <goal>` write: the options,
+/// the goal, the lines after it and the code. A run and a plan take the
+/// same, so each handler builds its run from one of these
+/// (`RunSpec::asked`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Ask {
+    /// `key=value` options written before the goal (quoted values allowed).
+    pub options: BTreeMap<String, String>,
+    /// The goal: the rest of the first line.
+    pub goal: String,
+    /// The following lines, without the code block, trimmed.
+    pub context: String,
+    /// The first fenced python block anywhere in the comment.
+    pub code: Option<String>,
+}
+
+impl Ask {
+    /// The `key=value` options a run or a plan does not know.
+    pub fn unknown_options(&self) -> Vec<&str> {
+        self.options
+            .keys()
+            .filter(|k| !matches!(k.as_str(), "inputs" | "code"))
+            .map(String::as_str)
+            .collect()
+    }
+}
+
 /// A parsed comment command.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Command {
     /// Run a computation.
-    Run {
-        /// `key=value` options written before the goal (quoted values allowed).
-        options: BTreeMap<String, String>,
-        /// The goal: the rest of the first line.
-        goal: String,
-        /// The following lines, without the code block, trimmed.
-        context: String,
-        /// The first fenced python block anywhere in the comment.
-        code: Option<String>,
-    },
+    Run(Ask),
     /// `/compute approve [<sha256 prefix>]`: approve the pending code. With a
     /// hex prefix (at least 8 digits, as shown next to the code), only code
     /// whose sha256 starts with it is approved, so the approval is bound to
@@ -36,18 +54,9 @@ pub enum Command {
         fresh: bool,
     },
     /// `/compute plan <goal>`: the plan, the exact code, its verdict and its
-    /// sha256 are posted; nothing runs. Its fields are those of
-    /// [`Command::Run`] (`plan` is followed by the same options and goal).
-    Plan {
-        /// `key=value` options written after `plan`.
-        options: BTreeMap<String, String>,
-        /// The goal.
-        goal: String,
-        /// The following lines, without the code block, trimmed.
-        context: String,
-        /// The first fenced python block anywhere in the comment.
-        code: Option<String>,
-    },
+    /// sha256 are posted; nothing runs. It asks what [`Command::Run`] asks
+    /// (`plan` is followed by the same options and goal).
+    Plan(Ask),
     /// `/compute run [<sha256 prefix>]`: run exactly the code of the newest
     /// plan in the thread (only when its sha256 starts with the prefix, if given).
     RunPlan {
@@ -172,21 +181,16 @@ pub fn parse(body: &str, prefix: &str) -> Option<Command> {
         }
         None => (None, rest.to_string()),
     };
-    let (goal, context) = (goal.to_string(), context.trim().to_string());
+    let ask = Ask {
+        options,
+        goal: goal.to_string(),
+        context: context.trim().to_string(),
+        code,
+    };
     Some(if planning {
-        Command::Plan {
-            options,
-            goal,
-            context,
-            code,
-        }
+        Command::Plan(ask)
     } else {
-        Command::Run {
-            options,
-            goal,
-            context,
-            code,
-        }
+        Command::Run(ask)
     })
 }
 
@@ -310,12 +314,12 @@ mod tests {
 
     fn run(body: &str) -> (BTreeMap<String, String>, String, String, Option<String>) {
         match parse(body, "/compute") {
-            Some(Command::Run {
+            Some(Command::Run(Ask {
                 options,
                 goal,
                 context,
                 code,
-            }) => (options, goal, context, code),
+            })) => (options, goal, context, code),
             other => panic!("expected Run, got {other:?}"),
         }
     }
@@ -324,12 +328,12 @@ mod tests {
     fn plan_takes_a_goal_and_run_alone_runs_the_plan() {
         let body = "/compute plan inputs=data/a.csv mean amount\nper day\n```python\nprint(1)\n```";
         match parse(body, "/compute") {
-            Some(Command::Plan {
+            Some(Command::Plan(Ask {
                 options,
                 goal,
                 context,
                 code,
-            }) => {
+            })) => {
                 assert_eq!(options["inputs"], "data/a.csv");
                 assert_eq!(goal, "mean amount");
                 assert_eq!(context, "per day");
@@ -339,18 +343,13 @@ mod tests {
         }
         assert_eq!(
             parse("/compute plan", "/compute"),
-            Some(Command::Plan {
-                options: BTreeMap::new(),
-                goal: String::new(),
-                context: String::new(),
-                code: None,
-            })
+            Some(Command::Plan(Ask::default()))
         );
         assert!(
-            matches!(parse("/compute PLAN mean", "/compute"), Some(Command::Plan { goal, options, .. }) if goal == "mean" && inputs_option(&options).is_empty())
+            matches!(parse("/compute PLAN mean", "/compute"), Some(Command::Plan(Ask { goal, options, .. })) if goal == "mean" && inputs_option(&options).is_empty())
         );
         assert!(
-            matches!(parse("/compute planets by mass", "/compute"), Some(Command::Run { goal, .. }) if goal == "planets by mass")
+            matches!(parse("/compute planets by mass", "/compute"), Some(Command::Run(Ask { goal, .. })) if goal == "planets by mass")
         );
         assert_eq!(
             parse("/compute run", "/compute"),
@@ -374,7 +373,7 @@ mod tests {
         );
         // `plan run` plans the goal "run".
         assert!(
-            matches!(parse("/compute plan run", "/compute"), Some(Command::Plan { goal, .. }) if goal == "run")
+            matches!(parse("/compute plan run", "/compute"), Some(Command::Plan(Ask { goal, .. })) if goal == "run")
         );
     }
 
@@ -465,7 +464,7 @@ mod tests {
         // With an option first, the line is a goal.
         assert!(matches!(
             parse("/compute inputs=a.csv approve the budget", "/compute"),
-            Some(Command::Run { goal, .. }) if goal == "approve the budget"
+            Some(Command::Run(Ask { goal, .. })) if goal == "approve the budget"
         ));
     }
 
@@ -511,7 +510,7 @@ mod tests {
         // A word that merely starts like a subcommand is a goal.
         assert!(matches!(
             parse("/compute replays per day", "/compute"),
-            Some(Command::Run { goal, .. }) if goal == "replays per day"
+            Some(Command::Run(Ask { goal, .. })) if goal == "replays per day"
         ));
     }
 

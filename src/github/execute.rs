@@ -10,10 +10,11 @@ use crate::github::actions::event::ActionEnv;
 use crate::github::actions::workflow::{self, Outputs};
 use crate::github::activity::{self, earlier, earlier::Use};
 use crate::github::assets;
+use crate::github::command::Ask;
 use crate::github::followup::find_earlier;
 use crate::github::inputs::{self, Resolved};
 use crate::github::rest::comments::Reaction;
-use crate::github::spec::{Asked, RunSpec};
+use crate::github::spec::RunSpec;
 use crate::github::texts::{self, PendingInput, request_marker, stop};
 use crate::github::thread::{Ctx, Later, Post, Published, Stop, Thread, log_annotation};
 use crate::model::{ModelChoice, ModelClient, ModelConfig, ModelOverrides, Provider};
@@ -390,7 +391,7 @@ pub(crate) fn with_sources(context: Option<String>, fetched: &activity::Fetched)
 pub(crate) async fn asked_run(
     ctx: &Ctx<'_>,
     issue: u64,
-    asked: &Asked<'_>,
+    ask: &Ask,
     spec: RunSpec,
     named: Result<(), inputs::InputProblem>,
 ) -> Result<Result<RunSpec, Published>, Stop> {
@@ -401,7 +402,7 @@ pub(crate) async fn asked_run(
             stop::inputs_unusable(&[problem]),
         ));
     }
-    let unknown = asked.unknown_options();
+    let unknown = ask.unknown_options();
     if !unknown.is_empty() {
         log_annotation(
             "warning",

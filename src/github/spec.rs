@@ -6,13 +6,10 @@
 //! — and taken through the loop unchanged: the agent's
 //! [`Request`] ([`RunSpec::request`]) and the request an answer records
 //! ([`RunSpec::recorded`]) are made from it, nowhere else.
-
-use std::collections::BTreeMap;
-
 use serde_json::Value;
 
 use crate::agent::Request;
-use crate::github::command;
+use crate::github::command::{self, Ask};
 use crate::github::followup::EarlierAnswer;
 use crate::github::inputs::{self, InputProblem};
 use crate::github::texts::{PendingInput, PendingRequest};
@@ -72,32 +69,6 @@ pub(crate) struct RunSpec {
     pub(crate) earlier: Option<EarlierAnswer>,
 }
 
-/// What a `/compute` or `/compute plan` comment wrote: the fields of
-/// [`Command::Run`](command::Command::Run) and
-/// [`Command::Plan`](command::Command::Plan).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Asked<'c> {
-    /// The `key=value` options.
-    pub(crate) options: &'c BTreeMap<String, String>,
-    /// The goal.
-    pub(crate) goal: &'c str,
-    /// The following lines.
-    pub(crate) context: &'c str,
-    /// The fenced python block.
-    pub(crate) code: Option<&'c str>,
-}
-
-impl Asked<'_> {
-    /// The `key=value` options a run or a plan does not know.
-    pub(crate) fn unknown_options(&self) -> Vec<&str> {
-        self.options
-            .keys()
-            .filter(|k| !matches!(k.as_str(), "inputs" | "code"))
-            .map(String::as_str)
-            .collect()
-    }
-}
-
 /// `Some` unless blank.
 fn given(text: String) -> Option<String> {
     Some(text).filter(|t| !t.trim().is_empty())
@@ -107,13 +78,13 @@ impl RunSpec {
     /// The run a `/compute` or `/compute plan` comment asks for (blank
     /// goal, context and code are none), to run; the plan handler sets
     /// `plan_only`, and each handler adds the earlier answer.
-    pub(crate) fn asked(asked: &Asked<'_>) -> RunSpec {
+    pub(crate) fn asked(ask: &Ask) -> RunSpec {
         RunSpec {
-            goal: given(asked.goal.to_string()),
-            code: asked.code.map(str::to_string).and_then(given),
-            code_file: asked.options.get("code").cloned().and_then(given),
-            context: given(asked.context.to_string()),
-            inputs: command::inputs_option(asked.options),
+            goal: given(ask.goal.clone()),
+            code: ask.code.clone().and_then(given),
+            code_file: ask.options.get("code").cloned().and_then(given),
+            context: given(ask.context.clone()),
+            inputs: command::inputs_option(&ask.options),
             ..RunSpec::default()
         }
     }
@@ -251,29 +222,12 @@ mod tests {
     /// The run of a `/compute` or `/compute plan` command, as its handler
     /// builds it.
     fn spec_of(command: &Command) -> RunSpec {
-        let (Command::Run {
-            options,
-            goal,
-            context,
-            code,
-        }
-        | Command::Plan {
-            options,
-            goal,
-            context,
-            code,
-        }) = command
-        else {
+        let (Command::Run(ask) | Command::Plan(ask)) = command else {
             panic!("not a run: {command:?}");
         };
-        let spec = RunSpec::asked(&Asked {
-            options,
-            goal,
-            context,
-            code: code.as_deref(),
-        });
+        let spec = RunSpec::asked(ask);
         RunSpec {
-            plan_only: matches!(command, Command::Plan { .. }),
+            plan_only: matches!(command, Command::Plan(_)),
             ..spec
         }
     }

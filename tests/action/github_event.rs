@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use compute_bot::github::actions::event::{ActionEnv, EventError, Trigger};
-use compute_bot::github::command::{self, Command};
+use compute_bot::github::command::{self, Ask, Command};
 use compute_bot::github::flow::{Screened, screen};
 use compute_bot::policy::{Act, Authorization, Policy};
 
@@ -85,12 +85,12 @@ fn comment_on_an_issue() {
     assert_eq!(author_login, "alice");
     assert!(body.contains("\r\n"));
     // The CRLF body parses: options, goal, context and the exact code.
-    let Some(Command::Run {
+    let Some(Command::Run(Ask {
         options,
         goal,
         context,
         code,
-    }) = command::parse(&body, &e.inputs.command)
+    })) = command::parse(&body, &e.inputs.command)
     else {
         panic!("no command")
     };

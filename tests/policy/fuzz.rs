@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use compute_bot::github::actions::event::{ActionEnv, EnvError, EventError, Trigger};
-use compute_bot::github::command::{self, Command};
+use compute_bot::github::command::{self, Ask, Command};
 use compute_bot::policy::{Decision, Policy, Verdict, check_code};
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -234,7 +234,7 @@ proptest! {
         let nl = if crlf { "\r\n" } else { "\n" };
         let body = format!("{p} {g}{nl}{rest}");
         match command::parse(&body, "/compute") {
-            Some(Command::Run { goal, options, .. }) => {
+            Some(Command::Run(Ask { goal, options, .. })) => {
                 prop_assert_eq!(goal, g.trim());
                 prop_assert!(options.is_empty());
             }
@@ -252,7 +252,7 @@ proptest! {
         let written: Vec<String> = opts.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let body = format!("/compute {} {g}", written.join(" "));
         match command::parse(&body, "/compute") {
-            Some(Command::Run { goal, options, .. }) => {
+            Some(Command::Run(Ask { goal, options, .. })) => {
                 prop_assert_eq!(&options, &opts);
                 prop_assert_eq!(goal, g.trim());
             }

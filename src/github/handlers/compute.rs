@@ -5,29 +5,30 @@
 //! the run (the code goes in at `execute`); a refusal drops it and it is
 //! removed unused.
 
+use crate::github::command::Ask;
 use crate::github::execute::{asked_run, execute_ahead, prepare_ahead};
-use crate::github::spec::{Asked, RunSpec};
+use crate::github::spec::RunSpec;
 use crate::github::thread::{Asker, Ctx, Published, Stop, Thread};
 
-/// `/compute <goal>`: the run `asked` names, by `asker`, in the container
+/// `/compute <goal>`: the run `ask` names, by `asker`, in the container
 /// started for its exact code when there is one.
 pub(crate) async fn compute(
     ctx: &Ctx<'_>,
     thread: &mut Thread<'_>,
     issue: u64,
     asker: Asker<'_>,
-    asked: Asked<'_>,
+    ask: &Ask,
 ) -> Result<Published, Stop> {
     // The code it names in the checkout (`code=`, or a notebook the goal
     // mentions) is read first, so its container starts early too; a
     // problem with it is answered once the asker may run code.
-    let mut spec = RunSpec::asked(&asked);
+    let mut spec = RunSpec::asked(ask);
     let named = spec.take_named_code(&ctx.env.workspace, ctx.policy.session.in_steps());
     let ahead = match asker.allowed_while(ctx, prepare_ahead(ctx, &spec)).await? {
         Ok(ahead) => ahead,
         Err(refused) => return Ok(refused),
     };
-    match asked_run(ctx, issue, &asked, spec, named).await? {
+    match asked_run(ctx, issue, ask, spec, named).await? {
         Ok(spec) => execute_ahead(ctx, thread, spec, ahead).await,
         Err(usage) => Ok(usage),
     }

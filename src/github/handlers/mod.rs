@@ -25,7 +25,6 @@ pub(crate) mod watch;
 
 use crate::github::command::{Command, Subcommand};
 use crate::github::rest::comments::Reaction;
-use crate::github::spec::Asked;
 use crate::github::texts;
 use crate::github::thread::{Asker, Ctx, Published, Stop, Thread};
 use crate::policy::{Act, PermissionCheck};
@@ -64,30 +63,8 @@ pub(crate) async fn on_comment(
 ) -> Result<Published, Stop> {
     let asker = Asker::new(check, act(&command));
     match &command {
-        Command::Run {
-            options,
-            goal,
-            context,
-            code,
-        }
-        | Command::Plan {
-            options,
-            goal,
-            context,
-            code,
-        } => {
-            let asked = Asked {
-                options,
-                goal,
-                context,
-                code: code.as_deref(),
-            };
-            if let Command::Plan { .. } = command {
-                plan::plan(ctx, thread, issue, asker, asked).await
-            } else {
-                compute::compute(ctx, thread, issue, asker, asked).await
-            }
-        }
+        Command::Run(ask) => compute::compute(ctx, thread, issue, asker, ask).await,
+        Command::Plan(ask) => plan::plan(ctx, thread, issue, asker, ask).await,
         Command::RunPlan { sha256_prefix } => {
             run::run_plan(ctx, thread, issue, asker, sha256_prefix.as_deref()).await
         }

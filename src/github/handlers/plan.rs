@@ -5,29 +5,30 @@
 //! started; the bot posts the plan, the exact code, the policy verdict and
 //! the code's sha256 as a **new comment it never edits** (status `planned`).
 
+use crate::github::command::Ask;
 use crate::github::execute::{asked_run, execute};
-use crate::github::spec::{Asked, RunSpec};
+use crate::github::spec::RunSpec;
 use crate::github::thread::{Asker, Ctx, Published, Stop, Thread};
 
-/// `/compute plan`: the run `asked` names, by `asker`, is generated (or
+/// `/compute plan`: the run `ask` names, by `asker`, is generated (or
 /// taken) and checked; nothing runs, and no container is started.
 pub(crate) async fn plan(
     ctx: &Ctx<'_>,
     thread: &mut Thread<'_>,
     issue: u64,
     asker: Asker<'_>,
-    asked: Asked<'_>,
+    ask: &Ask,
 ) -> Result<Published, Stop> {
     let mut spec = RunSpec {
         plan_only: true,
-        ..RunSpec::asked(&asked)
+        ..RunSpec::asked(ask)
     };
     // A problem with the code it names is answered once the asker may run code.
     let named = spec.take_named_code(&ctx.env.workspace, ctx.policy.session.in_steps());
     if let Err(refused) = asker.allowed(ctx).await? {
         return Ok(refused);
     }
-    match asked_run(ctx, issue, &asked, spec, named).await? {
+    match asked_run(ctx, issue, ask, spec, named).await? {
         Ok(spec) => execute(ctx, thread, spec).await,
         Err(usage) => Ok(usage),
     }
