@@ -1,34 +1,19 @@
 //! `/compute approve` and `/compute deny` end to end: the real binary, the
 //! GitHub stand-in and the real sandbox (the approved code runs in it).
-//! The comments that do not depend on the engine are snapshots
-//! (`snapshots/`); the answer of the approved run is checked by its parts
-//! (its sandbox section names the image, the durations and the memory
-//! seen). Each reply is snapshotted alone in
+//! Every comment is a snapshot (`snapshots/`); the answer of the approved
+//! run has its sandbox's volatile values (the image, the durations and the
+//! memory seen) named (`sandbox_comment_settings`). Each reply is snapshotted alone in
 //! `src/github/handlers/approve.rs` too, with the scripted executor.
 
 use crate::support::action_fixture::{
-    ActionFixture, COMMENT, ESCALATING, REPO, TOKEN, comment_settings, escalate_policy, fenced,
-    sha256,
+    ActionFixture, COMMENT, ESCALATING, REPO, TOKEN, escalate_policy, fenced, sha256,
+    snapshot_comment, snapshot_sandbox_comment,
 };
 use serde_json::{Value, json};
 
-/// The usual fixture with pull request 8 and a bot that has write access.
-async fn fixture() -> ActionFixture {
-    ActionFixture::builder()
-        .pull_request(8)
-        .permission("dependabot[bot]", "write")
-        .start()
-        .await
-}
-
-/// Snapshots the whole of a comment the bot wrote as `name`.
-fn snapshot(name: &str, body: &str) {
-    comment_settings().bind(|| insta::assert_snapshot!(name, body));
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn escalated_code_runs_only_when_an_allowed_approver_approves() {
-    let f = fixture().await;
+    let f = ActionFixture::with_pull_request_and_bot().await;
     f.policy(&escalate_policy());
     let ask = f.comment(
         "alice",
@@ -48,11 +33,8 @@ async fn escalated_code_runs_only_when_an_allowed_approver_approves() {
     assert_eq!(run.out("code_sha256"), sha256(ESCALATING));
     assert_eq!(run.out("result"), "null");
     let pending = f.bot_comments(7)[0].clone();
-    assert!(pending.body.contains(&format!(
-        "<!-- compute-bot:pending sha256={} -->",
-        sha256(ESCALATING)
-    )));
-    snapshot("escalated_pending", &pending.body);
+    // The request, with its pending marker naming the code's hash.
+    snapshot_comment("escalated_pending", &pending.body);
     assert!(!run.stdout.contains("::stop-commands::"), "nothing ran");
     assert_eq!(f.gh.reactions(ask), vec!["eyes"]);
 
@@ -66,7 +48,7 @@ async fn escalated_code_runs_only_when_an_allowed_approver_approves() {
         run.log()
     );
     assert_eq!(f.gh.reactions(fake), vec!["-1"]);
-    snapshot("approve_refused", &f.bot_comments(7).last().unwrap().body);
+    snapshot_comment("approve_refused", &f.bot_comments(7).last().unwrap().body);
     assert_eq!(
         f.gh.comment(pending.id).unwrap().body,
         pending.body,
@@ -84,7 +66,7 @@ async fn escalated_code_runs_only_when_an_allowed_approver_approves() {
         run.log()
     );
     assert_eq!(f.gh.reactions(wrong), vec!["confused"]);
-    snapshot(
+    snapshot_comment(
         "approve_names_other_code",
         &f.bot_comments(7).last().unwrap().body,
     );
@@ -112,11 +94,10 @@ async fn escalated_code_runs_only_when_an_allowed_approver_approves() {
         closed.starts_with(&pending.body),
         "the request as shown, closed"
     );
-    snapshot("approved_closed", &closed);
+    snapshot_comment("approved_closed", &closed);
     let answer = f.bot_comments(7).last().unwrap().clone();
-    assert!(answer.body.contains("<!-- compute-bot:run=9103 -->"));
-    assert!(answer.body.contains("Approved by @maint"));
-    assert!(answer.body.contains("Executed code") && answer.body.contains("hashlib.sha256"));
+    // The answer of run 9103: approved by @maint, the executed code shown.
+    snapshot_sandbox_comment("approved_answer", &answer.body);
     assert_eq!(f.report(&run)["code"], ESCALATING);
 
     // The request is closed: approving again runs nothing.
@@ -128,7 +109,7 @@ async fn escalated_code_runs_only_when_an_allowed_approver_approves() {
         "{}",
         run.log()
     );
-    snapshot(
+    snapshot_comment(
         "approve_nothing_pending",
         &f.bot_comments(7).last().unwrap().body,
     );
@@ -137,7 +118,7 @@ async fn escalated_code_runs_only_when_an_allowed_approver_approves() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deny_closes_the_request_and_tampered_code_is_not_approved() {
-    let f = fixture().await;
+    let f = ActionFixture::with_pull_request_and_bot().await;
     f.policy(&escalate_policy());
     f.comment(
         "alice",
@@ -164,7 +145,7 @@ async fn deny_closes_the_request_and_tampered_code_is_not_approved() {
         "{}",
         run.log()
     );
-    snapshot("approve_tampered", &f.bot_comments(7).last().unwrap().body);
+    snapshot_comment("approve_tampered", &f.bot_comments(7).last().unwrap().body);
     assert!(!run.stdout.contains("::stop-commands::"), "nothing ran");
 
     // A consistent swap (code and hash marker both rewritten) passes the hash
@@ -210,7 +191,7 @@ async fn deny_closes_the_request_and_tampered_code_is_not_approved() {
         closed.starts_with(&swapped),
         "the request as it stood, closed"
     );
-    snapshot("denied_closed", &closed);
+    snapshot_comment("denied_closed", &closed);
 }
 
 /// Edits a comment through the stand-in's REST API (as a maintainer could on the web).
