@@ -70,14 +70,27 @@ pub fn comment_settings() -> insta::Settings {
 /// registry repository, `[engine version]` Docker's, `[duration]` a time taken, `[memory]` a peak of
 /// memory, `[timestamp]` a date and time, `[watch state]` a watch's encoded
 /// history, `[preload]` and `[library reads]` what raced the code's
-/// arrival, `[commit]` a commit of the files branch, `[port]` the port of a loopback stand-in, `[tmp]` a temporary
+/// arrival, `[commit]` a commit of the files branch, `[checkout]` the
+/// checkout's path, `[port]` the port of a loopback stand-in, `[tmp]` a temporary
 /// directory.
 pub fn sandbox_comment_settings() -> insta::Settings {
     let mut s = comment_settings();
     for (pattern, name) in SANDBOX_FILTERS {
         s.add_filter(pattern, *name);
     }
+    // The checkout's own path (a policy the command line read from it).
+    s.add_filter(&regex_escape(env!("CARGO_MANIFEST_DIR")), "[checkout]");
     s
+}
+
+/// `text` as a regular expression that matches exactly it.
+fn regex_escape(text: &str) -> String {
+    text.chars()
+        .flat_map(|c| {
+            let special = "\\.+*?()|[]{}^$#&-~".contains(c);
+            special.then_some('\\').into_iter().chain([c])
+        })
+        .collect()
 }
 
 /// The filters of [`sandbox_comment_settings`], in order: each a regular
