@@ -41,14 +41,9 @@ async fn escalated_code_runs_only_when_an_allowed_approver_approves() {
     // A read-only user cannot approve.
     let fake = f.comment("rita", "/compute approve");
     let run = f.run(COMMENT, "9102").await;
-    assert_eq!(
-        (run.code, run.out("status")),
-        (0, "refused"),
-        "{}",
-        run.log()
-    );
+    run.assert_ended(0, "refused");
     assert_eq!(f.gh.reactions(fake), vec!["-1"]);
-    snapshot_comment("approve_refused", &f.bot_comments(7).last().unwrap().body);
+    snapshot_comment("approve_refused", &f.newest_bot_body(7));
     assert_eq!(
         f.gh.comment(pending.id).unwrap().body,
         pending.body,
@@ -59,17 +54,9 @@ async fn escalated_code_runs_only_when_an_allowed_approver_approves() {
     // An approval that names another hash is not carried out, and the request stays open.
     let wrong = f.comment("maint", "/compute approve 00000000");
     let run = f.run(COMMENT, "9105").await;
-    assert_eq!(
-        (run.code, run.out("status")),
-        (1, "failed"),
-        "{}",
-        run.log()
-    );
+    run.assert_ended(1, "failed");
     assert_eq!(f.gh.reactions(wrong), vec!["confused"]);
-    snapshot_comment(
-        "approve_names_other_code",
-        &f.bot_comments(7).last().unwrap().body,
-    );
+    snapshot_comment("approve_names_other_code", &f.newest_bot_body(7));
     assert_eq!(
         f.gh.comment(pending.id).unwrap().body,
         pending.body,
@@ -103,16 +90,8 @@ async fn escalated_code_runs_only_when_an_allowed_approver_approves() {
     // The request is closed: approving again runs nothing.
     let again = f.comment("maint", "/compute approve");
     let run = f.run(COMMENT, "9104").await;
-    assert_eq!(
-        (run.code, run.out("status")),
-        (0, "ignored"),
-        "{}",
-        run.log()
-    );
-    snapshot_comment(
-        "approve_nothing_pending",
-        &f.bot_comments(7).last().unwrap().body,
-    );
+    run.assert_ended(0, "ignored");
+    snapshot_comment("approve_nothing_pending", &f.newest_bot_body(7));
     assert_eq!(f.gh.reactions(again), vec!["confused"]);
 }
 
@@ -139,13 +118,8 @@ async fn deny_closes_the_request_and_tampered_code_is_not_approved() {
     assert!(patch_comment(&f, pending.id, &tampered).await);
     f.comment("maint", "/compute approve");
     let run = f.run(COMMENT, "9202").await;
-    assert_eq!(
-        (run.code, run.out("status")),
-        (1, "failed"),
-        "{}",
-        run.log()
-    );
-    snapshot_comment("approve_tampered", &f.bot_comments(7).last().unwrap().body);
+    run.assert_ended(1, "failed");
+    snapshot_comment("approve_tampered", &f.newest_bot_body(7));
     assert!(!run.stdout.contains("::stop-commands::"), "nothing ran");
 
     // A consistent swap (code and hash marker both rewritten) passes the hash
@@ -162,12 +136,7 @@ async fn deny_closes_the_request_and_tampered_code_is_not_approved() {
         &format!("/compute approve {}", &sha256(ESCALATING)[..12]),
     );
     let run = f.run(COMMENT, "9204").await;
-    assert_eq!(
-        (run.code, run.out("status")),
-        (1, "failed"),
-        "{}",
-        run.log()
-    );
+    run.assert_ended(1, "failed");
     assert_eq!(f.gh.reactions(a), vec!["confused"]);
     assert!(!run.stdout.contains("::stop-commands::"), "nothing ran");
     assert_eq!(
@@ -179,12 +148,7 @@ async fn deny_closes_the_request_and_tampered_code_is_not_approved() {
     // Deny closes it.
     let d = f.comment("maint", "/compute deny");
     let run = f.run(COMMENT, "9203").await;
-    assert_eq!(
-        (run.code, run.out("status")),
-        (0, "denied"),
-        "{}",
-        run.log()
-    );
+    run.assert_ended(0, "denied");
     assert_eq!(f.gh.reactions(d), vec!["+1"]);
     let closed = f.gh.comment(pending.id).unwrap().body;
     assert!(

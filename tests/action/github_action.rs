@@ -428,25 +428,15 @@ async fn unusable_inputs_and_a_missing_model_are_explained_and_nothing_runs() {
         ),
     );
     let run = f.run(COMMENT, "9501").await;
-    assert_eq!(
-        (run.code, run.out("status")),
-        (1, "failed"),
-        "{}",
-        run.log()
-    );
+    run.assert_ended(1, "failed");
     snapshot_comment("inputs_unusable", &f.bot_comments(7)[0].body);
     assert_eq!(f.gh.reactions(cid), vec!["eyes", "confused"]);
     assert!(!run.stdout.contains("::stop-commands::"));
 
     let cid = f.comment("alice", "/compute inputs=data/sales.csv median amount");
     let run = f.run(COMMENT, "9502").await;
-    assert_eq!(
-        (run.code, run.out("status")),
-        (1, "failed"),
-        "{}",
-        run.log()
-    );
-    snapshot_comment("no_model", &f.bot_comments(7).last().unwrap().body);
+    run.assert_ended(1, "failed");
+    snapshot_comment("no_model", &f.newest_bot_body(7));
     assert_eq!(f.gh.reactions(cid), vec!["eyes", "confused"]);
     assert!(
         run.stdout
@@ -459,11 +449,8 @@ async fn unusable_inputs_and_a_missing_model_are_explained_and_nothing_runs() {
     let run = f
         .run_env(f.env(COMMENT, "9503").with("INPUT_API_KEY", CANARY_KEY))
         .await;
-    assert_eq!((run.code, run.out("status")), (2, "error"), "{}", run.log());
-    snapshot_comment(
-        "model_half_configured",
-        &f.bot_comments(7).last().unwrap().body,
-    );
+    run.assert_ended(2, "error");
+    snapshot_comment("model_half_configured", &f.newest_bot_body(7));
     assert_eq!(f.gh.reactions(cid), vec!["eyes", "confused"]);
     assert_no_leak(&f, &run, CANARY_KEY);
 }
@@ -521,12 +508,7 @@ async fn the_workspace_policy_decides_who_and_whether_edits_count() {
         &format!("/compute inputs=data/sales.csv total\n{}", fenced(CODE)),
     );
     let run = f.run(COMMENT, "9701").await;
-    assert_eq!(
-        (run.code, run.out("status")),
-        (0, "refused"),
-        "{}",
-        run.log()
-    );
+    run.assert_ended(0, "refused");
     assert_eq!(f.gh.reactions(cid), vec!["-1"]);
     snapshot_comment("refused_listed_read_only", &f.bot_comments(7)[0].body);
     // Write permission but not listed: refused.
@@ -536,17 +518,9 @@ async fn the_workspace_policy_decides_who_and_whether_edits_count() {
         &format!("/compute inputs=data/sales.csv total\n{}", fenced(CODE)),
     );
     let run = f.run(COMMENT, "9702").await;
-    assert_eq!(
-        (run.code, run.out("status")),
-        (0, "refused"),
-        "{}",
-        run.log()
-    );
+    run.assert_ended(0, "refused");
     assert_eq!(f.gh.reactions(cid), vec!["-1"]);
-    snapshot_comment(
-        "refused_not_listed",
-        &f.bot_comments(7).last().unwrap().body,
-    );
+    snapshot_comment("refused_not_listed", &f.newest_bot_body(7));
     // Listed with write, and this policy lets edited comments count.
     let cid = f.comment_on(
         7,
@@ -555,7 +529,7 @@ async fn the_workspace_policy_decides_who_and_whether_edits_count() {
         "edited",
     );
     let run = f.run(COMMENT, "9703").await;
-    assert_eq!((run.code, run.out("status")), (0, "ok"), "{}", run.log());
+    run.assert_ended(0, "ok");
     assert_eq!(f.gh.reactions(cid), vec!["eyes", "rocket"]);
     let report = f.report(&run);
     assert_eq!(report["policy"], ".github/compute-bot.yml");

@@ -367,6 +367,13 @@ impl ActionFixture {
             .collect()
     }
 
+    /// The body of the bot's newest comment on `issue`.
+    #[track_caller]
+    pub fn newest_bot_body(&self, issue: u64) -> String {
+        let bots = self.bot_comments(issue);
+        bots.last().expect("a comment by the bot").body.clone()
+    }
+
     /// The report file the run named in its `report_path` output.
     pub fn report(&self, run: &ActionRun) -> Value {
         let rel = run.out("report_path");
