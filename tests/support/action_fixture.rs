@@ -96,17 +96,18 @@ fn regex_escape(text: &str) -> String {
 /// The filters of [`sandbox_comment_settings`], in order: each a regular
 /// expression and the name that stands for what it matched.
 const SANDBOX_FILTERS: &[(&str, &str)] = &[
-    // The image's id, in full (the record) and shortened (the sandbox table).
-    (r"sha256:[0-9a-f]{64}", "sha256:[digest]"),
-    (r"sha256:[0-9a-f]{6,63}…", "sha256:[digest]…"),
     // The image's repository digests on the engine: none for a local build,
     // some after a pull or a push (another test's too, while it runs); in the
-    // record all, in the sandbox table the first.
+    // record all, in the sandbox table the first. First: the filters below
+    // put brackets in them.
     (r#""digests":\[[^\]]*\]"#, r#""digests":[repo digests]"#),
     (
         r"(\| Image \| `[^`\n]*`(?: · id `[^`\n]*`)?)(?: · digest `[^`\n]*`)?",
         "${1} · [repo digest]",
     ),
+    // The image's id, in full (the record) and shortened (the sandbox table).
+    (r"sha256:[0-9a-f]{64}", "sha256:[digest]"),
+    (r"sha256:[0-9a-f]{6,63}…", "sha256:[digest]…"),
     // A registry repository a test pushed, named after the test's process.
     (r"(/cbs-[a-z0-9-]+?)-\d+\b", "${1}-[pid]"),
     // The Docker engine's version in the record.
