@@ -1,34 +1,19 @@
 //! `/compute approve` and `/compute deny` end to end: the real binary, the
 //! GitHub stand-in and the real sandbox (the approved code runs in it).
-//! The comments that do not depend on the engine are snapshots
-//! (`snapshots/`); the answer of the approved run is checked by its parts
-//! (its sandbox section names the image, the durations and the memory
-//! seen). Each reply is snapshotted alone in
+//! Every comment is a snapshot (`snapshots/`); the answer of the approved
+//! run has its sandbox's volatile values (the image, the durations and the
+//! memory seen) named (`sandbox_comment_settings`). Each reply is snapshotted alone in
 //! `src/github/handlers/approve.rs` too, with the scripted executor.
 
 use crate::support::action_fixture::{
-    ActionFixture, COMMENT, ESCALATING, REPO, TOKEN, comment_settings, escalate_policy, fenced,
-    sha256,
+    ActionFixture, COMMENT, ESCALATING, REPO, TOKEN, escalate_policy, fenced, sha256,
+    snapshot_comment, snapshot_sandbox_comment,
 };
 use serde_json::{Value, json};
 
-/// The usual fixture with pull request 8 and a bot that has write access.
-async fn fixture() -> ActionFixture {
-    ActionFixture::builder()
-        .pull_request(8)
-        .permission("dependabot[bot]", "write")
-        .start()
-        .await
-}
-
-/// Snapshots the whole of a comment the bot wrote as `name`.
-fn snapshot(name: &str, body: &str) {
-    comment_settings().bind(|| insta::assert_snapshot!(name, body));
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn escalated_code_runs_only_when_an_allowed_approver_approves() {
-    let f = fixture().await;
+    let f = ActionFixture::with_pull_request_and_bot().await;
     f.policy(&escalate_policy());
     let ask = f.comment(
         "alice",
@@ -48,25 +33,17 @@ async fn escalated_code_runs_only_when_an_allowed_approver_approves() {
     assert_eq!(run.out("code_sha256"), sha256(ESCALATING));
     assert_eq!(run.out("result"), "null");
     let pending = f.bot_comments(7)[0].clone();
-    assert!(pending.body.contains(&format!(
-        "<!-- compute-bot:pending sha256={} -->",
-        sha256(ESCALATING)
-    )));
-    snapshot("escalated_pending", &pending.body);
+    // The request, with its pending marker naming the code's hash.
+    snapshot_comment("escalated_pending", &pending.body);
     assert!(!run.stdout.contains("::stop-commands::"), "nothing ran");
     assert_eq!(f.gh.reactions(ask), vec!["eyes"]);
 
     // A read-only user cannot approve.
     let fake = f.comment("rita", "/compute approve");
     let run = f.run(COMMENT, "9102").await;
-    assert_eq!(
-        (run.code, run.out("status")),
-        (0, "refused"),
-        "{}",
-        run.log()
-    );
+    run.assert_ended(0, "refused");
     assert_eq!(f.gh.reactions(fake), vec!["-1"]);
-    snapshot("approve_refused", &f.bot_comments(7).last().unwrap().body);
+    snapshot_comment("approve_refused", &f.newest_bot_body(7));
     assert_eq!(
         f.gh.comment(pending.id).unwrap().body,
         pending.body,
@@ -77,17 +54,9 @@ async fn escalated_code_runs_only_when_an_allowed_approver_approves() {
     // An approval that names another hash is not carried out, and the request stays open.
     let wrong = f.comment("maint", "/compute approve 00000000");
     let run = f.run(COMMENT, "9105").await;
-    assert_eq!(
-        (run.code, run.out("status")),
-        (1, "failed"),
-        "{}",
-        run.log()
-    );
+    run.assert_ended(1, "failed");
     assert_eq!(f.gh.reactions(wrong), vec!["confused"]);
-    snapshot(
-        "approve_names_other_code",
-        &f.bot_comments(7).last().unwrap().body,
-    );
+    snapshot_comment("approve_names_other_code", &f.newest_bot_body(7));
     assert_eq!(
         f.gh.comment(pending.id).unwrap().body,
         pending.body,
@@ -112,32 +81,23 @@ async fn escalated_code_runs_only_when_an_allowed_approver_approves() {
         closed.starts_with(&pending.body),
         "the request as shown, closed"
     );
-    snapshot("approved_closed", &closed);
+    snapshot_comment("approved_closed", &closed);
     let answer = f.bot_comments(7).last().unwrap().clone();
-    assert!(answer.body.contains("<!-- compute-bot:run=9103 -->"));
-    assert!(answer.body.contains("Approved by @maint"));
-    assert!(answer.body.contains("Executed code") && answer.body.contains("hashlib.sha256"));
+    // The answer of run 9103: approved by @maint, the executed code shown.
+    snapshot_sandbox_comment("approved_answer", &answer.body);
     assert_eq!(f.report(&run)["code"], ESCALATING);
 
     // The request is closed: approving again runs nothing.
     let again = f.comment("maint", "/compute approve");
     let run = f.run(COMMENT, "9104").await;
-    assert_eq!(
-        (run.code, run.out("status")),
-        (0, "ignored"),
-        "{}",
-        run.log()
-    );
-    snapshot(
-        "approve_nothing_pending",
-        &f.bot_comments(7).last().unwrap().body,
-    );
+    run.assert_ended(0, "ignored");
+    snapshot_comment("approve_nothing_pending", &f.newest_bot_body(7));
     assert_eq!(f.gh.reactions(again), vec!["confused"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deny_closes_the_request_and_tampered_code_is_not_approved() {
-    let f = fixture().await;
+    let f = ActionFixture::with_pull_request_and_bot().await;
     f.policy(&escalate_policy());
     f.comment(
         "alice",
@@ -158,13 +118,8 @@ async fn deny_closes_the_request_and_tampered_code_is_not_approved() {
     assert!(patch_comment(&f, pending.id, &tampered).await);
     f.comment("maint", "/compute approve");
     let run = f.run(COMMENT, "9202").await;
-    assert_eq!(
-        (run.code, run.out("status")),
-        (1, "failed"),
-        "{}",
-        run.log()
-    );
-    snapshot("approve_tampered", &f.bot_comments(7).last().unwrap().body);
+    run.assert_ended(1, "failed");
+    snapshot_comment("approve_tampered", &f.newest_bot_body(7));
     assert!(!run.stdout.contains("::stop-commands::"), "nothing ran");
 
     // A consistent swap (code and hash marker both rewritten) passes the hash
@@ -181,12 +136,7 @@ async fn deny_closes_the_request_and_tampered_code_is_not_approved() {
         &format!("/compute approve {}", &sha256(ESCALATING)[..12]),
     );
     let run = f.run(COMMENT, "9204").await;
-    assert_eq!(
-        (run.code, run.out("status")),
-        (1, "failed"),
-        "{}",
-        run.log()
-    );
+    run.assert_ended(1, "failed");
     assert_eq!(f.gh.reactions(a), vec!["confused"]);
     assert!(!run.stdout.contains("::stop-commands::"), "nothing ran");
     assert_eq!(
@@ -198,19 +148,14 @@ async fn deny_closes_the_request_and_tampered_code_is_not_approved() {
     // Deny closes it.
     let d = f.comment("maint", "/compute deny");
     let run = f.run(COMMENT, "9203").await;
-    assert_eq!(
-        (run.code, run.out("status")),
-        (0, "denied"),
-        "{}",
-        run.log()
-    );
+    run.assert_ended(0, "denied");
     assert_eq!(f.gh.reactions(d), vec!["+1"]);
     let closed = f.gh.comment(pending.id).unwrap().body;
     assert!(
         closed.starts_with(&swapped),
         "the request as it stood, closed"
     );
-    snapshot("denied_closed", &closed);
+    snapshot_comment("denied_closed", &closed);
 }
 
 /// Edits a comment through the stand-in's REST API (as a maintainer could on the web).

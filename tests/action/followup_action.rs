@@ -4,7 +4,7 @@
 //! and says so; only the bot's own answers count; long threads page. Against
 //! the GitHub and model stand-ins and the real sandbox.
 
-use crate::support::action_fixture::{ActionFixture, COMMENT, REPO};
+use crate::support::action_fixture::{ActionFixture, COMMENT, REPO, snapshot_sandbox_comment};
 use crate::support::llm_standin::{CANARY_KEY, LlmStandin, Recorded, Reply};
 use serde_json::{Value, json};
 
@@ -113,15 +113,12 @@ async fn a_follow_up_builds_on_the_newest_answer_and_takes_its_inputs() {
         "the inherited input is previewed"
     );
     let second = f.bot_comments(7).pop().unwrap();
+    // Builds on the earlier answer, with its inputs `data/sales.csv`.
+    snapshot_sandbox_comment("followup_answer", &second.body);
     assert!(
-        second.body.contains(&format!(
-            "Builds on [this earlier answer]({})",
-            url(first.id)
-        )),
-        "{}",
-        second.body
+        second.body.contains(&url(first.id)),
+        "the link names the earlier answer's own id, not the snapshot's number"
     );
-    assert!(second.body.contains("with its inputs `data/sales.csv`"));
     let report = f.report(&run);
     assert_eq!(report["record"]["parent"], url(first.id));
     assert_eq!(report["record"]["inputs"][0]["path"], "data/sales.csv");

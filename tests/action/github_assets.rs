@@ -5,7 +5,9 @@
 //! a run that races another for the branch still lands; the run as a
 //! notebook goes with its files. Real sandbox.
 
-use crate::support::action_fixture::{ActionFixture, COMMENT, REPO, TOKEN, fenced};
+use crate::support::action_fixture::{
+    ActionFixture, COMMENT, REPO, TOKEN, fenced, snapshot_sandbox_comment,
+};
 use serde_json::Value;
 
 const BRANCH: &str = "compute-bot-assets";
@@ -108,7 +110,8 @@ async fn charts_are_committed_and_the_image_link_resolves_to_the_bytes_the_sandb
         .join("compute-bot-reports/runs/7101-1/conversion.png");
     assert_eq!(&std::fs::read(&kept).unwrap(), png);
 
-    // The CSV is linked, pinned to the same commit, with its bytes.
+    // The CSV is linked, pinned to the same commit, with its bytes (not in
+    // the snapshot alone: it names the commit `[commit]`).
     let csv_link = format!("{SERVER}/{REPO}/blob/{sha}/runs/7101-1/by_day.csv?raw=true");
     assert!(
         body.contains(&format!("[`by_day.csv`]({csv_link})")),
@@ -119,7 +122,8 @@ async fn charts_are_committed_and_the_image_link_resolves_to_the_bytes_the_sandb
             .starts_with("day,conversion\n2024-03-01,0.12\n")
     );
     // The run as a notebook goes with its files, linked the same way: the
-    // exact code that ran and its real output, valid nbformat 4.5.
+    // exact code that ran and its real output, valid nbformat 4.5 (the link
+    // checked here for its commit too).
     let nb_link = format!("{SERVER}/{REPO}/blob/{sha}/runs/7101-1/answer.ipynb?raw=true");
     assert!(
         body.contains(&format!("[`answer.ipynb`]({nb_link})")),
@@ -162,6 +166,8 @@ async fn charts_are_committed_and_the_image_link_resolves_to_the_bytes_the_sandb
         "{body}"
     );
 
+    snapshot_sandbox_comment("files_committed", &body);
+
     // A second run lands in its own folder on top of the first.
     f.comment("alice", &format!("/compute again\n{}", fenced(CHART)));
     let again = f.run(COMMENT, "7102").await;
@@ -188,25 +194,14 @@ async fn a_read_only_token_still_posts_the_answer_and_points_at_the_artifact() {
     assert_eq!(run.code, 0, "{}", run.log());
     assert_eq!(run.out("status"), "ok");
     let body = f.bot_comments(7).last().unwrap().body.clone();
-    // The answer in full: the result and the code.
-    assert!(body.contains("2024-03-04"), "{body}");
-    assert!(body.contains("fig.savefig"), "{body}");
-    // No image (it would be broken), the files named, the note with the
-    // run's link where the artifact is.
+    // The answer in full: the result (2024-03-04) and the code
+    // (`fig.savefig`); the files named, the note (`contents: write`) with the
+    // run's link where the artifact is; without a picture, the mermaid chart
+    // of the result stays, as a line.
+    snapshot_sandbox_comment("files_read_only_token", &body);
+    // No image (it would be broken).
     assert!(images(&body).is_empty(), "{body}");
     assert!(!body.contains("/blob/"), "{body}");
-    assert!(body.contains("contents: write"), "{body}");
-    assert!(
-        body.contains(&format!(
-            "[workflow run]({SERVER}/{REPO}/actions/runs/7201)"
-        )),
-        "{body}"
-    );
-    assert!(body.contains("- `conversion.png` ·"), "{body}");
-    assert!(body.contains("- `by_day.csv` ·"), "{body}");
-    // Without a picture, the mermaid chart of the result stays, as a line.
-    assert!(body.contains("xychart-beta"), "{body}");
-    assert!(body.contains("line ["), "{body}");
     assert_eq!(f.gh.branch_sha(REPO, BRANCH), None);
     // The files are kept for the workflow's upload-artifact step.
     assert!(
@@ -267,11 +262,8 @@ async fn files_over_the_policy_caps_are_named_and_not_committed() {
         ["runs/7401-1/conversion.png"]
     );
     assert_eq!(images(&body).len(), 1, "{body}");
-    assert!(
-        body.contains("_Not shown (over the policy's `output.files` caps of 1 file and"),
-        "{body}"
-    );
-    assert!(body.contains("`by_day.csv` ("), "{body}");
+    // The left-out `by_day.csv` named, over the policy's caps.
+    snapshot_sandbox_comment("files_over_caps", &body);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -288,15 +280,8 @@ async fn a_write_that_fails_still_posts_the_answer_with_the_reason_and_no_image(
     let body = f.bot_comments(7).last().unwrap().body.clone();
     assert!(images(&body).is_empty(), "{body}");
     assert!(!body.contains("/blob/"), "{body}");
-    assert!(body.contains("writing them failed ("), "{body}");
-    assert!(body.contains("no commit yet"), "{body}");
-    assert!(
-        body.contains(&format!(
-            "[workflow run]({SERVER}/{REPO}/actions/runs/7501)"
-        )),
-        "{body}"
-    );
-    assert!(body.contains("2024-03-04"), "the result: {body}");
+    // Writing them failed (no commit yet), the run's link, the result.
+    snapshot_sandbox_comment("files_write_failed", &body);
     assert_eq!(f.gh.branch_sha(REPO, BRANCH), None);
 }
 
@@ -329,9 +314,12 @@ async fn a_result_naming_its_chart_shows_it_beside_its_numbers_once() {
     let by_day = body.find("**by\\_day**").expect("the numbers' table");
     let files = body.find("#### Files").expect("the files part");
     assert!(result < image && image < by_day && by_day < files, "{body}");
+    // The same link as the image's (the snapshot names its commit
+    // `[commit]`).
     assert!(
         body.contains(&format!("[`conversion.png`]({}) ·", imgs[0].1))
             && body.contains("· shown with the result"),
         "the files part links it\n{body}"
     );
+    snapshot_sandbox_comment("files_chart_in_result", &body);
 }

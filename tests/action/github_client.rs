@@ -383,7 +383,11 @@ async fn tracker_creates_once_edits_through_stages_and_finishes() {
     let run_url = Some("https://github.com/octo-org/data/actions/runs/777".to_string());
     let mut t = Tracker::new(&client, 7, marker.clone(), run_url.clone());
     let id = t.acknowledge().await.unwrap();
-    assert!(gh.comment(id).unwrap().body.contains("starting"));
+    // The tracking comment, starting.
+    crate::support::action_fixture::snapshot_comment(
+        "tracking_acknowledged",
+        &gh.comment(id).unwrap().body,
+    );
     for stage in [Step::Planning, Step::Generating, Step::Running] {
         assert_eq!(t.stage(stage, 1, 3).await.unwrap(), id);
     }

@@ -4,7 +4,7 @@
 
 use chrono::{DateTime, TimeZone, Utc};
 
-use crate::support::action_fixture::{ActionFixture, COMMENT, REPO, fenced};
+use crate::support::action_fixture::{ActionFixture, COMMENT, REPO, fenced, snapshot_comment};
 use crate::support::github_activity::{Activity, generate};
 
 /// Median hours from opening to the first submitted review, over the
@@ -184,10 +184,8 @@ async fn a_workspace_file_sits_beside_the_bots_github_folder_and_cannot_take_it(
     let run = f.run(COMMENT, "7007").await;
     assert_ne!(run.code, 0, "{}", run.log());
     let body = newest(&f);
-    assert!(
-        body.contains("data/github") && body.contains("bot's folder /data/github/"),
-        "{body}"
-    );
+    // The input `data/github` clashes with the bot's folder /data/github/.
+    snapshot_comment("source_folder_clash", &body);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -237,14 +235,8 @@ async fn a_source_the_token_cannot_read_stops_with_the_permission_to_add() {
     let run = f.run(COMMENT, "7003").await;
     assert_ne!(run.code, 0, "{}", run.log());
     let body = &f.bot_comments(7)[0].body;
-    assert!(
-        body.contains("HTTP 403") && body.contains("Resource not accessible by integration"),
-        "{body}"
-    );
-    assert!(
-        body.contains("`actions: read`") && body.contains("permissions:"),
-        "{body}"
-    );
+    // GitHub's 403 and its message, and the `actions: read` permission to add.
+    snapshot_comment("source_forbidden", body);
     assert_eq!(run.out("status"), "failed");
 }
 
@@ -265,11 +257,8 @@ async fn a_source_the_policy_does_not_opt_into_is_refused_before_any_request() {
     let run = f.run(COMMENT, "7004").await;
     assert_ne!(run.code, 0, "{}", run.log());
     let body = &f.bot_comments(7)[0].body;
-    assert!(body.contains("add `issues` to `inputs.github`"), "{body}");
-    assert!(
-        body.contains("`github:pull` is not a source") && body.contains("`workflow_runs`"),
-        "{body}"
-    );
+    // What to add to `inputs.github`, and the sources there are.
+    snapshot_comment("source_not_opted_into", body);
     assert_eq!(f.gh.count("GET", "/issues?"), 0);
     assert_eq!(f.gh.count("GET", "/pulls"), 0);
 }
@@ -1055,6 +1044,7 @@ async fn a_next_page_link_elsewhere_is_not_followed_and_the_answer_says_so() {
             &after[seen_before..]
         );
         let answer = f.bot_comments(7).pop().unwrap();
+        // Not a snapshot: one check over every rewritten link.
         assert!(
             answer.body.contains("next-page link was not followed")
                 && answer.body.contains("no request was sent there"),

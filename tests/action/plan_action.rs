@@ -3,7 +3,9 @@
 //! exactly the newest plan's code, and only from the bot's own, unedited
 //! plan comment. Against the GitHub and model stand-ins and the real sandbox.
 
-use crate::support::action_fixture::{ActionFixture, COMMENT, REPO, fenced, sha256};
+use crate::support::action_fixture::{
+    ActionFixture, COMMENT, REPO, fenced, sha256, snapshot_comment, snapshot_sandbox_comment,
+};
 use crate::support::llm_standin::{CANARY_KEY, LlmStandin, Reply};
 use serde_json::{Value, json};
 
@@ -29,11 +31,9 @@ async fn planned(f: &ActionFixture, llm: &LlmStandin) -> u64 {
     assert_eq!(plans.len(), 1, "one new comment, no tracking comment");
     let plan = &plans[0];
     assert_eq!(plan.edits, 0, "the plan comment is never edited");
-    assert!(plan.body.contains("Read the CSV and count its rows."));
-    assert!(plan.body.contains(CODE), "the exact code is shown");
-    assert!(plan.body.contains(&sha256(CODE)));
-    assert!(plan.body.contains("**allow**"), "{}", plan.body);
-    assert!(plan.body.contains("/compute run"));
+    // The model's plan, the exact code with its hash, the verdict
+    // (**allow**) and how to run it (`/compute run`).
+    snapshot_comment("plan_from_model", &plan.body);
     let report = f.report(&run);
     assert!(report["outcome"].is_null() && report["record"].is_null());
     assert_eq!(report["status"], "planned");
@@ -64,8 +64,12 @@ async fn run_runs_exactly_the_newest_plans_code() {
         "the code is not regenerated: only the explanation"
     );
     let answer = f.bot_comments(7).pop().unwrap();
-    assert!(answer.body.contains("Runs the [plan]("), "{}", answer.body);
-    assert!(answer.body.contains(&format!("issuecomment-{plan_id}")));
+    // The answer runs the plan, and links it.
+    snapshot_sandbox_comment("plan_run_answer", &answer.body);
+    assert!(
+        answer.body.contains(&format!("issuecomment-{plan_id}")),
+        "the link names the plan's own id, not the snapshot's number"
+    );
     assert_eq!(f.gh.reactions(cid), vec!["eyes", "rocket"]);
     // The plan's inputs were used (recorded with their paths).
     let report = f.report(&run);
@@ -75,7 +79,7 @@ async fn run_runs_exactly_the_newest_plans_code() {
     let run = f.run(COMMENT, "9203").await;
     assert_eq!(run.out("status"), "failed", "{}", run.log());
     let reply = f.bot_comments(7).pop().unwrap();
-    assert!(reply.body.contains("the plan cannot run"), "{}", reply.body);
+    snapshot_comment("plan_other_hash", &reply.body);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -114,7 +118,7 @@ async fn an_edited_plan_or_someone_elses_plan_marker_never_runs() {
     assert_eq!(run.out("status"), "failed", "{}", run.log());
     assert_eq!(run.out("code_sha256"), "", "nothing ran");
     let reply = f.bot_comments(7).pop().unwrap();
-    assert!(reply.body.contains("does not match"), "{}", reply.body);
+    snapshot_comment("plan_hash_mismatch", &reply.body);
 
     // Code and marker changed together, later: the edit itself refuses it.
     f.gh.edit_comment_later(plan_id, &fake, 30);
@@ -123,7 +127,7 @@ async fn an_edited_plan_or_someone_elses_plan_marker_never_runs() {
     assert_eq!(run.out("status"), "failed", "{}", run.log());
     assert_eq!(run.out("code_sha256"), "", "nothing ran");
     let reply = f.bot_comments(7).pop().unwrap();
-    assert!(reply.body.contains("was edited"), "{}", reply.body);
+    snapshot_comment("plan_edited", &reply.body);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -134,7 +138,7 @@ async fn run_needs_the_run_permission_and_a_plan() {
     let run = f.run(COMMENT, "9207").await;
     assert_eq!(run.code, 0, "{}", run.log());
     assert_eq!(run.out("status"), "ignored");
-    assert!(f.bot_comments(7)[0].body.contains("no plan in this thread"));
+    snapshot_comment("plan_none_in_thread", &f.bot_comments(7)[0].body);
     // A plan of exact code needs no model; a reader may not run it.
     f.comment(
         "alice",
@@ -171,8 +175,8 @@ async fn an_escalating_plan_shows_its_verdict_and_its_run_waits_for_an_approval(
     let run = f.run(COMMENT, "9221").await;
     assert_eq!(run.out("status"), "planned", "{}", run.log());
     let plan = f.bot_comments(7).pop().unwrap();
-    assert!(plan.body.contains("**escalate**"), "{}", plan.body);
-    assert!(plan.body.contains("hashlib"), "the finding is named");
+    // The verdict (**escalate**) names the finding (`hashlib`).
+    snapshot_comment("plan_escalating", &plan.body);
     // Running the plan is checked again: it waits for an approval.
     f.comment("alice", "/compute run");
     let run = f.run(COMMENT, "9222").await;

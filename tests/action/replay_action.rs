@@ -4,7 +4,9 @@
 //! changed input named, a non-reproducible result shown as `differs`, and
 //! only people who may run code may replay.
 
-use crate::support::action_fixture::{ActionFixture, COMMENT, CSV, ISSUE, REPO};
+use crate::support::action_fixture::{
+    ActionFixture, COMMENT, CSV, ISSUE, REPO, snapshot_comment, snapshot_sandbox_comment,
+};
 use crate::support::github_standin::{DEFAULT_APP_LOGIN, StoredComment};
 
 const CODE: &str = "import json, csv\nrows = list(csv.DictReader(open('/data/sales.csv')))\nprint(json.dumps({'total': sum(int(r['amount']) for r in rows)}))\n";
@@ -36,28 +38,19 @@ async fn compute_replay_posts_the_verdict_for_the_newest_result() {
     let f = ActionFixture::new().await;
     let (code, result, log) = comment(&f, "alice", &ask(CODE), "100").await;
     assert_eq!(code, 0, "{log}");
-    assert!(
-        result.body.contains("<!-- compute-bot:record {"),
-        "{}",
-        result.body
-    );
-    assert!(result.body.contains("**Reproduce:**"), "{}", result.body);
-    assert!(result.body.contains("`/compute replay`"), "{}", result.body);
+    // The answer carries its record and says how to reproduce it.
+    snapshot_sandbox_comment("replay_result", &result.body);
 
     let (code, verdict, log) = comment(&f, "alice", "/compute replay", "101").await;
     assert_eq!(code, 0, "{log}");
-    assert!(
-        verdict.body.contains("✅ compute-bot: reproduced"),
-        "{}",
-        verdict.body
-    );
+    // Reproduced, linking the result it replayed.
+    snapshot_sandbox_comment("replay_reproduced", &verdict.body);
     assert!(
         verdict.body.contains(&format!(
             "https://github.example/octo-org/data/issues/7#issuecomment-{}",
             result.id
         )),
-        "{}",
-        verdict.body
+        "the link names the result's own id, not the snapshot's number"
     );
     // The verdict carries no record: the next replay still finds the result.
     assert!(!verdict.body.contains("compute-bot:record"));
@@ -65,15 +58,14 @@ async fn compute_replay_posts_the_verdict_for_the_newest_result() {
     // Someone who may not run code may not replay either.
     let (_, refused, _) = comment(&f, "rita", "/compute replay", "102").await;
     assert!(!refused.body.contains("reproduced"), "{}", refused.body);
-    assert!(refused.body.contains("rita"), "{}", refused.body);
+    snapshot_comment("replay_refused", &refused.body);
 
     // One changed byte in the input: named, nothing run.
     let ws_csv = f.ws().join("data/sales.csv");
     std::fs::write(&ws_csv, CSV.replace("32", "33")).unwrap();
     let (code, cannot, log) = comment(&f, "alice", "/compute replay", "103").await;
     assert_eq!(code, 1, "{log}");
-    assert!(cannot.body.contains("cannot replay"), "{}", cannot.body);
-    assert!(cannot.body.contains("input `sales.csv`"), "{}", cannot.body);
+    snapshot_sandbox_comment("replay_input_changed", &cannot.body);
     std::fs::write(&ws_csv, CSV).unwrap();
 
     // A forged record (a bot comment edited to name a file outside the
@@ -87,15 +79,7 @@ async fn compute_replay_posts_the_verdict_for_the_newest_result() {
     f.gh.seed_comment(REPO, ISSUE, DEFAULT_APP_LOGIN, &forged);
     let (code, refused, log) = comment(&f, "alice", "/compute replay", "106").await;
     assert_eq!(code, 1, "{log}");
-    assert!(refused.body.contains("cannot replay"), "{}", refused.body);
-    assert!(refused.body.contains("../outside.csv"), "{}", refused.body);
-    assert!(
-        refused
-            .body
-            .contains("not a path inside the repository checkout"),
-        "{}",
-        refused.body
-    );
+    snapshot_sandbox_comment("replay_forged_path", &refused.body);
     assert!(
         !refused
             .body
@@ -113,5 +97,6 @@ async fn compute_replay_posts_the_verdict_for_the_newest_result() {
         "{}",
         differs.body
     );
+    // Not a snapshot: the diff shows two random numbers.
     assert!(differs.body.contains("/total: "), "{}", differs.body);
 }

@@ -2,7 +2,7 @@
 //! summary, the `usage` output and the report, against the GitHub and model
 //! stand-ins and the real sandbox.
 
-use crate::support::action_fixture::{ActionFixture, COMMENT};
+use crate::support::action_fixture::{ActionFixture, COMMENT, snapshot_sandbox_comment};
 use crate::support::llm_standin::{CANARY_KEY, LlmStandin, Reply};
 use serde_json::{Value, json};
 
@@ -33,8 +33,8 @@ async fn an_answer_shows_its_model_requests_tokens_and_cost_everywhere() {
         json!({"model_requests": 3, "input_tokens": 2000, "output_tokens": 400, "cost_usd": 0.006})
     );
     let line = "3 model requests · tokens: 2,000 in, 400 out · cost $0.0060";
-    let comment = &f.bot_comments(7)[0];
-    assert!(comment.body.contains(line), "{}", comment.body);
+    // The footer counts the requests, the tokens and the cost.
+    snapshot_sandbox_comment("usage_counted", &f.bot_comments(7)[0].body);
     assert!(run.summary.contains(line), "{}", run.summary);
     let report = f.report(&run);
     assert_eq!(report["model_requests"], 3);
@@ -72,7 +72,7 @@ async fn a_provider_that_omits_usage_is_shown_as_unknown_not_zero() {
         json!({"model_requests": 2, "input_tokens": null, "output_tokens": null, "cost_usd": null})
     );
     let line = "2 model requests · tokens: unknown in, unknown out · cost unknown";
-    assert!(f.bot_comments(7)[0].body.contains(line));
+    snapshot_sandbox_comment("usage_unknown", &f.bot_comments(7)[0].body);
     assert!(run.summary.contains(line));
     let report = f.report(&run);
     assert_eq!(
@@ -98,5 +98,5 @@ async fn exact_code_without_a_model_takes_no_model_requests() {
         run.out("usage"),
         r#"{"model_requests":0,"input_tokens":0,"output_tokens":0}"#
     );
-    assert!(f.bot_comments(7)[0].body.contains("no model requests"));
+    snapshot_sandbox_comment("usage_none", &f.bot_comments(7)[0].body);
 }

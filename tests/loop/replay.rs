@@ -235,7 +235,8 @@ async fn replay_reads_the_record_from_a_posted_comment() {
     let v: compute_bot::report::Report =
         serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
     let body = compute_bot::render::markdown(&v, &Default::default());
-    assert!(body.contains("**Reproduce:**"), "{body}");
+    // The whole comment, with its record and how to reproduce it.
+    crate::support::action_fixture::snapshot_sandbox_comment("replay_record_comment", &body);
     let gh = GitHubStandIn::start().await;
     gh.add_repo("acme/data");
     gh.add_issue("acme/data", 7);

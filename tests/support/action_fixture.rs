@@ -43,16 +43,131 @@ pub fn sha256(s: &str) -> String {
 }
 
 /// The snapshot settings of a comment the bot wrote: each snapshot named
-/// as given (not after its module), the bot's version (in the footer)
-/// replaced. `comment_settings().bind(|| insta::assert_snapshot!(name, body))`.
+/// as given (not after its module) and kept in the test crate's own
+/// `snapshots/` (`tests/action/snapshots`, `tests/loop/snapshots`), the
+/// bot's version (in the footer) replaced.
+/// `comment_settings().bind(|| insta::assert_snapshot!(name, body))`.
 pub fn comment_settings() -> insta::Settings {
     let mut s = insta::Settings::clone_current();
     s.set_prepend_module_to_snapshot(false);
+    s.set_snapshot_path(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/",
+        env!("CARGO_CRATE_NAME"),
+        "/snapshots"
+    ));
     s.add_filter(
         &format!(r"\b{}\b", env!("CARGO_PKG_VERSION").replace('.', r"\.")),
         "[version]",
     );
     s
+}
+
+/// [`comment_settings`] for a comment of a run in the real sandbox: the
+/// values that change between runs and machines replaced by a name in
+/// brackets, everything else kept: `[digest]` the image's id, `[repo
+/// digests]` the engine's names for it, `[pid]` a test process's id in a
+/// registry repository, `[engine version]` Docker's, `[duration]` a time taken, `[memory]` a peak of
+/// memory, `[timestamp]` a date and time, `[watch state]` a watch's encoded
+/// history, `[preload]` and `[library reads]` what raced the code's
+/// arrival, `[commit]` a commit of the files branch, `[checkout]` the
+/// checkout's path, `[port]` the port of a loopback stand-in, `[tmp]` a temporary
+/// directory.
+pub fn sandbox_comment_settings() -> insta::Settings {
+    let mut s = comment_settings();
+    for (pattern, name) in SANDBOX_FILTERS {
+        s.add_filter(pattern, *name);
+    }
+    // The checkout's own path (a policy the command line read from it).
+    s.add_filter(&regex_escape(env!("CARGO_MANIFEST_DIR")), "[checkout]");
+    s
+}
+
+/// `text` as a regular expression that matches exactly it.
+fn regex_escape(text: &str) -> String {
+    text.chars()
+        .flat_map(|c| {
+            let special = "\\.+*?()|[]{}^$#&-~".contains(c);
+            special.then_some('\\').into_iter().chain([c])
+        })
+        .collect()
+}
+
+/// The filters of [`sandbox_comment_settings`], in order: each a regular
+/// expression and the name that stands for what it matched.
+const SANDBOX_FILTERS: &[(&str, &str)] = &[
+    // The image's repository digests on the engine: none for a local build,
+    // some after a pull or a push (another test's too, while it runs); in the
+    // record all, in the sandbox table the first. First: the filters below
+    // put brackets in them.
+    (r#""digests":\[[^\]]*\]"#, r#""digests":[repo digests]"#),
+    (
+        r"(\| Image \| `[^`\n]*`(?: · id `[^`\n]*`)?)(?: · digest `[^`\n]*`)?",
+        "${1} · [repo digest]",
+    ),
+    // The image's id, in full (the record) and shortened (the sandbox table).
+    (r"sha256:[0-9a-f]{64}", "sha256:[digest]"),
+    (r"sha256:[0-9a-f]{6,63}…", "sha256:[digest]…"),
+    // A registry repository a test pushed, named after the test's process.
+    (r"(/cbs-[a-z0-9-]+?)-\d+\b", "${1}-[pid]"),
+    // The Docker engine's version in the record.
+    (
+        r#""engine":"[^"]*\(API [0-9.]+\)""#,
+        r#""engine":"[engine version]""#,
+    ),
+    // A time measured: the record's milliseconds, and a time as people read
+    // it (`21 ms`, `1.2 s`); a limit (`10s`) has no space and stays.
+    (r#""duration_ms":\d+"#, r#""duration_ms":[duration]"#),
+    (r"\b\d+(?:\.\d+)? (?:ms|s|min)\b", "[duration]"),
+    // A peak of memory measured (a limit, `512MiB`, has no space and stays).
+    (
+        r"(?i)(peak memory:? (?:\| )?|whole container )\d+(?:\.\d+)? [KMG]?i?B\b",
+        "${1}[memory]",
+    ),
+    // A date and time (a watch's history); a date alone is data and stays.
+    (
+        r"\b\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?Z?",
+        "[timestamp]",
+    ),
+    // A watch's state (its history with the times of its runs), hex-encoded.
+    (
+        r"(<!-- compute-bot:watch-state=)[0-9a-f]+",
+        "${1}[watch state]",
+    ),
+    // Which preloaded modules were ready before the code arrived races the
+    // code: the one or two rows that say it, as one.
+    (
+        r"(?m)(?:^\| (?:Preloaded before the code arrived|Not preloaded \(the code had arrived\)) \|[^\n]*\n)+",
+        "| [preload] |\n",
+    ),
+    // How many of the image's libraries the code read depends on that race
+    // too (none: no words at all).
+    (
+        r"(\| Files opened \| [^|\n]*?)(?: · \d+ read\(s\) of the image's own libraries)? \|",
+        "${1} · [library reads] |",
+    ),
+    // The commit of a run's files on the files branch (its date is in it).
+    (r"(/(?:blob|commit)/)[0-9a-f]{40}\b", "${1}[commit]"),
+    (
+        r"(Committed to branch `[^`\n]+` as \[`)[0-9a-f]{7,40}`",
+        "${1}[commit]`",
+    ),
+    // The port of a loopback stand-in.
+    (r"\b(127\.0\.0\.1|localhost):\d+", "${1}:[port]"),
+    // A temporary directory (`tempfile`'s, under any `TMPDIR`).
+    (r#"(?:/[^\s/`'"()|]+)*/\.tmp[A-Za-z0-9]{6}"#, "[tmp]"),
+];
+
+/// Snapshots the whole of a comment the bot wrote as `name`
+/// ([`comment_settings`]): a comment that does not depend on the engine.
+pub fn snapshot_comment(name: &str, body: &str) {
+    comment_settings().bind(|| insta::assert_snapshot!(name, body));
+}
+
+/// Snapshots the whole of a comment of a run in the real sandbox as `name`,
+/// its volatile values named ([`sandbox_comment_settings`]).
+pub fn snapshot_sandbox_comment(name: &str, body: &str) {
+    sandbox_comment_settings().bind(|| insta::assert_snapshot!(name, body));
 }
 
 /// `code` as a fenced Python block of a comment (`code` ends with `\n`).
@@ -166,6 +281,16 @@ impl ActionFixture {
         Self::builder().start().await
     }
 
+    /// The usual set-up with pull request 8 and a bot, `dependabot[bot]`,
+    /// that has write access.
+    pub async fn with_pull_request_and_bot() -> ActionFixture {
+        Self::builder()
+            .pull_request(8)
+            .permission("dependabot[bot]", "write")
+            .start()
+            .await
+    }
+
     /// The directory the runner's files live in (the workspace is `ws/` in it).
     pub fn root(&self) -> &Path {
         self.dir.path()
@@ -241,6 +366,13 @@ impl ActionFixture {
             .into_iter()
             .filter(|c| c.author == DEFAULT_APP_LOGIN)
             .collect()
+    }
+
+    /// The body of the bot's newest comment on `issue`.
+    #[track_caller]
+    pub fn newest_bot_body(&self, issue: u64) -> String {
+        let bots = self.bot_comments(issue);
+        bots.last().expect("a comment by the bot").body.clone()
     }
 
     /// The report file the run named in its `report_path` output.

@@ -114,6 +114,17 @@ impl ActionRun {
             .unwrap_or_else(|| panic!("no output {name} in {:?}\n{}", self.outputs, self.log()))
     }
 
+    /// Asserts the exit code and the `status` output, with the log.
+    #[track_caller]
+    pub fn assert_ended(&self, code: i32, status: &str) {
+        assert_eq!(
+            (self.code, self.out("status")),
+            (code, status),
+            "{}",
+            self.log()
+        );
+    }
+
     /// Exit status, stdout, stderr and outputs, for assertion messages.
     pub fn log(&self) -> String {
         format!(
