@@ -250,4 +250,25 @@ mod tests {
         assert_eq!(err[0].path, "data/out.csv");
         assert!(err[0].problem.contains("outside the workspace"), "{err:?}");
     }
+
+    /// A `.py` named with `code=` is read as written: bytes that are not
+    /// UTF-8 are refused with the offset of the first, and a name's
+    /// backtick cannot close the note's code span.
+    #[test]
+    fn named_code_that_is_not_utf8_is_refused_with_its_offset() {
+        let d = ws();
+        std::fs::write(d.path().join("bad.py"), b"print(1)\n\xff\xfe\n").unwrap();
+        let err = named_code(d.path(), Some("bad.py"), "", false).unwrap_err();
+        assert_eq!(err.path, "bad.py");
+        assert!(err.problem.contains("byte 9 is not"), "{err:?}");
+        std::fs::write(d.path().join("a`b.py"), "print(2)\n").unwrap();
+        let named = named_code(d.path(), Some("a`b.py"), "", false)
+            .unwrap()
+            .unwrap();
+        assert_eq!(named.program.code, "print(2)\n");
+        assert_eq!(
+            named.program.note.as_deref(),
+            Some("the code is `a'b.py` from the checkout, as written")
+        );
+    }
 }
