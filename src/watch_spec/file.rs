@@ -35,7 +35,7 @@ pub struct Watch {
     /// sources given to the code.
     pub inputs: Vec<String>,
     /// Where each of [`Watch::inputs`] is written (line, column).
-    input_positions: Vec<(u64, u64)>,
+    input_positions: Vec<Position>,
     /// The JSON Schema the result must match (none: the policy's).
     pub schema: Option<Value>,
     /// Python expressions or `assert` statements over `result`.
@@ -50,9 +50,23 @@ pub struct Watch {
 /// (`file:line:column: message`, see [`Located`]).
 pub type WatchError = Located;
 
-/// A problem at `(line, column)` of `file`.
-fn located(file: &str, (line, column): (u64, u64), message: impl Into<String>) -> WatchError {
-    Located::at(file, line, column, message)
+/// Where in a watch file a problem is: a line and a column, 1-based.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Position {
+    /// The line (0 with [`Position::FILE`]).
+    line: u64,
+    /// The column (0 with [`Position::FILE`]).
+    column: u64,
+}
+
+impl Position {
+    /// The file as a whole (its size, reading it, its name): no line.
+    const FILE: Position = Position { line: 0, column: 0 };
+}
+
+/// A problem at `at` in `file`.
+fn located(file: &str, at: Position, message: impl Into<String>) -> WatchError {
+    Located::at(file, at.line, at.column, message)
 }
 
 /// The file as written.
@@ -80,7 +94,7 @@ struct Raw {
 
 /// The first position of `key:` at any depth (best effort, for errors found
 /// after parsing); the start of the file when it is not written.
-fn key_position(src: &str, key: &str) -> (u64, u64) {
+fn key_position(src: &str, key: &str) -> Position {
     for (i, line) in src.lines().enumerate() {
         let t = line.trim_start();
         let t2 = t.strip_prefix("- ").unwrap_or(t);
@@ -88,10 +102,13 @@ fn key_position(src: &str, key: &str) -> (u64, u64) {
             && rest.trim_start().starts_with(':')
         {
             let col = line.chars().count() - t2.chars().count() + 1;
-            return (i as u64 + 1, col as u64);
+            return Position {
+                line: i as u64 + 1,
+                column: col as u64,
+            };
         }
     }
-    (1, 1)
+    Position { line: 1, column: 1 }
 }
 
 fn hint(raw: &str) -> String {
@@ -240,10 +257,13 @@ impl Watch {
         }
         let (code, goal, pin) = program(raw.code, raw.goal, raw.code_sha256, &at)?;
         let inputs: Vec<String> = raw.inputs.iter().map(|s| s.value.clone()).collect();
-        let input_positions: Vec<(u64, u64)> = raw
+        let input_positions: Vec<Position> = raw
             .inputs
             .iter()
-            .map(|s| (s.referenced.line(), s.referenced.column()))
+            .map(|s| Position {
+                line: s.referenced.line(),
+                column: s.referenced.column(),
+            })
             .collect();
         input_problem(&inputs).map_or(Ok(()), |(i, message)| {
             Err(located(origin, input_positions[i], message))
@@ -302,21 +322,30 @@ impl Watch {
         if size > MAX_FILE_BYTES {
             return Err(located(
                 shown,
-                (0, 0),
+                Position::FILE,
                 format!(
                     "the file is {size} bytes, more than {MAX_FILE_BYTES}; keep watches short and data in inputs"
                 ),
             ));
         }
-        let src = std::fs::read_to_string(path)
-            .map_err(|e| located(shown, (0, 0), format!("cannot read the watch file ({e})")))?;
+        let src = std::fs::read_to_string(path).map_err(|e| {
+            located(
+                shown,
+                Position::FILE,
+                format!("cannot read the watch file ({e})"),
+            )
+        })?;
         Watch::parse(&src, shown)
     }
 
     /// A problem with the watch's input `i` (what the policy says of a
     /// `github:` source, say), placed where that input is written.
     pub(crate) fn at_input(&self, i: usize, message: impl Into<String>) -> WatchError {
-        let at = self.input_positions.get(i).copied().unwrap_or((0, 0));
+        let at = self
+            .input_positions
+            .get(i)
+            .copied()
+            .unwrap_or(Position::FILE);
         located(&self.file, at, message)
     }
 
@@ -342,7 +371,7 @@ pub fn load_dir(dir: &Path, shown_dir: &str) -> Result<Vec<Watch>, Vec<WatchErro
         Err(e) => {
             return Err(vec![located(
                 shown_dir,
-                (0, 0),
+                Position::FILE,
                 format!("cannot read the watch folder ({e})"),
             )]);
         }
@@ -364,7 +393,7 @@ pub fn load_dir(dir: &Path, shown_dir: &str) -> Result<Vec<Watch>, Vec<WatchErro
                 if let Some(first) = watches.iter().find(|o| o.name == w.name) {
                     errors.push(located(
                         &shown,
-                        (0, 0),
+                        Position::FILE,
                         format!(
                             "the name `{}` is taken by {}; each watch needs its own name",
                             w.name, first.file
