@@ -50,7 +50,6 @@ async fn escalated_code_runs_only_when_an_allowed_approver_approves() {
         "still open"
     );
 
-    // A maintainer approves: exactly the shown code runs.
     // An approval that names another hash is not carried out, and the request stays open.
     let wrong = f.comment("maint", "/compute approve 00000000");
     let run = f.run(COMMENT, "9105").await;
